@@ -1,0 +1,52 @@
+"""arignote: painless neural-network training on GPUs, on PyTorch.
+
+Configure once (rc file, ``ARIGNOTE_FLAGS`` or code), then train Keras-style models or any
+``torch.nn.Module`` on the device the configuration names.
+
+Example::
+
+    >>> import arignote
+    >>> arignote.configure(device="cpu")
+    >>> arignote.config.get("device")
+    'cpu'
+
+Heavy submodules (torch) load on first use of the names below, so ``import arignote`` is cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from arignote import config
+from arignote.config import ConfigError, configure, override
+
+__version__ = "0.1.0"
+
+# public name -> module that defines it (imported on first access)
+_LAZY = {
+    "is_gpu_available": "arignote.devices",
+    "list_devices": "arignote.devices",
+    "gpu_device_name": "arignote.devices",
+    "cudnn_version": "arignote.devices",
+    "select_gpus": "arignote.share",
+    "device": "arignote.parallel.placement",
+}
+_SUBMODULES = {
+    "backend", "callbacks", "datasets", "devices", "layers", "losses", "metrics", "models",
+    "optimizers", "utils", "share", "monitor", "parallel", "memory", "precision", "bench", "training",
+}
+
+__all__ = ["config", "configure", "override", "ConfigError", *sorted(_LAZY)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"arignote.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'arignote' has no attribute '{name}'")

@@ -1,0 +1,5 @@
+import sys
+
+from arignote.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""arignote.bench."""

@@ -1,0 +1,1 @@
+"""One module a CLI command (see :mod:`arignote.cli`)."""

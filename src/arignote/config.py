@@ -1,0 +1,414 @@
+"""Every arignote setting, declared once, with where its value came from.
+
+Sources, lowest to highest: defaults < rc files (``ARIGNOTERC``, a colon-separated list, default
+``~/.arignoterc``) < ``ARIGNOTE_FLAGS`` < code (:func:`configure`, ``with override(...)``).
+This module is the only place that reads arignote's environment variables.
+
+Example::
+
+    >>> from arignote import config
+    >>> with config.override(device="cpu", memory_preallocate=0.5):
+    ...     config.get("memory.preallocate"), config.source("device")
+    (0.5, 'code')
+"""
+
+from __future__ import annotations
+
+import configparser
+import contextlib
+import contextvars
+import difflib
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "ConfigError",
+    "Flag",
+    "FlagValue",
+    "FLAGS",
+    "configure",
+    "override",
+    "get",
+    "source",
+    "flags",
+    "notices",
+    "reload",
+    "environ",
+]
+
+
+class ConfigError(ValueError):
+    """A flag name or value that arignote cannot use; the message names the flag, value and source."""
+
+
+# --------------------------------------------------------------------------- value parsers
+
+
+def _parse_bool(text: Any) -> bool:
+    if isinstance(text, bool):
+        return text
+    s = str(text).strip().lower()
+    if s in ("1", "true", "yes", "on"):
+        return True
+    if s in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected true or false")
+
+
+def _parse_float(text: Any) -> float:
+    if isinstance(text, bool):
+        raise ValueError("expected a number")
+    return float(text)
+
+
+def _parse_int(text: Any) -> int:
+    if isinstance(text, bool):
+        raise ValueError("expected a whole number")
+    if isinstance(text, float) and not text.is_integer():
+        raise ValueError("expected a whole number")
+    return int(str(text).strip()) if not isinstance(text, (int, float)) else int(text)
+
+
+def _non_negative(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def check(text: Any) -> Any:
+        value = parse(text)
+        if value < 0:
+            raise ValueError("must be >= 0")
+        return value
+
+    return check
+
+
+def _choice(*options: str) -> Callable[[Any], str]:
+    def check(text: Any) -> str:
+        s = str(text).strip()
+        if s not in options:
+            raise ValueError("expected one of " + ", ".join(options))
+        return s
+
+    check.options = options  # type: ignore[attr-defined]
+    return check
+
+
+def _text(text: Any) -> str:
+    return str(text).strip()
+
+
+def _device(text: Any) -> str:
+    s = str(text).strip()
+    if not s:
+        raise ValueError("expected a device spec such as auto, cpu, cuda, cuda1, all or free:2")
+    return s
+
+
+def _limit(text: Any) -> float:
+    value = _parse_float(text)
+    if value < 0:
+        raise ValueError("must be 0 (no cap), a fraction in (0, 1] or MiB > 1")
+    return value
+
+
+# --------------------------------------------------------------------------- the registry
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One setting: its dotted name, parser (string or Python value -> typed value), default, doc."""
+
+    name: str
+    parse: Callable[[Any], Any]
+    default: Any
+    doc: str
+    env: str | None = None  # a dedicated environment variable that may also set it
+
+    @property
+    def kind(self) -> str:
+        options = getattr(self.parse, "options", None)
+        if options:
+            return "|".join(options)
+        return {bool: "bool", int: "int", float: "float"}.get(type(self.default), "str")
+
+
+_FLAG_LIST = [
+    Flag("device", _device, "auto",
+         "where to train: auto, cpu, cuda, cudaN, cuda:N, all, cuda0,cuda2, free:N (gpu/gpuN accepted)"),
+    Flag("floatX", _choice("float32", "float64", "float16", "bfloat16"), "float32",
+         "dtype of parameters and of float inputs"),
+    Flag("precision", _choice("fp32", "mixed-fp16", "mixed-bf16"), "fp32",
+         "mixed precision: autocast to fp16 (with grad scaling) or bf16; fp32 disables it"),
+    Flag("memory.preallocate", _parse_float, 0.0,
+         "0 grow on demand; 0<x<=1 reserve that fraction of device memory; x>1 that many MiB; "
+         "x<0 disable caching"),
+    Flag("memory.limit", _limit, 0.0, "hard per-process cap: 0 none, 0<x<=1 a fraction, x>1 MiB"),
+    Flag("memory.on_oom", _choice("split", "raise"), "split",
+         "on out-of-memory, redo the step as micro-batches (split) or raise"),
+    Flag("memory.oom_inject_above", _non_negative(_parse_int), 0,
+         "testing: raise torch.OutOfMemoryError for micro-batches larger than this (0 off)"),
+    Flag("dnn.enabled", _choice("auto", "true", "false"), "auto", "use cuDNN: auto (when present), true, false"),
+    Flag("dnn.benchmark", _parse_bool, False, "let cuDNN benchmark convolution algorithms"),
+    Flag("dnn.deterministic", _parse_bool, False, "use only deterministic cuDNN algorithms"),
+    Flag("cpu.threads", _non_negative(_parse_int), 0, "intra-op threads per process (0: torch's default)"),
+    Flag("cpu.processes", _parse_int, 1, "with device=cpu, number of data-parallel CPU processes (gloo)"),
+    Flag("print_active_device", _parse_bool, True, "print the startup banner on first use (rank 0)"),
+    Flag("contexts", _text, "", "placement contexts, e.g. dev0->cuda0;dev1->cuda1"),
+    Flag("parallel.timeout", _non_negative(_parse_float), 30.0,
+         "seconds the other ranks wait before stopping when one rank fails"),
+    Flag("parallel.restarts", _non_negative(_parse_int), 0,
+         "how many times a failed data-parallel job is restarted (resumes with BackupAndRestore)"),
+    Flag("share.lease_dir", _text, "", "directory of GPU lease files (default: <tmp>/arignote-leases)",
+         env="ARIGNOTE_LEASE_DIR"),
+    Flag("datasets.dir", _text, "", "first directory searched for datasets (default ~/.arignote/datasets)",
+         env="ARIGNOTE_DATA"),
+]
+
+FLAGS: dict[str, Flag] = {f.name: f for f in _FLAG_LIST}
+
+# Theano spellings accepted in rc files and ARIGNOTE_FLAGS: section.key -> arignote flag.
+_THEANO_ALIASES = {
+    "gpuarray.preallocate": "memory.preallocate",
+    "lib.cnmem": "memory.preallocate",
+    "global.floatx": "floatX",
+}
+# Theano flags that have no meaning here: accepted with a one-line notice instead of an error.
+_THEANO_IGNORED = {
+    "mode", "optimizer", "cxx", "exception_verbosity", "allow_gc", "force_device", "openmp",
+    "optimizer_including", "optimizer_excluding", "warn_float64", "compiledir", "base_compiledir",
+    "nvcc.fastmath", "nvcc.flags", "blas.ldflags", "dnn.include_path", "dnn.library_path",
+    "gpuarray.sched", "cuda.root", "scan.allow_gc",
+}
+
+
+@dataclass(frozen=True)
+class FlagValue:
+    """A flag's current value and where it came from (``default``, ``~/.arignoterc:3``, ...)."""
+
+    name: str
+    value: Any
+    source: str
+    doc: str
+    default: Any
+    kind: str
+
+
+# --------------------------------------------------------------------------- state
+
+_lock_free_state: dict[str, Any] = {"loaded": None, "code": {}, "notices": []}
+_override: contextvars.ContextVar[tuple[dict[str, tuple[Any, str]], ...]] = contextvars.ContextVar(
+    "arignote_override", default=()
+)
+
+
+def environ(name: str, default: str | None = None) -> str | None:
+    """Read an environment variable (the one door through which arignote's own code reads them)."""
+    return os.environ.get(name, default)
+
+
+def _canonical(name: str, where: str) -> str:
+    """Map a user's spelling (``memory_preallocate``, ``floatx``, ``gpuarray.preallocate``) to a flag."""
+    key = name.strip()
+    if key in FLAGS:
+        return key
+    lowered = {n.lower(): n for n in FLAGS}
+    for candidate in (key, key.replace("_", ".", 1), key.replace("__", ".")):
+        if candidate.lower() in lowered:
+            return lowered[candidate.lower()]
+        if candidate.lower() in _THEANO_ALIASES:
+            return _THEANO_ALIASES[candidate.lower()]
+    if key.lower() in _THEANO_IGNORED:
+        return ""
+    close = difflib.get_close_matches(key, list(FLAGS), n=1, cutoff=0.6)
+    hint = f" Did you mean '{close[0]}'?" if close else " Run 'arignote config' to list the flags."
+    raise ConfigError(f"unknown flag '{name}' (from {where}).{hint}")
+
+
+def _convert(name: str, raw: Any, where: str, notes: list[str]) -> Any:
+    flag = FLAGS[name]
+    if name == "device" and isinstance(raw, str):
+        raw = _theano_device(raw, where, notes)
+    try:
+        return flag.parse(raw)
+    except (ValueError, TypeError) as exc:
+        raise ConfigError(f"bad value {raw!r} for flag '{name}' (from {where}): {exc}. {flag.doc}") from None
+
+
+def _theano_device(spec: str, where: str, notes: list[str]) -> str:
+    parts = [p.strip() for p in spec.split(",")]
+    out = []
+    for p in parts:
+        if p.lower().startswith("gpu") and (p[3:] == "" or p[3:].isdigit()):
+            new = "cuda" + p[3:]
+            notes.append(f"note: device={p} (from {where}) is the Theano spelling; read as device={new}")
+            out.append(new)
+        else:
+            out.append(p)
+    return ",".join(out)
+
+
+def _split_flags(text: str) -> list[str]:
+    """Split ``ARIGNOTE_FLAGS`` on commas; a piece without ``=`` continues the previous value
+    (so ``device=cuda0,cuda2,floatX=float32`` keeps the device list together)."""
+    items: list[str] = []
+    for piece in text.split(","):
+        if not piece.strip():
+            continue
+        if "=" in piece or not items:
+            items.append(piece)
+        else:
+            items[-1] += "," + piece
+    return items
+
+
+def _rc_paths() -> list[str]:
+    raw = environ("ARIGNOTERC")
+    if raw is None:
+        return [os.path.expanduser("~/.arignoterc")]
+    return [os.path.expanduser(p) for p in raw.split(os.pathsep) if p]
+
+
+def _display_path(path: str) -> str:
+    home = os.path.expanduser("~")
+    return "~" + path[len(home):] if home and home != "/" and path.startswith(home + os.sep) else path
+
+
+def _read_rc(path: str, values: dict[str, tuple[Any, str]], notes: list[str]) -> None:
+    shown = _display_path(path)
+    parser = configparser.ConfigParser(interpolation=None, strict=True)
+    parser.optionxform = str  # keep floatX's case
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+        parser.read_string(text, source=shown)
+    except configparser.Error as exc:
+        line = getattr(exc, "lineno", None)
+        where = f"{shown}:{line}" if line else shown
+        first = str(exc).splitlines()[0]
+        raise ConfigError(
+            f"rc file {where} is not valid INI ({first}); fix or remove it (ARIGNOTERC lists the files read)"
+        ) from None
+    lines = text.splitlines()
+    for section in parser.sections():
+        for key, raw in parser.items(section):
+            where = f"{shown}:{_find_line(lines, section, key)}"
+            dotted = key if section == "global" else f"{section}.{key}"
+            name = _canonical(dotted, where)
+            if not name:
+                notes.append(f"note: Theano flag '{dotted}' (from {where}) has no meaning in arignote; ignored")
+                continue
+            values[name] = (_convert(name, raw, where, notes), where)
+
+
+def _find_line(lines: list[str], section: str, key: str) -> int:
+    in_section = False
+    for number, line in enumerate(lines, 1):
+        s = line.strip()
+        if s.startswith("["):
+            in_section = s.strip("[] ") == section
+        elif in_section and s.split("=", 1)[0].split(":", 1)[0].strip() == key:
+            return number
+    return 0
+
+
+def _load() -> tuple[dict[str, tuple[Any, str]], list[str]]:
+    if _lock_free_state["loaded"] is not None:
+        return _lock_free_state["loaded"]
+    values: dict[str, tuple[Any, str]] = {}
+    notes: list[str] = []
+    for path in _rc_paths():
+        if os.path.exists(path):
+            _read_rc(path, values, notes)
+    for flag in FLAGS.values():
+        if flag.env and environ(flag.env):
+            values[flag.name] = (_convert(flag.name, environ(flag.env), flag.env, notes), flag.env)
+    text = environ("ARIGNOTE_FLAGS", "") or ""
+    for item in _split_flags(text):
+        if "=" not in item:
+            raise ConfigError(f"ARIGNOTE_FLAGS item '{item}' is not name=value (e.g. device=cuda1,floatX=float32)")
+        key, raw = item.split("=", 1)
+        name = _canonical(key, "ARIGNOTE_FLAGS")
+        if not name:
+            notes.append(f"note: Theano flag '{key.strip()}' (from ARIGNOTE_FLAGS) has no meaning here; ignored")
+            continue
+        values[name] = (_convert(name, raw, "ARIGNOTE_FLAGS", notes), "ARIGNOTE_FLAGS")
+    _lock_free_state["loaded"] = (values, notes)
+    for note in notes:
+        print(note, file=sys.stderr)
+    return values, notes
+
+
+def _lookup(name: str) -> tuple[Any, str]:
+    for layer in reversed(_override.get()):
+        if name in layer:
+            return layer[name]
+    if name in _lock_free_state["code"]:
+        return _lock_free_state["code"][name]
+    values, _ = _load()
+    if name in values:
+        return values[name]
+    return FLAGS[name].default, "default"
+
+
+def _code_values(kwargs: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
+    notes: list[str] = []
+    out = {}
+    for key, raw in kwargs.items():
+        name = _canonical(key, "code")
+        if not name:
+            raise ConfigError(f"flag '{key}' is a Theano flag with no meaning in arignote (from code)")
+        out[name] = (_convert(name, raw, "code", notes), "code")
+    for note in notes:
+        print(note, file=sys.stderr)
+    return out
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def get(name: str) -> Any:
+    """The current value of flag ``name`` (dotted, e.g. ``memory.preallocate``)."""
+    return _lookup(_canonical(name, "code"))[0]
+
+
+def source(name: str) -> str:
+    """Where flag ``name``'s value came from: ``default``, ``path:line``, ``ARIGNOTE_FLAGS``, ``code``."""
+    return _lookup(_canonical(name, "code"))[1]
+
+
+def configure(**kwargs: Any) -> None:
+    """Set flags from code for the rest of the process (highest source but :func:`override`).
+
+    Dotted names may be written with an underscore: ``configure(memory_preallocate=0.8)``.
+    """
+    _lock_free_state["code"].update(_code_values(kwargs))
+
+
+@contextlib.contextmanager
+def override(**kwargs: Any) -> Iterator[None]:
+    """Set flags for the duration of a ``with`` block (tests, one-off runs)."""
+    token = _override.set(_override.get() + (_code_values(kwargs),))
+    try:
+        yield
+    finally:
+        _override.reset(token)
+
+
+def flags() -> list[FlagValue]:
+    """Every flag with its value, source and doc, in declaration order (what ``arignote config`` prints)."""
+    out = []
+    for flag in FLAGS.values():
+        value, src = _lookup(flag.name)
+        out.append(FlagValue(flag.name, value, src, flag.doc, flag.default, flag.kind))
+    return out
+
+
+def notices() -> list[str]:
+    """One-line notices produced while reading rc files and ARIGNOTE_FLAGS (Theano spellings, ignored flags)."""
+    return list(_load()[1])
+
+
+def reload() -> None:
+    """Forget what was read from rc files and the environment and what :func:`configure` set (tests)."""
+    _lock_free_state["loaded"] = None
+    _lock_free_state["code"] = {}
