@@ -1,0 +1,40 @@
+"""Shared test setup: the ``gpu`` marker skips without CUDA, and every test gets a clean config.
+
+No test reads the developer's ``~/.arignoterc`` or ``ARIGNOTE_FLAGS``: the autouse fixture points
+``ARIGNOTERC`` at a file that does not exist under the test's tmp dir and reloads the registry
+before and after the test.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from arignote import config
+
+GPU_SKIP_REASON = "needs a CUDA GPU: torch.cuda.is_available() is False"
+
+
+def _cuda_available() -> bool:
+    # Imported here so collecting CPU-only test files does not pay for torch.
+    from arignote.devices import cuda
+
+    return cuda.is_available()
+
+
+def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook signature
+    gpu_items = [item for item in items if "gpu" in item.keywords]
+    if not gpu_items or _cuda_available():
+        return
+    skip = pytest.mark.skip(reason=GPU_SKIP_REASON)
+    for item in gpu_items:
+        item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def isolated_config(monkeypatch, tmp_path):
+    """A fresh flag registry per test, blind to the developer's rc files and ARIGNOTE_FLAGS."""
+    monkeypatch.setenv("ARIGNOTERC", str(tmp_path / "no-such-arignoterc"))
+    monkeypatch.delenv("ARIGNOTE_FLAGS", raising=False)
+    config.reload()
+    yield
+    config.reload()
