@@ -1,1 +1,37 @@
-"""arignote.devices."""
+"""Devices: what the machine has, which devices the ``device`` flag names, and getting them ready.
+
+Names load lazily, so ``import arignote.devices.nvml`` (or the spec parser) never pays for torch.
+``devices/cuda.py`` is the only module that calls ``torch.cuda`` / ``torch.backends.cudnn``.
+
+Example::
+
+    >>> from arignote import devices
+    >>> [str(d) for d in devices.resolve("auto", devices.Inventory((), "EPYC", 2, "no driver"))]
+    ['cpu']
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+# public name -> submodule defining it
+_NAMES = {
+    "Device": "inventory", "GPUInfo": "inventory", "CPUInfo": "inventory", "Inventory": "inventory",
+    "current_inventory": "inventory", "list_devices": "inventory", "is_gpu_available": "inventory",
+    "gpu_device_name": "inventory", "cudnn_version": "inventory",
+    "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",
+    "rank_by_free_memory": "spec",
+    "configured_devices": "setup", "prepare": "setup", "rank": "setup",
+    "Versions": "banner",
+}
+
+__all__ = sorted(_NAMES)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _NAMES:
+        value = getattr(importlib.import_module(f"arignote.devices.{_NAMES[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'arignote.devices' has no attribute '{name}'")

@@ -1,0 +1,90 @@
+"""The startup banner as a pure function of devices, memory plans and versions (Theano's spirit).
+
+Example::
+
+    >>> from arignote.devices import GPUInfo, Device
+    >>> from arignote.devices.banner import Versions, render
+    >>> gpu = GPUInfo(0, "NVIDIA A100-SXM4-80GB", "0000:07:00.0", 81559 << 20, 81000 << 20, (8, 0))
+    >>> print(render([Device("cuda", 0, gpu)], Versions("0.1.0", "2.13.0", "12.8", 91000)))
+    arignote 0.1.0 on torch 2.13.0, CUDA 12.8, cuDNN 91000
+    Mapped cuda:0 to NVIDIA A100-SXM4-80GB (0000:07:00.0), 81559 MiB, 81000 MiB free
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from arignote.devices.inventory import CPUInfo, Device
+
+MiB = 1 << 20
+
+
+@dataclass(frozen=True)
+class Versions:
+    """Versions the banner and ``arignote doctor`` show; None where the build has none."""
+
+    arignote: str
+    torch: str
+    cuda: str | None = None
+    cudnn: int | None = None
+    nccl: str | None = None
+
+    @classmethod
+    def current(cls) -> Versions:
+        import torch
+
+        import arignote
+        from arignote.devices import cuda
+
+        return cls(arignote.__version__, torch.__version__.split("+")[0], cuda.cuda_version(),
+                   cuda.cudnn_version(), cuda.nccl_version())
+
+
+def header(versions: Versions, cudnn_enabled: bool = True) -> str:
+    """``arignote 0.1.0 on torch 2.13.0, CUDA 12.8, cuDNN 91000`` or ``... (CPU build)``."""
+    line = f"arignote {versions.arignote} on torch {versions.torch}"
+    if versions.cuda is None:
+        return line + " (CPU build)"
+    line += f", CUDA {versions.cuda}"
+    if versions.cudnn is not None:
+        line += f", cuDNN {versions.cudnn}" + ("" if cudnn_enabled else " (disabled by dnn.enabled=false)")
+    else:
+        line += ", no cuDNN"
+    return line
+
+
+def device_line(device: Device) -> str:
+    """``Mapped cuda:0 to <name> (<pci>), <total> MiB, <free> MiB free``; on the CPU
+    ``device cpu: <model>, N threads``."""
+    if device.is_cuda:
+        pci = f" ({device.pci_bus_id})" if device.pci_bus_id else ""
+        return (f"Mapped {device} to {device.name}{pci}, {device.total_memory // MiB} MiB, "
+                f"{device.free_memory // MiB} MiB free")
+    info = device.info
+    threads = f", {info.threads} threads" if isinstance(info, CPUInfo) else ""
+    return f"device cpu: {device.name}{threads}"
+
+
+def render(devices: Sequence[Device], versions: Versions, plans: Mapping[str, object] | None = None,
+           *, cudnn_enabled: bool = True, extra: Sequence[str] = (), with_header: bool = True) -> str:
+    """The banner: the version header, one line per device and its memory plan, then ``extra`` lines.
+
+    The CPU device shares the header line (``... (CPU build) · device cpu: AMD EPYC, 2 threads``).
+    ``plans`` maps ``str(device)`` to a :class:`~arignote.memory.MemoryPlan` (its ``text`` is shown).
+    """
+    lines: list[str] = []
+    uses_gpu = any(d.is_cuda for d in devices)
+    head = header(versions, cudnn_enabled and uses_gpu) if with_header else ""
+    for device in devices:
+        if not device.is_cuda:
+            head = f"{head} · {device_line(device)}" if head else device_line(device)
+            continue
+        lines.append(device_line(device))
+        plan = (plans or {}).get(str(device))
+        if plan is not None:
+            lines.extend(getattr(plan, "text", ()))
+    if head:
+        lines.insert(0, head)
+    lines.extend(extra)
+    return "\n".join(lines)

@@ -1,0 +1,263 @@
+"""Every ``torch.cuda`` / ``torch.backends.cudnn`` call arignote makes, in one small module.
+
+Everything else asks this module; on a machine without CUDA each query answers with a value
+(``False``, ``0``, ``None``, an empty list), never an exception. Importing it sets
+``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (unless the user chose an order) so GPU numbers match
+``nvidia-smi``; that only takes effect when it happens before CUDA is initialised, which is why
+``arignote.devices`` imports this module before asking torch anything.
+
+Example::
+
+    >>> from arignote.devices import cuda
+    >>> cuda.is_available(), cuda.device_count()      # on a CPU-only machine
+    (False, 0)
+    >>> cuda.peak_memory(0) if cuda.is_available() else (0, 0)   # like nvidia-smi's "Memory-Usage"
+    (0, 0)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Any
+
+import torch
+
+from arignote.devices.inventory import GPUInfo
+
+MiB = 1 << 20
+
+# GPU numbers follow the PCI bus, as nvidia-smi shows them; must be set before CUDA init.
+ORDER_WAS_SET_BY_USER = "CUDA_DEVICE_ORDER" in os.environ
+ORDER_SET_TOO_LATE = not ORDER_WAS_SET_BY_USER and torch.cuda.is_initialized()
+if not ORDER_WAS_SET_BY_USER:
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+
+
+# --------------------------------------------------------------------------- availability
+
+
+def is_built() -> bool:
+    """True when this torch build has CUDA support (``torch.version.cuda`` is set)."""
+    return torch.version.cuda is not None and torch.backends.cuda.is_built()
+
+
+def is_available() -> bool:
+    """True when at least one CUDA GPU is usable (``torch.cuda.is_available()``)."""
+    return is_built() and torch.cuda.is_available()
+
+
+def device_count() -> int:
+    """Number of visible CUDA GPUs (``nvidia-smi -L`` minus what CUDA_VISIBLE_DEVICES hides)."""
+    return torch.cuda.device_count() if is_built() else 0
+
+
+def driver_seen() -> bool:
+    """True when the NVIDIA kernel driver is loaded (its /proc file exists)."""
+    return os.path.exists("/proc/driver/nvidia/version")
+
+
+def unavailable_reason() -> str | None:
+    """Why no CUDA GPU is usable, in one phrase; None when one is."""
+    if not is_built():
+        return f"this torch build ({torch.__version__}) has no CUDA support"
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None and visible.strip() in ("", "-1"):
+        return f"CUDA_VISIBLE_DEVICES={visible!r} hides every GPU"
+    if is_available() and device_count() > 0:
+        return None
+    if not driver_seen():
+        return "no NVIDIA driver is loaded (/proc/driver/nvidia/version is missing)"
+    return "torch.cuda.is_available() is False although the NVIDIA driver is loaded"
+
+
+# --------------------------------------------------------------------------- inventory
+
+
+def _pci_bus_id(props: Any) -> str:
+    bus = getattr(props, "pci_bus_id", None)
+    if bus is None:
+        return ""
+    domain = getattr(props, "pci_domain_id", 0) or 0
+    dev = getattr(props, "pci_device_id", 0) or 0
+    return f"{domain:04x}:{bus:02x}:{dev:02x}.0"
+
+
+def _nvml_free_by_uuid() -> dict[str, int]:
+    """Free bytes per GPU UUID from NVML, which does not create a CUDA context (torch's
+    ``mem_get_info`` would cost ~300 MiB on every GPU of a shared box)."""
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        return {}
+    out: dict[str, int] = {}
+    try:
+        for i in range(pynvml.nvmlDeviceGetCount()):
+            handle = pynvml.nvmlDeviceGetHandleByIndex(i)
+            uuid = pynvml.nvmlDeviceGetUUID(handle)
+            uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
+            out[uuid.removeprefix("GPU-")] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).free)
+    except pynvml.NVMLError:
+        pass
+    finally:
+        with contextlib.suppress(pynvml.NVMLError):
+            pynvml.nvmlShutdown()
+    return out
+
+
+def gpu_infos() -> list[GPUInfo]:
+    """One :class:`GPUInfo` per visible GPU, in torch's (PCI bus) order; ``nvidia-smi -q`` in brief."""
+    if not is_available():
+        return []
+    free_by_uuid = _nvml_free_by_uuid()
+    out = []
+    for index in range(device_count()):
+        props = torch.cuda.get_device_properties(index)
+        uuid = str(getattr(props, "uuid", "") or "").removeprefix("GPU-")
+        free = free_by_uuid.get(uuid)
+        if free is None:
+            free = mem_get_info(index)[0]
+        out.append(GPUInfo(index=index, name=props.name, pci_bus_id=_pci_bus_id(props),
+                           total_memory=int(props.total_memory), free_memory=int(free),
+                           capability=(props.major, props.minor), uuid=uuid))
+    return out
+
+
+def bf16_supported(index: int) -> bool:
+    """True when GPU ``index`` computes in bfloat16 natively (compute capability >= 8.0)."""
+    return is_available() and torch.cuda.get_device_capability(index) >= (8, 0)
+
+
+# --------------------------------------------------------------------------- versions
+
+
+def cuda_version() -> str | None:
+    """CUDA version torch was built with (``12.8``), None for a CPU build."""
+    return torch.version.cuda
+
+
+def cudnn_available() -> bool:
+    """True when torch can use cuDNN."""
+    return is_built() and bool(torch.backends.cudnn.is_available())
+
+
+def cudnn_version() -> int | None:
+    """cuDNN version as torch reports it (``91000``), None without cuDNN."""
+    return torch.backends.cudnn.version() if cudnn_available() else None
+
+
+def nccl_version() -> str | None:
+    """NCCL version (``2.27.3``), None when this build has no NCCL."""
+    if not is_built():
+        return None
+    try:
+        import torch.cuda.nccl as nccl
+
+        version = nccl.version()
+    except (AttributeError, RuntimeError, ImportError):
+        return None
+    return ".".join(str(part) for part in version)
+
+
+# --------------------------------------------------------------------------- memory
+
+
+def mem_get_info(index: int) -> tuple[int, int]:
+    """(free, total) bytes on GPU ``index`` as the driver sees them (creates a CUDA context)."""
+    return torch.cuda.mem_get_info(index)
+
+
+def memory_stats(index: int) -> dict[str, Any]:
+    """The caching allocator's counters for GPU ``index`` ({} on a machine without CUDA)."""
+    return torch.cuda.memory_stats(index) if is_available() else {}
+
+
+def memory_in_use(index: int) -> tuple[int, int]:
+    """(allocated, reserved) bytes now on GPU ``index`` by this process."""
+    if not is_available():
+        return 0, 0
+    return torch.cuda.memory_allocated(index), torch.cuda.memory_reserved(index)
+
+
+def peak_memory(index: int) -> tuple[int, int]:
+    """Peak (allocated, reserved) bytes on GPU ``index`` since the last :func:`reset_peak_memory`."""
+    if not is_available():
+        return 0, 0
+    return torch.cuda.max_memory_allocated(index), torch.cuda.max_memory_reserved(index)
+
+
+def reset_peak_memory(index: int) -> None:
+    """Start a new peak-memory window on GPU ``index``."""
+    if is_available():
+        torch.cuda.reset_peak_memory_stats(index)
+
+
+def empty_cache() -> None:
+    """Return cached, unused blocks to the driver (others then see them free in nvidia-smi)."""
+    if is_available():
+        torch.cuda.empty_cache()
+
+
+def set_memory_fraction(fraction: float, index: int) -> None:
+    """Cap this process at ``fraction`` of GPU ``index``'s memory; beyond it allocations raise OOM."""
+    torch.cuda.set_per_process_memory_fraction(float(fraction), index)
+
+
+def memory_fraction(index: int) -> float:
+    """The cap set by :func:`set_memory_fraction` (1.0 when none)."""
+    return torch.cuda.get_per_process_memory_fraction(index)
+
+
+def disable_caching() -> None:
+    """Make every free return memory to the driver (PYTORCH_NO_CUDA_MEMORY_CACHING, at run time).
+
+    torch's public ``torch.cuda.memory.caching_allocator_enable`` only acts once CUDA is
+    initialised, so initialise first; no environment variable has to be set before start-up.
+    """
+    torch.cuda.init()
+    torch.cuda.memory.caching_allocator_enable(False)
+
+
+def caching_enabled() -> bool:
+    """True while the caching allocator keeps freed blocks for reuse."""
+    if not is_available() or not torch.cuda.is_initialized():
+        return True
+    return bool(torch._C._cuda_cudaCachingAllocator_is_enabled())
+
+
+def preallocate(nbytes: int, index: int) -> None:
+    """Reserve ``nbytes`` on GPU ``index``: allocate one block and free it, so the caching
+    allocator keeps it for this process (Theano's ``gpuarray.preallocate``)."""
+    block = torch.empty(int(nbytes), dtype=torch.uint8, device=f"cuda:{index}")
+    del block
+
+
+def synchronize(index: int | None = None) -> None:
+    """Wait for queued GPU work (for timing); a no-op without CUDA."""
+    if is_available():
+        torch.cuda.synchronize(index)
+
+
+def set_device(index: int) -> None:
+    """Make GPU ``index`` this process's current CUDA device."""
+    torch.cuda.set_device(index)
+
+
+# --------------------------------------------------------------------------- cuDNN
+
+
+def set_cudnn(enabled: bool, benchmark: bool, deterministic: bool) -> None:
+    """Apply the ``dnn.*`` flags (process-wide switches in torch)."""
+    torch.backends.cudnn.enabled = enabled
+    torch.backends.cudnn.benchmark = benchmark
+    torch.backends.cudnn.deterministic = deterministic
+
+
+def cudnn_flags() -> tuple[bool, bool, bool]:
+    """The current (enabled, benchmark, deterministic) cuDNN switches."""
+    c = torch.backends.cudnn
+    return bool(c.enabled), bool(c.benchmark), bool(c.deterministic)

@@ -1,0 +1,130 @@
+"""Make a device ready: resolve the ``device`` flag, apply memory policy, cuDNN flags and threads,
+and print the startup banner once per process on rank 0.
+
+Example::
+
+    >>> from arignote import config
+    >>> from arignote.devices import configured_devices, prepare
+    >>> with config.override(device="cpu", print_active_device=False):
+    ...     [str(d) for d in configured_devices()], prepare("cpu")
+    (['cpu'], None)
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from arignote import config
+from arignote.config import ConfigError
+from arignote.devices.inventory import CPUInfo, Device, Inventory, current_inventory
+from arignote.devices.spec import DeviceError, Selector, parse_spec, resolve
+
+# what prepare() already did in this process
+_state: dict[str, Any] = {"prepared": {}, "header_printed": False, "threads_set": False, "cudnn_set": False}
+
+
+def rank() -> int:
+    """This process's rank from the torchrun ``RANK`` variable (0 when unset)."""
+    raw = config.environ("RANK", "0") or "0"
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"RANK={raw!r} (environment) is not a whole number; unset it or fix the launcher") \
+            from None
+
+
+def default_selector() -> Selector:
+    """``free:N`` selection: :func:`arignote.share.select_gpus` when that module exists, else by free
+    memory."""
+    try:
+        from arignote.share import select_gpus
+    except ImportError:
+        from arignote.devices.spec import rank_by_free_memory
+
+        return rank_by_free_memory
+
+    def select(n: int, inventory: Inventory) -> list[Any]:  # noqa: ARG001 - share reads its own snapshot
+        return list(select_gpus(n))
+
+    return select
+
+
+def configured_devices(inventory: Inventory | None = None, select: Selector | None = None) -> list[Device]:
+    """The devices the ``device`` flag names on this machine; :class:`DeviceError` names the fix."""
+    spec_text = config.get("device")
+    spec = parse_spec(spec_text)
+    inv = inventory if inventory is not None else current_inventory(refresh=spec.kind == "free")
+    try:
+        return resolve(spec, inv, select or (default_selector() if spec.kind == "free" else None))
+    except DeviceError as exc:
+        src = config.source("device")
+        raise DeviceError(f"{exc} (device flag from {src})" if src != "default" else str(exc)) from None
+
+
+def _as_device(device: Device | str, inventory: Inventory) -> Device:
+    if isinstance(device, Device):
+        return device
+    devices = resolve(device, inventory)
+    if len(devices) != 1:
+        raise DeviceError(f"prepare({device!r}) names {len(devices)} devices; prepare them one at a time")
+    return devices[0]
+
+
+def _cudnn_enabled() -> bool:
+    from arignote.devices import cuda
+
+    wanted = config.get("dnn.enabled")
+    if wanted == "true" and not cuda.cudnn_available():
+        raise ConfigError(f"dnn.enabled=true (from {config.source('dnn.enabled')}) but this torch has no "
+                          "usable cuDNN; set dnn.enabled=auto or install a CUDA build of torch with cuDNN")
+    return wanted != "false" and cuda.cudnn_available()
+
+
+def prepare(device: Device | str, inventory: Inventory | None = None):
+    """Apply the flags to ``device`` once per process; returns its :class:`~arignote.memory.MemoryPlan`
+    (None on CPU). Prints the banner lines not printed yet when ``print_active_device`` is on, rank 0.
+    """
+    from arignote import memory
+    from arignote.devices import banner, cpu, cuda
+
+    inv = inventory if inventory is not None else current_inventory()
+    dev = _as_device(device, inv)
+    key = str(dev)
+    if key in _state["prepared"]:
+        return _state["prepared"][key]
+    if not _state["threads_set"]:
+        cpu.set_threads(config.get("cpu.threads"))
+        _state["threads_set"] = True
+    plan = None
+    cudnn_on = True
+    if dev.is_cuda:
+        cudnn_on = _cudnn_enabled()
+        if not _state["cudnn_set"]:
+            cuda.set_cudnn(cudnn_on, config.get("dnn.benchmark"), config.get("dnn.deterministic"))
+            _state["cudnn_set"] = True
+        plan = memory.plan_for(dev)
+        memory.apply(plan, dev)
+    _state["prepared"][key] = plan
+    extra = []
+    if config.get("precision") != "fp32":
+        from arignote.precision import Precision
+
+        extra.append("Precision " + Precision.from_config(dev).describe())
+    if not dev.is_cuda and (config.get("memory.preallocate") or config.get("memory.limit")):
+        extra.append("note: memory.preallocate and memory.limit apply to GPUs only; nothing to do on cpu")
+    if config.get("print_active_device") and rank() == 0:
+        if not dev.is_cuda:  # show the thread count cpu.threads just set
+            info = CPUInfo(inv.cpu_name, cpu.threads(), inv.cpu_memory, inv.cpu_free_memory)
+            dev = Device("cpu", None, info)
+        text = banner.render([dev], banner.Versions.current(), {key: plan} if plan else None,
+                             cudnn_enabled=cudnn_on, extra=extra, with_header=not _state["header_printed"])
+        _state["header_printed"] = True
+        print(text)
+        sys.stdout.flush()
+    return plan
+
+
+def reset() -> None:
+    """Forget what :func:`prepare` did (tests): the banner prints again, flags are re-applied."""
+    _state.update(prepared={}, header_printed=False, threads_set=False, cudnn_set=False)

@@ -1,0 +1,127 @@
+"""Device specs: parse the ``device`` flag's text, then resolve it against an inventory (both pure).
+
+Forms: ``cpu``; ``cuda`` (first visible GPU); ``cudaN`` / ``cuda:N``; ``gpu`` / ``gpuN`` (Theano);
+``auto`` (all GPUs if any, else the CPU: the default); ``all`` (every GPU); lists ``cuda0,cuda2``;
+``free:N`` (the N least-loaded GPUs, chosen by a selector). GPU numbers follow the PCI bus.
+
+Example::
+
+    >>> from arignote.devices import GPUInfo, Inventory, parse_spec, resolve
+    >>> parse_spec("cuda0,cuda:2")
+    Spec(kind='cuda', indices=(0, 2), count=0, text='cuda0,cuda:2')
+    >>> two = Inventory((GPUInfo(0, "A100", "0000:07:00.0", 80 << 30, 80 << 30),
+    ...                  GPUInfo(1, "A100", "0000:0f:00.0", 80 << 30, 40 << 30)), "EPYC", 2)
+    >>> [str(d) for d in resolve("auto", two)]
+    ['cuda:0', 'cuda:1']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from arignote.config import ConfigError
+from arignote.devices.inventory import Device, Inventory, cpu_device, gpu_device
+
+FORMS = "auto, cpu, cuda, cudaN, cuda:N, a list like cuda0,cuda2, all, or free:N"
+_ONE_GPU = re.compile(r"^(?:cuda|gpu)(?::?(\d+))?$")
+_FREE = re.compile(r"^free:(\d+)$")
+
+# select(n, inventory) -> the chosen GPUs (indices or objects with .index), best first
+Selector = Callable[[int, Inventory], Sequence[Any]]
+
+
+class DeviceError(ConfigError):
+    """A device spec that is malformed or that this machine cannot honour; the message names the fix.
+
+    A :class:`ValueError` (through ConfigError), so the CLI reports it and exits 2.
+    """
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A parsed device spec: ``kind`` is cpu, auto, all, cuda (with ``indices``) or free (with ``count``)."""
+
+    kind: str
+    indices: tuple[int, ...] = ()
+    count: int = 0
+    text: str = ""
+
+
+def parse_spec(text: str | Spec) -> Spec:
+    """Parse a device spec (pure); raise :class:`DeviceError` listing the valid forms."""
+    if isinstance(text, Spec):
+        return text
+    if not isinstance(text, str):
+        raise DeviceError(f"device spec must be a string such as 'cuda1', not {type(text).__name__}")
+    raw = text.strip()
+    s = raw.lower().replace(" ", "")
+    if s in ("cpu", "auto", "all"):
+        return Spec(s, text=raw)
+    free = _FREE.match(s)
+    if free:
+        n = int(free.group(1))
+        if n < 1:
+            raise DeviceError(f"device={raw!r}: free:N needs N >= 1 (e.g. free:1 for the least-loaded GPU)")
+        return Spec("free", count=n, text=raw)
+    if s.startswith("free"):
+        raise DeviceError(f"device={raw!r}: write free:N with N the number of GPUs, e.g. free:2")
+    indices: list[int] = []
+    for part in s.split(","):
+        m = _ONE_GPU.match(part)
+        if not m:
+            hint = " (cpu cannot be mixed with GPUs in one spec)" if part == "cpu" else ""
+            raise DeviceError(f"device={raw!r}: '{part}' is not a device{hint}; use {FORMS}")
+        index = int(m.group(1)) if m.group(1) is not None else 0
+        if index in indices:
+            raise DeviceError(f"device={raw!r}: cuda{index} is listed twice")
+        indices.append(index)
+    return Spec("cuda", indices=tuple(indices), text=raw)
+
+
+def rank_by_free_memory(n: int, inventory: Inventory) -> list[int]:
+    """The default ``free:N`` selector: the n GPUs with the most free memory (ties: lower index)."""
+    ranked = sorted(inventory.gpus, key=lambda g: (-g.free_memory, g.index))
+    return [g.index for g in ranked[:n]]
+
+
+def _no_gpu(spec: Spec, inventory: Inventory) -> DeviceError:
+    reason = inventory.cuda_reason or "no CUDA GPU is visible"
+    return DeviceError(f"device={spec.text} needs a CUDA GPU, but none is usable: {reason}. "
+                       "Use device=auto (GPUs when present, else the CPU) or device=cpu.")
+
+
+def resolve(spec: str | Spec, inventory: Inventory, select: Selector | None = None) -> list[Device]:
+    """The devices a spec names on this inventory (pure); :class:`DeviceError` when it can't be honoured.
+
+    ``select(n, inventory)`` picks GPUs for ``free:N`` (default :func:`rank_by_free_memory`).
+    """
+    spec = parse_spec(spec)
+    gpus = {g.index: g for g in inventory.gpus}
+    if spec.kind == "cpu" or (spec.kind == "auto" and not gpus):
+        return [cpu_device(inventory)]
+    if spec.kind in ("auto", "all"):
+        if not gpus:
+            raise _no_gpu(spec, inventory)
+        return [gpu_device(g) for g in inventory.gpus]
+    if not gpus:
+        raise _no_gpu(spec, inventory)
+    if spec.kind == "free":
+        if spec.count > len(gpus):
+            raise DeviceError(f"device={spec.text} asks for {spec.count} GPUs but this machine has "
+                              f"{len(gpus)}: {inventory.gpu_names()}. Use free:{len(gpus)} or fewer.")
+        chosen = [getattr(c, "index", c) for c in (select or rank_by_free_memory)(spec.count, inventory)]
+        unknown = [c for c in chosen if c not in gpus]
+        if len(chosen) != spec.count or unknown or len(set(chosen)) != len(chosen):
+            raise DeviceError(f"device={spec.text}: the GPU selector returned {chosen}, "
+                              f"expected {spec.count} distinct GPUs of {inventory.gpu_names()}")
+        return [gpu_device(gpus[i]) for i in chosen]
+    missing = [i for i in spec.indices if i not in gpus]
+    if missing:
+        have = len(gpus)
+        raise DeviceError(f"device={spec.text}: there is no cuda{missing[0]}; this machine has {have} "
+                          f"GPU{'s' if have != 1 else ''}: {inventory.gpu_names()}. "
+                          f"Use cuda0..cuda{have - 1}, device=all or device=auto.")
+    return [gpu_device(gpus[i]) for i in spec.indices]

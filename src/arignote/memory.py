@@ -1,0 +1,173 @@
+"""The GPU memory policy: ``memory.preallocate`` and ``memory.limit`` as pure arithmetic, then applied.
+
+``memory.preallocate`` (Theano's ``gpuarray.preallocate``): ``0`` grow on demand (default);
+``0 < x <= 1`` reserve that fraction of the GPU's total memory; ``x > 1`` reserve that many MiB;
+``x < 0`` disable caching (every free returns memory to the driver, so others see it free).
+``memory.limit``: a hard per-process cap, a fraction (``0.5``) or MiB (``4096``); ``0`` none.
+
+Example::
+
+    >>> from arignote import memory
+    >>> p = memory.plan(0.8, 0, total_bytes=81559 << 20, free_bytes=81000 << 20)
+    >>> p.text[0]
+    'Preallocating 65247/81559 MiB (0.80) on cuda:0'
+    >>> p.preallocate_bytes == 65247 << 20, p.caching, p.limit_fraction
+    (True, True, None)
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from arignote.config import ConfigError
+
+MiB = 1 << 20
+
+__all__ = ["MemoryPlan", "MemoryPlanError", "plan", "plan_for", "apply", "applied", "explain_oom",
+           "oom_explained"]
+
+
+class MemoryPlanError(ConfigError):
+    """A memory policy this GPU cannot honour (asks for more than it has); names the flag and its source."""
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """What to do on one GPU: bytes to reserve now, the cap (fraction of total), caching on/off."""
+
+    device: str
+    total_bytes: int
+    free_bytes: int
+    preallocate: float = 0.0
+    limit: float = 0.0
+    preallocate_bytes: int = 0
+    limit_bytes: int = 0
+    limit_fraction: float | None = None
+    caching: bool = True
+    text: tuple[str, ...] = ()
+
+
+def _mib(n: int) -> int:
+    return n // MiB
+
+
+def _flag(name: str, value: float, sources: Mapping[str, str] | None) -> str:
+    where = (sources or {}).get(name)
+    shown = f"{value:g}"
+    return f"{name}={shown} (from {where})" if where and where != "default" else f"{name}={shown}"
+
+
+def _bytes_of(x: float, total: int) -> int:
+    """A fraction of ``total`` (0 < x <= 1) or MiB (x > 1), rounded down to whole MiB."""
+    return (int(x * total) // MiB) * MiB if x <= 1 else int(x * MiB)
+
+
+def plan(preallocate: float, limit: float, total_bytes: int, free_bytes: int, device: str = "cuda:0",
+         sources: Mapping[str, str] | None = None) -> MemoryPlan:
+    """The memory policy for one GPU as numbers and banner text (pure).
+
+    ``sources`` maps flag names to where their values came from, for error messages. Raises
+    :class:`MemoryPlanError` when the GPU cannot honour the request.
+    """
+    total, free = int(total_bytes), int(free_bytes)
+    pre = _flag("memory.preallocate", preallocate, sources)
+    lim = _flag("memory.limit", limit, sources)
+    text: list[str] = []
+    limit_bytes, limit_fraction = 0, None
+    if limit < 0:
+        raise MemoryPlanError(f"{lim} must be >= 0: 0 for no cap, a fraction in (0, 1] or MiB > 1")
+    if limit > 0:
+        limit_bytes = _bytes_of(limit, total)
+        if limit_bytes > total:
+            raise MemoryPlanError(f"{lim} asks for a {_mib(limit_bytes)} MiB cap but {device} has "
+                                  f"{_mib(total)} MiB; use at most {_mib(total)} or a fraction like 0.5")
+        limit_fraction = limit_bytes / total if total else 1.0
+        text.append(f"Capping {device} at {_mib(limit_bytes)}/{_mib(total)} MiB ({limit_fraction:.2f}) "
+                    "by memory.limit")
+    pre_bytes, caching = 0, True
+    if preallocate < 0:
+        caching = False
+        text.insert(0, f"Caching disabled on {device}: every free returns memory to the driver "
+                       "(memory.preallocate<0)")
+    elif preallocate > 0:
+        pre_bytes = _bytes_of(preallocate, total)
+        if pre_bytes > free:
+            fits = f"{(free // MiB) / (total // MiB):.2f}" if total >= MiB else "0"
+            raise MemoryPlanError(
+                f"{pre} asks for {_mib(pre_bytes)} MiB on {device} but only {_mib(free)} of "
+                f"{_mib(total)} MiB are free; lower memory.preallocate (at most {fits} or "
+                f"{_mib(free)} MiB) or pick a freer GPU with device=free:1")
+        if limit_bytes and pre_bytes > limit_bytes:
+            raise MemoryPlanError(f"{pre} reserves {_mib(pre_bytes)} MiB on {device}, more than the "
+                                  f"{_mib(limit_bytes)} MiB cap of {lim}; lower one of them")
+        text.insert(0, f"Preallocating {_mib(pre_bytes)}/{_mib(total)} MiB ({pre_bytes / total:.2f}) "
+                       f"on {device}")
+    else:
+        text.insert(0, f"Memory on {device}: grow on demand, cached for reuse (memory.preallocate=0)")
+    return MemoryPlan(device, total, free, float(preallocate), float(limit), pre_bytes, limit_bytes,
+                      limit_fraction, caching, tuple(text))
+
+
+def plan_for(device) -> MemoryPlan | None:
+    """The plan for a :class:`~arignote.devices.Device` from the current flags (None on CPU)."""
+    from arignote import config
+
+    if not device.is_cuda:
+        return None
+    names = ("memory.preallocate", "memory.limit")
+    return plan(config.get(names[0]), config.get(names[1]), device.total_memory, device.free_memory,
+                str(device), {n: config.source(n) for n in names})
+
+
+# device name -> the plan applied there (explain_oom reads it)
+_applied: dict[str, MemoryPlan] = {}
+
+
+def apply(memory_plan: MemoryPlan, device) -> None:
+    """Carry out a plan on its GPU: caching switch, cap, then the reservation (in that order, so the
+    reservation counts against the cap)."""
+    from arignote.devices import cuda
+
+    index = device.index if hasattr(device, "index") else int(str(device).rsplit(":", 1)[-1])
+    if not memory_plan.caching:
+        cuda.disable_caching()
+    if memory_plan.limit_fraction is not None:
+        cuda.set_memory_fraction(memory_plan.limit_fraction, index)
+    if memory_plan.preallocate_bytes:
+        cuda.preallocate(memory_plan.preallocate_bytes, index)
+    _applied[str(device)] = memory_plan
+
+
+def applied(device) -> MemoryPlan | None:
+    """The plan applied on ``device`` in this process, if any."""
+    return _applied.get(str(device))
+
+
+def explain_oom(exc: BaseException, device) -> str:  # noqa: ARG001 - exc kept for future detail
+    """One paragraph for an out-of-memory error on ``device``: the cap and the flag that set it."""
+    from arignote import config
+
+    name = str(device)
+    p = _applied.get(name)
+    if p is not None and p.limit_bytes:
+        src = config.source("memory.limit")
+        cap = f"{_mib(p.limit_bytes)}/{_mib(p.total_bytes)} MiB"
+        return (f"arignote: {name} hit the per-process cap of {cap} "
+                f"set by memory.limit={p.limit:g} (from {src}); raise memory.limit (0 removes the cap), "
+                "lower the batch size, or keep memory.on_oom=split")
+    total = f" ({_mib(p.total_bytes)} MiB total)" if p is not None else ""
+    return (f"arignote: {name} ran out of memory{total} with no memory.limit set; lower the batch size, "
+            "try precision=mixed-bf16, or keep memory.on_oom=split")
+
+
+@contextlib.contextmanager
+def oom_explained(device) -> Iterator[None]:
+    """Re-raise ``torch.OutOfMemoryError`` from the block with :func:`explain_oom`'s text appended."""
+    import torch
+
+    try:
+        yield
+    except torch.OutOfMemoryError as exc:
+        raise torch.OutOfMemoryError(f"{exc}\n{explain_oom(exc, device)}") from exc
