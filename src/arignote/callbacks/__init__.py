@@ -1,1 +1,36 @@
-"""arignote.callbacks."""
+"""arignote.callbacks: Keras 2's callbacks, on PyTorch.
+
+Everything a Keras 2 script imports from ``keras.callbacks`` is here under the same name and
+arguments. Files (checkpoints, backups, CSV, TensorBoard events) are written by rank 0 only;
+checkpoints and backups are atomic and checksummed.
+
+Example::
+
+    >>> from arignote.callbacks import EarlyStopping, ModelCheckpoint, CSVLogger
+    >>> callbacks = [EarlyStopping(patience=3), ModelCheckpoint("best.h5", save_best_only=True)]
+    >>> # model.fit(x, y, validation_split=0.1, callbacks=callbacks)
+"""
+
+from arignote.callbacks.backup import BackupAndRestore
+from arignote.callbacks.base import Callback, CallbackList, History, LazyLogs
+from arignote.callbacks.loggers import CSVLogger, TensorBoard
+from arignote.callbacks.lr import LearningRateScheduler, ReduceLROnPlateau
+from arignote.callbacks.model_checkpoint import ModelCheckpoint
+from arignote.callbacks.progbar import ProgbarLogger
+from arignote.callbacks.stopping import EarlyStopping, TerminateOnNaN
+
+__all__ = [
+    "BackupAndRestore",
+    "CSVLogger",
+    "Callback",
+    "CallbackList",
+    "EarlyStopping",
+    "History",
+    "LazyLogs",
+    "LearningRateScheduler",
+    "ModelCheckpoint",
+    "ProgbarLogger",
+    "ReduceLROnPlateau",
+    "TensorBoard",
+    "TerminateOnNaN",
+]

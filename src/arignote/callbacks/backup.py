@@ -1,0 +1,190 @@
+"""BackupAndRestore: a run killed at any moment (``kill -9``, a lost node) resumes where it stopped.
+
+At each epoch end rank 0 saves ``model.training_state()`` (weights, optimizer, grad scaler) plus
+the epoch counter and the random-number states, atomically and checksummed
+(:mod:`arignote.checkpoint`), as ``backup-epoch-000005.ckpt`` in ``backup_dir``; the previous good
+copy is kept until the new one is complete. ``on_train_begin`` loads the newest backup that
+verifies (falling back to the previous one, with a notice, when the newest is corrupt), restores
+it on every rank and sets ``model.resume_epoch`` so ``fit`` continues with the first unfinished
+epoch. When training finishes normally the backups are deleted.
+
+Example::
+
+    >>> import tempfile
+    >>> cb = BackupAndRestore(tempfile.mkdtemp())
+    >>> cb.path_for(5).endswith("backup-epoch-000005.ckpt")
+    True
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import re
+from typing import Any
+
+import numpy as np
+import torch
+
+from arignote import checkpoint
+from arignote.callbacks import _monitor
+from arignote.callbacks.base import Callback
+
+__all__ = ["BackupAndRestore"]
+
+_NAME = re.compile(r"^backup-epoch-(\d{6,})\.ckpt$")
+
+
+class BackupAndRestore(Callback):
+    """Back up the training state at each epoch end and resume from it after a crash.
+
+    ``backup_dir``: where backups live (created; one directory per training job).
+    ``save_freq``: only ``'epoch'`` (a backup after every finished epoch).
+    ``delete_checkpoint``: delete the backups when training finishes normally (default True).
+    ``keep``: how many good copies to keep (>= 2, so a corrupt newest one has a fallback).
+    ``restore_rng``: also restore torch/numpy/random generator states, so a resumed run draws the
+    same dropout masks and shuffles as an uninterrupted one.
+    """
+
+    def __init__(self, backup_dir: str | os.PathLike[str], save_freq: str = "epoch",
+                 delete_checkpoint: bool = True, keep: int = 2, restore_rng: bool = True) -> None:
+        super().__init__()
+        if save_freq != "epoch":
+            raise ValueError(f"BackupAndRestore: save_freq={save_freq!r} is not supported; use 'epoch' "
+                             "(a backup after every finished epoch)")
+        _monitor.whole_number(keep, "keep", "BackupAndRestore", 2, "the newest copy and a fallback")
+        self.backup_dir = os.fspath(backup_dir)
+        self.save_freq = save_freq
+        self.delete_checkpoint = delete_checkpoint
+        self.keep = keep
+        self.restore_rng = restore_rng
+        self.restored_epoch: int | None = None  # epochs finished by the run we resumed, if any
+        self.restored_from: str | None = None
+
+    def path_for(self, epochs_done: int) -> str:
+        """The backup file written after ``epochs_done`` finished epochs."""
+        return os.path.join(self.backup_dir, f"backup-epoch-{epochs_done:06d}.ckpt")
+
+    def backups(self) -> list[tuple[int, str]]:
+        """``(epochs_done, path)`` of every backup file present, newest first."""
+        if not os.path.isdir(self.backup_dir):
+            return []
+        found = []
+        for name in os.listdir(self.backup_dir):
+            match = _NAME.match(name)
+            if match:
+                found.append((int(match.group(1)), os.path.join(self.backup_dir, name)))
+        return sorted(found, reverse=True)
+
+    # ------------------------------------------------------------------ restore
+
+    def on_train_begin(self, logs=None) -> None:
+        self.restored_epoch = None
+        self.restored_from = None
+        if _monitor.is_main(self.model):
+            os.makedirs(self.backup_dir, exist_ok=True)
+            self._remove_partial_writes()
+        found = self.backups()
+        if not found:
+            return
+        problems = []
+        for epochs_done, path in found:
+            try:
+                saved = checkpoint.load(path)
+            except checkpoint.CheckpointError as exc:
+                problems.append(str(exc))
+                _monitor.notice(f"BackupAndRestore: skipping backup {path}: {exc}")
+                continue
+            self._restore(saved, path)
+            if problems:
+                _monitor.notice(f"BackupAndRestore: resumed from the previous good backup {path} "
+                                f"({epochs_done} epochs done)")
+            return
+        raise checkpoint.CheckpointError(
+            f"BackupAndRestore: every backup in {self.backup_dir} is unusable ({'; '.join(problems)}); "
+            f"delete {self.backup_dir} to start training from scratch"
+        )
+
+    def _restore(self, saved: Any, path: str) -> None:
+        if not isinstance(saved, dict) or "training_state" not in saved or "epochs_done" not in saved:
+            raise checkpoint.CheckpointError(
+                f"BackupAndRestore: {path} is a checkpoint but not a backup written by BackupAndRestore; "
+                f"delete {self.backup_dir} to start from scratch")
+        try:
+            self.model.load_training_state(saved["training_state"])
+        except (RuntimeError, KeyError, ValueError) as exc:
+            first = str(exc).splitlines()[0] if str(exc) else ""
+            raise ValueError(
+                f"BackupAndRestore: backup {path} does not fit this model/optimizer ({type(exc).__name__}: "
+                f"{first}); it belongs to another training job: use another backup_dir or delete "
+                f"{self.backup_dir}"
+            ) from None
+        if self.restore_rng and saved.get("rng"):
+            _set_rng_state(saved["rng"])
+        self.restored_epoch = int(saved["epochs_done"])
+        self.restored_from = path
+        self.model.resume_epoch = self.restored_epoch
+        if self.params.get("verbose", 1) and _monitor.is_main(self.model):
+            _monitor.notice(f"BackupAndRestore: resuming after epoch {self.restored_epoch} from {path}")
+
+    # ------------------------------------------------------------------ backup
+
+    def on_epoch_end(self, epoch, logs=None) -> None:
+        if not _monitor.is_main(self.model):
+            return
+        epochs_done = epoch + 1
+        saved = {
+            "format": "arignote-backup/1",
+            "epochs_done": epochs_done,
+            "training_state": self.model.training_state(),
+            "rng": _get_rng_state(),
+        }
+        checkpoint.save(self.path_for(epochs_done), saved)
+        # Only now that the new copy is complete, drop copies beyond the `keep` newest.
+        for _, old in self.backups()[self.keep:]:
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(old)
+
+    def _remove_partial_writes(self) -> None:
+        # Temporary files of a save interrupted by a crash (checkpoint.save never renamed them).
+        for name in os.listdir(self.backup_dir):
+            if name.startswith(".backup-epoch-") and name.endswith(".tmp"):
+                with contextlib.suppress(FileNotFoundError):
+                    os.remove(os.path.join(self.backup_dir, name))
+
+    def on_train_end(self, logs=None) -> None:
+        if not (self.delete_checkpoint and _monitor.is_main(self.model)):
+            return
+        for _, path in self.backups():
+            with contextlib.suppress(FileNotFoundError):
+                os.remove(path)
+        self._remove_partial_writes()
+        with contextlib.suppress(OSError):  # left in place if the user keeps other files there
+            os.rmdir(self.backup_dir)
+
+
+def _get_rng_state() -> dict[str, Any]:
+    np_state = np.random.get_state()
+    return {
+        "torch": torch.get_rng_state(),
+        "numpy": {"name": np_state[0], "keys": np_state[1], "pos": int(np_state[2]),
+                  "has_gauss": int(np_state[3]), "cached_gaussian": float(np_state[4])},
+        "python": _python_state_to_plain(random.getstate()),
+    }
+
+
+def _set_rng_state(state: dict[str, Any]) -> None:
+    if "torch" in state:
+        torch.set_rng_state(state["torch"])
+    if "numpy" in state:
+        s = state["numpy"]
+        np.random.set_state((s["name"], s["keys"], s["pos"], s["has_gauss"], s["cached_gaussian"]))
+    if "python" in state:
+        version, internal, gauss = state["python"]
+        random.setstate((version, tuple(internal), gauss))
+
+
+def _python_state_to_plain(state: tuple) -> list[Any]:
+    version, internal, gauss = state
+    return [version, list(internal), gauss]
