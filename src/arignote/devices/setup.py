@@ -34,18 +34,42 @@ def rank() -> int:
             from None
 
 
+def _bus_key(pci_bus_id: object) -> str:
+    """``00000000:07:00.0`` (NVML) and ``0000:07:00.0`` (torch) to one comparable key."""
+    domain, _, rest = str(pci_bus_id).lower().partition(":")
+    return f"{int(domain, 16) if domain.isalnum() else domain}:{rest}"
+
+
+def _torch_index(gpu: Any, inventory: Inventory) -> int:
+    """The torch index of an NVML GPU (NVML numbers all GPUs; torch only the visible ones)."""
+    uuid = str(getattr(gpu, "uuid", "")).removeprefix("GPU-")
+    bus = _bus_key(getattr(gpu, "pci_bus_id", ""))
+    for g in inventory.gpus:
+        if (uuid and g.uuid == uuid) or (g.pci_bus_id and _bus_key(g.pci_bus_id) == bus):
+            return g.index
+    return -1  # resolve() reports it as a GPU this process cannot see
+
+
 def default_selector() -> Selector:
-    """``free:N`` selection: :func:`arignote.share.select_gpus` when that module exists, else by free
-    memory."""
+    """``free:N`` selection: :func:`arignote.share.select_for_device_spec` (ranks by load and leases
+    the GPUs for this process) when that module exists, else the GPUs with the most free memory."""
     try:
-        from arignote.share import select_gpus
+        from arignote.share import ShareError, select_for_device_spec
     except ImportError:
         from arignote.devices.spec import rank_by_free_memory
 
         return rank_by_free_memory
 
-    def select(n: int, inventory: Inventory) -> list[Any]:  # noqa: ARG001 - share reads its own snapshot
-        return list(select_gpus(n))
+    def select(n: int, inventory: Inventory) -> list[int]:
+        from arignote.devices import nvml
+
+        try:
+            chosen = select_for_device_spec(n, inventory)
+        except ShareError as exc:
+            raise DeviceError(f"device=free:{n}: {exc}") from None
+        # share numbers GPUs as NVML does (all of them); torch only numbers the visible ones
+        by_index = {g.index: g for g in nvml.snapshot(processes=False, cpu_interval=None).gpus}
+        return [_torch_index(by_index[i], inventory) if i in by_index else i for i in chosen]
 
     return select
 

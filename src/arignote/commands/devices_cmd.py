@@ -1,0 +1,74 @@
+"""``arignote devices``: the devices this machine has and what the ``device`` flag resolves to.
+
+Example::
+
+    $ arignote devices
+    device  name      pci bus  memory            capability
+    cpu     AMD EPYC  -        24105 MiB, 22974 MiB free (RAM), 2 threads
+    ...
+    device=auto (default) -> cpu
+"""
+
+from __future__ import annotations
+
+import json
+
+from arignote import config
+
+HELP = "list the CPU and GPUs (name, PCI bus, memory, capability) and what the device flag selects"
+
+MiB = 1 << 20
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.add_argument("--kind", choices=("cpu", "cuda"), help="only this kind of device")
+
+
+def rows(devices) -> list[list[str]]:
+    """Table rows (header first) for a list of :class:`~arignote.devices.Device` (pure)."""
+    out = [["device", "name", "pci bus", "memory", "capability"]]
+    for d in devices:
+        memory = f"{d.total_memory // MiB} MiB, {d.free_memory // MiB} MiB free"
+        if d.is_cuda:
+            cap = ".".join(map(str, d.capability)) if d.capability else "n/a"
+            out.append([str(d), d.name, d.pci_bus_id or "n/a", memory, cap])
+        else:
+            ram = f"{memory} (RAM)" if d.total_memory else "n/a"
+            out.append([str(d), d.name, "-", ram, f"{d.info.threads} threads" if d.info else "-"])
+    return out
+
+
+def render(table: list[list[str]]) -> str:
+    """Left-aligned plain-text columns (pure, so tests compare it exactly)."""
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in table)
+
+
+def _selection() -> dict:
+    """What the device flag resolves to, or why it cannot."""
+    from arignote.devices import DeviceError, configured_devices
+
+    spec, src = config.get("device"), config.source("device")
+    try:
+        return {"spec": spec, "source": src, "devices": [str(d) for d in configured_devices()], "error": None}
+    except DeviceError as exc:
+        return {"spec": spec, "source": src, "devices": [], "error": str(exc)}
+
+
+def run(args) -> int:
+    from arignote.devices import current_inventory, list_devices
+
+    inv = current_inventory()
+    devices = list_devices(args.kind, inventory=inv)
+    chosen = _selection()
+    if args.json:
+        print(json.dumps({"devices": [d.as_dict() for d in devices], "cuda_reason": inv.cuda_reason,
+                          "device_flag": chosen}, indent=2))
+        return 0
+    print(render(rows(devices)))
+    if not inv.gpus:
+        print(f"no CUDA GPU: {inv.cuda_reason}")
+    target = ", ".join(chosen["devices"]) if chosen["error"] is None else f"cannot be used: {chosen['error']}"
+    print(f"device={chosen['spec']} ({chosen['source']}) -> {target}")
+    return 0
