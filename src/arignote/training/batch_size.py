@@ -1,0 +1,181 @@
+"""``fit(batch_size="auto")``: the largest batch whose real training step fits the device.
+
+A short search of real steps: double from ``start`` until a step runs out of memory (or the data
+runs out), then bisect between the last batch that fitted and the first that did not. The caches
+are cleared between tries and the model and optimizer are put back as they were, so the search
+does not train. Unlike Lightning's ``BatchSizeFinder`` the result is the batch the user trains
+with, reported, and the out-of-memory policy still guards it.
+
+Example::
+
+    >>> result = search_batch_size(lambda b: None if b <= 48 else oom(), limit=1000)
+    >>> result.batch, [b for b, ok in result.tries]
+    (48, [2, 4, 8, 16, 32, 64, 48, 56, 52, 50, 49])
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from arignote.training.oom import UnsplittableOOMError, free_memory, memory_figures
+
+__all__ = ["SearchResult", "search_batch_size", "auto_batch_size", "TrainingSnapshot"]
+
+
+@dataclass
+class SearchResult:
+    """The batch found, every ``(batch, fitted)`` try in order, and whether the data capped it."""
+
+    batch: int
+    tries: list[tuple[int, bool]] = field(default_factory=list)
+    capped: bool = False
+
+    def describe(self) -> str:
+        """One line for the log: ``batch_size="auto": 48 (11 trial steps; 56 did not fit)``."""
+        failed = [b for b, ok in self.tries if not ok]
+        why = "all the training data" if self.capped else (f"{min(failed)} did not fit" if failed else "")
+        return f'batch_size="auto": {self.batch} ({len(self.tries)} trial steps; {why})'
+
+
+def search_batch_size(
+    try_step: Callable[[int], Any],
+    *,
+    limit: int,
+    start: int = 2,
+    clear: Callable[[], Any] = lambda: None,
+    tolerance: float = 0.0,
+) -> SearchResult:
+    """Find the largest batch in ``[1, limit]`` for which ``try_step(batch)`` does not raise
+    ``torch.OutOfMemoryError``, assuming fitting is monotone in the batch size.
+
+    ``clear()`` runs after every try. Bisection stops when the gap is at most
+    ``max(1, tolerance * fitted)`` (0 = exact). Raises ``UnsplittableOOMError`` when even batch 1
+    does not fit.
+    """
+    if limit < 1:
+        raise ValueError(f'batch_size="auto" needs at least one training sample, got {limit}')
+    result = SearchResult(batch=0)
+
+    def fits(batch: int) -> bool:
+        try:
+            try_step(batch)
+            ok = True
+        except torch.OutOfMemoryError:
+            ok = False
+        clear()
+        result.tries.append((batch, ok))
+        return ok
+
+    good, bad = 0, None
+    batch = max(1, min(start, limit))
+    while True:  # doubling
+        if fits(batch):
+            good = batch
+            if batch >= limit:
+                result.capped = True
+                break
+            batch = min(2 * batch, limit)
+        else:
+            bad = batch
+            break
+    if bad is not None:  # bisection in (good, bad)
+        while bad - good > max(1, int(tolerance * good)):
+            mid = (good + bad) // 2
+            if mid == good:
+                break
+            if fits(mid):
+                good = mid
+            else:
+                bad = mid
+    if good == 0:
+        raise UnsplittableOOMError(
+            'batch_size="auto": out of memory even at batch 1. Try precision=mixed-bf16, a smaller '
+            "model, or more memory for this process (memory.limit)."
+        )
+    result.batch = good
+    return result
+
+
+class TrainingSnapshot:
+    """A copy (in host memory) of a module's and an optimizer's state, to put back after trial steps.
+
+    >>> snap = TrainingSnapshot(module, optimizer); ...; snap.restore()
+    """
+
+    def __init__(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
+        self.module = module
+        self.optimizer = optimizer
+        self.module_state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
+        self.optim_state = copy.deepcopy(_to_cpu(optimizer.state_dict())) if optimizer is not None else None
+        self.rng = torch.random.get_rng_state()
+
+    def restore(self) -> None:
+        self.module.load_state_dict(self.module_state)
+        if self.optimizer is not None:
+            self.optimizer.load_state_dict(self.optim_state)
+        torch.random.set_rng_state(self.rng)
+
+
+def _to_cpu(obj: Any) -> Any:
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu")
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_to_cpu(v) for v in obj]
+    return obj
+
+
+def auto_batch_size(
+    step: Callable[[int], Any],
+    *,
+    module: torch.nn.Module,
+    optimizer: torch.optim.Optimizer | None,
+    n_samples: int,
+    zero_grad: Callable[[], Any],
+    device: torch.device | str | None = None,
+    strategy: Any = None,
+    start: int = 2,
+    tolerance: float = 0.0,
+) -> SearchResult:
+    """Search the batch size with real training steps ``step(batch)`` (forward, backward and optimizer
+    step on ``batch`` samples of the training data), then restore the model and optimizer.
+
+    With a data-parallel ``strategy``, ``n_samples`` is this rank's share and every rank adopts the
+    smallest batch any rank found (agreed with ``agree_max`` on the negated value).
+    """
+    snapshot = TrainingSnapshot(module, optimizer)
+
+    def clear() -> None:
+        zero_grad()
+        free_memory(device)
+
+    distributed = strategy is not None and getattr(strategy, "world_size", 1) > 1
+    failure: UnsplittableOOMError | None = None
+    try:
+        result = search_batch_size(step, limit=n_samples, start=start, clear=clear, tolerance=tolerance)
+    except UnsplittableOOMError as exc:
+        if not distributed:
+            raise
+        failure, result = exc, SearchResult(batch=0)  # still take part in the agreement below
+    finally:
+        snapshot.restore()
+        clear()
+    if distributed:
+        result.batch = -strategy.agree_max(-result.batch)  # the smallest batch found on any rank
+        if result.batch == 0:
+            raise failure or UnsplittableOOMError(
+                'batch_size="auto": another rank ran out of memory even at batch 1. Try '
+                "precision=mixed-bf16, a smaller model, or more memory (memory.limit)."
+            )
+    return result
+
+
+def describe_memory(device: torch.device | str | None) -> str:
+    """The memory line printed with the search result."""
+    return memory_figures(device)

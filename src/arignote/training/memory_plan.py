@@ -1,0 +1,300 @@
+"""The memory plan shown before the first step: will this batch fit on this device?
+
+Parameters, gradients and optimizer state are counted from the model and optimizer; activations
+are measured from two small forward passes on the device (the bytes autograd saves for backward,
+at 2 sizes, so the per-sample cost is separated from the fixed part); the sum for the chosen batch
+is compared with what the device offers under the memory policy (on the CPU: available RAM).
+
+Example::
+
+    >>> plan = plan_memory(module, x[:8], y[:8], loss_fn=loss, optimizer=opt, batch=256)
+    >>> print(plan.render())
+    Memory plan for batch 256 on cpu:
+      parameters       1.03 MiB
+      gradients        1.03 MiB
+      optimizer        2.06 MiB  (Adam: 2 values per parameter)
+      activations     45.00 MiB  (180.0 KiB per sample, measured)
+      total           49.12 MiB  of 12.40 GiB available (free RAM): fits
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+__all__ = [
+    "MemoryPlan",
+    "plan_memory",
+    "measure_saved_bytes",
+    "optimizer_state_bytes",
+    "parameter_bytes",
+    "available_memory",
+    "fmt_bytes",
+]
+
+
+def fmt_bytes(n: float) -> str:
+    """``1536`` -> ``1.50 KiB``: binary units, as nvidia-smi's MiB."""
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """The estimate for one batch size. All sizes in bytes; ``available`` None when unknown."""
+
+    device: str
+    batch: int
+    parameters: int
+    gradients: int
+    optimizer: int
+    optimizer_note: str
+    activations_per_sample: float
+    activations_fixed: int = 0
+    micro_batches: int = 1
+    data: int = 0
+    available: int | None = None
+    available_note: str = ""
+
+    @property
+    def micro_batch(self) -> int:
+        return math.ceil(self.batch / self.micro_batches)
+
+    @property
+    def activations(self) -> int:
+        return int(self.activations_fixed + self.activations_per_sample * self.micro_batch)
+
+    @property
+    def fixed(self) -> int:
+        """What does not depend on the batch size."""
+        return self.parameters + self.gradients + self.optimizer + self.data + self.activations_fixed
+
+    @property
+    def total(self) -> int:
+        return self.parameters + self.gradients + self.optimizer + self.data + self.activations
+
+    @property
+    def fits(self) -> bool | None:
+        return None if self.available is None else self.total <= self.available
+
+    def micro_batches_needed(self) -> int | None:
+        """The smallest k = 1, 2, 4, ... whose micro-batches fit; None when even 1 sample does not."""
+        if self.available is None:
+            return 1
+        k = 1
+        while True:
+            micro = math.ceil(self.batch / k)
+            if self.fixed + self.activations_per_sample * micro <= self.available:
+                return k
+            if micro == 1:
+                return None
+            k *= 2
+
+    def largest_batch(self) -> int | None:
+        """The largest batch whose activations fit next to the fixed part (None when unknown)."""
+        if self.available is None or self.activations_per_sample <= 0:
+            return None
+        return max(0, int((self.available - self.fixed) // self.activations_per_sample))
+
+    def render(self) -> str:
+        """The lines shown by ``model.summary()`` and before training."""
+        k = self.micro_batches
+        split = f" in {k} micro-batches of {self.micro_batch}" if k > 1 else ""
+        rows = [
+            ("parameters", self.parameters, ""),
+            ("gradients", self.gradients, ""),
+            ("optimizer", self.optimizer, self.optimizer_note),
+            ("activations", self.activations,
+             f"{fmt_bytes(self.activations_per_sample)} per sample x {self.micro_batch}, measured"),
+        ]
+        if self.data:
+            rows.append(("data", self.data, "training arrays kept on the device"))
+        lines = [f"Memory plan for batch {self.batch}{split} on {self.device}:"]
+        for name, size, note in rows:
+            lines.append(f"  {name:<12}{fmt_bytes(size):>12}" + (f"  ({note})" if note else ""))
+        if self.available is None:
+            verdict = "available memory unknown"
+        else:
+            verdict = f"of {fmt_bytes(self.available)} available ({self.available_note}): " + (
+                "fits" if self.fits else "DOES NOT FIT"
+            )
+        lines.append(f"  {'total':<12}{fmt_bytes(self.total):>12}  {verdict}")
+        return "\n".join(lines)
+
+    def warning(self) -> str | None:
+        """A warning line when the plan does not fit, saying what will happen and what to try."""
+        if self.fits is not False:
+            return None
+        k = self.micro_batches_needed()
+        head = (
+            f"warning: batch {self.batch} needs about {fmt_bytes(self.total)} on {self.device} but "
+            f"{fmt_bytes(self.available or 0)} is available ({self.available_note}); "
+        )
+        if k is None:
+            return head + (
+                "even 1 sample per micro-batch will not fit. Try precision=mixed-bf16, a smaller model, "
+                "or more memory (memory.limit)."
+            )
+        largest = self.largest_batch()
+        return head + (
+            f"steps will be split into about {k} micro-batches (memory.on_oom=split keeps the batch); "
+            f"a batch of about {largest} fits whole. precision=mixed-bf16 also halves activations."
+        )
+
+
+# --------------------------------------------------------------------------- counting
+
+
+def parameter_bytes(module: torch.nn.Module, trainable_only: bool = False) -> int:
+    """Bytes held by ``module``'s parameters (each shared parameter once)."""
+    seen: dict[int, int] = {}
+    for p in module.parameters():
+        if trainable_only and not p.requires_grad:
+            continue
+        seen[id(p)] = p.numel() * p.element_size()
+    return sum(seen.values())
+
+
+# optimizer class name -> (values kept per parameter, how it is derived from the param group)
+def _states_per_param(optimizer: torch.optim.Optimizer) -> tuple[float, str]:
+    group = optimizer.param_groups[0] if optimizer.param_groups else {}
+    name = type(optimizer).__name__
+    if isinstance(optimizer, (torch.optim.Adam, torch.optim.AdamW, torch.optim.NAdam, torch.optim.RAdam,
+                              torch.optim.Adamax)):
+        n = 2 + (1 if group.get("amsgrad") else 0)
+    elif isinstance(optimizer, torch.optim.RMSprop):
+        n = 1 + (1 if group.get("momentum", 0) else 0) + (1 if group.get("centered") else 0)
+    elif isinstance(optimizer, torch.optim.SGD):
+        n = 1 if group.get("momentum", 0) else 0
+    elif isinstance(optimizer, torch.optim.Adagrad):
+        n = 1
+    elif isinstance(optimizer, torch.optim.Adadelta):
+        n = 2
+    else:
+        return 2.0, f"{name}: assumed 2 values per parameter"
+    return float(n), f"{name}: {n} value{'s' if n != 1 else ''} per parameter"
+
+
+def optimizer_state_bytes(optimizer: torch.optim.Optimizer | None) -> tuple[int, str]:
+    """Bytes of optimizer state: counted when the optimizer has state, else from its kind."""
+    if optimizer is None:
+        return 0, "no optimizer"
+    counted = 0
+    for state in optimizer.state.values():
+        for value in state.values():
+            if isinstance(value, torch.Tensor) and value.numel() > 1:
+                counted += value.numel() * value.element_size()
+    if counted:
+        return counted, f"{type(optimizer).__name__}: counted"
+    per_param, note = _states_per_param(optimizer)
+    trainable = sum(p.numel() * p.element_size() for g in optimizer.param_groups for p in g["params"]
+                    if p.requires_grad)
+    return int(per_param * trainable), note
+
+
+def measure_saved_bytes(forward: Callable[[], Any], exclude: Iterable[torch.Tensor] = ()) -> int:
+    """Bytes of the tensors autograd saves for backward while ``forward()`` runs (each once),
+    leaving out tensors that share memory with ``exclude`` (the parameters)."""
+    excluded = set()
+    for t in exclude:
+        excluded.add(t.untyped_storage().data_ptr())
+    seen: dict[tuple[int, int], int] = {}
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        try:
+            if t.untyped_storage().data_ptr() not in excluded:
+                nbytes = t.numel() * t.element_size()
+                seen[(t.data_ptr(), nbytes)] = nbytes
+        except (RuntimeError, NotImplementedError):  # tensors without storage (sparse, meta)
+            pass
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = forward()
+    del out
+    return sum(seen.values())
+
+
+def available_memory(device: torch.device | str) -> tuple[int | None, str]:
+    """What ``device`` offers under the memory policy: ``(bytes, how it was found)``."""
+    dev = torch.device(device)
+    if dev.type == "cpu":
+        import psutil
+
+        return int(psutil.virtual_memory().available), "free RAM"
+    from arignote import memory
+    from arignote.devices import cuda as cuda_dev
+
+    index = dev.index if dev.index is not None else 0
+    free, total = cuda_dev.mem_get_info(index)
+    _, reserved = cuda_dev.memory_in_use(index)
+    offer, note = free + reserved, f"free on {dev} plus what this process holds, of {fmt_bytes(total)}"
+    applied = memory.applied(f"cuda:{index}")
+    if applied is not None and applied.limit_bytes and applied.limit_bytes < offer:
+        offer, note = applied.limit_bytes, f"memory.limit={applied.limit:g} cap"
+    return int(offer), note
+
+
+# --------------------------------------------------------------------------- the plan
+
+
+def plan_memory(
+    module: torch.nn.Module,
+    x: Any,
+    y: Any = None,
+    *,
+    loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
+    optimizer: torch.optim.Optimizer | None = None,
+    batch: int,
+    micro_batches: int = 1,
+    data_bytes: int = 0,
+    device: torch.device | str | None = None,
+    available: tuple[int | None, str] | None = None,
+    context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+) -> MemoryPlan:
+    """Estimate training memory for ``batch`` samples from a small sample batch ``x`` (and ``y``),
+    already on the device. The sample forward passes change nothing: buffers (BatchNorm
+    statistics) and the random-number state are put back. ``context`` is the autocast context."""
+    from arignote.training.oom import batch_len, take
+
+    device = torch.device(device) if device is not None else next(module.parameters()).device
+    n = batch_len(x)
+    params = list(module.parameters())
+
+    def saved(m: int) -> int:
+        xs, ys = take(x, 0, m), take(y, 0, m)
+
+        def forward() -> Any:
+            with context():
+                out = module(xs)
+                return loss_fn(out, ys) if loss_fn is not None else out
+
+        return measure_saved_bytes(forward, exclude=params)
+
+    buffers = [b.detach().clone() for b in module.buffers()]
+    with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad():
+        if n >= 2:
+            half = n // 2
+            small, large = saved(half), saved(2 * half)
+            per_sample = max(0.0, (large - small) / half)
+            fixed = max(0, int(small - per_sample * half))
+        else:
+            per_sample, fixed = float(saved(n)), 0
+    with torch.no_grad():
+        for b, old in zip(module.buffers(), buffers):
+            b.copy_(old)
+    opt_bytes, opt_note = optimizer_state_bytes(optimizer)
+    avail = available if available is not None else available_memory(device)
+    return MemoryPlan(
+        device=str(device), batch=batch, parameters=parameter_bytes(module),
+        gradients=parameter_bytes(module, trainable_only=True), optimizer=opt_bytes, optimizer_note=opt_note,
+        activations_per_sample=per_sample, activations_fixed=fixed, micro_batches=micro_batches,
+        data=data_bytes, available=avail[0], available_note=avail[1],
+    )
