@@ -1,0 +1,152 @@
+"""``arignote run``: lease N free GPUs, run a command on exactly those, release them when it ends.
+
+The command sees ``CUDA_VISIBLE_DEVICES`` (the leased GPUs' nvidia-smi indices) and
+``CUDA_DEVICE_ORDER=PCI_BUS_ID`` so CUDA numbers GPUs the way nvidia-smi does. The lease lock
+descriptors are inherited by the command, so the GPUs stay leased while it runs even if this
+wrapper is killed. SIGINT and SIGTERM sent to the wrapper are forwarded to the command (a Ctrl-C
+typed in the terminal already reaches both, so it is not sent twice). Exit code: the command's
+(128+N if a signal N killed it); 1 when the GPUs are not free (without ``--wait``) or the wait
+timed out; 2 for bad arguments.
+
+Example::
+
+    $ arignote run --gpus 2 --min-free-memory 10GiB --max-utilization 20 --wait -- python train.py
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+
+HELP = "lease N free GPUs and run a command on them (CUDA_VISIBLE_DEVICES set), optionally waiting"
+
+_SI_KERNEL = 0x80  # si_code of signals the kernel sends, e.g. the tty's SIGINT on Ctrl-C
+_FORWARDED = (signal.SIGINT, signal.SIGTERM)
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--gpus", type=int, default=1, metavar="N", help="how many GPUs to lease (default 1)")
+    parser.add_argument("--min-free-memory", metavar="SIZE",
+                        help="only GPUs with at least SIZE free, e.g. 10GiB, 512MiB, 1.5GB")
+    parser.add_argument("--max-utilization", type=float, metavar="PERCENT",
+                        help="only GPUs at most PERCENT busy (0-100)")
+    parser.add_argument("--wait", action="store_true",
+                        help="wait until N GPUs pass the filters instead of failing at once")
+    parser.add_argument("--timeout", type=float, metavar="SECONDS", help="with --wait, give up after SECONDS")
+    parser.add_argument("--poll", type=float, default=2.0, metavar="SECONDS",
+                        help="with --wait, seconds between checks (default 2)")
+    parser.add_argument("--inventory", metavar="FILE",
+                        help="read the GPUs from FILE, a JSON snapshot as `arignote smi --json` writes it, "
+                             "instead of NVML (re-read at every check; for tests and dry runs)")
+    parser.add_argument("argv", nargs=argparse.REMAINDER, metavar="-- COMMAND...",
+                        help="the command to run, after --")
+
+
+def _bad(message: str) -> int:
+    print(f"arignote run: {message}", file=sys.stderr)
+    return 2
+
+
+def _check(args) -> tuple[list[str], int]:
+    """The command to run, or an exit code 2 after printing what is wrong."""
+    from arignote.share import parse_size
+
+    command = list(args.argv)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not command:
+        return [], _bad("no command given; write it after --, e.g. arignote run --gpus 1 -- python train.py")
+    if args.gpus < 1:
+        return [], _bad(f"--gpus {args.gpus}: ask for at least 1 GPU")
+    if args.min_free_memory is not None:
+        try:
+            parse_size(args.min_free_memory)
+        except ValueError as exc:
+            return [], _bad(f"--min-free-memory: {exc}")
+    if args.max_utilization is not None and not 0 <= args.max_utilization <= 100:
+        return [], _bad(f"--max-utilization {args.max_utilization:g}: give a percentage from 0 to 100")
+    if args.timeout is not None and not args.wait:
+        return [], _bad("--timeout only makes sense with --wait")
+    if args.timeout is not None and args.timeout < 0:
+        return [], _bad(f"--timeout {args.timeout:g}: give seconds >= 0")
+    if args.poll <= 0:
+        return [], _bad(f"--poll {args.poll:g}: give seconds > 0")
+    return command, 0
+
+
+def _lease(args, command: list[str]):
+    """Acquire, telling the user once when it has to wait. Raises NoFreeGPUError/ShareError."""
+    import time
+
+    from arignote.share import NoFreeGPUError, acquire
+
+    start = time.monotonic()
+    kw = dict(min_free_memory=args.min_free_memory, max_utilization=args.max_utilization,
+              snapshot=args.inventory, command=" ".join(command))
+    try:
+        return acquire(args.gpus, **kw)
+    except NoFreeGPUError as exc:
+        if not args.wait:
+            raise
+        print(f"arignote run: waiting: {exc}", file=sys.stderr)
+    timeout = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - start))
+    return acquire(args.gpus, wait=True, timeout=timeout, poll=args.poll, **kw)
+
+
+def _supervise(child: subprocess.Popen) -> int:
+    """Wait for the child, forwarding SIGINT/SIGTERM (signals are blocked and read synchronously,
+    so no handler runs at an awkward moment). Returns the shell-style exit code."""
+    own_group = os.getpgid(child.pid) == os.getpgrp()
+    while True:
+        info = signal.sigtimedwait((*_FORWARDED, signal.SIGCHLD), 1.0)
+        if child.poll() is not None:
+            break
+        if info is None or info.si_signo == signal.SIGCHLD:
+            continue
+        if info.si_code == _SI_KERNEL and info.si_signo == signal.SIGINT and own_group:
+            continue  # Ctrl-C in the terminal: the child, in our process group, got it already
+        try:
+            os.kill(child.pid, info.si_signo)
+        except ProcessLookupError:
+            pass
+    code = child.returncode
+    return 128 - code if code < 0 else code
+
+
+def _unblock() -> None:  # runs in the child between fork and exec
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, (*_FORWARDED, signal.SIGCHLD))
+
+
+def run(args) -> int:
+    from arignote.devices.nvml import SnapshotFormatError
+    from arignote.share import NoFreeGPUError, ShareError
+
+    command, code = _check(args)
+    if code:
+        return code
+    try:
+        lease = _lease(args, command)
+    except SnapshotFormatError as exc:
+        return _bad(str(exc))
+    except (NoFreeGPUError, ShareError) as exc:
+        print(f"arignote run: {exc}", file=sys.stderr)
+        return 1
+    with lease:
+        env = dict(os.environ)  # the child's environment: ours plus the leased GPUs
+        env.update(lease.environment())
+        print(f"arignote run: leased GPU(s) {env['CUDA_VISIBLE_DEVICES']} "
+              f"(CUDA_VISIBLE_DEVICES={env['CUDA_VISIBLE_DEVICES']}); running {' '.join(command)}",
+              file=sys.stderr, flush=True)
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, (*_FORWARDED, signal.SIGCHLD))
+        try:
+            try:
+                child = subprocess.Popen(command, env=env, pass_fds=lease.fds, preexec_fn=_unblock)
+            except OSError as exc:
+                print(f"arignote run: cannot start {command[0]!r}: {exc.strerror}", file=sys.stderr)
+                return 127 if isinstance(exc, FileNotFoundError) else 126
+            return _supervise(child)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)

@@ -1,0 +1,379 @@
+"""NVML snapshots of the machine's GPUs and their processes, as plain data, without torch.
+
+This is what ``arignote smi`` shows and what GPU selection (:mod:`arignote.share`) ranks. It talks
+to the driver through ``pynvml`` (package ``nvidia-ml-py``) and never imports torch, so the smi
+command starts in well under a second. A reading the driver does not support is :data:`NA` (renders
+as ``n/a``, serialises as JSON ``null``), never an exception (nvitop's NA idea). When NVML cannot
+load at all, :func:`snapshot` still returns the CPU/RAM part with ``gpus=()`` and ``nvml_error`` set.
+
+GPU order is NVML's, which is PCI bus order, i.e. nvidia-smi's order and CUDA's order under
+``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+
+Example::
+
+    >>> from arignote.devices import nvml
+    >>> snap = nvml.snapshot()                       # nvidia-smi -q, in one call
+    >>> text = nvml.to_json(snap)                    # what `arignote smi --json` prints
+    >>> nvml.from_json(text) == snap                 # what `--inventory FILE` reads
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = [
+    "NA",
+    "GPUProcess",
+    "GPUSnapshot",
+    "HostSnapshot",
+    "Snapshot",
+    "snapshot",
+    "host_snapshot",
+    "to_json",
+    "from_json",
+    "load",
+    "to_dict",
+    "SnapshotFormatError",
+    "FORMAT",
+]
+
+FORMAT = "arignote-snapshot/1"
+
+
+class _NAType:
+    """A reading the driver does not provide: falsy, renders as ``n/a``, JSON ``null``.
+
+    One instance exists (:data:`NA`); compare with ``is NA``.
+    """
+
+    _instance: _NAType | None = None
+
+    def __new__(cls) -> _NAType:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "NA"
+
+    def __str__(self) -> str:
+        return "n/a"
+
+    def __format__(self, spec: str) -> str:
+        return format("n/a", spec.rstrip("dfgeEFG%").replace(",", "")) if spec else "n/a"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self) -> str:
+        return "NA"
+
+
+NA: Any = _NAType()
+
+
+class SnapshotFormatError(ValueError):
+    """An ``--inventory`` / JSON snapshot that is not usable; the message names the file and key."""
+
+
+@dataclass(frozen=True)
+class GPUProcess:
+    """A process using a GPU (nvidia-smi's process table row). ``gpu_memory`` in bytes or NA."""
+
+    pid: int
+    user: Any = NA
+    gpu_memory: Any = NA
+    command: Any = NA
+    kind: str = "C"  # C compute, G graphics (nvidia-smi's Type column)
+
+
+@dataclass(frozen=True)
+class GPUSnapshot:
+    """One GPU's readings. Memory in bytes, power in watts, temperature in C, utilization in %."""
+
+    index: int
+    uuid: Any = NA
+    name: Any = NA
+    pci_bus_id: Any = NA
+    temperature: Any = NA
+    power_draw: Any = NA
+    power_limit: Any = NA
+    memory_used: Any = NA
+    memory_total: Any = NA
+    utilization_gpu: Any = NA
+    utilization_memory: Any = NA
+    processes: tuple[GPUProcess, ...] = ()
+
+    @property
+    def memory_free(self) -> Any:
+        """Total minus used, in bytes (NA when either reading is missing)."""
+        if self.memory_total is NA or self.memory_used is NA:
+            return NA
+        return max(0, self.memory_total - self.memory_used)
+
+
+@dataclass(frozen=True)
+class HostSnapshot:
+    """CPU and RAM use of the machine (psutil). ``cpu_percent`` is over all threads, 0-100."""
+
+    cpu_count: Any = NA
+    cpu_percent: Any = NA
+    load_average: Any = NA
+    memory_used: Any = NA
+    memory_total: Any = NA
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The machine at one instant: host readings, GPUs in PCI order, and why NVML failed (if it did)."""
+
+    hostname: str
+    time: float
+    driver_version: Any = NA
+    cuda_driver_version: Any = NA
+    host: HostSnapshot = field(default_factory=HostSnapshot)
+    gpus: tuple[GPUSnapshot, ...] = ()
+    nvml_error: str | None = None
+
+
+# --------------------------------------------------------------------------- host (psutil)
+
+
+def host_snapshot(cpu_interval: float | None = 0.05) -> HostSnapshot:
+    """CPU use (sampled over ``cpu_interval`` seconds; None = since the previous call) and RAM use.
+
+    The ``top``/``free`` part of ``nvidia-smi``-style monitors.
+    """
+    import psutil
+
+    mem = psutil.virtual_memory()
+    try:
+        load = round(os.getloadavg()[0], 2)
+    except OSError:
+        load = NA
+    return HostSnapshot(
+        cpu_count=psutil.cpu_count() or NA,
+        cpu_percent=float(psutil.cpu_percent(interval=cpu_interval)),
+        load_average=load,
+        memory_used=int(mem.total - mem.available),
+        memory_total=int(mem.total),
+    )
+
+
+# --------------------------------------------------------------------------- NVML
+
+
+def _no_driver_reason(pynvml: Any, exc: BaseException) -> str:
+    """A one-line why for an NVML load failure, by error type (never by message text)."""
+    if isinstance(exc, pynvml.NVMLError_LibraryNotFound):
+        return ("libnvidia-ml.so.1 could not be loaded (no NVIDIA driver installed, or it is not "
+                "visible in this container)")
+    if isinstance(exc, pynvml.NVMLError_DriverNotLoaded):
+        return "the NVIDIA kernel driver is not loaded (check `lsmod | grep nvidia`)"
+    if isinstance(exc, pynvml.NVMLError_NoPermission):
+        return "no permission to open the NVIDIA device files (/dev/nvidia*)"
+    return f"NVML failed to initialise ({exc})"
+
+
+def _reader(pynvml: Any):
+    """``read(fn, *args)``: call an NVML query, NA when the driver does not support it."""
+
+    def read(fn, *args):
+        try:
+            value = fn(*args)
+        except pynvml.NVMLError:
+            return NA
+        return NA if value is None else value
+
+    return read
+
+
+def _processes(pynvml: Any, handle: Any, read) -> tuple[GPUProcess, ...]:
+    """Compute and graphics processes on one GPU, with user and command line from psutil."""
+    import psutil
+
+    rows: dict[int, GPUProcess] = {}
+    for kind, query in (("C", pynvml.nvmlDeviceGetComputeRunningProcesses),
+                        ("G", pynvml.nvmlDeviceGetGraphicsRunningProcesses)):
+        found = read(query, handle)
+        for info in found or ():
+            pid = int(info.pid)
+            memory = NA if info.usedGpuMemory is None else int(info.usedGpuMemory)
+            if pid in rows:  # a process with both contexts: nvidia-smi shows "C+G"
+                old = rows[pid]
+                rows[pid] = GPUProcess(pid, old.user, old.gpu_memory, old.command, "C+G")
+                continue
+            user, command = NA, NA
+            try:
+                proc = psutil.Process(pid)
+                user = proc.username()
+                command = " ".join(proc.cmdline()) or proc.name()
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                pass  # another PID namespace or another user's hidden process: n/a, like nvitop
+            rows[pid] = GPUProcess(pid, user, memory, command, kind)
+    return tuple(rows[p] for p in sorted(rows))
+
+
+def _gpu(pynvml: Any, index: int, processes: bool) -> GPUSnapshot:
+    read = _reader(pynvml)
+    handle = pynvml.nvmlDeviceGetHandleByIndex(index)
+    memory = read(pynvml.nvmlDeviceGetMemoryInfo, handle)
+    util = read(pynvml.nvmlDeviceGetUtilizationRates, handle)
+    pci = read(pynvml.nvmlDeviceGetPciInfo, handle)
+    power = read(pynvml.nvmlDeviceGetPowerUsage, handle)  # milliwatts
+    limit = read(pynvml.nvmlDeviceGetEnforcedPowerLimit, handle)
+    bus_id = NA if pci is NA else pci.busId
+    if isinstance(bus_id, bytes):
+        bus_id = bus_id.decode()
+    return GPUSnapshot(
+        index=index,
+        uuid=read(pynvml.nvmlDeviceGetUUID, handle),
+        name=read(pynvml.nvmlDeviceGetName, handle),
+        pci_bus_id=bus_id,
+        temperature=read(pynvml.nvmlDeviceGetTemperature, handle, pynvml.NVML_TEMPERATURE_GPU),
+        power_draw=NA if power is NA else power / 1000.0,
+        power_limit=NA if limit is NA else limit / 1000.0,
+        memory_used=NA if memory is NA else int(memory.used),
+        memory_total=NA if memory is NA else int(memory.total),
+        utilization_gpu=NA if util is NA else int(util.gpu),
+        utilization_memory=NA if util is NA else int(util.memory),
+        processes=_processes(pynvml, handle, read) if processes else (),
+    )
+
+
+def snapshot(processes: bool = True, cpu_interval: float | None = 0.05) -> Snapshot:
+    """Read every GPU (``nvidia-smi -q``), its processes, and the host's CPU/RAM use.
+
+    Never raises for a missing driver: the result then has ``gpus=()`` and
+    ``nvml_error="no NVIDIA driver found: <why>"``.
+    """
+    import pynvml
+
+    host = host_snapshot(cpu_interval)
+    base = dict(hostname=socket.gethostname(), time=time.time(), host=host)
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        return Snapshot(**base, nvml_error=f"no NVIDIA driver found: {_no_driver_reason(pynvml, exc)}")
+    try:
+        read = _reader(pynvml)
+        cuda = read(pynvml.nvmlSystemGetCudaDriverVersion)  # e.g. 12040 -> "12.4"
+        count = pynvml.nvmlDeviceGetCount()
+        gpus = tuple(_gpu(pynvml, i, processes) for i in range(count))
+        return Snapshot(
+            **base,
+            driver_version=read(pynvml.nvmlSystemGetDriverVersion),
+            cuda_driver_version=NA if cuda is NA else f"{cuda // 1000}.{cuda % 1000 // 10}",
+            gpus=gpus,
+        )
+    except pynvml.NVMLError as exc:  # the driver went away mid-read (e.g. GPU fell off the bus)
+        return Snapshot(**base, nvml_error=f"NVML error while reading the GPUs: {exc}")
+    finally:
+        try:
+            pynvml.nvmlShutdown()
+        except pynvml.NVMLError:
+            pass
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _plain(value: Any) -> Any:
+    if value is NA:
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def to_dict(snap: Snapshot) -> dict[str, Any]:
+    """The snapshot as JSON-ready data (NA -> None), with a ``format`` tag."""
+    data = {"format": FORMAT}
+    data.update(_plain(asdict(snap)))
+    return data
+
+
+def to_json(snap: Snapshot, indent: int | None = 2) -> str:
+    """Serialise a snapshot (what ``arignote smi --json`` writes; :func:`from_json` reads it back)."""
+    return json.dumps(to_dict(snap), indent=indent)
+
+
+def _build(cls: type, data: Any, where: str, required: tuple[str, ...] = ()) -> Any:
+    """A dataclass from a dict: None -> NA, unknown keys ignored, required keys checked."""
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected a JSON object, got {type(data).__name__}")
+    for key in required:
+        if data.get(key) is None:
+            raise SnapshotFormatError(f"{where}: missing '{key}' (see `arignote smi --json` for the format)")
+    kwargs = {}
+    for f in fields(cls):
+        if f.name in data and f.name not in ("processes", "gpus", "host"):
+            kwargs[f.name] = NA if data[f.name] is None else data[f.name]
+    return cls(**kwargs)
+
+
+def from_dict(data: Any, where: str = "snapshot") -> Snapshot:
+    """Inverse of :func:`to_dict`; missing readings become NA, a missing GPU ``index`` is an error."""
+    if not isinstance(data, dict):
+        raise SnapshotFormatError(f"{where}: expected a JSON object with a 'gpus' list")
+    fmt = data.get("format", FORMAT)
+    if fmt != FORMAT:
+        raise SnapshotFormatError(f"{where}: format '{fmt}' is not {FORMAT}; "
+                                  "re-create it with `arignote smi --json`")
+    raw_gpus = data.get("gpus", [])
+    if not isinstance(raw_gpus, list):
+        raise SnapshotFormatError(f"{where}: 'gpus' must be a list")
+    gpus = []
+    for n, raw in enumerate(raw_gpus):
+        gpu = _build(GPUSnapshot, raw, f"{where}: gpus[{n}]", ("index",))
+        procs = tuple(_build(GPUProcess, p, f"{where}: gpus[{n}].processes[{k}]", ("pid",))
+                      for k, p in enumerate(raw.get("processes") or []))
+        gpus.append(_replace(gpu, processes=procs))
+    indices = [g.index for g in gpus]
+    if len(set(indices)) != len(indices):
+        raise SnapshotFormatError(f"{where}: GPU indices {indices} repeat; each GPU needs its own index")
+    host = _build(HostSnapshot, data.get("host") or {}, f"{where}: host")
+    hostname = data.get("hostname") or socket.gethostname()
+    return Snapshot(
+        hostname=hostname,
+        time=float(data.get("time") or 0.0),
+        driver_version=NA if data.get("driver_version") is None else data["driver_version"],
+        cuda_driver_version=NA if data.get("cuda_driver_version") is None else data["cuda_driver_version"],
+        host=host,
+        gpus=tuple(sorted(gpus, key=lambda g: g.index)),
+        nvml_error=data.get("nvml_error"),
+    )
+
+
+def _replace(obj: Any, **changes: Any) -> Any:
+    from dataclasses import replace
+
+    return replace(obj, **changes)
+
+
+def from_json(text: str, where: str = "snapshot") -> Snapshot:
+    """Parse what :func:`to_json` wrote (or a hand-written inventory with at least GPU indices)."""
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SnapshotFormatError(f"{where}: not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    return from_dict(data, where)
+
+
+def load(path: str | os.PathLike[str]) -> Snapshot:
+    """Read an ``--inventory FILE`` (a JSON snapshot as ``arignote smi --json`` writes it)."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            text = fh.read()
+    except OSError as exc:
+        raise SnapshotFormatError(f"inventory file {os.fspath(path)!r} cannot be read: {exc.strerror}; "
+                                  "write one with `arignote smi --json > FILE`") from None
+    return from_json(text, f"inventory file {os.fspath(path)}")

@@ -1,0 +1,185 @@
+"""Device snapshots rendered for people (rich tables, live view) and for scripts (JSON).
+
+Pure functions of a :class:`~arignote.devices.nvml.Snapshot` plus the current leases, so every
+layout is tested on fixtures; :func:`watch` is the only one that reads the machine. The layout
+follows ``nvidia-smi``: one table per machine, GPUs in PCI order, then the process table.
+
+Example::
+
+    >>> from arignote import monitor
+    >>> from arignote.devices import nvml
+    >>> print(monitor.render_text(nvml.load("tests/fixtures/smi_4gpus.json")))   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from typing import Any
+
+from rich.console import Console, Group
+from rich.table import Table
+from rich.text import Text
+
+from arignote.devices.nvml import NA, Snapshot, to_dict
+
+__all__ = ["render", "render_text", "to_json", "host_line", "gpu_table", "process_table", "watch",
+           "fmt_bytes"]
+
+
+def fmt_bytes(n: Any) -> str:
+    """Bytes as nvidia-smi users read them: ``512MiB``, ``37.0GiB``; NA -> ``n/a``."""
+    if n is NA or n is None:
+        return "n/a"
+    if n >= 1024**3:
+        return f"{n / 1024**3:.1f}GiB"
+    return f"{n / 1024**2:.0f}MiB"
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is NA else f"{value:g}%"
+
+
+def _pair(used: Any, total: Any, unit: Callable[[Any], str]) -> str:
+    # "37.0GiB / 40.0GiB"; one n/a side still shows the other, both n/a is one "n/a"
+    if used is NA and total is NA:
+        return "n/a"
+    return f"{unit(used)} / {unit(total)}"
+
+
+def _watts(value: Any) -> str:
+    return "n/a" if value is NA else f"{value:.0f}W"
+
+
+def _lease_keys(snapshot: Snapshot) -> dict[str, int]:
+    from arignote.share.leases import gpu_key  # no torch: share only needs nvml and config
+
+    return {gpu_key(g): g.index for g in snapshot.gpus}
+
+
+def _leases_by_index(snapshot: Snapshot, leases: Sequence[Any]) -> dict[int, list[Any]]:
+    keys = _lease_keys(snapshot)
+    out: dict[int, list[Any]] = {}
+    for lease in leases:
+        if lease.key in keys:
+            out.setdefault(keys[lease.key], []).append(lease)
+    return out
+
+
+def _lease_text(lease: Any) -> str:
+    since = time.strftime("%H:%M:%S", time.localtime(lease.start))
+    return f"{lease.user} pid {lease.pid} since {since}"
+
+
+def host_line(snapshot: Snapshot) -> str:
+    """``CPU 37.5% of 64 threads (load 24.10)  RAM 128.0GiB / 503.8GiB`` (``top``/``free`` in one line)."""
+    h = snapshot.host
+    cpu = f"CPU {_pct(h.cpu_percent)} of {h.cpu_count} threads"
+    if h.load_average is not NA:
+        cpu += f" (load {h.load_average:.2f})"
+    return f"{cpu}  RAM {_pair(h.memory_used, h.memory_total, fmt_bytes)}"
+
+
+def _title(snapshot: Snapshot) -> str:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(snapshot.time)) if snapshot.time else ""
+    parts = [snapshot.hostname]
+    if snapshot.driver_version is not NA:
+        parts.append(f"driver {snapshot.driver_version}")
+    if snapshot.cuda_driver_version is not NA:
+        parts.append(f"CUDA {snapshot.cuda_driver_version}")
+    if stamp:
+        parts.append(stamp)
+    return "  ".join(parts)
+
+
+def gpu_table(snapshot: Snapshot, leases: Sequence[Any] = ()) -> Table:
+    """The GPU rows of ``nvidia-smi`` plus who leases each GPU through arignote."""
+    table = Table(title=_title(snapshot), title_justify="left", expand=False)
+    for name, justify in (("GPU", "right"), ("Name", "left"), ("Bus-Id", "left"), ("Temp", "right"),
+                          ("Power", "right"), ("Memory", "right"), ("Util", "right"), ("Lease", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    by_index = _leases_by_index(snapshot, leases)
+    for g in snapshot.gpus:
+        lease = ", ".join(_lease_text(x) for x in by_index.get(g.index, [])) or "-"
+        table.add_row(
+            str(g.index), Text(str(g.name)), Text(str(g.pci_bus_id)),
+            "n/a" if g.temperature is NA else f"{g.temperature}C",
+            _pair(g.power_draw, g.power_limit, _watts),
+            _pair(g.memory_used, g.memory_total, fmt_bytes),
+            _pct(g.utilization_gpu),
+            Text(lease),
+        )
+    return table
+
+
+def process_table(snapshot: Snapshot) -> Table:
+    """``nvidia-smi``'s process table: GPU, PID, type, user, GPU memory, command line."""
+    table = Table(title="Processes", title_justify="left", expand=False)
+    for name, justify in (("GPU", "right"), ("PID", "right"), ("Type", "left"), ("User", "left"),
+                          ("GPU Mem", "right"), ("Command", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for g in snapshot.gpus:
+        for p in g.processes:
+            table.add_row(str(g.index), str(p.pid), p.kind, Text(str(p.user)), fmt_bytes(p.gpu_memory),
+                          Text(str(p.command)))
+    if not table.rows:
+        table.add_row("", "", "", "", "", "no running processes found")
+    return table
+
+
+def render(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True) -> Group:
+    """Everything ``arignote smi`` prints for one machine, as one rich renderable."""
+    parts: list[Any] = [Text(host_line(snapshot))]
+    if snapshot.nvml_error:
+        parts.append(Text(snapshot.nvml_error))
+    if snapshot.gpus:
+        parts.append(gpu_table(snapshot, leases))
+        if processes:
+            parts.append(process_table(snapshot))
+    elif not snapshot.nvml_error:
+        parts.append(Text("no GPUs found by the NVIDIA driver"))
+    return Group(*parts)
+
+
+def render_text(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True,
+                width: int = 140) -> str:
+    """:func:`render` as plain text (no colour), the way tests and log files see it."""
+    console = Console(width=width, color_system=None, force_terminal=False, file=io.StringIO())
+    console.print(render(snapshot, leases, processes))
+    return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+def to_json(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True,
+            indent: int | None = 2) -> str:
+    """The snapshot as JSON (``nvml.from_json`` reads it back) plus a ``leases`` list for scripts."""
+    data = to_dict(snapshot)
+    if not processes:
+        for gpu in data["gpus"]:
+            gpu["processes"] = []
+    data["leases"] = [asdict(x) for x in leases]
+    return json.dumps(data, indent=indent)
+
+
+def watch(read: Callable[[], tuple[Snapshot, Sequence[Any]]], interval: float = 2.0, processes: bool = True,
+          console: Console | None = None, iterations: int | None = None) -> None:
+    """Live view (``watch -n 2 nvidia-smi``): redraw every ``interval`` s until Ctrl-C.
+
+    ``read`` returns a fresh ``(snapshot, leases)``; ``iterations`` bounds the loop (tests).
+    """
+    from rich.live import Live
+
+    console = console or Console()
+    snap, leases = read()
+    count = 1
+    try:
+        with Live(render(snap, leases, processes), console=console, auto_refresh=False) as live:
+            while iterations is None or count < iterations:
+                time.sleep(interval)
+                snap, leases = read()
+                live.update(render(snap, leases, processes), refresh=True)
+                count += 1
+    except KeyboardInterrupt:
+        pass
