@@ -1,0 +1,63 @@
+"""Keras 2 layers on PyTorch (``from arignote.layers import Dense, Conv2D, ...``).
+
+See :mod:`arignote.layers.base` for the contract the models rely on (``build``,
+``compute_output_shape``, names, config, internal NCHW image tensors).
+
+Example::
+
+    >>> from arignote.layers import Conv2D, Flatten, Dense
+    >>> [type(l).__name__ for l in (Conv2D(8, 3), Flatten(), Dense(10))]
+    ['Conv2D', 'Flatten', 'Dense']
+"""
+
+from arignote.layers.base import (
+    Layer,
+    deserialize,
+    from_internal,
+    reset_name_counters,
+    serialize,
+    to_internal,
+)
+from arignote.layers.conv import (
+    AveragePooling2D,
+    AvgPool2D,
+    Conv2D,
+    Convolution2D,
+    GlobalAveragePooling2D,
+    GlobalMaxPooling2D,
+    MaxPool2D,
+    MaxPooling2D,
+    ZeroPadding2D,
+)
+from arignote.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Input, InputLayer, Reshape
+from arignote.layers.normalization import BatchNormalization
+from arignote.layers.recurrent import GRU, LSTM
+
+__all__ = [
+    "Layer",
+    "serialize",
+    "deserialize",
+    "to_internal",
+    "from_internal",
+    "reset_name_counters",
+    "Input",
+    "InputLayer",
+    "Dense",
+    "Activation",
+    "Dropout",
+    "Flatten",
+    "Reshape",
+    "Embedding",
+    "Conv2D",
+    "Convolution2D",
+    "MaxPooling2D",
+    "MaxPool2D",
+    "AveragePooling2D",
+    "AvgPool2D",
+    "GlobalAveragePooling2D",
+    "GlobalMaxPooling2D",
+    "ZeroPadding2D",
+    "BatchNormalization",
+    "LSTM",
+    "GRU",
+]

@@ -1,0 +1,276 @@
+"""Keras 2 losses on torch tensors: ``loss(y_true, y_pred)`` -> mean over the batch (a 0-d tensor).
+
+Probabilities in, as in Keras: cross-entropies clip predictions to ``[eps, 1 - eps]`` with
+``eps = backend.epsilon()`` (1e-7) and follow Keras 2's TensorFlow-backend formulas:
+
+* ``categorical_crossentropy``: ``p /= sum(p)``; ``-sum(y * log(clip(p)))`` per sample.
+* ``sparse_categorical_crossentropy``: ``-log_softmax(log(clip(p)))[label]`` (TF's logits route).
+* ``binary_crossentropy``: ``-mean(y log(clip p) + (1 - y) log(1 - clip p))`` over the last axis.
+* ``mean_squared_error``/``mse``, ``mean_absolute_error``/``mae`` and the rest: mean over the last
+  axis, then over the batch.
+
+:func:`get` resolves names (did-you-mean on typos), Keras-order callables, and torch loss modules
+(``nn.CrossEntropyLoss()``, called as ``module(y_pred, y_true)``). :func:`check_targets` rejects
+targets of the wrong kind for a loss before training starts (numpy only, no device work).
+
+Example::
+
+    >>> import torch
+    >>> y_true, y_pred = torch.tensor([[0.0, 1.0]]), torch.tensor([[0.2, 0.8]])
+    >>> round(float(categorical_crossentropy(y_true, y_pred)), 4)
+    0.2231
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from arignote import backend
+
+__all__ = [
+    "categorical_crossentropy",
+    "sparse_categorical_crossentropy",
+    "binary_crossentropy",
+    "mean_squared_error",
+    "mean_absolute_error",
+    "mean_absolute_percentage_error",
+    "mean_squared_logarithmic_error",
+    "hinge",
+    "squared_hinge",
+    "kullback_leibler_divergence",
+    "poisson",
+    "mse",
+    "mae",
+    "mape",
+    "msle",
+    "kld",
+    "get",
+    "serialize",
+    "check_targets",
+    "name_of",
+]
+
+
+def categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy between one-hot (or soft) targets and predicted probabilities."""
+    eps = backend.epsilon()
+    p = (y_pred / y_pred.sum(dim=-1, keepdim=True)).clamp(eps, 1.0 - eps)
+    return -(y_true.reshape(y_pred.shape) * p.log()).sum(dim=-1).mean()
+
+
+def sparse_categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy between integer labels (shape ``(N,)`` or ``(N, 1)``) and probabilities."""
+    eps = backend.epsilon()
+    logits = y_pred.clamp(eps, 1.0 - eps).log()
+    classes = y_pred.shape[-1]
+    return F.cross_entropy(logits.reshape(-1, classes), y_true.reshape(-1).long())
+
+
+def binary_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of targets in [0, 1] against sigmoid probabilities."""
+    eps = backend.epsilon()
+    p = y_pred.clamp(eps, 1.0 - eps)
+    y = y_true.reshape(y_pred.shape)
+    return -(y * p.log() + (1.0 - y) * torch.log1p(-p)).mean()
+
+
+def mean_squared_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Mean of ``(y_pred - y_true) ** 2``."""
+    return (y_pred - y_true.reshape(y_pred.shape)).square().mean()
+
+
+def mean_absolute_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Mean of ``|y_pred - y_true|``."""
+    return (y_pred - y_true.reshape(y_pred.shape)).abs().mean()
+
+
+def mean_absolute_percentage_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``100 * mean(|y_true - y_pred| / clip(|y_true|, eps))``."""
+    y = y_true.reshape(y_pred.shape)
+    return 100.0 * ((y - y_pred).abs() / y.abs().clamp_min(backend.epsilon())).mean()
+
+
+def mean_squared_logarithmic_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean((log(clip(y_pred, eps) + 1) - log(clip(y_true, eps) + 1)) ** 2)``."""
+    eps = backend.epsilon()
+    y = y_true.reshape(y_pred.shape)
+    return (torch.log1p(y_pred.clamp_min(eps)) - torch.log1p(y.clamp_min(eps))).square().mean()
+
+
+def hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean(max(1 - y_true * y_pred, 0))`` for targets in {-1, 1}."""
+    return (1.0 - y_true.reshape(y_pred.shape) * y_pred).clamp_min(0.0).mean()
+
+
+def squared_hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean(max(1 - y_true * y_pred, 0) ** 2)``."""
+    return (1.0 - y_true.reshape(y_pred.shape) * y_pred).clamp_min(0.0).square().mean()
+
+
+def kullback_leibler_divergence(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``sum(y * log(y / p))`` per sample with both clipped to ``[eps, 1]``, averaged over the batch."""
+    eps = backend.epsilon()
+    y = y_true.reshape(y_pred.shape).clamp(eps, 1.0)
+    p = y_pred.clamp(eps, 1.0)
+    return (y * (y / p).log()).sum(dim=-1).mean()
+
+
+def poisson(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean(y_pred - y_true * log(y_pred + eps))``."""
+    return (y_pred - y_true.reshape(y_pred.shape) * (y_pred + backend.epsilon()).log()).mean()
+
+
+# Keras 2 short names
+mse = MSE = mean_squared_error
+mae = MAE = mean_absolute_error
+mape = MAPE = mean_absolute_percentage_error
+msle = MSLE = mean_squared_logarithmic_error
+kld = KLD = kullback_leibler_divergence
+
+_CANONICAL = {
+    f.__name__: f
+    for f in (
+        categorical_crossentropy,
+        sparse_categorical_crossentropy,
+        binary_crossentropy,
+        mean_squared_error,
+        mean_absolute_error,
+        mean_absolute_percentage_error,
+        mean_squared_logarithmic_error,
+        hinge,
+        squared_hinge,
+        kullback_leibler_divergence,
+        poisson,
+    )
+}
+_ALIASES = {
+    "mse": "mean_squared_error",
+    "mae": "mean_absolute_error",
+    "mape": "mean_absolute_percentage_error",
+    "msle": "mean_squared_logarithmic_error",
+    "kld": "kullback_leibler_divergence",
+    "kl_divergence": "kullback_leibler_divergence",
+}
+_NAMES = {**_CANONICAL, **{a: _CANONICAL[c] for a, c in _ALIASES.items()}}
+
+
+def get(identifier: str | Callable) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
+    """A loss function from a Keras name (``'mse'``, ``'categorical_crossentropy'``) or a callable.
+
+    Callables are Keras order ``fn(y_true, y_pred)``; a torch loss module (``nn.MSELoss()``) is
+    wrapped so that it is called as ``module(y_pred, y_true)``.
+
+    Example::
+
+        >>> get("mse") is mean_squared_error
+        True
+    """
+    if isinstance(identifier, str):
+        fn = _NAMES.get(identifier) or _NAMES.get(identifier.lower())
+        if fn is None:
+            close = difflib.get_close_matches(identifier, list(_NAMES), n=1, cutoff=0.5)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise ValueError(f"unknown loss '{identifier}'.{hint} Valid losses: {', '.join(_NAMES)}")
+        return fn
+    if isinstance(identifier, torch.nn.Module):
+        module = identifier
+
+        def torch_loss(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+            return module(y_pred, y_true)
+
+        torch_loss.__name__ = type(module).__name__
+        return torch_loss
+    if callable(identifier):
+        return identifier
+    raise ValueError(f"a loss is a name such as 'categorical_crossentropy' or a callable, got {identifier!r}")
+
+
+def name_of(loss: str | Callable) -> str:
+    """Canonical name of a loss (``'mse'`` -> ``'mean_squared_error'``); a callable's ``__name__``."""
+    fn = get(loss)
+    return getattr(fn, "__name__", type(fn).__name__)
+
+
+def serialize(loss: str | Callable) -> str:
+    """The name to store in a saved model (Keras stores the loss by name)."""
+    return name_of(loss)
+
+
+# --------------------------------------------------------------------------- target checks
+
+
+def _integral(y: np.ndarray) -> bool:
+    if np.issubdtype(y.dtype, np.integer) or y.dtype == bool:
+        return True
+    return np.issubdtype(y.dtype, np.floating) and bool(np.all(y == np.round(y)))
+
+
+def check_targets(loss: str | Callable, y, output_shape: tuple) -> None:
+    """Raise ``ValueError`` when targets ``y`` (numpy-like, batch first) cannot go with ``loss``.
+
+    ``output_shape`` is the model's per-sample output shape (Keras order), e.g. ``(10,)``.
+
+    Example::
+
+        >>> check_targets("sparse_categorical_crossentropy", np.array([0, 10]), (10,))
+        Traceback (most recent call last):
+        ...
+        ValueError: sparse_categorical_crossentropy expects integer labels in [0, 10), got 10
+    """
+    name = name_of(loss)
+    y = np.asarray(y)
+    output_shape = tuple(output_shape)
+    if y.ndim == 0:
+        raise ValueError(f"{name}: targets must have a batch dimension, got a scalar")
+    if np.issubdtype(y.dtype, np.floating) and not np.all(np.isfinite(y)):
+        raise ValueError(f"{name}: targets contain NaN or Inf; clean them before fit")
+    n = y.shape[0]
+    per_sample = y.shape[1:]
+    width = output_shape[-1] if output_shape else 1
+
+    if name == "sparse_categorical_crossentropy":
+        expected = output_shape[:-1]
+        if per_sample not in (expected, (*expected, 1)):
+            if per_sample == output_shape and width > 1:
+                raise ValueError(
+                    f"{name} expects integer labels, got one-hot targets of width {width}: "
+                    "use categorical_crossentropy, or y.argmax(-1) as labels"
+                )
+            raise ValueError(f"{name} expects integer labels of shape {(n, *expected)}, got {y.shape}")
+        if not _integral(y):
+            raise ValueError(f"{name} expects integer labels, got non-integer values of dtype {y.dtype}")
+        if y.size and (y.min() < 0 or y.max() >= width):
+            bad = y.min() if y.min() < 0 else y.max()
+            raise ValueError(f"{name} expects integer labels in [0, {width}), got {int(bad)}")
+        return
+
+    if name == "categorical_crossentropy":
+        if per_sample != output_shape:
+            if per_sample in (output_shape[:-1], (*output_shape[:-1], 1)) and _integral(y):
+                raise ValueError(
+                    f"{name} expects one-hot targets of width {width}, got integer labels: "
+                    f"use to_categorical(y, {width}) or sparse_categorical_crossentropy"
+                )
+            got = f"width {per_sample[-1]}" if per_sample else f"shape {y.shape}"
+            raise ValueError(
+                f"{name} expects one-hot targets of width {width}, got {got} (targets {y.shape})"
+            )
+        if y.size and y.min() < 0:
+            raise ValueError(f"{name} expects one-hot (or probability) targets >= 0, got {y.min()}")
+        return
+
+    if y.size != n * int(np.prod(output_shape, dtype=np.int64)):
+        raise ValueError(
+            f"{name}: targets of shape {y.shape} do not match the model output {(n, *output_shape)}"
+        )
+    if name == "binary_crossentropy" and y.size and (y.min() < 0 or y.max() > 1):
+        bad = y.min() if y.min() < 0 else y.max()
+        raise ValueError(
+            f"{name} expects targets in [0, 1], got {bad}; for more than 2 classes use a softmax output "
+            "with sparse_categorical_crossentropy"
+        )

@@ -1,0 +1,212 @@
+"""Keras 2 metrics, accumulated on the device without host syncs.
+
+A :class:`Metric` keeps a running ``total`` as a device tensor and the sample ``count`` as a host
+number (the loop knows the batch size), so ``update`` launches a couple of kernels and never
+waits for the GPU. :meth:`Metric.state` packs ``[total, count]`` into one 1-D tensor that data
+parallel code can all-reduce; :meth:`Metric.result_from` turns a (reduced) state into a float
+(that is the sync point, done at log time).
+
+Keras semantics of ``'acc'``/``'accuracy'`` (chosen by :func:`get` from the loss and output):
+binary (threshold 0.5) when the loss is ``binary_crossentropy`` or the output has width 1;
+sparse (argmax vs integer label) for ``sparse_categorical_crossentropy``; categorical (argmax
+vs argmax) otherwise. The metric is logged under the name the user wrote (``acc`` or ``accuracy``).
+
+Example::
+
+    >>> import torch
+    >>> m = get("acc", loss="categorical_crossentropy")
+    >>> m.update(torch.tensor([[0., 1.], [1., 0.]]), torch.tensor([[0.2, 0.8], [0.4, 0.6]]))
+    >>> m.name, m.result()
+    ('acc', 0.5)
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+
+import torch
+
+from arignote import losses
+
+__all__ = [
+    "Metric",
+    "Mean",
+    "get",
+    "categorical_accuracy",
+    "sparse_categorical_accuracy",
+    "binary_accuracy",
+    "top_k_categorical_accuracy",
+    "sparse_top_k_categorical_accuracy",
+    "accuracy_for",
+]
+
+
+# --------------------------------------------------------------------------- per-sample functions
+
+
+def categorical_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """1.0 where ``argmax(y_pred) == argmax(y_true)`` (one-hot targets), per sample."""
+    return (y_pred.argmax(dim=-1) == y_true.argmax(dim=-1)).to(y_pred.dtype)
+
+
+def sparse_categorical_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """1.0 where ``argmax(y_pred)`` equals the integer label (shape ``(N,)`` or ``(N, 1)``), per sample."""
+    return (y_pred.argmax(dim=-1) == y_true.reshape(y_pred.shape[:-1])).to(y_pred.dtype)
+
+
+def binary_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Fraction of outputs where ``y_pred > 0.5`` matches the 0/1 target, per sample (Keras ``round``)."""
+    hit = (y_pred > 0.5) == (y_true.reshape(y_pred.shape) > 0.5)
+    return hit.to(y_pred.dtype).mean(dim=-1)
+
+
+def top_k_categorical_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor, k: int = 5) -> torch.Tensor:
+    """1.0 where the true class (argmax of one-hot ``y_true``) is among the ``k`` largest predictions."""
+    top = y_pred.topk(min(k, y_pred.shape[-1]), dim=-1).indices
+    return (top == y_true.argmax(dim=-1, keepdim=True)).any(dim=-1).to(y_pred.dtype)
+
+
+def sparse_top_k_categorical_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor, k: int = 5) -> torch.Tensor:
+    """Like :func:`top_k_categorical_accuracy` with integer labels."""
+    top = y_pred.topk(min(k, y_pred.shape[-1]), dim=-1).indices
+    return (top == y_true.reshape(*y_pred.shape[:-1], 1).long()).any(dim=-1).to(y_pred.dtype)
+
+
+# --------------------------------------------------------------------------- accumulators
+
+
+def _total_dtype(device: torch.device) -> torch.dtype:
+    return torch.float32 if device.type == "mps" else torch.float64
+
+
+class _Accumulator:
+    """``total`` (device tensor) and ``count`` (host float) with the state/result protocol."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._total: torch.Tensor | None = None
+        self._count = 0.0
+
+    def state(self) -> torch.Tensor:
+        """``tensor([total, count])`` on the metric's device (all-reduce it to combine ranks)."""
+        if self._total is None:
+            return torch.zeros(2, dtype=torch.float64)
+        return torch.stack(
+            [self._total, torch.tensor(self._count, dtype=self._total.dtype, device=self._total.device)]
+        )
+
+    @staticmethod
+    def result_from(state: torch.Tensor) -> float:
+        """The mean encoded by a (possibly all-reduced) :meth:`state`; 0.0 when nothing was counted."""
+        total, count = state.tolist()
+        return total / count if count else 0.0
+
+    def result(self) -> float:
+        """The current mean as a Python float (syncs with the device: call at log points only)."""
+        return self.result_from(self.state())
+
+    def reset(self) -> None:
+        """Start a new accumulation (keeps the device buffer)."""
+        if self._total is not None:
+            self._total.zero_()
+        self._count = 0.0
+
+    def _add(self, value: torch.Tensor, weight: float) -> None:
+        if self._total is None:
+            self._total = torch.zeros((), dtype=_total_dtype(value.device), device=value.device)
+        self._total.add_(value.detach(), alpha=weight)
+        self._count += weight
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
+
+
+class Mean(_Accumulator):
+    """Weighted running mean of scalar tensors, e.g. the loss weighted by batch size.
+
+    Example::
+
+        >>> m = Mean("loss"); m.update(torch.tensor(2.0), 3); m.update(torch.tensor(4.0), 1)
+        >>> m.result()
+        2.5
+    """
+
+    def update(self, value: torch.Tensor, weight: float = 1.0) -> None:
+        """Add ``value`` (a 0-d tensor, a per-batch mean) with ``weight`` (the batch size)."""
+        self._add(value, float(weight))
+
+
+class Metric(_Accumulator):
+    """Mean over samples of a Keras metric function ``fn(y_true, y_pred) -> per-sample tensor``.
+
+    Example::
+
+        >>> m = Metric(binary_accuracy, name="acc")
+        >>> m.update(torch.tensor([1., 0.]), torch.tensor([0.9, 0.7])); m.result()
+        0.5
+    """
+
+    def __init__(
+        self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], name: str | None = None
+    ) -> None:
+        super().__init__(name or getattr(fn, "__name__", "metric"))
+        self.fn = fn
+
+    def update(self, y_true: torch.Tensor, y_pred: torch.Tensor) -> None:
+        """Accumulate this batch (no host sync)."""
+        value = self.fn(y_true, y_pred)
+        n = y_pred.shape[0]
+        # per-sample (or per-element) values -> their mean counts n samples; 0-d values are batch means
+        self._add(value.mean(), n)
+
+
+# --------------------------------------------------------------------------- names
+
+
+_FUNCTIONS: dict[str, Callable] = {
+    "categorical_accuracy": categorical_accuracy,
+    "sparse_categorical_accuracy": sparse_categorical_accuracy,
+    "binary_accuracy": binary_accuracy,
+    "top_k_categorical_accuracy": top_k_categorical_accuracy,
+    "sparse_top_k_categorical_accuracy": sparse_top_k_categorical_accuracy,
+}
+
+
+def accuracy_for(loss: str | Callable | None, output_shape: tuple | None = None) -> Callable:
+    """The accuracy function Keras 2 picks for ``'acc'`` given the loss and per-sample output shape."""
+    name = losses.name_of(loss) if loss is not None else None
+    if name == "binary_crossentropy" or (output_shape is not None and tuple(output_shape)[-1:] == (1,)):
+        return binary_accuracy
+    if name == "sparse_categorical_crossentropy":
+        return sparse_categorical_accuracy
+    return categorical_accuracy
+
+
+def get(
+    identifier: str | Callable | Metric, loss: str | Callable | None = None, output_shape: tuple | None = None
+) -> Metric:
+    """A fresh :class:`Metric` for a Keras metric name, a function, or a Metric (returned as is).
+
+    Names: ``acc``/``accuracy`` (resolved with ``loss``/``output_shape``), the ``*_accuracy`` family,
+    and any loss name (``mse``, ``mae``, ``binary_crossentropy``...), logged under the given name.
+    """
+    if isinstance(identifier, (Metric, Mean)):
+        return identifier
+    if isinstance(identifier, str):
+        if identifier in ("acc", "accuracy"):
+            return Metric(accuracy_for(loss, output_shape), name=identifier)
+        if identifier in _FUNCTIONS:
+            return Metric(_FUNCTIONS[identifier], name=identifier)
+        try:
+            return Metric(losses.get(identifier), name=identifier)
+        except ValueError:
+            valid = ["acc", "accuracy", *_FUNCTIONS, *losses._NAMES]
+            close = difflib.get_close_matches(identifier, valid, n=1, cutoff=0.5)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise ValueError(
+                f"unknown metric '{identifier}'.{hint} Valid metrics: {', '.join(valid)}"
+            ) from None
+    if callable(identifier):
+        return Metric(identifier)
+    raise ValueError(f"a metric is a name such as 'accuracy', a function or a Metric, got {identifier!r}")

@@ -1,0 +1,399 @@
+"""Keras 2 optimizers (``SGD``, ``RMSprop``, ``Adam``, ``Adadelta``, ``Adagrad``) on ``torch.optim``.
+
+Each update is numerically Keras 2's rule, run by torch's multi-tensor (``foreach``) or fused
+kernels:
+
+* ``decay``: ``lr_t = lr / (1 + decay * iterations)`` (iterations = steps done before this one),
+  written into the torch param groups before each step. Nothing happens per step when decay is 0.
+* SGD momentum: Keras keeps ``v = momentum * v - lr_t * g``; torch keeps ``b = momentum * b + g``
+  and applies ``lr_t * b``. They agree when ``v = -lr * b``; when ``lr`` changes (decay, LR
+  callbacks) the torch buffers are rescaled by ``lr_old / lr_new`` so the two stay identical.
+  Nesterov: Keras ``p += momentum * v - lr_t * g`` = torch's nesterov step.
+* RMSprop: both compute ``p -= lr * g / (sqrt(a) + eps)`` (``rho`` is torch's ``alpha``).
+* Adam: Keras uses ``lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)`` ("epsilon hat"),
+  torch ``lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)``; setting torch's eps to
+  ``eps / sqrt(1 - b2^t)`` each step makes them identical (also with ``amsgrad``).
+* Adagrad / Adadelta: same formulas as torch (Keras epsilon defaults, ``initial_accumulator_value=0``).
+
+Keras 2 spellings ``lr`` and ``decay`` are accepted, as are ``learning_rate``, ``clipnorm`` and
+``clipvalue``. Lowercase aliases (``optimizers.rmsprop``) exist as in Keras 2.
+
+Example::
+
+    >>> import torch
+    >>> w = torch.nn.Parameter(torch.ones(2))
+    >>> opt = SGD(lr=0.1); opt.build([w])
+    >>> w.sum().backward(); opt.step(); w.tolist(), opt.iterations
+    ([0.8999999761581543, 0.8999999761581543], 1)
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import torch
+
+__all__ = [
+    "Optimizer",
+    "SGD",
+    "RMSprop",
+    "Adam",
+    "Adadelta",
+    "Adagrad",
+    "get",
+    "serialize",
+    "sgd",
+    "rmsprop",
+    "adam",
+    "adadelta",
+    "adagrad",
+]
+
+
+def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | None = None) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{cls}: {what} must be a number, got {value!r}")
+    if value < low or (high is not None and value >= high):
+        rng = f"in [{low}, {high})" if high is not None else f">= {low}"
+        raise ValueError(f"{cls}: {what} must be {rng}, got {value!r}")
+    return float(value)
+
+
+def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
+    """Pick torch's fastest implementation the params allow: fused when supported, else foreach."""
+    devices = {p.device.type for p in params}
+    fused_ok = torch_cls in (torch.optim.Adam, torch.optim.SGD, torch.optim.Adagrad) and devices <= {
+        "cuda",
+        "cpu",
+    }
+    if fused_ok and all(p.is_floating_point() for p in params):
+        return {"fused": True}
+    return {"foreach": True}
+
+
+class Optimizer:
+    """Keras 2 optimizer facade over a ``torch.optim`` optimizer (``.torch`` once built).
+
+    Contract used by the training loop: ``build(params)``, ``step()``, ``zero_grad()``, ``lr``
+    (get/set, what LR callbacks change; ``decay`` applies on top), ``iterations``,
+    ``state_dict()``/``load_state_dict()``, ``get_config()``.
+    """
+
+    _torch_cls: type = torch.optim.SGD
+    _keras_keys: tuple[str, ...] = ()
+
+    def __init__(
+        self,
+        lr: float | None = None,
+        decay: float = 0.0,
+        learning_rate: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        **hyper: Any,
+    ) -> None:
+        name = type(self).__name__
+        if lr is not None and learning_rate is not None and lr != learning_rate:
+            raise ValueError(f"{name}: got both lr={lr} and learning_rate={learning_rate}; pass one")
+        chosen = lr if lr is not None else learning_rate
+        self._lr = _number(self._default_lr if chosen is None else chosen, "lr", name)
+        self.decay = _number(decay, "decay", name)
+        self.clipnorm = None if clipnorm is None else _number(clipnorm, "clipnorm", name)
+        self.clipvalue = None if clipvalue is None else _number(clipvalue, "clipvalue", name)
+        self.hyper = hyper
+        self.iterations = 0
+        self.torch: torch.optim.Optimizer | None = None
+        self._params: list[torch.Tensor] = []
+        self._applied_lr = self._lr  # the lr currently written in the torch param groups
+
+    _default_lr = 0.01
+
+    # ---------------------------------------------------------------- torch mapping
+
+    def _torch_kwargs(self) -> dict:
+        return {}
+
+    def build(self, params: Iterable[torch.Tensor]) -> Optimizer:
+        """Create the torch optimizer over ``params`` (tensors or param-group dicts); returns self."""
+        params = list(params)
+        flat = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
+        if not flat:
+            raise ValueError(f"{type(self).__name__}: the model has no trainable parameters to optimize")
+        self._params = [p for p in flat if p.requires_grad]
+        kwargs = {**self._torch_kwargs(), **_impl_kwargs(self._torch_cls, flat)}
+        self.torch = self._torch_cls(params, lr=self._current_lr(), **kwargs)
+        self._applied_lr = self._current_lr()
+        return self
+
+    def _current_lr(self) -> float:
+        return self._lr / (1.0 + self.decay * self.iterations) if self.decay else self._lr
+
+    def _set_group_lr(self, lr: float) -> None:
+        for group in self.torch.param_groups:
+            group["lr"] = lr
+        self._applied_lr = lr
+
+    def _before_step(self) -> None:
+        """Per-step hook (Adam's epsilon hat, SGD's momentum rescale)."""
+
+    def step(self) -> None:
+        """Apply clipping and the decay schedule, then one torch step; ``iterations += 1``."""
+        if self.torch is None:
+            raise RuntimeError(f"{type(self).__name__}.build(params) must be called before step()")
+        if self.clipnorm is not None:
+            torch.nn.utils.clip_grad_norm_(self._params, self.clipnorm, foreach=True)
+        if self.clipvalue is not None:
+            torch.nn.utils.clip_grad_value_(self._params, self.clipvalue, foreach=True)
+        if self.decay:
+            self._change_lr(self._current_lr())
+        self._before_step()
+        self.torch.step()
+        self.iterations += 1
+
+    def _change_lr(self, lr: float) -> None:
+        self._set_group_lr(lr)
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the gradients of the optimized parameters."""
+        if self.torch is not None:
+            self.torch.zero_grad(set_to_none=set_to_none)
+
+    @property
+    def lr(self) -> float:
+        """Base learning rate (Keras ``optimizer.lr``); ``decay`` divides it per iteration."""
+        return self._lr
+
+    @lr.setter
+    def lr(self, value: float) -> None:
+        self._lr = _number(value, "lr", type(self).__name__)
+        if self.torch is not None:
+            self._change_lr(self._current_lr())
+
+    learning_rate = lr
+
+    # ---------------------------------------------------------------- state
+
+    def state_dict(self) -> dict:
+        """Torch-serializable state: the torch optimizer's, ``iterations`` and the base ``lr``."""
+        if self.torch is None:
+            raise RuntimeError(f"{type(self).__name__}.build(params) must be called before state_dict()")
+        return {
+            "torch": self.torch.state_dict(),
+            "iterations": self.iterations,
+            "lr": self._lr,
+            "applied_lr": self._applied_lr,
+        }
+
+    def load_state_dict(self, state: dict) -> None:
+        """Restore :meth:`state_dict` output (after :meth:`build` on the same parameters)."""
+        if self.torch is None:
+            raise RuntimeError(f"{type(self).__name__}.build(params) must be called before load_state_dict()")
+        self.torch.load_state_dict(state["torch"])
+        self.iterations = int(state["iterations"])
+        self._lr = float(state["lr"])
+        self._applied_lr = float(state.get("applied_lr", self._current_lr()))
+
+    def get_config(self) -> dict:
+        """Keras ``get_config``: constructor arguments (``lr`` spelled as in Keras 2)."""
+        cfg = {"lr": self._lr, "decay": self.decay, **{k: getattr(self, k) for k in self._keras_keys}}
+        if self.clipnorm is not None:
+            cfg["clipnorm"] = self.clipnorm
+        if self.clipvalue is not None:
+            cfg["clipvalue"] = self.clipvalue
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: dict) -> Optimizer:
+        return cls(**config)
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v}" for k, v in self.get_config().items())
+        return f"{type(self).__name__}({args})"
+
+
+class SGD(Optimizer):
+    """Stochastic gradient descent: ``SGD(lr=0.01, momentum=0.0, decay=0.0, nesterov=False)``."""
+
+    _torch_cls = torch.optim.SGD
+    _keras_keys = ("momentum", "nesterov")
+    _default_lr = 0.01
+
+    def __init__(
+        self,
+        lr: float | None = None,
+        momentum: float = 0.0,
+        decay: float = 0.0,
+        nesterov: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(lr=lr, decay=decay, **kwargs)
+        self.momentum = _number(momentum, "momentum", "SGD")
+        self.nesterov = bool(nesterov)
+        if self.nesterov and not self.momentum:
+            raise ValueError("SGD: nesterov=True needs momentum > 0")
+
+    def _torch_kwargs(self) -> dict:
+        return {"momentum": self.momentum, "nesterov": self.nesterov}
+
+    def _change_lr(self, lr: float) -> None:
+        # keep Keras's velocity v = -lr * buffer exact when lr changes (see module doc)
+        old = self._applied_lr
+        if self.momentum and lr != old and lr > 0:
+            bufs = [
+                s["momentum_buffer"]
+                for s in self.torch.state.values()
+                if s.get("momentum_buffer") is not None
+            ]
+            if bufs:
+                torch._foreach_mul_(bufs, old / lr)
+        self._set_group_lr(lr)
+
+
+class RMSprop(Optimizer):
+    """``RMSprop(lr=0.001, rho=0.9, epsilon=1e-7, decay=0.0)`` (Keras 2; torch's ``alpha`` is ``rho``)."""
+
+    _torch_cls = torch.optim.RMSprop
+    _keras_keys = ("rho", "epsilon")
+    _default_lr = 0.001
+
+    def __init__(
+        self,
+        lr: float | None = None,
+        rho: float = 0.9,
+        epsilon: float | None = None,
+        decay: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(lr=lr, decay=decay, **kwargs)
+        self.rho = _number(rho, "rho", "RMSprop", 0.0, 1.0)
+        self.epsilon = _default_eps(epsilon, "RMSprop")
+
+    def _torch_kwargs(self) -> dict:
+        return {"alpha": self.rho, "eps": self.epsilon}
+
+
+class Adam(Optimizer):
+    """``Adam(lr=0.001, beta_1=0.9, beta_2=0.999, epsilon=1e-7, decay=0.0, amsgrad=False)`` (Keras 2)."""
+
+    _torch_cls = torch.optim.Adam
+    _keras_keys = ("beta_1", "beta_2", "epsilon", "amsgrad")
+    _default_lr = 0.001
+
+    def __init__(
+        self,
+        lr: float | None = None,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float | None = None,
+        decay: float = 0.0,
+        amsgrad: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(lr=lr, decay=decay, **kwargs)
+        self.beta_1 = _number(beta_1, "beta_1", "Adam", 0.0, 1.0)
+        self.beta_2 = _number(beta_2, "beta_2", "Adam", 0.0, 1.0)
+        self.epsilon = _default_eps(epsilon, "Adam")
+        self.amsgrad = bool(amsgrad)
+
+    def _torch_kwargs(self) -> dict:
+        return {"betas": (self.beta_1, self.beta_2), "eps": self.epsilon, "amsgrad": self.amsgrad}
+
+    def _before_step(self) -> None:
+        # Keras's epsilon is "epsilon hat": torch's eps = eps / sqrt(1 - beta_2^t) gives the same update
+        t = self.iterations + 1
+        eps = self.epsilon / math.sqrt(1.0 - self.beta_2**t)
+        for group in self.torch.param_groups:
+            group["eps"] = eps
+
+
+class Adagrad(Optimizer):
+    """``Adagrad(lr=0.01, epsilon=1e-7, decay=0.0)`` (Keras 2)."""
+
+    _torch_cls = torch.optim.Adagrad
+    _keras_keys = ("epsilon",)
+    _default_lr = 0.01
+
+    def __init__(
+        self, lr: float | None = None, epsilon: float | None = None, decay: float = 0.0, **kwargs: Any
+    ) -> None:
+        super().__init__(lr=lr, decay=decay, **kwargs)
+        self.epsilon = _default_eps(epsilon, "Adagrad")
+
+    def _torch_kwargs(self) -> dict:
+        return {"eps": self.epsilon, "initial_accumulator_value": 0.0}
+
+
+class Adadelta(Optimizer):
+    """``Adadelta(lr=1.0, rho=0.95, epsilon=1e-7, decay=0.0)`` (Keras 2)."""
+
+    _torch_cls = torch.optim.Adadelta
+    _keras_keys = ("rho", "epsilon")
+    _default_lr = 1.0
+
+    def __init__(
+        self,
+        lr: float | None = None,
+        rho: float = 0.95,
+        epsilon: float | None = None,
+        decay: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(lr=lr, decay=decay, **kwargs)
+        self.rho = _number(rho, "rho", "Adadelta", 0.0, 1.0)
+        self.epsilon = _default_eps(epsilon, "Adadelta")
+
+    def _torch_kwargs(self) -> dict:
+        return {"rho": self.rho, "eps": self.epsilon}
+
+
+def _default_eps(epsilon: float | None, cls: str) -> float:
+    if epsilon is None:
+        from arignote import backend
+
+        return backend.epsilon()
+    return _number(epsilon, "epsilon", cls)
+
+
+# Keras 2 lowercase aliases
+sgd, rmsprop, adam, adadelta, adagrad = SGD, RMSprop, Adam, Adadelta, Adagrad
+
+_CLASSES = {"sgd": SGD, "rmsprop": RMSprop, "adam": Adam, "adadelta": Adadelta, "adagrad": Adagrad}
+
+
+def get(identifier: str | Optimizer | dict) -> Optimizer:
+    """An :class:`Optimizer` from a name (``'rmsprop'``, defaults), an instance, or a serialized dict.
+
+    Example::
+
+        >>> get("adam").lr
+        0.001
+    """
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, dict):
+        cls = _CLASSES.get(str(identifier.get("class_name", "")).lower())
+        if cls is None:
+            raise ValueError(f"unknown optimizer class in {identifier!r}; valid: {', '.join(_CLASSES)}")
+        return cls.from_config(identifier.get("config", {}))
+    if isinstance(identifier, str):
+        cls = _CLASSES.get(identifier.lower())
+        if cls is None:
+            close = difflib.get_close_matches(identifier.lower(), list(_CLASSES), n=1, cutoff=0.5)
+            hint = f" Did you mean '{close[0]}'?" if close else ""
+            raise ValueError(
+                f"unknown optimizer '{identifier}'.{hint} Valid optimizers: {', '.join(_CLASSES)}"
+            )
+        return cls()
+    if isinstance(identifier, torch.optim.Optimizer):
+        raise ValueError(
+            "a torch.optim optimizer is already bound to parameters; pass an arignote optimizer "
+            "(e.g. optimizers.Adam(lr=1e-3)) or its name"
+        )
+    raise ValueError(f"an optimizer is a name such as 'rmsprop' or an Optimizer, got {identifier!r}")
+
+
+def serialize(optimizer: Optimizer) -> dict:
+    """``{"class_name": "Adam", "config": {...}}`` (Keras format)."""
+    return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
