@@ -452,3 +452,16 @@ def test_plan_memory_on_cpu_offers_available_ram():
 def test_memory_figures_on_cpu_and_free_memory_runs():
     assert oom.memory_figures("cpu").startswith("cpu: RAM")
     oom.free_memory("cpu")
+
+
+def test_selftest_real_oom_skips_without_a_gpu():
+    ok, detail = oom.selftest_real_oom("cpu")
+    assert not ok and detail.startswith("skipped:") and "CUDA" in detail
+
+
+@pytest.mark.gpu
+def test_real_oom_on_the_gpu_recovers_with_the_full_batch_gradient():
+    ok, detail = oom.selftest_real_oom("cuda:0")
+    assert ok, detail
+    assert "recovered as" in detail
+    assert "allocated" in oom.memory_figures("cuda:0")

@@ -351,6 +351,6 @@ class OOMGuard:
 def selftest_real_oom(device: torch.device | str) -> tuple[bool, str]:
     """Provoke a real out-of-memory on ``device`` under a small ``memory.limit`` and check that a
     step recovers by splitting, with the same gradients as a split-free step. ``(ok, detail)``."""
-    from arignote.training.memory_selftest import run_real_oom_selftest
+    from arignote.training.oom_selftest import selftest_real_oom as run
 
-    return run_real_oom_selftest(device)
+    return run(device)
