@@ -101,6 +101,11 @@ def _device(text: Any) -> str:
     s = str(text).strip()
     if not s:
         raise ValueError("expected a device spec such as auto, cpu, cuda, cuda1, all or free:2")
+    from arignote.devices.spec import spec_problem  # pure module, no torch
+
+    problem = spec_problem(s)
+    if problem:
+        raise ValueError(problem)
     return s
 
 
@@ -147,7 +152,8 @@ _FLAG_LIST = [
          "on out-of-memory, redo the step as micro-batches (split) or raise"),
     Flag("memory.oom_inject_above", _non_negative(_parse_int), 0,
          "testing: raise torch.OutOfMemoryError for micro-batches larger than this (0 off)"),
-    Flag("dnn.enabled", _choice("auto", "true", "false"), "auto", "use cuDNN: auto (when present), true, false"),
+    Flag("dnn.enabled", _choice("auto", "true", "false"), "auto",
+         "use cuDNN: auto (when present), true, false"),
     Flag("dnn.benchmark", _parse_bool, False, "let cuDNN benchmark convolution algorithms"),
     Flag("dnn.deterministic", _parse_bool, False, "use only deterministic cuDNN algorithms"),
     Flag("cpu.threads", _non_negative(_parse_int), 0, "intra-op threads per process (0: torch's default)"),
@@ -283,11 +289,18 @@ def _read_rc(path: str, values: dict[str, tuple[Any, str]], notes: list[str]) ->
         parser.read_string(text, source=shown)
     except configparser.Error as exc:
         line = getattr(exc, "lineno", None)
-        where = f"{shown}:{line}" if line else shown
         first = str(exc).splitlines()[0]
+        if line is None and getattr(exc, "errors", None):  # ParsingError: [(lineno, line), ...]
+            line = exc.errors[0][0]
+            first = f"{text.splitlines()[line - 1].strip()!r} is neither a [section] nor name = value"
+        where = f"{shown}:{line}" if line else shown
         raise ConfigError(
             f"rc file {where} is not valid INI ({first}); fix or remove it (ARIGNOTERC lists the files read)"
         ) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ConfigError(f"rc file {shown} cannot be read ({why}); fix it or drop it from ARIGNOTERC") \
+            from None
     lines = text.splitlines()
     for section in parser.sections():
         for key, raw in parser.items(section):
@@ -295,7 +308,8 @@ def _read_rc(path: str, values: dict[str, tuple[Any, str]], notes: list[str]) ->
             dotted = key if section == "global" else f"{section}.{key}"
             name = _canonical(dotted, where)
             if not name:
-                notes.append(f"note: Theano flag '{dotted}' (from {where}) has no meaning in arignote; ignored")
+                notes.append(f"note: Theano flag '{dotted}' (from {where}) has no meaning in arignote; "
+                             "ignored")
                 continue
             values[name] = (_convert(name, raw, where, notes), where)
 
@@ -325,11 +339,13 @@ def _load() -> tuple[dict[str, tuple[Any, str]], list[str]]:
     text = environ("ARIGNOTE_FLAGS", "") or ""
     for item in _split_flags(text):
         if "=" not in item:
-            raise ConfigError(f"ARIGNOTE_FLAGS item '{item}' is not name=value (e.g. device=cuda1,floatX=float32)")
+            raise ConfigError(f"ARIGNOTE_FLAGS item '{item}' is not name=value "
+                              "(e.g. device=cuda1,floatX=float32)")
         key, raw = item.split("=", 1)
         name = _canonical(key, "ARIGNOTE_FLAGS")
         if not name:
-            notes.append(f"note: Theano flag '{key.strip()}' (from ARIGNOTE_FLAGS) has no meaning here; ignored")
+            notes.append(f"note: Theano flag '{key.strip()}' (from ARIGNOTE_FLAGS) has no meaning here; "
+                         "ignored")
             continue
         values[name] = (_convert(name, raw, "ARIGNOTE_FLAGS", notes), "ARIGNOTE_FLAGS")
     _lock_free_state["loaded"] = (values, notes)
@@ -404,7 +420,8 @@ def flags() -> list[FlagValue]:
 
 
 def notices() -> list[str]:
-    """One-line notices produced while reading rc files and ARIGNOTE_FLAGS (Theano spellings, ignored flags)."""
+    """One-line notices produced while reading rc files and ARIGNOTE_FLAGS (Theano spellings, ignored
+    flags)."""
     return list(_load()[1])
 
 

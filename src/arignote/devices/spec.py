@@ -56,27 +56,47 @@ def parse_spec(text: str | Spec) -> Spec:
         return text
     if not isinstance(text, str):
         raise DeviceError(f"device spec must be a string such as 'cuda1', not {type(text).__name__}")
-    raw = text.strip()
-    s = raw.lower().replace(" ", "")
+    try:
+        return _parse(text.strip())
+    except _Problem as exc:
+        raise DeviceError(f"device={text.strip()!r}: {exc}") from None
+
+
+def spec_problem(text: str) -> str | None:
+    """What is wrong with a spec, without the ``device=...`` prefix (the config registry's check)."""
+    try:
+        _parse(str(text).strip())
+    except _Problem as exc:
+        return str(exc)
+    return None
+
+
+class _Problem(ValueError):
+    pass
+
+
+def _parse(raw: str) -> Spec:
+    s = raw.lower()
     if s in ("cpu", "auto", "all"):
         return Spec(s, text=raw)
     free = _FREE.match(s)
     if free:
         n = int(free.group(1))
         if n < 1:
-            raise DeviceError(f"device={raw!r}: free:N needs N >= 1 (e.g. free:1 for the least-loaded GPU)")
+            raise _Problem("free:N needs N >= 1 (e.g. free:1 for the least-loaded GPU)")
         return Spec("free", count=n, text=raw)
     if s.startswith("free"):
-        raise DeviceError(f"device={raw!r}: write free:N with N the number of GPUs, e.g. free:2")
+        raise _Problem("write free:N with N the number of GPUs, e.g. free:2")
     indices: list[int] = []
     for part in s.split(","):
+        part = part.strip()
         m = _ONE_GPU.match(part)
         if not m:
             hint = " (cpu cannot be mixed with GPUs in one spec)" if part == "cpu" else ""
-            raise DeviceError(f"device={raw!r}: '{part}' is not a device{hint}; use {FORMS}")
+            raise _Problem(f"{part!r} is not a device{hint}; use {FORMS}")
         index = int(m.group(1)) if m.group(1) is not None else 0
         if index in indices:
-            raise DeviceError(f"device={raw!r}: cuda{index} is listed twice")
+            raise _Problem(f"cuda{index} is listed twice")
         indices.append(index)
     return Spec("cuda", indices=tuple(indices), text=raw)
 

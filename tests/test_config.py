@@ -1,0 +1,297 @@
+"""The flag registry: sources and precedence, provenance, Theano spellings, bad input, ``arignote config``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from arignote import cli, config
+from arignote.config import ConfigError
+
+
+def write_rc(path, text):
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def rc(tmp_path, monkeypatch):
+    """An rc file that ARIGNOTERC points at; returns a writer."""
+    path = tmp_path / "arignoterc"
+
+    def write(text):
+        write_rc(path, text)
+        monkeypatch.setenv("ARIGNOTERC", str(path))
+        config.reload()
+        return path
+
+    return write
+
+
+def run_cli(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+# --------------------------------------------------------------------------- defaults and sources
+
+
+def test_defaults_and_default_source():
+    assert config.get("device") == "auto"
+    assert config.get("floatX") == "float32"
+    assert config.get("memory.preallocate") == 0.0
+    assert config.get("print_active_device") is True
+    assert config.source("device") == "default"
+    assert all(f.source == "default" for f in config.flags())
+
+
+def test_every_issue_flag_is_declared_with_doc():
+    wanted = {"device", "floatX", "precision", "memory.preallocate", "memory.limit", "dnn.enabled",
+              "dnn.benchmark", "dnn.deterministic", "cpu.threads", "print_active_device", "contexts"}
+    assert wanted <= set(config.FLAGS)
+    assert all(config.FLAGS[n].doc for n in wanted)
+    assert config.FLAGS["precision"].kind == "fp32|mixed-fp16|mixed-bf16"
+
+
+def test_rc_sections_give_values_and_file_line_sources(rc):
+    path = rc("[global]\ndevice = cuda1\nfloatX = float16\n\n[memory]\npreallocate = 0.8\n"
+              "[dnn]\nbenchmark = yes\n")
+    assert config.get("device") == "cuda1"
+    assert config.source("device") == f"{path}:2"
+    assert config.get("floatX") == "float16"
+    assert config.source("floatX") == f"{path}:3"
+    assert config.get("memory.preallocate") == 0.8
+    assert config.source("memory.preallocate") == f"{path}:6"
+    assert config.get("dnn.benchmark") is True
+
+
+def test_default_rc_is_home_arignoterc_shown_with_tilde(tmp_path, monkeypatch):
+    monkeypatch.delenv("ARIGNOTERC")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    write_rc(tmp_path / ".arignoterc", "# comment\n[global]\ndevice = cpu\n")
+    config.reload()
+    assert config.get("device") == "cpu"
+    assert config.source("device") == "~/.arignoterc:3"
+
+
+def test_arignoterc_list_later_file_wins(tmp_path, monkeypatch):
+    a = write_rc(tmp_path / "a", "[global]\ndevice = cpu\nfloatX = float64\n")
+    b = write_rc(tmp_path / "b", "[global]\ndevice = cuda0\n")
+    monkeypatch.setenv("ARIGNOTERC", f"{a}{os.pathsep}{tmp_path / 'missing'}{os.pathsep}{b}")
+    config.reload()
+    assert (config.get("device"), config.source("device")) == ("cuda0", f"{b}:2")
+    assert (config.get("floatX"), config.source("floatX")) == ("float64", f"{a}:3")
+
+
+def test_precedence_rc_env_code_override(rc, monkeypatch):
+    rc("[global]\ndevice = cpu\nfloatX = float64\n[memory]\npreallocate = 0.5\n")
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=cuda1,memory.preallocate=0.8")
+    config.reload()
+    assert (config.get("device"), config.source("device")) == ("cuda1", "ARIGNOTE_FLAGS")
+    assert config.source("floatX").endswith(":3")  # rc value not touched by the env
+    config.configure(device="cuda0")
+    assert (config.get("device"), config.source("device")) == ("cuda0", "code")
+    assert config.get("memory.preallocate") == 0.8
+    with config.override(device="cpu", memory_preallocate=0.25):
+        assert config.get("device") == "cpu" and config.get("memory.preallocate") == 0.25
+        with config.override(device="cuda2"):
+            assert config.get("device") == "cuda2"
+        assert config.get("device") == "cpu"
+    assert (config.get("device"), config.get("memory.preallocate")) == ("cuda0", 0.8)
+    config.reload()
+    assert config.get("device") == "cuda1"  # reload forgets configure()
+
+
+def test_arignote_flags_comma_list_keeps_device_lists_together(monkeypatch):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=cuda0,cuda2,floatX=float32,memory.limit=4096")
+    assert config.get("device") == "cuda0,cuda2"
+    assert config.get("floatX") == "float32"
+    assert config.get("memory.limit") == 4096.0
+
+
+def test_underscore_and_case_spellings_from_code():
+    config.configure(memory_preallocate=0.3, dnn_benchmark=True, floatx="float64", cpu_threads=3)
+    assert config.get("memory.preallocate") == 0.3
+    assert config.get("dnn.benchmark") is True
+    assert config.get("floatX") == "float64"
+    assert config.get("cpu.threads") == 3
+    assert config.get("memory_preallocate") == 0.3
+
+
+def test_dedicated_env_variable_is_a_source(monkeypatch, tmp_path):
+    monkeypatch.setenv("ARIGNOTE_DATA", str(tmp_path))
+    config.reload()
+    assert (config.get("datasets.dir"), config.source("datasets.dir")) == (str(tmp_path), "ARIGNOTE_DATA")
+
+
+def test_environ_is_the_door_to_os_environ(monkeypatch):
+    monkeypatch.setenv("ARIGNOTE_TEST_X", "1")
+    assert config.environ("ARIGNOTE_TEST_X") == "1"
+    assert config.environ("ARIGNOTE_TEST_UNSET_X", "d") == "d"
+
+
+# --------------------------------------------------------------------------- Theano spellings
+
+
+def test_theano_sections_aliases_and_notices(rc, capsys):
+    path = rc("[global]\ndevice = gpu\nfloatX = float32\nmode = FAST_RUN\n[gpuarray]\npreallocate = 0.9\n"
+              "[nvcc]\nfastmath = True\n")
+    assert config.get("device") == "cuda"
+    assert config.get("memory.preallocate") == 0.9
+    assert config.source("memory.preallocate") == f"{path}:6"
+    notes = config.notices()
+    assert f"note: device=gpu (from {path}:2) is the Theano spelling; read as device=cuda" in notes
+    assert any("'mode'" in n and "ignored" in n for n in notes)
+    assert any("'nvcc.fastmath'" in n for n in notes)
+    assert "read as device=cuda" in capsys.readouterr().err  # printed once when read
+
+
+def test_theano_gpu_numbers_and_lib_cnmem(monkeypatch):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=gpu0,gpu1,lib.cnmem=0.4")
+    assert config.get("device") == "cuda0,cuda1"
+    assert config.get("memory.preallocate") == 0.4
+    assert sum("Theano spelling" in n for n in config.notices()) == 2
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+def test_unknown_flag_has_did_you_mean(monkeypatch):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "devcie=cpu")
+    want = r"unknown flag 'devcie' \(from ARIGNOTE_FLAGS\)\. Did you mean 'device'"
+    with pytest.raises(ConfigError, match=want):
+        config.get("device")
+    with pytest.raises(ConfigError, match="Did you mean 'memory.preallocate'"):
+        config.configure(memory_prealocate=0.5)
+
+
+@pytest.mark.parametrize("bad", ["float33", "FLOAT32"])
+def test_bad_floatx_from_code_names_flag_and_choices(bad):
+    with pytest.raises(ConfigError, match=rf"bad value '{bad}' for flag 'floatX' \(from code\).*float32"):
+        config.configure(floatX=bad)
+
+
+@pytest.mark.parametrize("flag,value", [("memory.limit", "-1"), ("cpu.threads", "-2"), ("cpu.threads", "1.5"),
+                                        ("dnn.benchmark", "maybe"), ("device", ""), ("precision", "fp8")])
+def test_bad_values_raise(monkeypatch, flag, value):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", f"{flag}={value}")
+    with pytest.raises(ConfigError, match=rf"flag '{flag}' \(from ARIGNOTE_FLAGS\)"):
+        config.get(flag)
+
+
+def test_code_override_of_ignored_theano_flag_is_an_error():
+    with pytest.raises(ConfigError, match="Theano flag with no meaning"):
+        config.configure(mode="FAST_RUN")
+
+
+def test_unknown_name_in_get_is_an_error():
+    with pytest.raises(ConfigError, match="unknown flag 'no_such_flag'"):
+        config.get("no_such_flag")
+
+
+@pytest.mark.parametrize("env,needles", [
+    ("memory.preallocate=1.5x", ["'1.5x'", "memory.preallocate", "ARIGNOTE_FLAGS"]),
+    ("floatX=float33", ["'float33'", "floatX", "ARIGNOTE_FLAGS"]),
+    ("devcie=cpu", ["devcie", "Did you mean 'device'", "ARIGNOTE_FLAGS"]),
+    ("device", ["'device'", "not name=value"]),
+])
+def test_cli_exits_2_for_bad_env(monkeypatch, capsys, env, needles):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", env)
+    code, out, err = run_cli(capsys, "config")
+    assert code == 2
+    assert out == ""
+    for needle in needles:
+        assert needle in err
+
+
+def test_cli_exits_2_for_bad_rc_value_with_file_line(rc, capsys):
+    path = rc("[global]\ndevice = cpu\n\n[memory]\npreallocate = 1.5x\n")
+    code, _, err = run_cli(capsys, "config")
+    assert code == 2
+    assert f"bad value '1.5x' for flag 'memory.preallocate' (from {path}:5)" in err
+
+
+def test_cli_exits_2_for_unknown_rc_flag(rc, capsys):
+    path = rc("[global]\nfloatX = float32\n[dnn]\nbenchmrk = true\n")
+    code, _, err = run_cli(capsys, "config")
+    assert code == 2
+    assert f"unknown flag 'dnn.benchmrk' (from {path}:4). Did you mean 'dnn.benchmark'?" in err
+
+
+@pytest.mark.parametrize("text,line,why", [
+    ("device = cpu\n", 1, "no section headers"),
+    ("[global]\ndevice = cpu\ndevice = cuda\n", 3, "already exists"),
+    ("[global]\ndevice = cpu\nno equals sign here\n", 3, "'no equals sign here' is neither a [section]"),
+])
+def test_cli_exits_2_for_invalid_ini(rc, capsys, text, line, why):
+    path = rc(text)
+    code, _, err = run_cli(capsys, "config")
+    assert code == 2
+    assert f"rc file {path}:{line} is not valid INI" in err
+    assert why in err
+
+
+def test_cli_exits_2_for_unreadable_rc(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ARIGNOTERC", str(tmp_path))  # a directory
+    config.reload()
+    code, _, err = run_cli(capsys, "config")
+    assert code == 2
+    assert f"rc file {tmp_path} cannot be read" in err
+
+
+@pytest.mark.parametrize("spec,why", [("cdua", "'cdua' is not a device"), ("cuda0,cuda0", "listed twice"),
+                                      ("cpu,cuda0", "cpu cannot be mixed"), ("free:0", "N >= 1")])
+def test_bad_device_spec_is_a_config_error_naming_source(monkeypatch, capsys, spec, why):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", f"device={spec}")
+    code, _, err = run_cli(capsys, "config")
+    assert code == 2
+    assert f"bad value '{spec}' for flag 'device' (from ARIGNOTE_FLAGS)" in err and why in err
+
+
+def test_rc_continuation_line_cannot_smuggle_a_device(rc, capsys):
+    path = rc("[global]\ndevice = cpu\n  cuda1\n")
+    code, _, err = run_cli(capsys, "config")
+    assert code == 2
+    assert f"flag 'device' (from {path}:2)" in err
+
+
+def test_real_cli_process_exits_2(tmp_path):
+    env = {**os.environ, "ARIGNOTE_FLAGS": "floatX=float33", "ARIGNOTERC": str(tmp_path / "none")}
+    proc = subprocess.run([sys.executable, "-m", "arignote", "config"], env=env, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "floatX" in proc.stderr and "ARIGNOTE_FLAGS" in proc.stderr
+
+
+# --------------------------------------------------------------------------- arignote config
+
+
+def test_config_command_table_shows_values_and_sources(rc, monkeypatch, capsys):
+    path = rc("[memory]\npreallocate = 0.8\n")
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=cuda1,floatX=float32")
+    config.reload()
+    code, out, _ = run_cli(capsys, "config")
+    assert code == 0
+    lines = {line.split()[0]: line.split() for line in out.splitlines()}
+    assert lines["device"][1:] == ["'cuda1'", "ARIGNOTE_FLAGS"]
+    assert lines["memory.preallocate"][1:] == ["0.8", f"{path}:2"]
+    assert lines["precision"][1:] == ["'fp32'", "default"]
+    assert len(lines) == len(config.FLAGS)
+
+
+def test_config_json(rc, monkeypatch, capsys):
+    path = rc("[global]\ndevice = gpu1\n")
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "memory.limit=0.5")
+    config.reload()
+    code, out, _ = run_cli(capsys, "config", "--json")
+    assert code == 0
+    rows = {r["name"]: r for r in json.loads(out)}
+    assert rows["device"]["value"] == "cuda1" and rows["device"]["source"] == f"{path}:2"
+    assert rows["memory.limit"] == {"name": "memory.limit", "value": 0.5, "source": "ARIGNOTE_FLAGS",
+                                    "type": "float", "default": 0.0, "doc": config.FLAGS["memory.limit"].doc}
+    assert rows["dnn.enabled"]["type"] == "auto|true|false"
