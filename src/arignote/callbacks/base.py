@@ -1,0 +1,225 @@
+"""The Keras 2 callback interface: :class:`Callback`, :class:`CallbackList` and :class:`History`.
+
+``fit`` orchestrates; everything with a side effect (printing, checkpoints, stats) is a callback.
+Batch-level logs are *lazy* mappings: reading ``logs["loss"]`` synchronises with the device, so a
+callback that never reads them costs nothing, and ``fit`` skips batch hooks nobody overrides.
+
+Example::
+
+    >>> class Count(Callback):
+    ...     def on_epoch_end(self, epoch, logs=None):
+    ...         print(epoch, sorted(logs))
+    >>> cbs = CallbackList([Count()])
+    >>> cbs.on_epoch_end(0, {"loss": 0.5})
+    0 ['loss']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+__all__ = ["Callback", "CallbackList", "History", "LazyLogs"]
+
+
+class Callback:
+    """Base class of callbacks: override the hooks you need (Keras 2 names and arguments).
+
+    ``self.model`` is the :class:`arignote.models.Model` being trained and ``self.params`` holds
+    ``epochs``, ``steps``, ``samples``, ``batch_size``, ``verbose``, ``do_validation`` and ``metrics``.
+    """
+
+    def __init__(self) -> None:
+        self.model: Any = None
+        self.params: dict[str, Any] = {}
+
+    def set_model(self, model: Any) -> None:
+        self.model = model
+
+    def set_params(self, params: dict[str, Any]) -> None:
+        self.params = params
+
+    # training
+    def on_train_begin(self, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_train_end(self, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_epoch_begin(self, epoch: int, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_epoch_end(self, epoch: int, logs: Mapping[str, Any] | None = None) -> None: ...
+
+    def on_train_batch_begin(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
+        self.on_batch_begin(batch, logs)
+
+    def on_train_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None:
+        self.on_batch_end(batch, logs)
+
+    # Keras 2 spellings of the train-batch hooks
+    def on_batch_begin(self, batch: int, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None: ...
+
+    # evaluation (also the validation pass inside fit) and prediction
+    def on_test_begin(self, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_test_end(self, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_test_batch_begin(self, batch: int, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_test_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_predict_begin(self, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_predict_end(self, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_predict_batch_begin(self, batch: int, logs: Mapping[str, Any] | None = None) -> None: ...
+    def on_predict_batch_end(self, batch: int, logs: Mapping[str, Any] | None = None) -> None: ...
+
+
+_BATCH_HOOKS = {
+    "train_begin": ("on_train_batch_begin", "on_batch_begin"),
+    "train_end": ("on_train_batch_end", "on_batch_end"),
+    "test_begin": ("on_test_batch_begin",),
+    "test_end": ("on_test_batch_end",),
+    "predict_begin": ("on_predict_batch_begin",),
+    "predict_end": ("on_predict_batch_end",),
+}
+
+
+def _overrides(cb: Callback, names: tuple[str, ...]) -> bool:
+    return any(getattr(type(cb), n, None) is not getattr(Callback, n) for n in names)
+
+
+class CallbackList:
+    """Calls each hook on every callback, in order; batch hooks only on callbacks that override them.
+
+    ``has_batch_hooks(kind)`` lets the loop skip building batch logs when nobody listens.
+    """
+
+    def __init__(self, callbacks: Iterable[Callback] | None = None, model: Any = None,
+                 params: dict[str, Any] | None = None) -> None:
+        self.callbacks = list(callbacks or [])
+        for cb in self.callbacks:
+            if not isinstance(cb, Callback):
+                raise TypeError(f"callbacks must be arignote.callbacks.Callback instances, got {cb!r}")
+        if model is not None:
+            self.set_model(model)
+        if params is not None:
+            self.set_params(params)
+        self._listeners = {kind: [cb for cb in self.callbacks if _overrides(cb, names)]
+                           for kind, names in _BATCH_HOOKS.items()}
+
+    def __iter__(self) -> Iterator[Callback]:
+        return iter(self.callbacks)
+
+    def append(self, cb: Callback) -> None:
+        self.callbacks.append(cb)
+        for kind, names in _BATCH_HOOKS.items():
+            if _overrides(cb, names):
+                self._listeners[kind].append(cb)
+
+    def set_model(self, model: Any) -> None:
+        for cb in self.callbacks:
+            cb.set_model(model)
+
+    def set_params(self, params: dict[str, Any]) -> None:
+        for cb in self.callbacks:
+            cb.set_params(params)
+
+    def has_batch_hooks(self, kind: str) -> bool:
+        """``kind`` is ``train``, ``test`` or ``predict``."""
+        return bool(self._listeners[f"{kind}_begin"] or self._listeners[f"{kind}_end"])
+
+    def _call(self, hook: str, *args: Any) -> None:
+        for cb in self.callbacks:
+            getattr(cb, hook)(*args)
+
+    def on_train_begin(self, logs=None): self._call("on_train_begin", logs)
+    def on_train_end(self, logs=None): self._call("on_train_end", logs)
+    def on_epoch_begin(self, epoch, logs=None): self._call("on_epoch_begin", epoch, logs)
+    def on_epoch_end(self, epoch, logs=None): self._call("on_epoch_end", epoch, logs)
+    def on_test_begin(self, logs=None): self._call("on_test_begin", logs)
+    def on_test_end(self, logs=None): self._call("on_test_end", logs)
+    def on_predict_begin(self, logs=None): self._call("on_predict_begin", logs)
+    def on_predict_end(self, logs=None): self._call("on_predict_end", logs)
+
+    def on_train_batch_begin(self, batch, logs=None):
+        for cb in self._listeners["train_begin"]:
+            cb.on_train_batch_begin(batch, logs)
+
+    def on_train_batch_end(self, batch, logs=None):
+        for cb in self._listeners["train_end"]:
+            cb.on_train_batch_end(batch, logs)
+
+    def on_test_batch_begin(self, batch, logs=None):
+        for cb in self._listeners["test_begin"]:
+            cb.on_test_batch_begin(batch, logs)
+
+    def on_test_batch_end(self, batch, logs=None):
+        for cb in self._listeners["test_end"]:
+            cb.on_test_batch_end(batch, logs)
+
+    def on_predict_batch_begin(self, batch, logs=None):
+        for cb in self._listeners["predict_begin"]:
+            cb.on_predict_batch_begin(batch, logs)
+
+    def on_predict_batch_end(self, batch, logs=None):
+        for cb in self._listeners["predict_end"]:
+            cb.on_predict_batch_end(batch, logs)
+
+    # Keras 2 aliases
+    on_batch_begin = on_train_batch_begin
+    on_batch_end = on_train_batch_end
+
+
+class LazyLogs(Mapping):
+    """Batch logs whose metric values are computed (one device sync) only when read.
+
+    ``fixed`` holds plain values (``batch``, ``size``); ``compute`` returns every metric as floats
+    and is called at most once per LazyLogs object.
+
+    Example::
+
+        >>> logs = LazyLogs({"batch": 0, "size": 32}, lambda: {"loss": 0.25}, ("loss",))
+        >>> logs["size"], logs["loss"]
+        (32, 0.25)
+    """
+
+    __slots__ = ("_fixed", "_compute", "_keys", "_values")
+
+    def __init__(self, fixed: dict[str, Any], compute: Callable[[], dict[str, float]],
+                 keys: Iterable[str]) -> None:
+        self._fixed = fixed
+        self._compute = compute
+        self._keys = tuple(fixed) + tuple(k for k in keys if k not in fixed)
+        self._values: dict[str, float] | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._fixed:
+            return self._fixed[key]
+        if key not in self._keys:
+            raise KeyError(key)
+        if self._values is None:
+            self._values = self._compute()
+        return self._values[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._keys)
+
+    def __len__(self) -> int:
+        return len(self._keys)
+
+    def __repr__(self) -> str:
+        return f"LazyLogs({dict(self)!r})"
+
+
+class History(Callback):
+    """Records epoch logs: ``history.history["loss"]`` is a list with one float an epoch.
+
+    ``fit`` adds one automatically and returns it (also available as ``model.history``).
+    ``epoch`` lists the epoch indices that ran (they start at ``initial_epoch`` or the resume point).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.epoch: list[int] = []
+        self.history: dict[str, list[float]] = {}
+
+    def on_train_begin(self, logs=None) -> None:
+        self.epoch = []
+        self.history = {}
+
+    def on_epoch_end(self, epoch, logs=None) -> None:
+        self.epoch.append(epoch)
+        for key, value in (logs or {}).items():
+            self.history.setdefault(key, []).append(value)

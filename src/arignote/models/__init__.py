@@ -1,0 +1,29 @@
+"""Keras 2 models: :class:`Sequential`, and :class:`Model` wrapping any ``torch.nn.Module``.
+
+``compile`` names the loss, optimizer and metrics; ``fit``/``evaluate``/``predict`` run on the
+device the configuration names (``device`` flag), with ``floatX`` and ``precision`` applied and
+the startup banner printed before the first epoch. Shuffling draws from torch's global RNG, so
+``torch.manual_seed(0)`` before building and fitting makes a run reproducible.
+
+Example::
+
+    >>> import numpy as np
+    >>> from arignote.models import Sequential
+    >>> from arignote.layers import Dense
+    >>> model = Sequential()
+    >>> model.add(Dense(16, activation="relu", input_shape=(4,)))
+    >>> model.add(Dense(3, activation="softmax"))
+    >>> model.compile(optimizer="adam", loss="sparse_categorical_crossentropy", metrics=["accuracy"])
+    >>> x, y = np.random.rand(64, 4).astype("float32"), np.random.randint(0, 3, 64)
+    >>> history = model.fit(x, y, epochs=2, batch_size=16, verbose=0)
+    >>> len(history.history["loss"])
+    2
+"""
+
+from __future__ import annotations
+
+from arignote.models.model import Model
+from arignote.models.saving import load_model
+from arignote.models.sequential import Sequential
+
+__all__ = ["Model", "Sequential", "load_model"]

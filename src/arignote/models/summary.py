@@ -1,0 +1,116 @@
+"""``model.summary()`` in Keras 2's layout (Layer (type) / Output Shape / Param #, then totals).
+
+A ``Device`` column is added when the layers sit on more than one device (placement contexts).
+
+Example::
+
+    >>> rows = [("dense_1 (Dense)", "(None, 10)", 7850, None)]
+    >>> print(render(rows, total=7850, trainable=7850))  # doctest: +NORMALIZE_WHITESPACE
+    _________________________________________________________________
+    Layer (type)                 Output Shape              Param #
+    =================================================================
+    dense_1 (Dense)              (None, 10)                7850
+    =================================================================
+    Total params: 7,850
+    Trainable params: 7,850
+    Non-trainable params: 0
+    _________________________________________________________________
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["render", "layer_rows", "format_shape"]
+
+_LINE = 65
+_POSITIONS = (0.45, 0.85, 1.0)  # Keras 2's columns for sequential models
+
+
+def format_shape(shape: Any) -> str:
+    """``(None, 32, 32, 3)`` for a per-sample shape ``(32, 32, 3)`` (Keras prints the batch dim)."""
+    if shape is None:
+        return "multiple"
+    dims = ("None", *("None" if d is None else str(d) for d in shape))
+    return "(" + ", ".join(dims) + (",)" if len(dims) == 1 else ")")
+
+
+def _row(fields: list[str], positions: list[int]) -> str:
+    # Keras 2 print_row: each field truncated to its column, one space between columns
+    line = ""
+    for i, field in enumerate(fields):
+        if i > 0:
+            line = line[:-1] + " "
+        line += str(field)
+        line = line[:positions[i]]
+        line += " " * (positions[i] - len(line))
+    return line.rstrip()
+
+
+def render(rows: list[tuple[str, str, int, str | None]], total: int, trainable: int,
+           title: str | None = None) -> str:
+    """The summary text for ``rows`` of (name (type), output shape, params, device or None)."""
+    with_device = any(r[3] is not None for r in rows)
+    if with_device:
+        line_length = 80
+        positions = [int(line_length * p) for p in (0.36, 0.68, 0.8, 1.0)]
+        header = ["Layer (type)", "Output Shape", "Param #", "Device"]
+    else:
+        line_length = _LINE
+        positions = [int(line_length * p) for p in _POSITIONS]
+        header = ["Layer (type)", "Output Shape", "Param #"]
+    out = []
+    if title:
+        out.append(f'Model: "{title}"')
+    out.append("_" * line_length)
+    out.append(_row(header, positions))
+    out.append("=" * line_length)
+    for i, (name, shape, params, device) in enumerate(rows):
+        fields = [name, shape, str(params)] + ([device or ""] if with_device else [])
+        out.append(_row(fields, positions))
+        out.append(("=" if i == len(rows) - 1 else "_") * line_length)
+    if not rows:
+        out.append("=" * line_length)
+    out.append(f"Total params: {total:,}")
+    out.append(f"Trainable params: {trainable:,}")
+    out.append(f"Non-trainable params: {total - trainable:,}")
+    out.append("_" * line_length)
+    return "\n".join(out)
+
+
+def _device_of(module: Any) -> str | None:
+    for p in module.parameters():
+        return str(p.device)
+    return None
+
+
+def layer_rows(layers: list[Any], input_shape: tuple | None) -> list[tuple[str, str, int, str | None]]:
+    """Rows for Keras-style layers, propagating the per-sample shape through ``compute_output_shape``."""
+    shape = input_shape
+    rows = []
+    devices = []
+    for layer in layers:
+        if shape is not None:
+            shape = tuple(layer.compute_output_shape(shape))
+        params = sum(p.numel() for p in layer.parameters())
+        devices.append(_device_of(layer))
+        rows.append((f"{layer.name} ({type(layer).__name__})", format_shape(shape), params))
+    placed = len({d for d in devices if d is not None}) > 1
+    return [(*r, d if placed else None) for r, d in zip(rows, devices)]
+
+
+def module_rows(module: Any) -> list[tuple[str, str, int, str | None]]:
+    """Rows for an arbitrary torch module: its direct children (output shapes unknown)."""
+    rows = []
+    for name, child in module.named_children():
+        params = sum(p.numel() for p in child.parameters())
+        rows.append((f"{name} ({type(child).__name__})", "multiple", params, None))
+    if not rows:
+        params = sum(p.numel() for p in module.parameters())
+        rows.append((f"{type(module).__name__.lower()} ({type(module).__name__})", "multiple", params, None))
+    return rows
+
+
+def print_summary(text: str, print_fn: Callable[[str], Any] | None = None) -> None:
+    (print_fn or print)(text)

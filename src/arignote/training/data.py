@@ -1,0 +1,221 @@
+"""Data for the loop: in-memory arrays kept on the device, or any iterable of ``(x, y)`` batches.
+
+Arrays are converted once (float inputs to ``floatX``, integer labels to int64), moved to the
+device once when they take less than half its free memory (always on CPU, where a float32 numpy
+array is used in place, without a copy), then shuffled with a device-side permutation and sliced
+there: no per-batch host copies. Iterables (a ``torch.utils.data.DataLoader``, a generator) are
+moved batch by batch, non-blocking from pinned memory on a GPU.
+
+Example::
+
+    >>> import numpy as np, torch
+    >>> data = ArrayData(np.zeros((10, 3), "float32"), np.arange(10), torch.device("cpu"), torch.float32)
+    >>> [len(xb) for xb, yb in data.batches(torch.arange(10), 4)]
+    [4, 4, 2]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["ArrayData", "IterableData", "as_tensor", "split_validation", "fits_on_device", "is_array"]
+
+# fraction of a GPU's free memory the training arrays may take before they stay on the host
+DEVICE_FRACTION = 0.5
+
+
+def is_array(obj: Any) -> bool:
+    """True for numpy arrays and torch tensors (what ``fit(x, y)`` slices on the device)."""
+    return isinstance(obj, (np.ndarray, torch.Tensor))
+
+
+def fits_on_device(nbytes: int, device: torch.device, free_bytes: int | None) -> bool:
+    """Whether arrays of ``nbytes`` go to ``device`` once (always on CPU; GPU: < half the free memory).
+
+    >>> fits_on_device(10**9, torch.device("cpu"), None)
+    True
+    >>> fits_on_device(6 * 2**30, torch.device("cuda", 0), 10 * 2**30)
+    False
+    """
+    if device.type == "cpu":
+        return True
+    if free_bytes is None:
+        return False
+    return nbytes < DEVICE_FRACTION * free_bytes
+
+
+def as_tensor(a: Any, float_dtype: torch.dtype, name: str = "x") -> torch.Tensor:
+    """A host tensor for array ``a``: floats become ``float_dtype``, integers int64, bools float.
+
+    A numpy array that already has the right dtype is shared, not copied.
+    """
+    if isinstance(a, torch.Tensor):
+        t = a.detach()
+    else:
+        arr = np.asarray(a)
+        if arr.dtype == object:
+            raise TypeError(f"{name} has dtype object (ragged lists or mixed types); pass a numeric array")
+        if arr.dtype.kind in "US":
+            raise TypeError(f"{name} holds strings ({arr.dtype}); encode them as numbers first")
+        if not arr.flags.writeable:
+            arr = arr.copy()  # torch.from_numpy needs a writeable buffer
+        if not arr.dtype.isnative:
+            arr = arr.astype(arr.dtype.newbyteorder("="))
+        t = torch.from_numpy(np.ascontiguousarray(arr))
+    if t.is_floating_point():
+        return t if t.dtype == float_dtype else t.to(float_dtype)
+    if t.dtype == torch.bool:
+        return t.to(float_dtype)
+    if t.is_complex():
+        raise TypeError(f"{name} is complex; arignote trains on real numbers")
+    return t if t.dtype == torch.int64 else t.to(torch.int64)
+
+
+def split_validation(x: Any, y: Any, fraction: float) -> tuple[Any, Any, Any, Any]:
+    """Keras's ``validation_split``: the LAST ``fraction`` of the samples, taken before shuffling.
+
+    >>> split_validation(np.arange(10), np.arange(10), 0.2)[2]
+    array([8, 9])
+    """
+    if not 0.0 <= fraction < 1.0:
+        raise ValueError(f"validation_split must be in [0, 1), got {fraction!r}")
+    n = len(x)
+    cut = int(n * (1.0 - fraction))
+    if fraction > 0 and (cut == n or cut == 0):
+        raise ValueError(
+            f"validation_split={fraction} of {n} samples leaves an empty training or validation set; "
+            "use a larger fraction or more data")
+    return x[:cut], y[:cut], x[cut:], y[cut:]
+
+
+class ArrayData:
+    """Arrays resident on one device (or on the host when they are too big for it).
+
+    ``batches(indices, batch_size)`` yields ``(xb, yb)`` on ``device``; ``indices`` is a LongTensor
+    (the strategy's shard of the epoch) or None for the samples in order.
+    """
+
+    def __init__(self, x: Any, y: Any, device: torch.device, float_dtype: torch.dtype,
+                 free_bytes: int | None = None) -> None:
+        xt = as_tensor(x, float_dtype, "x")
+        yt = None if y is None else as_tensor(y, float_dtype, "y")
+        nbytes = xt.numel() * xt.element_size() + (0 if yt is None else yt.numel() * yt.element_size())
+        self.device = device
+        self.on_device = fits_on_device(nbytes, device, free_bytes)
+        where = device if self.on_device else torch.device("cpu")
+        self.x = xt.to(where)
+        self.y = None if yt is None else yt.to(where)
+        self.n = len(self.x)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def num_batches(self, batch_size: int, count: int | None = None) -> int:
+        n = self.n if count is None else count
+        return (n + batch_size - 1) // batch_size
+
+    def batches(self, indices: torch.Tensor | None, batch_size: int) -> Iterator[tuple[torch.Tensor, Any]]:
+        x, y = self.x, self.y
+        if indices is None:
+            # in order: slices are views, nothing is copied
+            for start in range(0, self.n, batch_size):
+                xb = x[start:start + batch_size]
+                yb = None if y is None else y[start:start + batch_size]
+                yield self._to_device(xb, yb)
+            return
+        if not self.on_device:
+            indices = indices.cpu()
+        for start in range(0, len(indices), batch_size):
+            idx = indices[start:start + batch_size]
+            # advanced indexing keeps a channels-last tensor channels-last (index_select does not)
+            xb = x[idx]
+            yb = None if y is None else y[idx]
+            yield self._to_device(xb, yb)
+
+    def _to_device(self, xb: torch.Tensor, yb: Any) -> tuple[torch.Tensor, Any]:
+        if self.on_device:
+            return xb, yb
+        pin = self.device.type == "cuda"
+        xb = (xb.pin_memory() if pin else xb).to(self.device, non_blocking=pin)
+        if yb is not None:
+            yb = (yb.pin_memory() if pin else yb).to(self.device, non_blocking=pin)
+        return xb, yb
+
+
+def _move(obj: Any, device: torch.device, float_dtype: torch.dtype, name: str) -> Any:
+    if isinstance(obj, (list, tuple)) and obj and not isinstance(obj[0], (int, float)):
+        return type(obj)(_move(o, device, float_dtype, name) for o in obj)
+    t = as_tensor(obj, float_dtype, name)
+    if t.device == device:
+        return t
+    pin = device.type == "cuda" and t.is_pinned()
+    return t.to(device, non_blocking=pin)
+
+
+def split_batch(batch: Any) -> tuple[Any, Any]:
+    """``(x, y)`` from a batch: a pair/list of two, or a dict with ``x``/``y`` (or inputs/targets)."""
+    if isinstance(batch, dict):
+        for xk, yk in (("x", "y"), ("inputs", "targets"), ("input", "target")):
+            if xk in batch:
+                return batch[xk], batch.get(yk)
+        raise ValueError(f"a dict batch needs keys 'x' and 'y', got {sorted(batch)}")
+    if isinstance(batch, (tuple, list)) and len(batch) in (2, 3):
+        return batch[0], batch[1]  # a third element (sample weights) is not supported and ignored
+    if isinstance(batch, (tuple, list)) and len(batch) == 1:
+        return batch[0], None
+    raise ValueError(
+        "each batch of an iterable must be an (x, y) pair; got "
+        f"{type(batch).__name__}{'' if not hasattr(batch, '__len__') else f' of length {len(batch)}'}")
+
+
+class IterableData:
+    """Any iterable of ``(x, y)`` batches (``DataLoader``, generator, list of pairs).
+
+    A re-iterable object (a DataLoader, a list) starts over every epoch; a one-shot iterator
+    (a generator) is drawn from continuously and needs ``steps_per_epoch``.
+    """
+
+    def __init__(self, data: Iterable, device: torch.device, float_dtype: torch.dtype,
+                 steps_per_epoch: int | None = None) -> None:
+        self.data = data
+        self.device = device
+        self.float_dtype = float_dtype
+        self.one_shot = iter(data) is data
+        if self.one_shot and steps_per_epoch is None:
+            raise ValueError(
+                "a generator/iterator gives no epoch length: pass steps_per_epoch=N to fit "
+                "(or pass a re-iterable object such as a torch DataLoader or a list of batches)")
+        self.steps_per_epoch = steps_per_epoch
+        self._it: Iterator | None = None
+        try:
+            self.length: int | None = len(data)  # type: ignore[arg-type]
+        except TypeError:
+            self.length = None
+
+    def num_batches(self) -> int | None:
+        if self.steps_per_epoch is not None:
+            return self.steps_per_epoch
+        return self.length
+
+    def batches(self) -> Iterator[tuple[Any, Any]]:
+        it = self._it if self.one_shot and self._it is not None else iter(self.data)
+        if self.one_shot:
+            self._it = it
+        for step, batch in enumerate(it):
+            x, y = split_batch(batch)
+            yield _move(x, self.device, self.float_dtype, "x"), (
+                None if y is None else _move(y, self.device, self.float_dtype, "y"))
+            if self.steps_per_epoch is not None and step + 1 >= self.steps_per_epoch:
+                return
+
+    def peek(self) -> tuple[Any, Any] | None:
+        """The first batch on the host, for the checks before training (re-iterable data only)."""
+        if self.one_shot:
+            return None
+        for batch in self.data:
+            return split_batch(batch)
+        raise ValueError("the data iterable is empty: it yielded no batch")

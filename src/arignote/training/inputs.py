@@ -1,0 +1,220 @@
+"""From ``fit``/``evaluate``/``predict`` arguments to checked data, before any device work.
+
+:func:`plan_fit` and :func:`plan_eval` validate everything (argument values, lengths, shapes,
+NaN/Inf, targets against the loss) and return a :class:`Plan`; :func:`load` then moves the data
+to the trainer's device once.
+
+Example::
+
+    >>> check_fit_args(None, 1, 0, 1, None)   # Keras's default batch size
+    32
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from arignote.training.checks import check_batch_size, check_finite, check_input_shape, check_lengths
+from arignote.training.data import ArrayData, IterableData, as_tensor, is_array, split_validation
+
+__all__ = ["Plan", "check_fit_args", "check_batch", "plan_fit", "plan_eval", "load", "load_eval"]
+
+
+@dataclass
+class Plan:
+    """Checked data: host tensors (arrays) or an iterable, and the numbers the progress log needs."""
+
+    x: Any = None
+    y: Any = None
+    x_val: Any = None
+    y_val: Any = None
+    iterable: Any = None
+    val_iterable: Any = None
+    sample_shape: tuple | None = None
+    samples: int | None = None
+    val_samples: int | None = None
+    steps: int | None = None
+    steps_per_epoch: int | None = None
+
+
+def _float_dtype() -> torch.dtype:
+    from arignote.precision import dtype_of
+
+    return dtype_of()
+
+
+def check_batch(batch_size: Any) -> int:
+    return 32 if batch_size is None else check_batch_size(batch_size)
+
+
+def check_fit_args(batch_size: Any, epochs: Any, initial_epoch: Any, accumulate: Any,
+                   steps_per_epoch: Any) -> int:
+    """Validate fit's scalar arguments; returns the batch size (32 when None, as Keras)."""
+    bs = check_batch(batch_size)
+    check_batch_size(accumulate, "accumulate")
+    for name, value in (("epochs", epochs), ("initial_epoch", initial_epoch)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+            raise ValueError(f"{name} must be a whole number >= 0, got {value!r}")
+    if steps_per_epoch is not None:
+        check_batch_size(steps_per_epoch, "steps_per_epoch")
+    if accumulate > bs:
+        raise ValueError(f"accumulate={accumulate} is larger than batch_size={bs}: each micro-batch "
+                         "needs at least one sample")
+    return bs
+
+
+def _check_targets(model: Any, y: Any, what: str) -> None:
+    from arignote import losses
+
+    out = model.output_shape()
+    if out is None or y is None or model.loss is None:
+        return
+    try:
+        losses.check_targets(model.loss, y, out)
+    except ValueError as exc:
+        raise ValueError(f"{what}: {exc}") from None
+
+
+def _arrays(model: Any, x: Any, y: Any, names: tuple[str, str]) -> tuple[torch.Tensor, Any]:
+    if isinstance(x, (list, tuple)) and not is_array(x):
+        x = np.asarray(x)
+    dtype = _float_dtype()
+    xt = as_tensor(x, dtype, names[0])
+    yt = None if y is None else as_tensor(y, dtype, names[1])
+    if xt.dim() == 0:
+        raise ValueError(f"{names[0]} must have a batch dimension, got a scalar")
+    check_lengths(xt, yt, f"{names[0]} and {names[1]}")
+    return xt, yt
+
+
+def _check_arrays(model: Any, xt: torch.Tensor, yt: Any, names: tuple[str, str]) -> None:
+    check_input_shape(xt, model.expected_input_shape(), names[0])
+    check_finite(xt, names[0])
+    if yt is not None:
+        check_finite(yt, names[1])
+        _check_targets(model, yt, names[1])
+
+
+def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
+    """Checks on the first batch of a re-iterable (a DataLoader); returns its per-sample shape."""
+    from arignote.training.data import split_batch
+
+    if iter(data) is data:
+        return None  # a one-shot iterator: nothing can be looked at without consuming it
+    for batch in data:
+        xb, yb = split_batch(batch)
+        xt, yt = _arrays(model, xb, yb, (f"{name} x batch", f"{name} y batch"))
+        model._ensure_built(tuple(xt.shape[1:]))
+        _check_arrays(model, xt, yt, (f"{name} x batch", f"{name} y batch"))
+        return tuple(xt.shape[1:])
+    raise ValueError(f"{name} is empty: the iterable yielded no batch")
+
+
+def plan_fit(model: Any, x: Any, y: Any, batch_size: int, validation_split: float,
+             validation_data: Any, steps_per_epoch: int | None) -> Plan:
+    """Validate fit's data; the model is built (on the host) from the data's shape if needed."""
+    if x is None:
+        raise ValueError("fit needs training data: fit(x, y) with arrays, or fit(loader) with an "
+                         "iterable of (x, y) batches")
+    plan = Plan(steps_per_epoch=steps_per_epoch)
+    if y is None and not is_array(x):
+        if validation_split:
+            raise ValueError("validation_split needs array data; with a DataLoader/iterable pass "
+                             "validation_data=(x_val, y_val) or another iterable")
+        plan.iterable = x
+        plan.sample_shape = _check_first_batch(model, x, "x")
+        try:
+            plan.steps = steps_per_epoch or len(x)
+        except TypeError:
+            plan.steps = steps_per_epoch
+    else:
+        if y is None:
+            raise ValueError("fit(x, y): y (the targets) is missing")
+        xt, yt = _arrays(model, x, y, ("x", "y"))
+        if validation_data is None and validation_split:
+            xt, yt, xv, yv = split_validation(xt, yt, float(validation_split))
+            plan.x_val, plan.y_val = xv, yv
+        model._ensure_built(tuple(xt.shape[1:]))
+        _check_arrays(model, xt, yt, ("x", "y"))
+        plan.x, plan.y = xt, yt
+        plan.sample_shape = tuple(xt.shape[1:])
+        plan.samples = len(xt) if steps_per_epoch is None else None
+        plan.steps = steps_per_epoch or -(-len(xt) // batch_size)
+        if plan.x_val is not None:
+            _check_arrays(model, plan.x_val, plan.y_val, ("validation x", "validation y"))
+            plan.val_samples = len(plan.x_val)
+    if validation_data is not None:
+        _plan_validation(model, plan, validation_data)
+    return plan
+
+
+def _plan_validation(model: Any, plan: Plan, validation_data: Any) -> None:
+    if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3) and (
+            is_array(validation_data[0]) or isinstance(validation_data[0], list)):
+        xv, yv = validation_data[0], validation_data[1]
+        xt, yt = _arrays(model, xv, yv, ("validation x", "validation y"))
+        _check_arrays(model, xt, yt, ("validation x", "validation y"))
+        plan.x_val, plan.y_val, plan.val_samples = xt, yt, len(xt)
+        return
+    if isinstance(validation_data, (tuple, list)) and len(validation_data) not in (2, 3):
+        raise ValueError(f"validation_data must be (x_val, y_val) or an iterable of batches, got a "
+                         f"{type(validation_data).__name__} of length {len(validation_data)}")
+    _check_first_batch(model, validation_data, "validation_data")
+    plan.val_iterable = validation_data
+
+
+def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool = True) -> Plan:
+    """Validate evaluate/predict/…_on_batch data."""
+    if x is None:
+        raise ValueError("no data given: pass x (and y), or an iterable of (x, y) batches")
+    plan = Plan(steps_per_epoch=steps)
+    if y is None and not is_array(x):
+        plan.iterable = x
+        plan.sample_shape = _check_first_batch(model, x, "x")
+        return plan
+    if need_targets and y is None:
+        raise ValueError("targets y are missing: evaluate(x, y)")
+    xt, yt = _arrays(model, x, y if need_targets else None, ("x", "y"))
+    model._ensure_built(tuple(xt.shape[1:]))
+    _check_arrays(model, xt, yt, ("x", "y"))
+    plan.x, plan.y, plan.sample_shape, plan.samples = xt, yt, tuple(xt.shape[1:]), len(xt)
+    return plan
+
+
+def _free_bytes(trainer: Any) -> int | None:
+    device = getattr(trainer.strategy, "arignote_device", None)
+    free = getattr(device, "free_memory", None)
+    return int(free) if isinstance(free, (int, np.integer)) else None
+
+
+def _array_data(trainer: Any, x: Any, y: Any, image_input: bool) -> ArrayData:
+    data = ArrayData(x, y, trainer.device, _float_dtype(), _free_bytes(trainer))
+    if image_input and data.x.dim() == 4:
+        # a wrapped module takes NCHW: store the arrays channels-last once so batches are too
+        data.x = data.x.contiguous(memory_format=torch.channels_last)
+    return data
+
+
+def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any]:
+    """Training and validation data on the trainer's device (arrays moved once)."""
+    image = trainer.model._image_input
+    if plan.iterable is not None:
+        train = IterableData(plan.iterable, trainer.device, _float_dtype(), plan.steps_per_epoch)
+    else:
+        train = _array_data(trainer, plan.x, plan.y, image)
+    val = None
+    if plan.val_iterable is not None:
+        val = IterableData(plan.val_iterable, trainer.device, _float_dtype())
+    elif plan.x_val is not None:
+        val = _array_data(trainer, plan.x_val, plan.y_val, image)
+    return train, val
+
+
+def load_eval(plan: Plan, trainer: Any) -> Any:
+    if plan.iterable is not None:
+        return IterableData(plan.iterable, trainer.device, _float_dtype(), plan.steps_per_epoch)
+    return _array_data(trainer, plan.x, plan.y, trainer.model._image_input)
