@@ -75,7 +75,7 @@ def render(devices: Sequence[Device], versions: Versions, plans: Mapping[str, ob
     """
     lines: list[str] = []
     uses_gpu = any(d.is_cuda for d in devices)
-    head = header(versions, cudnn_enabled and uses_gpu) if with_header else ""
+    head = header(versions, cudnn_enabled or not uses_gpu) if with_header else ""
     for device in devices:
         if not device.is_cuda:
             head = f"{head} · {device_line(device)}" if head else device_line(device)

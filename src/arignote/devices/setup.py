@@ -37,7 +37,10 @@ def rank() -> int:
 def _bus_key(pci_bus_id: object) -> str:
     """``00000000:07:00.0`` (NVML) and ``0000:07:00.0`` (torch) to one comparable key."""
     domain, _, rest = str(pci_bus_id).lower().partition(":")
-    return f"{int(domain, 16) if domain.isalnum() else domain}:{rest}"
+    try:
+        return f"{int(domain, 16)}:{rest}"
+    except ValueError:  # not a bus id (n/a reading): compare as text
+        return f"{domain}:{rest}"
 
 
 def _torch_index(gpu: Any, inventory: Inventory) -> int:
