@@ -91,17 +91,52 @@ def snapshot_from_inventory(inventory: Any) -> Snapshot:
     return Snapshot(hostname=socket.gethostname(), time=time.time(), gpus=gpus)
 
 
+def _visible_only(snap: Snapshot, inventory: Any) -> Snapshot:
+    """Keep the NVML GPUs this process can use (those in torch's ``inventory``, matched by UUID):
+    under ``CUDA_VISIBLE_DEVICES`` NVML still lists every GPU of the machine."""
+    from dataclasses import replace
+
+    uuids = {str(g.uuid).removeprefix("GPU-") for g in getattr(inventory, "gpus", ()) if g.uuid}
+    if not uuids:
+        return snap
+    return replace(snap, gpus=tuple(g for g in snap.gpus if str(g.uuid).removeprefix("GPU-") in uuids))
+
+
+def _inherited(snap: Snapshot) -> list[int]:
+    """GPUs leased by an ancestor of this process (e.g. the ``arignote run`` that started it): the
+    lock descriptors were inherited, so they are already ours."""
+    import psutil
+
+    try:
+        ancestors = {p.pid for p in psutil.Process().parents()}
+    except psutil.Error:
+        return []
+    busy = busy_map(snap, [x for x in current_leases() if x.pid in ancestors], include_own=True)
+    return [c.index for c in evaluate(snap) if c.index in busy]
+
+
 def select_for_device_spec(n: int, inventory: Any = None) -> list[int]:
     """Resolve ``device="free:N"``: select and lease the best ``n`` GPUs for the life of the process.
 
-    Uses live NVML readings when the driver answers, else ``inventory`` (the devices module's
-    :class:`Inventory`). Returns their indices in ascending (PCI) order. Raises NoFreeGPUError.
+    Uses live NVML readings when the driver answers (only GPUs in ``inventory``, the devices
+    module's :class:`Inventory`, when given), else ``inventory`` itself. GPUs leased by an ancestor
+    process (``arignote run``) are used first, without a new lease. Returns NVML (PCI-order)
+    indices, ascending. Raises NoFreeGPUError.
     """
     from arignote.devices import nvml
 
-    source: Any = None  # live NVML, re-read after locking
-    if not nvml.snapshot(processes=False, cpu_interval=None).gpus and getattr(inventory, "gpus", None):
-        source = snapshot_from_inventory(inventory)
+    def live() -> Snapshot:
+        return _visible_only(nvml.snapshot(processes=False, cpu_interval=None), inventory)
+
+    first = live()
+    if not first.gpus and getattr(inventory, "gpus", None):
+        first = snapshot_from_inventory(inventory)
+        source: Any = first
+    else:
+        source = live
+    inherited = _inherited(first)
+    if len(inherited) >= n:
+        return sorted(inherited[:n])
     lease = acquire(n, snapshot=source)
     _PROCESS_LEASES.append(lease)
     return sorted(lease.indices)

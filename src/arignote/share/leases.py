@@ -289,7 +289,10 @@ def _write_record(directory: Path, stem: str, gpu: GPUSnapshot, key: str, comman
 
 
 def _source(snapshot: Snapshot | str | os.PathLike[str] | None) -> Callable[[], Snapshot]:
-    """A function returning a fresh snapshot: fixed, re-read from an inventory file, or live NVML."""
+    """A function returning a fresh snapshot: fixed, re-read from an inventory file, a function
+    returning one, or live NVML (None)."""
+    if callable(snapshot):
+        return snapshot
     if isinstance(snapshot, Snapshot):
         return lambda: snapshot
     if snapshot is not None:
@@ -344,9 +347,10 @@ def acquire(n: int, min_free_memory: Any = None, max_utilization: Any = None, *,
             command: str | None = None) -> Lease:
     """Select and lock ``n`` GPUs atomically; never hands out a GPU another process has leased.
 
-    ``snapshot``: a :class:`Snapshot`, an inventory file path (re-read at every poll) or None for
-    live NVML. Without ``wait`` raises :class:`NoFreeGPUError` at once, listing what is busy and
-    why; with ``wait`` polls every ``poll`` seconds (with jitter) until ``timeout`` (None: forever).
+    ``snapshot``: a :class:`Snapshot`, an inventory file path (re-read at every poll), a function
+    returning a Snapshot, or None for live NVML. Without ``wait`` raises :class:`NoFreeGPUError` at
+    once, listing what is busy and why; with ``wait`` polls every ``poll`` seconds (with jitter)
+    until ``timeout`` (None: forever).
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"number of GPUs must be a whole number >= 1, got {n!r}")
