@@ -1,0 +1,203 @@
+"""The memory policy: arithmetic, errors naming flags and sources, apply() wiring, OOM explanations."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from arignote import config, memory
+from arignote.devices import GPUInfo, Inventory, prepare, resolve, setup
+from arignote.memory import MemoryPlanError
+
+MiB = 1 << 20
+TOTAL = 81559 * MiB
+A100 = "NVIDIA A100-SXM4-80GB"
+
+
+def two_a100s():
+    return Inventory(gpus=(GPUInfo(0, A100, "0000:07:00.0", TOTAL, 81000 * MiB, (8, 0), "u0"),
+                           GPUInfo(1, A100, "0000:0f:00.0", TOTAL, 40779 * MiB, (8, 0), "u1")),
+                     cpu_name="AMD EPYC", cpu_threads=2, cuda_reason=None)
+
+
+@pytest.fixture(autouse=True)
+def clean_state():
+    setup.reset()
+    memory._applied.clear()
+    yield
+    setup.reset()
+    memory._applied.clear()
+
+
+# --------------------------------------------------------------------------- arithmetic
+
+
+def test_fraction_preallocation_matches_issue_example():
+    p = memory.plan(0.8, 0, TOTAL, 81000 * MiB, "cuda:0")
+    assert p.preallocate_bytes == 65247 * MiB
+    assert p.caching and p.limit_fraction is None and p.limit_bytes == 0
+    assert p.text == ("Preallocating 65247/81559 MiB (0.80) on cuda:0",)
+
+
+def test_mib_preallocation_and_full_fraction():
+    p = memory.plan(4096, 0, TOTAL, 81000 * MiB, "cuda:1")
+    assert p.preallocate_bytes == 4096 * MiB
+    assert p.text[0] == "Preallocating 4096/81559 MiB (0.05) on cuda:1"
+    # exactly 1 means the whole GPU: only possible when it is entirely free
+    assert memory.plan(1, 0, 1024 * MiB, 1024 * MiB).preallocate_bytes == 1024 * MiB
+    # just above 1 is MiB, not a fraction (Theano's rule)
+    assert memory.plan(1.5, 0, TOTAL, TOTAL).preallocate_bytes == int(1.5 * MiB)
+
+
+def test_zero_grows_on_demand():
+    p = memory.plan(0, 0, TOTAL, TOTAL, "cuda:0")
+    assert (p.preallocate_bytes, p.caching, p.limit_fraction) == (0, True, None)
+    assert p.text == ("Memory on cuda:0: grow on demand, cached for reuse (memory.preallocate=0)",)
+
+
+def test_negative_disables_caching():
+    p = memory.plan(-1, 0, TOTAL, TOTAL, "cuda:0")
+    assert (p.preallocate_bytes, p.caching) == (0, False)
+    assert p.text[0].startswith("Caching disabled on cuda:0: every free returns memory to the driver")
+
+
+@pytest.mark.parametrize("limit,cap_mib,fraction", [(0.5, 40779, 0.5), (4096, 4096, 4096 / 81559),
+                                                    (1, 81559, 1.0)])
+def test_limit_fraction_or_mib(limit, cap_mib, fraction):
+    p = memory.plan(0, limit, TOTAL, TOTAL, "cuda:0")
+    assert p.limit_bytes == cap_mib * MiB
+    assert p.limit_fraction == pytest.approx(fraction, abs=1e-4)
+    assert p.text[-1] == f"Capping cuda:0 at {cap_mib}/81559 MiB ({p.limit_fraction:.2f}) by memory.limit"
+
+
+def test_preallocate_within_limit_shows_both_lines():
+    p = memory.plan(0.25, 0.5, TOTAL, TOTAL, "cuda:0")
+    assert p.text == ("Preallocating 20389/81559 MiB (0.25) on cuda:0",
+                      "Capping cuda:0 at 40779/81559 MiB (0.50) by memory.limit")
+    p = memory.plan(-1, 0.5, TOTAL, TOTAL, "cuda:0")
+    assert not p.caching and p.limit_fraction == pytest.approx(0.5, abs=1e-4) and len(p.text) == 2
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def test_preallocation_larger_than_free_memory_is_an_error_naming_source():
+    with pytest.raises(MemoryPlanError) as info:
+        memory.plan(0.8, 0, TOTAL, 40779 * MiB, "cuda:1", sources={"memory.preallocate": "~/.arignoterc:3"})
+    msg = str(info.value)
+    assert "memory.preallocate=0.8 (from ~/.arignoterc:3) asks for 65247 MiB on cuda:1" in msg
+    assert "only 40779 of 81559 MiB are free" in msg
+    assert "at most 0.50 or 40779 MiB" in msg and "device=free:1" in msg
+
+
+def test_preallocation_above_limit_and_limit_above_total_are_errors():
+    with pytest.raises(MemoryPlanError, match=r"memory.preallocate=0.6 reserves 48935 MiB .* 40779 MiB cap"):
+        memory.plan(0.6, 0.5, TOTAL, TOTAL, "cuda:0")
+    too_big = r"memory.limit=100000 asks for a 100000 MiB cap but cuda:0 has 81559"
+    with pytest.raises(MemoryPlanError, match=too_big):
+        memory.plan(0, 100000, TOTAL, TOTAL, "cuda:0")
+    with pytest.raises(MemoryPlanError, match="must be >= 0"):
+        memory.plan(0, -1, TOTAL, TOTAL)
+    assert issubclass(MemoryPlanError, config.ConfigError)  # the CLI exits 2
+
+
+def test_plan_for_reads_flags_and_sources(monkeypatch):
+    gpu1 = resolve("cuda1", two_a100s())[0]
+    assert memory.plan_for(resolve("cpu", two_a100s())[0]) is None
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "memory.preallocate=0.9")
+    config.reload()
+    with pytest.raises(MemoryPlanError, match=r"memory.preallocate=0.9 \(from ARIGNOTE_FLAGS\)"):
+        memory.plan_for(gpu1)
+    with config.override(memory_preallocate=2048, memory_limit=0.5):
+        p = memory.plan_for(gpu1)
+    assert (p.device, p.preallocate_bytes, p.limit_bytes) == ("cuda:1", 2048 * MiB, 40779 * MiB)
+
+
+# --------------------------------------------------------------------------- apply / prepare (fake cuda)
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """Record the calls devices/cuda.py would make, so the wiring is tested without a GPU."""
+    from arignote.devices import cuda
+
+    calls = []
+    monkeypatch.setattr(cuda, "disable_caching", lambda: calls.append(("disable_caching",)))
+    monkeypatch.setattr(cuda, "set_memory_fraction", lambda f, i: calls.append(("fraction", round(f, 4), i)))
+    monkeypatch.setattr(cuda, "preallocate", lambda n, i: calls.append(("preallocate", n // MiB, i)))
+    monkeypatch.setattr(cuda, "set_cudnn", lambda *a: calls.append(("cudnn", *a)))
+    monkeypatch.setattr(cuda, "cudnn_available", lambda: True)
+    return calls
+
+
+def test_apply_order_cap_then_reserve(fake_cuda):
+    gpu0 = resolve("cuda0", two_a100s())[0]
+    p = memory.plan(0.25, 0.5, TOTAL, TOTAL, "cuda:0")
+    memory.apply(p, gpu0)
+    assert fake_cuda == [("fraction", 0.5, 0), ("preallocate", 20389, 0)]
+    assert memory.applied(gpu0) is p and memory.applied("cuda:1") is None
+    fake_cuda.clear()
+    memory.apply(memory.plan(-1, 0, TOTAL, TOTAL, "cuda:1"), "cuda:1")
+    assert fake_cuda == [("disable_caching",)]
+
+
+def test_prepare_gpu_applies_flags_and_prints_plan(fake_cuda, capsys):
+    inv = two_a100s()
+    with config.override(memory_preallocate=0.8, dnn_benchmark=True):
+        plan = prepare("cuda0", inventory=inv)
+        assert prepare("cuda0", inventory=inv) is plan  # idempotent
+    assert plan.preallocate_bytes == 65247 * MiB
+    assert fake_cuda == [("cudnn", True, True, False), ("preallocate", 65247, 0)]
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("arignote 0.1.0 on torch ")
+    assert lines[1:] == [f"Mapped cuda:0 to {A100} (0000:07:00.0), 81559 MiB, 81000 MiB free",
+                         "Preallocating 65247/81559 MiB (0.80) on cuda:0"]
+    prepare("cuda1", inventory=inv)  # the second device: its lines only, no second header
+    assert capsys.readouterr().out.splitlines() == [
+        f"Mapped cuda:1 to {A100} (0000:0f:00.0), 81559 MiB, 40779 MiB free",
+        "Memory on cuda:1: grow on demand, cached for reuse (memory.preallocate=0)"]
+
+
+def test_prepare_dnn_flags(fake_cuda, monkeypatch):
+    from arignote.devices import cuda
+
+    with config.override(dnn_enabled="false", dnn_deterministic=True, print_active_device=False):
+        prepare("cuda0", inventory=two_a100s())
+    assert fake_cuda[0] == ("cudnn", False, False, True)
+    setup.reset()
+    monkeypatch.setattr(cuda, "cudnn_available", lambda: False)
+    with config.override(dnn_enabled="true"), pytest.raises(config.ConfigError, match="dnn.enabled=true"):
+        prepare("cuda0", inventory=two_a100s())
+
+
+def test_prepare_refuses_a_plan_the_gpu_cannot_honour(fake_cuda):
+    with config.override(memory_preallocate=0.9), pytest.raises(MemoryPlanError, match="only 40779"):
+        prepare("cuda1", inventory=two_a100s())
+    assert not any(c[0] == "preallocate" for c in fake_cuda)
+
+
+# --------------------------------------------------------------------------- out of memory
+
+
+def test_explain_oom_names_limit_flag_and_source(fake_cuda, monkeypatch):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "memory.limit=0.5")
+    config.reload()
+    memory.apply(memory.plan(0, 0.5, TOTAL, TOTAL, "cuda:0"), "cuda:0")
+    text = memory.explain_oom(torch.OutOfMemoryError("CUDA out of memory"), "cuda:0")
+    assert "cuda:0 hit the per-process cap of 40779/81559 MiB" in text
+    assert "memory.limit=0.5 (from ARIGNOTE_FLAGS)" in text
+    other = memory.explain_oom(torch.OutOfMemoryError("x"), "cuda:1")
+    assert "cuda:1 ran out of memory with no memory.limit set" in other
+
+
+def test_oom_explained_reraises_same_type_with_text(fake_cuda):
+    memory.apply(memory.plan(0, 4096, TOTAL, TOTAL, "cuda:0"), "cuda:0")
+    with pytest.raises(torch.OutOfMemoryError) as info, memory.oom_explained("cuda:0"):
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+    msg = str(info.value)
+    assert msg.startswith("CUDA out of memory. Tried to allocate 2.00 GiB\n"
+                          "arignote: cuda:0 hit the per-process")
+    assert "memory.limit=4096" in msg
+    assert isinstance(info.value.__cause__, torch.OutOfMemoryError)
+    with pytest.raises(ValueError, match="unrelated"), memory.oom_explained("cuda:0"):
+        raise ValueError("unrelated")
