@@ -22,9 +22,9 @@ Example::
 
     >>> import torch
     >>> w = torch.nn.Parameter(torch.ones(2))
-    >>> opt = SGD(lr=0.1); opt.build([w])
+    >>> opt = SGD(lr=0.5).build([w])
     >>> w.sum().backward(); opt.step(); w.tolist(), opt.iterations
-    ([0.8999999761581543, 0.8999999761581543], 1)
+    ([0.5, 0.5], 1)
 """
 
 from __future__ import annotations

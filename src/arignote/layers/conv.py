@@ -252,7 +252,7 @@ class AveragePooling2D(_Pooling2D):
                 F.pad(x, self._pad),
                 self.pool_size,
                 self.strides,
-                divisor_override=self.pool_size[0] * self.pool_size[1],
+                divisor_override=1,
             )
             return summed / self._count
         return F.avg_pool2d(x, self.pool_size, self.strides, self._op_padding, count_include_pad=False)
