@@ -408,7 +408,8 @@ def keras_lstm(x, kernel, recurrent, bias):
     h, c, out = np.zeros((n, u)), np.zeros((n, u)), []
     for s in range(t):
         z = x[:, s] @ kernel + h @ recurrent + bias
-        i, f, g, o = sigmoid(z[:, :u]), sigmoid(z[:, u:2 * u]), np.tanh(z[:, 2 * u:3 * u]), sigmoid(z[:, 3 * u:])
+        i, f = sigmoid(z[:, :u]), sigmoid(z[:, u:2 * u])
+        g, o = np.tanh(z[:, 2 * u:3 * u]), sigmoid(z[:, 3 * u:])
         c = f * c + i * g
         h = o * np.tanh(c)
         out.append(h)
@@ -457,7 +458,7 @@ def test_lstm_default_init_unit_forget_bias():
     kernel, recurrent, bias = lstm.get_weights()
     assert kernel.shape == (3, 16) and recurrent.shape == (4, 16) and bias.shape == (16,)
     np.testing.assert_array_equal(bias, np.r_[np.zeros(4), np.ones(4), np.zeros(8)])
-    np.testing.assert_allclose(recurrent @ recurrent.T, np.eye(4), atol=1e-5)  # orthogonal rows
+    np.testing.assert_allclose(recurrent @ recurrent.T, np.eye(4), atol=1e-5)
     assert np.abs(kernel).max() <= math.sqrt(6 / (3 + 16))
 
 
