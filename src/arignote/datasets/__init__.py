@@ -1,1 +1,20 @@
-"""arignote.datasets."""
+"""arignote.datasets: Keras's datasets from their official files, plus offline ones.
+
+``mnist``, ``fashion_mnist`` and ``cifar10`` have Keras's ``load_data()`` (same shapes and dtypes),
+read the official file formats, look in ``ARIGNOTE_DATA``, ``~/.arignote/datasets``,
+``~/.keras/datasets`` and Debian's ``/usr/share/datasets`` before downloading, and verify the
+official hashes. ``digits`` is scikit-learn's real 8x8 digits; :func:`synthetic` makes learnable
+data of any shape without any file.
+
+Example::
+
+    >>> from arignote.datasets import digits, synthetic
+    >>> (x_train, y_train), _ = digits.load_data()
+    >>> x, y = synthetic(shape=(28, 28, 1), classes=10, samples=64)
+"""
+
+from arignote.datasets import cifar10, digits, fashion_mnist, mnist
+from arignote.datasets._files import DatasetError, search_dirs
+from arignote.datasets.synthetic import synthetic
+
+__all__ = ["DatasetError", "cifar10", "digits", "fashion_mnist", "mnist", "search_dirs", "synthetic"]
