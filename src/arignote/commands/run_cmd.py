@@ -79,11 +79,8 @@ def _check(args) -> tuple[list[str], int]:
 
 def _lease(args, command: list[str]):
     """Acquire, telling the user once when it has to wait. Raises NoFreeGPUError/ShareError."""
-    import time
-
     from arignote.share import NoFreeGPUError, acquire
 
-    start = time.monotonic()
     kw = dict(min_free_memory=args.min_free_memory, max_utilization=args.max_utilization,
               snapshot=args.inventory, command=" ".join(command))
     try:
@@ -91,9 +88,16 @@ def _lease(args, command: list[str]):
     except NoFreeGPUError as exc:
         if not args.wait:
             raise
-        print(f"arignote run: waiting: {exc}", file=sys.stderr)
-    timeout = None if args.timeout is None else max(0.0, args.timeout - (time.monotonic() - start))
-    return acquire(args.gpus, wait=True, timeout=timeout, poll=args.poll, **kw)
+        print(f"arignote run: waiting: {exc.detail}", file=sys.stderr, flush=True)
+    return acquire(args.gpus, wait=True, timeout=args.timeout, poll=args.poll, **kw)
+
+
+def should_forward(signo: int, si_code: int, same_group: bool) -> bool:
+    """Forward SIGINT/SIGTERM to the command, except a terminal's Ctrl-C (sent by the kernel to the
+    whole foreground process group) when the command shares our group: it already has that one."""
+    if signo not in _FORWARDED:
+        return False
+    return not (signo == signal.SIGINT and si_code == _SI_KERNEL and same_group)
 
 
 def _supervise(child: subprocess.Popen) -> int:
@@ -104,10 +108,8 @@ def _supervise(child: subprocess.Popen) -> int:
         info = signal.sigtimedwait((*_FORWARDED, signal.SIGCHLD), 1.0)
         if child.poll() is not None:
             break
-        if info is None or info.si_signo == signal.SIGCHLD:
+        if info is None or not should_forward(info.si_signo, info.si_code, own_group):
             continue
-        if info.si_code == _SI_KERNEL and info.si_signo == signal.SIGINT and own_group:
-            continue  # Ctrl-C in the terminal: the child, in our process group, got it already
         try:
             os.kill(child.pid, info.si_signo)
         except ProcessLookupError:

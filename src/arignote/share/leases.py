@@ -372,7 +372,7 @@ def acquire(n: int, min_free_memory: Any = None, max_utilization: Any = None, *,
         if not wait or (deadline is not None and time.monotonic() >= deadline):
             err = explain(n, snap, merged)
             if wait:
-                err = NoFreeGPUError(f"gave up after waiting {timeout:g} s; {err}", err.reasons)
+                err = NoFreeGPUError(f"gave up after waiting {timeout:g} s; {err.detail}", err.reasons)
             raise err
         pause = poll * random.uniform(0.5, 1.5)  # jitter: queued jobs do not retry in lock-step
         if deadline is not None:

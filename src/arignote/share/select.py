@@ -29,9 +29,10 @@ class ShareError(RuntimeError):
 class NoFreeGPUError(ShareError):
     """Fewer GPUs pass the filters than asked; the message lists each GPU and why it was skipped."""
 
-    def __init__(self, message: str, reasons: dict[int, str] | None = None) -> None:
+    def __init__(self, message: str, reasons: dict[int, str] | None = None, detail: str = "") -> None:
         super().__init__(message)
         self.reasons = dict(reasons or {})
+        self.detail = detail or message  # the per-GPU list without the advice line
 
 
 _UNITS = {
@@ -140,5 +141,5 @@ def explain(n: int, snapshot: Snapshot, candidates: list[Candidate]) -> NoFreeGP
         lines.append(f"  GPU {c.index}{name}: {c.why if c.why else 'free'}")
     hint = ("wait for them with `arignote run --wait` or acquire(..., wait=True)"
             if n <= len(snapshot.gpus) else f"this machine has only {len(snapshot.gpus)} GPU(s)")
-    return NoFreeGPUError(head + ":\n" + "\n".join(lines) + f"\n{hint}",
-                          {c.index: c.why for c in candidates if c.why})
+    detail = head + ":\n" + "\n".join(lines)
+    return NoFreeGPUError(f"{detail}\n{hint}", {c.index: c.why for c in candidates if c.why}, detail)
