@@ -225,6 +225,8 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     _handshake(store, env)
     dist.init_process_group(backend, store=dist.PrefixStore(f"arignote/{env.restart}/pg", store),
                             rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=timeout))
+    if launcher is not None:
+        launcher.install_excepthook()
     strategy = DataParallel(device, env, backend, launcher)
     strategy._store = store  # keep the store (rank 0 hosts it) alive as long as the group
     _state["active"] = strategy

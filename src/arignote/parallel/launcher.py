@@ -27,6 +27,7 @@ Example (what ``fit`` does through :func:`arignote.parallel.ddp.data_parallel`):
 from __future__ import annotations
 
 import atexit
+import io
 import os
 import select
 import signal
@@ -45,7 +46,10 @@ _GRACE = 5.0  # seconds between SIGTERM and SIGKILL when stopping ranks
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    # torch's distributed excepthook points sys.stderr at a StringIO while it formats a traceback;
+    # a message written then (and the process ended) would be lost, so go to the real stream.
+    stream = sys.__stderr__ if isinstance(sys.stderr, io.StringIO) else sys.stderr
+    print(message, file=stream, flush=True)
 
 
 def _flush() -> None:
@@ -104,6 +108,10 @@ class Launcher:
         # The C-level handler writes the signal number here even while the main thread is busy
         # inside a collective, so the monitor thread can act at once.
         self._old_wakeup_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+
+    def install_excepthook(self) -> None:
+        """Make an uncaught exception in this process stop the ranks (call it after
+        ``init_process_group``, whose own hook then runs inside this one)."""
         self._old_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
 
