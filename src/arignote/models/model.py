@@ -161,7 +161,7 @@ class Model:
 
     # ------------------------------------------------------------------ training API
 
-    def fit(self, x: Any = None, y: Any = None, batch_size: int | None = None, epochs: int = 1,
+    def fit(self, x: Any = None, y: Any = None, batch_size: int | str | None = None, epochs: int = 1,
             verbose: int = 1, callbacks: list | None = None, validation_split: float = 0.0,
             validation_data: Any = None, shuffle: bool = True, initial_epoch: int = 0,
             steps_per_epoch: int | None = None, accumulate: int = 1,
@@ -174,7 +174,11 @@ class Model:
         """
         if not self.compiled:
             self._get_trainer()  # raises the "compile first" error
-        batch_size = inputs.check_fit_args(batch_size, epochs, initial_epoch, accumulate, steps_per_epoch)
+        ``batch_size="auto"`` searches the largest batch that fits the device (array data only). A step
+        that runs out of memory is redone as micro-batches (``memory.on_oom``; issue 7).
+        auto = isinstance(batch_size, str) and batch_size == "auto"  # issue 7: search the batch size
+        batch_size = inputs.check_fit_args(None if auto else batch_size, epochs, initial_epoch, accumulate,
+                                           steps_per_epoch)
         plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch)
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
@@ -182,6 +186,17 @@ class Model:
         params = {"epochs": epochs, "steps": plan.steps, "samples": plan.samples,
                   "val_samples": plan.val_samples, "batch_size": batch_size, "verbose": verbose,
                   "do_validation": val is not None,
+        trainer.new_oom_guard()
+        if auto:
+            from arignote.training.batch_size import trainer_batch_size
+
+            batch_size = trainer_batch_size(trainer, train).batch
+            plan.steps = steps_per_epoch or -(-train.n // batch_size)
+        self._last_batch_size = batch_size
+        from arignote.training import memory_plan
+
+        self._memory_plan = memory_plan.trainer_plan(trainer, train, batch_size)  # model.summary() shows it
+        memory_plan.announce(self._memory_plan, verbose=verbose, is_main=trainer.strategy.is_main)
                   "metrics": trainer.metric_names
                   + ([f"val_{k}" for k in trainer.metric_names] if val is not None else [])}
         self.history = History()
@@ -335,3 +350,6 @@ class Model:
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable, title=self.name), print_fn)
+        from arignote.training.memory_plan import summary_lines
+
+        summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan

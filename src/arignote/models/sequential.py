@@ -168,3 +168,6 @@ class Sequential(Model):
         total = sum(p.numel() for p in params)
         trainable = sum(p.numel() for p in params if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable), print_fn)
+        from arignote.training.memory_plan import summary_lines
+
+        summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan

@@ -22,6 +22,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from typing import Any
@@ -50,6 +51,8 @@ class Trainer:
         self.scaler = precision.scaler
         self.net = strategy.wrap(model.module)
         self.accumulate = 1
+        self.oom: Any = None  # the out-of-memory guard (arignote.training.oom.OOMGuard)
+        self._local, self._sync = contextlib.nullcontext, None
         self._scaler_view: _ScalerView | None = None
         self._loss_sum = torch.zeros((), dtype=torch.float64 if self.device.type != "mps" else torch.float32,
                                      device=self.device)
@@ -99,14 +102,15 @@ class Trainer:
 
     # ------------------------------------------------------------------ steps
 
-    def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> torch.Tensor:
-        """Forward, loss and backward of one (micro-)batch; gradients are scaled by ``weight``."""
+    def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
+        """Forward, loss and backward of one (micro-)batch; gradients are scaled by ``weight``.
+        Returns what :meth:`_record` takes; :meth:`train_step` records it once the whole step has
+        succeeded (an out-of-memory retry must not count a micro-batch twice)."""
         with self.precision.autocast():
             y_pred = self.net(xb)
             loss = self.model.loss_fn(yb, y_pred)
         self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()
-        self._record(loss, yb, y_pred, len(xb))
-        return loss
+        return loss.detach(), yb, y_pred.detach(), len(xb)
 
     def _optimizer_step(self) -> None:
         """Apply the accumulated gradients (unscaled by the grad scaler) and clear them (to None)."""
@@ -122,16 +126,24 @@ class Trainer:
         opt.zero_grad()
 
     def train_step(self, xb: Any, yb: Any) -> None:
-        """One optimizer step on a batch, run as ``accumulate`` micro-batches."""
-        k = self.accumulate
-        if k == 1:
-            self._forward_backward(xb, yb)
-        else:
-            n = len(xb)
-            for xs, ys in zip(_split(xb, k), _split(yb, k)):
-                if len(xs):
-                    self._forward_backward(xs, ys, len(xs) / n)
-        self._optimizer_step()
+        """One optimizer step on a batch, run as ``self.oom.k`` micro-batches (``accumulate``, raised
+        on out-of-memory: see :mod:`arignote.training.oom`)."""
+        if self.oom is None:
+            self.new_oom_guard()
+        for record in self.oom.step(xb, yb, self._forward_backward, self._optimizer_step,
+                                    self.model.optimizer.zero_grad, local=self._local, sync=self._sync):
+            self._record(*record)
+
+    def new_oom_guard(self) -> None:
+        """A fresh out-of-memory guard starting at ``accumulate`` micro-batches (at each ``fit``).
+        Under data parallel with ``memory.on_oom=split``, micro-batches run under DDP's ``no_sync``
+        and the gradients are reduced once after the ranks agree on k."""
+        from arignote.training.oom import OOMGuard, sync_gradients
+
+        self.oom = OOMGuard(accumulate=self.accumulate, strategy=self.strategy, device=self.device)
+        if self.strategy.world_size > 1 and self.oom.split and hasattr(self.net, "no_sync"):
+            self._local = self.net.no_sync
+            self._sync = lambda: sync_gradients(self.model.module, self.strategy)
 
     def test_step(self, xb: Any, yb: Any) -> None:
         with self.precision.autocast():

@@ -292,9 +292,81 @@ def plan_memory(
             b.copy_(old)
     opt_bytes, opt_note = optimizer_state_bytes(optimizer)
     avail = available if available is not None else available_memory(device)
+    if available is None and device.type == "cpu":  # free RAM does not include what is already held
+        avail = (avail[0] + parameter_bytes(module) + data_bytes, avail[1]) if avail[0] is not None else avail
     return MemoryPlan(
         device=str(device), batch=batch, parameters=parameter_bytes(module),
         gradients=parameter_bytes(module, trainable_only=True), optimizer=opt_bytes, optimizer_note=opt_note,
         activations_per_sample=per_sample, activations_fixed=fixed, micro_batches=micro_batches,
         data=data_bytes, available=avail[0], available_note=avail[1],
     )
+
+
+# --------------------------------------------------------------------------- for the training loop
+
+SAMPLE = 8  # samples in the measuring forward passes
+
+
+def trainer_plan(trainer: Any, data: Any, batch_size: int) -> MemoryPlan | None:
+    """The plan for ``fit``: the trainer's module, loss, optimizer, precision and device, measured on
+    the first samples of ``data``; None when the data cannot be looked at without consuming it."""
+    if hasattr(data, "n"):
+        x, y = next(iter(data.batches(None, min(SAMPLE, data.n))))
+        held = data.x.numel() * data.x.element_size() if data.on_device else 0
+        if data.on_device and data.y is not None:
+            held += data.y.numel() * data.y.element_size()
+    elif not getattr(data, "one_shot", True):
+        x, y = next(iter(data.batches()))
+        held = 0
+    else:
+        return None
+    model = trainer.model
+    world = getattr(trainer.strategy, "world_size", 1)
+    local_batch = -(-batch_size // world)
+    return plan_memory(model.module, x, y, loss_fn=lambda out, target: model.loss_fn(target, out),
+                       optimizer=_torch_optimizer(model.optimizer),
+                       batch=local_batch, micro_batches=trainer.oom.k, data_bytes=held, device=trainer.device,
+                       context=trainer.precision.autocast)
+
+
+def _torch_optimizer(optimizer: Any) -> Any:
+    """The torch optimizer inside an :mod:`arignote.optimizers` one (its ``torch`` attribute)."""
+    inner = getattr(optimizer, "torch", None)
+    return inner if isinstance(inner, torch.optim.Optimizer) else optimizer
+
+
+def announce(plan: MemoryPlan | None, *, verbose: int, is_main: bool,
+             print_fn: Callable[[str], Any] = print) -> None:
+    """Before training, on rank 0: one line with the plan when ``verbose``, and a warning whenever
+    the plan does not fit."""
+    if plan is None or not is_main:
+        return
+    if verbose:
+        verdict = "" if plan.fits is None else (" (fits)" if plan.fits else " (DOES NOT FIT)")
+        print_fn(f"Memory plan: batch {plan.batch} needs about {fmt_bytes(plan.total)} on {plan.device} "
+                 f"of {fmt_bytes(plan.available or 0)} available ({plan.available_note}){verdict}")
+    warning = plan.warning()
+    if warning:
+        import sys
+
+        print(f"arignote: {warning}", file=sys.stderr)
+
+
+def summary_lines(model: Any, batch_size: int | None = None) -> str:
+    """The memory-plan block of ``model.summary()``: for the batch of the last ``fit`` (Keras's 32
+    before any), measured with zeros of the model's input shape on its training device."""
+    last = getattr(model, "_memory_plan", None)
+    if last is not None and batch_size in (None, last.batch):  # measured on the data of the last fit
+        warning = last.warning()
+        return last.render() + (f"\n{warning}" if warning else "")
+    shape = model.expected_input_shape()
+    if not model.compiled or shape is None or None in shape:
+        return "Memory plan: shown once the model is compiled and its input shape is known (or after fit)"
+    trainer = model._get_trainer(tuple(shape))
+    batch = batch_size or getattr(model, "_last_batch_size", None) or 32
+    x = torch.zeros((SAMPLE, *shape), device=trainer.device, dtype=next(model.module.parameters()).dtype)
+    plan = plan_memory(model.module, x, optimizer=_torch_optimizer(model.optimizer),
+                       batch=batch, micro_batches=getattr(getattr(trainer, "oom", None), "k", 1),
+                       device=trainer.device, context=trainer.precision.autocast)
+    warning = plan.warning()
+    return plan.render() + (f"\n{warning}" if warning else "")

@@ -43,6 +43,7 @@ __all__ = [
     "memory_figures",
     "free_memory",
     "selftest_real_oom",
+    "sync_gradients",
 ]
 
 # Sent by a rank that cannot split further, so every rank raises together instead of hanging.
@@ -252,7 +253,8 @@ class OOMGuard:
         self.split = mode == "split"
         self.inject = make_injector(inject_above)
         self.strategy = strategy
-        self.distributed = strategy is not None and getattr(strategy, "world_size", 1) > 1
+        # ranks agree on k only when they may change it (split); raise mode adds no collective
+        self.distributed = self.split and strategy is not None and getattr(strategy, "world_size", 1) > 1
         self.is_main = strategy is None or getattr(strategy, "is_main", True)
         self.device = device if device is not None else getattr(strategy, "device", None)
         self.stream = stream
@@ -343,6 +345,30 @@ class OOMGuard:
             f"Memory: {figures}. Set memory.on_oom=raise to stop instead.",
             file=self.stream if self.stream is not None else sys.stderr,
         )
+
+
+def sync_gradients(module: torch.nn.Module, strategy: Any) -> None:
+    """Average the gradients of ``module`` over the ranks of ``strategy`` in one reduction.
+
+    Under data parallel the micro-batches run without DDP's per-bucket reductions (``no_sync``) so
+    that the agreement on k comes first; this is the one reduction after it. A parameter without a
+    gradient on this rank counts as zeros, so every rank reduces the same sizes.
+    """
+    params = [p for p in module.parameters() if p.requires_grad]
+    if not params:
+        return
+    for dtype in dict.fromkeys(p.dtype for p in params):
+        group = [p for p in params if p.dtype == dtype]
+        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in group])
+        flat = strategy.all_reduce_mean(flat)
+        offset = 0
+        for p in group:
+            part = flat[offset:offset + p.numel()].view_as(p)
+            offset += p.numel()
+            if p.grad is None:
+                p.grad = part.clone()
+            else:
+                p.grad.copy_(part)
 
 
 # --------------------------------------------------------------------------- self-test on a GPU
