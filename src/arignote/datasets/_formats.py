@@ -69,6 +69,10 @@ def read_npz(path: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
                            "delete it and load again") from None
 
 
+class _RefusedGlobal(pickle.UnpicklingError):
+    """A dataset pickle asked for a global outside the allow-list."""
+
+
 class _RestrictedUnpickler(pickle.Unpickler):
     """Unpickles plain data and numpy arrays only: any other global (a class, a function such as
     ``os.system``) is refused, so a tampered file cannot run code."""
@@ -85,7 +89,7 @@ class _RestrictedUnpickler(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in self._ALLOWED:
-            raise pickle.UnpicklingError(f"global '{module}.{name}' is not allowed in a dataset file")
+            raise _RefusedGlobal(f"global '{module}.{name}' is not allowed in a dataset file")
         if module == "_codecs":
             import codecs
 
@@ -100,9 +104,10 @@ def safe_unpickle(fh: IO[bytes], where: str) -> Any:
     """Unpickle a CIFAR-style batch (Python 2 pickles read with ``encoding='bytes'``) from ``fh``."""
     try:
         return _RestrictedUnpickler(fh, encoding="bytes").load()
-    except pickle.UnpicklingError as exc:
+    except _RefusedGlobal as exc:
         raise DatasetError(f"{where} refused: {exc}; it is not an official CIFAR-10 batch file") from None
-    except (EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError, OSError) as exc:
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError, KeyError,
+            OSError) as exc:
         raise DatasetError(f"{where} is truncated or damaged ({type(exc).__name__}: {exc}); "
                            "delete it and load again") from None
 
