@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import time
 from dataclasses import asdict, dataclass, field, fields
@@ -66,7 +67,10 @@ class _NAType:
         return "n/a"
 
     def __format__(self, spec: str) -> str:
-        return format("n/a", spec.rstrip("dfgeEFG%").replace(",", "")) if spec else "n/a"
+        # keep only fill, alignment and width of a numeric spec such as ">8.1f"
+        m = re.match(r"((?:.?[<>=^])?)(\d*)", spec)
+        align, width = (m.group(1), m.group(2)) if m else ("", "")
+        return format("n/a", align.replace("=", ">") + width)
 
     def __bool__(self) -> bool:
         return False
@@ -189,6 +193,8 @@ def _reader(pynvml: Any):
             value = fn(*args)
         except pynvml.NVMLError:
             return NA
+        if isinstance(value, bytes):  # older pynvml returns C strings undecoded
+            value = value.decode(errors="replace")
         return NA if value is None else value
 
     return read
