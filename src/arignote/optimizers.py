@@ -102,7 +102,11 @@ class Optimizer:
         self.decay = _number(decay, "decay", name)
         self.clipnorm = None if clipnorm is None else _number(clipnorm, "clipnorm", name)
         self.clipvalue = None if clipvalue is None else _number(clipvalue, "clipvalue", name)
-        self.hyper = hyper
+        for key in hyper:  # Keras 2 kwargs we do not know: name the culprit
+            valid = ["lr", "learning_rate", "decay", "clipnorm", "clipvalue", *self._keras_keys]
+            close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+            hint = f" Did you mean '{close[0]}'?" if close else f" Valid arguments: {', '.join(valid)}."
+            raise TypeError(f"{name} got an unexpected keyword argument '{key}'.{hint}")
         self.iterations = 0
         self.torch: torch.optim.Optimizer | None = None
         self._params: list[torch.Tensor] = []

@@ -1,0 +1,180 @@
+"""Every loss against Keras 2's numpy formula; names, torch modules, target checks."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from arignote import losses
+
+EPS = 1e-7
+RNG = np.random.default_rng(1)
+
+
+def probs(n, c):
+    e = np.exp(RNG.standard_normal((n, c)))
+    return e / e.sum(-1, keepdims=True)
+
+
+def onehot(labels, c):
+    return np.eye(c)[labels]
+
+
+def t(a):
+    return torch.tensor(np.asarray(a, dtype=np.float64))
+
+
+def value(fn, y_true, y_pred):
+    out = fn(t(y_true), t(y_pred))
+    assert out.dim() == 0
+    return float(out)
+
+
+def test_categorical_crossentropy_keras_formula():
+    p = probs(6, 4)
+    p[0] = [1.0, 0.0, 0.0, 0.0]  # exact zeros are clipped to eps, not -inf
+    y = onehot([1, 0, 3, 2, 2, 1], 4)
+    clipped = np.clip(p / p.sum(-1, keepdims=True), EPS, 1 - EPS)
+    expected = np.mean(-np.sum(y * np.log(clipped), -1))
+    assert value(losses.categorical_crossentropy, y, p) == pytest.approx(expected, rel=1e-12)
+    # unnormalized "probabilities" are renormalized as in Keras
+    assert value(losses.categorical_crossentropy, y, 3 * p) == pytest.approx(expected, rel=1e-9)
+    assert np.isfinite(value(losses.categorical_crossentropy, onehot([1], 4), [[1.0, 0, 0, 0]]))
+
+
+def test_sparse_categorical_crossentropy_keras_formula_and_label_shapes():
+    p = probs(5, 3)
+    labels = np.array([0, 2, 1, 1, 0])
+    clipped = np.clip(p, EPS, 1 - EPS)
+    # TF route: softmax cross-entropy on log(clipped p) == -log(clipped p_y / sum clipped p)
+    expected = np.mean(-np.log(clipped[np.arange(5), labels] / clipped.sum(-1)))
+    for y in (labels, labels.reshape(-1, 1), labels.astype(np.float32)):
+        got = float(losses.sparse_categorical_crossentropy(torch.tensor(y), t(p)))
+        assert got == pytest.approx(expected, rel=1e-9)
+    assert value(losses.sparse_categorical_crossentropy, labels, p) == pytest.approx(
+        value(losses.categorical_crossentropy, onehot(labels, 3), p), rel=1e-9
+    )
+
+
+def test_binary_crossentropy_keras_formula():
+    p = RNG.uniform(size=(7, 2))
+    p[0, 0], p[1, 1] = 0.0, 1.0
+    y = RNG.integers(0, 2, (7, 2)).astype(float)
+    c = np.clip(p, EPS, 1 - EPS)
+    expected = np.mean(-(y * np.log(c) + (1 - y) * np.log(1 - c)))
+    assert value(losses.binary_crossentropy, y, p) == pytest.approx(expected, rel=1e-9)
+    # (N,) targets against an (N, 1) sigmoid output
+    got = float(losses.binary_crossentropy(t(y[:, 0]), t(p[:, :1])))
+    c0 = c[:, 0]
+    assert got == pytest.approx(np.mean(-(y[:, 0] * np.log(c0) + (1 - y[:, 0]) * np.log(1 - c0))), rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "name,ref",
+    [
+        ("mean_squared_error", lambda y, p: np.mean((p - y) ** 2)),
+        ("mse", lambda y, p: np.mean((p - y) ** 2)),
+        ("mean_absolute_error", lambda y, p: np.mean(np.abs(p - y))),
+        ("mae", lambda y, p: np.mean(np.abs(p - y))),
+        ("mape", lambda y, p: 100 * np.mean(np.abs(y - p) / np.maximum(np.abs(y), EPS))),
+        (
+            "msle",
+            lambda y, p: np.mean((np.log(np.maximum(p, EPS) + 1) - np.log(np.maximum(y, EPS) + 1)) ** 2),
+        ),
+        ("hinge", lambda y, p: np.mean(np.maximum(1 - y * p, 0))),
+        ("squared_hinge", lambda y, p: np.mean(np.maximum(1 - y * p, 0) ** 2)),
+        ("poisson", lambda y, p: np.mean(p - y * np.log(p + EPS))),
+    ],
+)
+def test_regression_losses(name, ref):
+    y = RNG.uniform(0.1, 2, (6, 3))
+    p = RNG.uniform(0.1, 2, (6, 3))
+    assert value(losses.get(name), y, p) == pytest.approx(ref(y, p), rel=1e-9)
+
+
+def test_kld():
+    y, p = probs(4, 5), probs(4, 5)
+    expected = np.mean(np.sum(y * np.log(y / p), -1))
+    assert value(losses.get("kld"), y, p) == pytest.approx(expected, rel=1e-9)
+
+
+def test_mse_reshapes_flat_targets_instead_of_broadcasting():
+    # (N,) targets with an (N, 1) output must not broadcast to (N, N)
+    y, p = np.arange(4.0), np.arange(4.0).reshape(4, 1) + 1
+    assert value(losses.mse, y, p) == pytest.approx(1.0)
+
+
+def test_get_names_aliases_and_did_you_mean():
+    assert losses.get("mse") is losses.mean_squared_error is losses.mse
+    assert losses.get("MAE") is losses.mean_absolute_error
+    assert losses.get(losses.binary_crossentropy) is losses.binary_crossentropy
+    with pytest.raises(ValueError, match="Did you mean 'categorical_crossentropy'") as err:
+        losses.get("categorical_crossentropyy")
+    assert "Valid losses:" in str(err.value) and "sparse_categorical_crossentropy" in str(err.value)
+    with pytest.raises(ValueError, match="unknown loss 'xyz'"):
+        losses.get("xyz")
+    with pytest.raises(ValueError, match="callable"):
+        losses.get(3)
+    assert losses.name_of("mse") == "mean_squared_error" == losses.serialize("mse")
+
+
+def test_torch_loss_module_is_called_in_torch_order():
+    fn = losses.get(torch.nn.MSELoss())
+    y, p = torch.tensor([1.0, 2.0]), torch.tensor([1.5, 2.0])
+    assert float(fn(y, p)) == pytest.approx(0.125)
+    ce = losses.get(torch.nn.CrossEntropyLoss())
+    logits = torch.tensor([[2.0, 0.0], [0.0, 2.0]])
+    labels = torch.tensor([0, 1])
+    assert float(ce(labels, logits)) == pytest.approx(
+        float(torch.nn.functional.cross_entropy(logits, labels))
+    )
+    assert fn.__name__ == "MSELoss"
+
+
+def test_losses_backprop():
+    p = torch.tensor([[0.3, 0.7]], requires_grad=True)
+    losses.categorical_crossentropy(torch.tensor([[0.0, 1.0]]), p).backward()
+    assert torch.isfinite(p.grad).all() and p.grad[0, 1] < 0
+
+
+# --------------------------------------------------------------------------- check_targets
+
+
+def test_check_targets_sparse():
+    losses.check_targets("sparse_categorical_crossentropy", np.array([0, 9, 3]), (10,))
+    losses.check_targets("sparse_categorical_crossentropy", np.array([[0], [9]]), (10,))
+    losses.check_targets("sparse_categorical_crossentropy", np.array([0.0, 2.0]), (10,))
+    with pytest.raises(ValueError, match=r"expects integer labels in \[0, 10\), got 10"):
+        losses.check_targets("sparse_categorical_crossentropy", np.array([0, 10]), (10,))
+    with pytest.raises(ValueError, match=r"in \[0, 10\), got -1"):
+        losses.check_targets("sparse_categorical_crossentropy", np.array([-1, 3]), (10,))
+    with pytest.raises(ValueError, match="got one-hot targets of width 10: use categorical_crossentropy"):
+        losses.check_targets("sparse_categorical_crossentropy", np.eye(10)[[1, 2]], (10,))
+    with pytest.raises(ValueError, match="non-integer"):
+        losses.check_targets("sparse_categorical_crossentropy", np.array([0.5, 1.0]), (10,))
+
+
+def test_check_targets_categorical():
+    losses.check_targets("categorical_crossentropy", np.eye(10)[[1, 2]], (10,))
+    with pytest.raises(ValueError) as err:
+        losses.check_targets("categorical_crossentropy", np.array([1, 2, 3]), (10,))
+    assert str(err.value) == (
+        "categorical_crossentropy expects one-hot targets of width 10, got integer labels: "
+        "use to_categorical(y, 10) or sparse_categorical_crossentropy"
+    )
+    with pytest.raises(ValueError, match="width 10, got width 5"):
+        losses.check_targets("categorical_crossentropy", np.eye(5)[[1, 2]], (10,))
+
+
+def test_check_targets_binary_and_regression():
+    losses.check_targets("binary_crossentropy", np.array([0, 1, 1]), (1,))
+    with pytest.raises(ValueError, match=r"expects targets in \[0, 1\], got 3"):
+        losses.check_targets("binary_crossentropy", np.array([0, 3]), (1,))
+    losses.check_targets("mse", np.zeros((4, 2)), (2,))
+    with pytest.raises(ValueError, match="do not match the model output"):
+        losses.check_targets("mse", np.zeros((4, 3)), (2,))
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        losses.check_targets("mse", np.array([[np.nan, 0.0]]), (2,))
+    with pytest.raises(ValueError, match="batch dimension"):
+        losses.check_targets("mse", np.float32(1.0), (1,))
