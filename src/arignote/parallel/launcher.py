@@ -118,7 +118,7 @@ class Launcher:
     # ------------------------------------------------------------------ watching
 
     def _watch(self) -> None:
-        while True:
+        while not self._stopping and not self._shut:
             if self._wake is not None:
                 ready, _, _ = select.select([self._wake[0]], [], [], _POLL)
                 if ready:

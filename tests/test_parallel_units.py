@@ -1,0 +1,248 @@
+"""Data parallel pieces that need no process group: torchrun env, relaunch command, sharding
+arithmetic, strategy selection, and the launcher's monitor against plain child processes."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch
+
+from arignote import config
+from arignote.config import ConfigError
+from arignote.parallel import SingleDevice, strategy_for
+from arignote.parallel.env import (
+    DistEnv,
+    child_environ,
+    describe_exit,
+    relaunch_command,
+    restart_count,
+    restart_environ,
+)
+from arignote.parallel.launcher import Launcher
+from arignote.parallel.sharding import epoch_permutation, local_batch_size, padded_length, shard_of
+
+FULL = {"RANK": "1", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1",
+        "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}
+
+# ---------------------------------------------------------------------------- torchrun environment
+
+
+def test_no_torchrun_variables_means_launch_ourselves():
+    assert DistEnv.from_mapping({"PATH": "/bin"}) is None
+
+
+def test_full_torchrun_environment_is_adopted():
+    env = DistEnv.from_mapping({**FULL, "TORCHELASTIC_RESTART_COUNT": "2",
+                                "TORCHELASTIC_USE_AGENT_STORE": "True"})
+    assert (env.rank, env.local_rank, env.world_size, env.local_world_size) == (1, 0, 2, 1)
+    assert (env.master_addr, env.master_port, env.restart, env.agent_store) == ("10.0.0.1", 29500, 2, True)
+    assert not env.is_main
+
+
+def test_local_rank_and_size_default_to_global_ones():
+    env = DistEnv.from_mapping({k: v for k, v in FULL.items() if not k.startswith("LOCAL")})
+    assert (env.local_rank, env.local_world_size) == (1, 2)
+
+
+@pytest.mark.parametrize("drop", ["MASTER_PORT", "MASTER_ADDR", "WORLD_SIZE"])
+def test_partial_torchrun_environment_names_the_missing_variable(drop):
+    env = {k: v for k, v in FULL.items() if k != drop}
+    with pytest.raises(ConfigError, match=drop):
+        DistEnv.from_mapping(env)
+
+
+@pytest.mark.parametrize("change, match", [
+    ({"RANK": "2"}, "0 <= RANK < WORLD_SIZE"),
+    ({"RANK": "one"}, "RANK='one'"),
+    ({"LOCAL_RANK": "3"}, "LOCAL_RANK"),
+    ({"MASTER_PORT": "70000"}, "not a TCP port"),
+])
+def test_inconsistent_torchrun_environment_is_an_error(change, match):
+    with pytest.raises(ConfigError, match=match):
+        DistEnv.from_mapping({**FULL, **change})
+
+
+def test_child_environment_carries_only_torchrun_variables():
+    base = {"PATH": "/bin", "RANK": "7", "ARIGNOTE_FLAGS": "device=cpu"}
+    env = child_environ(base, 1, 3, 4321)
+    assert env["RANK"] == "1" and env["LOCAL_RANK"] == "1"
+    assert env["WORLD_SIZE"] == env["LOCAL_WORLD_SIZE"] == "3"
+    assert (env["MASTER_ADDR"], env["MASTER_PORT"]) == ("127.0.0.1", "4321")
+    assert env["PATH"] == "/bin" and env["ARIGNOTE_FLAGS"] == "device=cpu"
+    added = set(env) - set(base)
+    assert added <= {"LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}
+
+
+def test_restart_environment_counts_and_drops_rank_variables():
+    env = restart_environ({**FULL, "HOME": "/root"}, 2)
+    assert env["TORCHELASTIC_RESTART_COUNT"] == "2" and env["HOME"] == "/root"
+    assert not set(env) & set(FULL)
+    assert restart_count(env) == 2 and restart_count({}) == 0
+    with pytest.raises(ConfigError, match="TORCHELASTIC_RESTART_COUNT"):
+        restart_count({"TORCHELASTIC_RESTART_COUNT": "x"})
+
+
+# ---------------------------------------------------------------------------- relaunch command
+
+
+def test_relaunch_script_keeps_interpreter_options_and_makes_path_absolute():
+    cmd = relaunch_command("/venv/python", ["python3", "-u", "-X", "dev", "train.py", "--lr", "0.1"],
+                           ["train.py", "--lr", "0.1"], None, "/home/me")
+    assert cmd == ["/venv/python", "-u", "-X", "dev", "/home/me/train.py", "--lr", "0.1"]
+
+
+def test_relaunch_module_and_code():
+    cmd = relaunch_command("/py", ["python", "-m", "pkg.train", "--x"], ["/src/pkg/train.py", "--x"],
+                           "pkg.train", "/w")
+    assert cmd == ["/py", "-m", "pkg.train", "--x"]
+    cmd = relaunch_command("/py", ["python", "-c", "print(1)", "a"], ["-c", "a"], None, "/w")
+    assert cmd == ["/py", "-c", "print(1)", "a"]
+
+
+@pytest.mark.parametrize("argv, spec, what", [
+    ([""], None, "interactive"),
+    (["/usr/bin/pytest", "-q"], None, "pytest"),
+    (["/x/_pytest/main.py"], "pytest.__main__", "pytest"),
+    (["/x/ipykernel_launcher.py", "-f", "k.json"], None, "ipykernel"),
+])
+def test_programs_that_cannot_be_rerun_are_refused(argv, spec, what):
+    with pytest.raises(ConfigError, match=f"(?s){what}.*torchrun --nproc-per-node"):
+        relaunch_command("/py", ["python", *argv], argv, spec, "/w")
+
+
+def test_describe_exit():
+    assert describe_exit(-9) == "killed by SIGKILL (exit code -9)"
+    assert describe_exit(3) == "exit code 3"
+
+
+# ---------------------------------------------------------------------------- sharding arithmetic
+
+
+@pytest.mark.parametrize("n, world, batch", [(64, 2, 16), (70, 2, 16), (99, 3, 12), (5, 4, 4), (1, 2, 2)])
+def test_step_k_of_all_ranks_is_global_batch_k(n, world, batch):
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(n))
+    shards = [shard_of(perm, r, world) for r in range(world)]
+    local = local_batch_size(batch, world)
+    assert {len(s) for s in shards} == {padded_length(n, world)}  # same step count on every rank
+    padded = torch.cat([perm, perm])[:padded_length(n, world) * world]
+    steps = -(-len(shards[0]) // local)
+    for k in range(steps):
+        together = sorted(torch.cat([s[k * local:(k + 1) * local] for s in shards]).tolist())
+        assert together == sorted(padded[k * batch:(k + 1) * batch].tolist())
+    seen = torch.cat(shards).tolist()
+    assert set(seen) == set(range(n))  # nothing dropped
+    assert len(seen) - n == (-n) % world  # at most world-1 samples twice
+
+
+def test_single_replica_shard_is_the_permutation():
+    perm = torch.tensor([3, 1, 2, 0])
+    assert shard_of(perm, 0, 1) is perm
+
+
+def test_local_batch_must_divide_evenly():
+    assert local_batch_size(128, 2) == 64
+    with pytest.raises(ConfigError, match="batch_size=33 .*2 replicas.*batch_size=32 or 34"):
+        local_batch_size(33, 2)
+    with pytest.raises(ConfigError, match="batch_size=4"):
+        local_batch_size(3, 4)
+    with pytest.raises(ValueError, match="positive"):
+        local_batch_size(0, 2)
+
+
+def test_epoch_permutation_follows_single_process_rules():
+    torch.manual_seed(5)
+    expected = torch.randperm(10)
+    torch.manual_seed(5)
+    assert torch.equal(epoch_permutation(10, 0, True, None), expected)  # the global RNG, as SingleDevice
+    assert torch.equal(epoch_permutation(4, 3, False, None), torch.arange(4))
+    a, b = epoch_permutation(50, 1, True, 7), epoch_permutation(50, 1, True, 7)
+    assert torch.equal(a, b) and not torch.equal(a, epoch_permutation(50, 2, True, 7))
+
+
+# ---------------------------------------------------------------------------- strategy selection
+
+
+def test_one_cpu_process_is_single_device():
+    s = strategy_for(["cpu"])
+    assert isinstance(s, SingleDevice) and s.world_size == 1
+
+
+@pytest.mark.parametrize("flags, devices, match", [
+    ({"cpu_processes": 0}, ["cpu"], "cpu.processes=0"),
+    ({}, ["cpu", "cuda:0"], "all GPUs or one cpu"),
+    ({"cpu_processes": 2}, ["cuda:0", "cuda:1"], "drop cpu.processes"),
+    ({}, [], "no device"),
+])
+def test_bad_combinations_are_errors(flags, devices, match):
+    with config.override(**flags), pytest.raises(ConfigError, match=match):
+        strategy_for(devices)
+
+
+def test_cpu_processes_inside_pytest_is_refused_before_anything_starts():
+    from arignote.parallel import ddp
+
+    with config.override(cpu_processes=2), pytest.raises(ConfigError, match="pytest"):
+        strategy_for(["cpu"])
+    assert ddp.active() is None
+
+
+def test_zero_timeout_is_refused():
+    from arignote.parallel import ddp
+
+    with config.override(cpu_processes=2, parallel_timeout=0), pytest.raises(ConfigError, match="timeout"):
+        ddp.data_parallel(["cpu"], 2)
+
+
+# ---------------------------------------------------------------------------- launcher monitor
+
+
+def _start_in_thread(launcher: Launcher) -> None:
+    # from a non-main thread the launcher installs no signal handlers (pytest keeps its own)
+    t = threading.Thread(target=launcher.spawn, args=(1,))
+    t.start()
+    t.join()
+
+
+def test_monitor_names_the_failed_rank_and_stops_the_others(capfd):
+    code = "import os, sys, time\nif os.environ['RANK'] == '2': time.sleep(0.3); sys.exit(3)\ntime.sleep(60)"
+    exits: list[int] = []
+    launcher = Launcher(3, [sys.executable, "-c", code], timeout=2.0, exit_fn=exits.append)
+    start = time.monotonic()
+    _start_in_thread(launcher)
+    while not exits and time.monotonic() - start < 20:
+        time.sleep(0.05)
+    assert exits == [1]
+    assert time.monotonic() - start < 10
+    err = capfd.readouterr().err
+    assert "rank 2" in err and "exit code 3" in err
+    assert all(p.poll() is not None for p in launcher.children.values())  # rank 1 was stopped
+    assert launcher.children[1].returncode == -15
+
+
+def test_shutdown_waits_for_ranks_and_reports_a_non_zero_exit(capfd):
+    code = "import os, sys, time\ntime.sleep(0.5)\nsys.exit(int(os.environ['RANK']) * 4)"
+    exits: list[int] = []
+    launcher = Launcher(2, [sys.executable, "-c", code], timeout=2.0, exit_fn=exits.append)
+    launcher._finishing = True  # as at exit: a rank ending now is expected, only its code matters
+    _start_in_thread(launcher)
+    launcher.shutdown()
+    assert exits == [1]
+    assert "rank 1" in capfd.readouterr().err
+
+
+def test_ranks_see_the_torchrun_variables_and_no_stdout():
+    out = subprocess.run(
+        [sys.executable, "-c", "import subprocess, sys\n"
+         "from arignote.parallel.launcher import Launcher\n"
+         "l = Launcher(2, [sys.executable, '-c', 'import os; print(os.environ[\"RANK\"]); "
+         "os.write(2, (os.environ[\"WORLD_SIZE\"] + os.environ[\"MASTER_PORT\"]).encode())'], 5.0)\n"
+         "l.spawn(4242)\n"],
+        capture_output=True, text=True, timeout=60, env={**os.environ, "PYTHONPATH": "src"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout == ""  # ranks' stdout is discarded: only rank 0 prints
+    assert "24242" in out.stderr
