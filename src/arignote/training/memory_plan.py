@@ -279,17 +279,19 @@ def plan_memory(
         return measure_saved_bytes(forward, exclude=params)
 
     buffers = [b.detach().clone() for b in module.buffers()]
-    with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad():
-        if n >= 2:
-            half = n // 2
-            small, large = saved(half), saved(2 * half)
-            per_sample = max(0.0, (large - small) / half)
-            fixed = max(0, int(small - per_sample * half))
-        else:
-            per_sample, fixed = float(saved(n)), 0
-    with torch.no_grad():
-        for b, old in zip(module.buffers(), buffers):
-            b.copy_(old)
+    try:
+        with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad():
+            if n >= 2:
+                half = n // 2
+                small, large = saved(half), saved(2 * half)
+                per_sample = max(0.0, (large - small) / half)
+                fixed = max(0, int(small - per_sample * half))
+            else:
+                per_sample, fixed = float(saved(n)), 0
+    finally:
+        with torch.no_grad():
+            for b, old in zip(module.buffers(), buffers):
+                b.copy_(old)
     opt_bytes, opt_note = optimizer_state_bytes(optimizer)
     avail = available if available is not None else available_memory(device)
     if available is None and device.type == "cpu":  # free RAM does not include what is already held
@@ -323,10 +325,17 @@ def trainer_plan(trainer: Any, data: Any, batch_size: int) -> MemoryPlan | None:
     model = trainer.model
     world = getattr(trainer.strategy, "world_size", 1)
     local_batch = -(-batch_size // world)
-    return plan_memory(model.module, x, y, loss_fn=lambda out, target: model.loss_fn(target, out),
-                       optimizer=_torch_optimizer(model.optimizer),
-                       batch=local_batch, micro_batches=trainer.oom.k, data_bytes=held, device=trainer.device,
-                       context=trainer.precision.autocast)
+    try:
+        return plan_memory(model.module, x, y, loss_fn=lambda out, target: model.loss_fn(target, out),
+                           optimizer=_torch_optimizer(model.optimizer), batch=local_batch,
+                           micro_batches=trainer.oom.k, data_bytes=held, device=trainer.device,
+                           context=trainer.precision.autocast)
+    except torch.OutOfMemoryError:
+        # even the few measuring samples do not fit: no plan; the first step's guard says what to do
+        from arignote.training.oom import free_memory
+
+        free_memory(trainer.device)
+        return None
 
 
 def _torch_optimizer(optimizer: Any) -> Any:
