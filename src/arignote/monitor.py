@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
+from rich import box
 from rich.console import Console, Group
 from rich.table import Table
 from rich.text import Text
@@ -48,6 +49,21 @@ def _pair(used: Any, total: Any, unit: Callable[[Any], str]) -> str:
     if used is NA and total is NA:
         return "n/a"
     return f"{unit(used)} / {unit(total)}"
+
+
+def _memory(used: Any, total: Any) -> str:
+    """``37.0/40.0GiB`` (used in the total's unit, so the column stays narrow); n/a parts shown."""
+    if total is NA or total < 1024**3:
+        return _pair(used, total, fmt_bytes)
+    shown = "n/a" if used is NA else f"{used / 1024**3:.1f}"
+    return f"{shown}/{total / 1024**3:.1f}GiB"
+
+
+def _power(draw: Any, limit: Any) -> str:
+    """``287/400W``, ``n/a`` when the board reports neither."""
+    if draw is NA and limit is NA:
+        return "n/a"
+    return f"{'n/a' if draw is NA else f'{draw:.0f}'}/{_watts(limit)}"
 
 
 def _watts(value: Any) -> str:
@@ -97,18 +113,22 @@ def _title(snapshot: Snapshot) -> str:
 
 def gpu_table(snapshot: Snapshot, leases: Sequence[Any] = ()) -> Table:
     """The GPU rows of ``nvidia-smi`` plus who leases each GPU through arignote."""
-    table = Table(title=_title(snapshot), title_justify="left", expand=False)
+    table = Table(title=_title(snapshot), title_justify="left", expand=False, box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_edge=False, collapse_padding=True)
     for name, justify in (("GPU", "right"), ("Name", "left"), ("Bus-Id", "left"), ("Temp", "right"),
                           ("Power", "right"), ("Memory", "right"), ("Util", "right"), ("Lease", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        # readings never wrap (a bus id cut in two is useless); names and leases fold when narrow
+        folds = name in ("Name", "Lease")
+        table.add_column(name, justify=justify, no_wrap=not folds, overflow="fold",  # type: ignore[arg-type]
+                         min_width={"Name": 8, "Lease": 16}.get(name))
     by_index = _leases_by_index(snapshot, leases)
     for g in snapshot.gpus:
         lease = ", ".join(_lease_text(x) for x in by_index.get(g.index, [])) or "-"
         table.add_row(
             str(g.index), Text(str(g.name)), Text(str(g.pci_bus_id)),
             "n/a" if g.temperature is NA else f"{g.temperature}C",
-            _pair(g.power_draw, g.power_limit, _watts),
-            _pair(g.memory_used, g.memory_total, fmt_bytes),
+            _power(g.power_draw, g.power_limit),
+            _memory(g.memory_used, g.memory_total),
             _pct(g.utilization_gpu),
             Text(lease),
         )
@@ -117,10 +137,12 @@ def gpu_table(snapshot: Snapshot, leases: Sequence[Any] = ()) -> Table:
 
 def process_table(snapshot: Snapshot) -> Table:
     """``nvidia-smi``'s process table: GPU, PID, type, user, GPU memory, command line."""
-    table = Table(title="Processes", title_justify="left", expand=False)
+    table = Table(title="Processes", title_justify="left", expand=False, box=box.SIMPLE_HEAD,
+                  pad_edge=False, show_edge=False, collapse_padding=True)
     for name, justify in (("GPU", "right"), ("PID", "right"), ("Type", "left"), ("User", "left"),
                           ("GPU Mem", "right"), ("Command", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=name != "Command",  # type: ignore[arg-type]
+                         overflow="fold", min_width=16 if name == "Command" else None)
     for g in snapshot.gpus:
         for p in g.processes:
             table.add_row(str(g.index), str(p.pid), p.kind, Text(str(p.user)), fmt_bytes(p.gpu_memory),

@@ -74,5 +74,8 @@ def run(args) -> int:
     else:
         from rich.console import Console
 
-        Console(highlight=False).print(monitor.render(snap, leases, processes=not args.no_processes))
+        # piped output is not cut at 80 columns: a log file or `less -S` can show the full table
+        width = None if sys.stdout.isatty() else 200
+        console = Console(highlight=False, width=width)
+        console.print(monitor.render(snap, leases, processes=not args.no_processes))
     return 0
