@@ -339,11 +339,13 @@ class OOMGuard:
         self.events.append(OOMEvent(n, k_before, k, message, figures))
         if not self.is_main:
             return
-        ranks = " (agreed by all ranks)" if self.distributed else ""
+        ranks, batch = "", f"batch {n}"
+        if self.distributed:
+            ranks, batch = " on every rank (agreed by all ranks)", f"batch {n} per rank"
         print(
-            f"arignote: out of memory at batch {n}; each step now runs as {k} micro-batches of "
-            f"{size_text} samples{ranks} with gradients accumulated before one update, so updates equal "
-            f"batch-{n} updates (BatchNorm statistics are per micro-batch of {size_text}). "
+            f"arignote: out of memory at {batch}; each step now runs as {k} micro-batches of "
+            f"{size_text} samples{ranks} with gradients accumulated before one update, so each update "
+            f"equals the unsplit batch's (BatchNorm statistics are per micro-batch of {size_text}). "
             f"Memory: {figures}. Set memory.on_oom=raise to stop instead.",
             file=self.stream if self.stream is not None else sys.stderr,
         )
