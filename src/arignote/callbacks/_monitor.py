@@ -76,6 +76,8 @@ def whole_number(value: Any, name: str, owner: str, minimum: int, meaning: str =
 def is_main(model: Any) -> bool:
     """True on the process that writes files: rank 0 of the model's strategy (True without one)."""
     strategy = getattr(model, "strategy", None)
+    if strategy is None:  # arignote's Model keeps its strategy on the trainer that fit builds
+        strategy = getattr(getattr(model, "_trainer", None), "strategy", None)
     if strategy is not None and hasattr(strategy, "is_main"):
         return bool(strategy.is_main)
     return bool(getattr(model, "is_main", True))
