@@ -1,0 +1,339 @@
+"""The items of ``arignote selftest``, each in a fresh process (``python -m arignote.bench.selfchecks NAME``).
+
+A fresh process per item gives each memory policy, cuDNN switch and launcher its own CUDA context
+and flags (they are process-wide in torch).  An item returns a one-line detail when it passes and
+raises when it fails; the process prints ``@@selftest {"ok": ..., "detail": ...}``.  Items that
+need GPUs this machine lacks are not run: :func:`plan` says why.
+
+Example::
+
+    >>> from types import SimpleNamespace as NS
+    >>> [(c.name, why) for c, why in plan(NS(gpus=[], cuda_reason="no driver"))][:2]
+    [('banner-cpu', None), ('train-cpu', None)]
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+MARK = "@@selftest "
+MiB = 1 << 20
+
+
+class CheckFailed(AssertionError):
+    """A self-test item found the wrong value; the message says which."""
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    gpus: int  # GPUs needed (0: runs anywhere)
+    doc: str
+    fn: Callable[[], str]
+
+
+def _expect(cond: bool, message: str) -> None:
+    if not cond:
+        raise CheckFailed(message)
+
+
+def _mib(n: float) -> str:
+    return f"{n / MiB:.0f} MiB"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int = 256,
+         callbacks: list | None = None):
+    """A few training steps of a small model under ``flags``; returns (model, history)."""
+    from arignote import config
+    from arignote.datasets import synthetic
+    from arignote.layers import Conv2D, Dense, Flatten, MaxPooling2D
+    from arignote.models import Sequential
+    from arignote.utils import to_categorical
+
+    config.configure(**{"print_active_device": False, **flags})
+    shape = (16, 16, 3) if kind == "cnn" else (32,)
+    x, y = synthetic(shape=shape, classes=4, samples=samples, noise=0.3)
+    model = Sequential()
+    if kind == "cnn":
+        model.add(Conv2D(8, (3, 3), padding="same", activation="relu", input_shape=shape))
+        model.add(MaxPooling2D((2, 2)))
+        model.add(Flatten())
+    else:
+        model.add(Dense(32, activation="relu", input_shape=shape))
+    model.add(Dense(4, activation="softmax"))
+    model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
+    history = model.fit(x, to_categorical(y, 4), batch_size=32, epochs=epochs, verbose=0,
+                        callbacks=callbacks or [])
+    losses = history.history["loss"]
+    _expect(all(v == v and abs(v) != float("inf") for v in losses), f"loss is not finite: {losses}")
+    _expect(losses[-1] < losses[0], f"loss did not go down over {epochs} epochs: {losses}")
+    return model, history
+
+
+def _banner(device: str) -> str:
+    from arignote import config, devices
+
+    config.configure(device=device, print_active_device=True)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        devices.prepare(devices.configured_devices()[0])
+    text = out.getvalue().strip()
+    _expect(bool(text), "prepare() printed no banner")
+    return text.splitlines()[-1]
+
+
+# --------------------------------------------------------------------------- CPU items
+
+
+def banner_cpu() -> str:
+    line = _banner("cpu")
+    _expect("cpu" in line.lower(), f"the banner does not name the CPU: {line!r}")
+    return line
+
+
+def train_cpu() -> str:
+    model, history = _fit({"device": "cpu"}, kind="cnn")
+    _expect(str(model.device) == "cpu", f"model on {model.device}, expected cpu")
+    return f"CNN, loss {history.history['loss'][0]:.3f} -> {history.history['loss'][-1]:.3f} on cpu"
+
+
+def _world_size_probe(seen: list[int]):
+    from arignote.callbacks import Callback
+    from arignote.parallel import ddp
+
+    class Probe(Callback):
+        def on_train_begin(self, logs=None):
+            strategy = ddp.active()
+            seen.append(strategy.world_size if strategy is not None else 1)
+
+    return Probe()
+
+
+def data_parallel_cpu() -> str:
+    seen: list[int] = []
+    _fit({"device": "cpu", "cpu.processes": 2, "cpu.threads": 1}, callbacks=[_world_size_probe(seen)])
+    _expect(seen == [2], f"expected 2 gloo processes, the strategy reported {seen}")
+    return "2 CPU processes (gloo), loss went down"
+
+
+# --------------------------------------------------------------------------- GPU items
+
+
+def banner_gpu() -> str:
+    from arignote.devices import current_inventory
+
+    line = _banner("cuda0")
+    name = current_inventory().gpus[0].name
+    _expect(name in line, f"the banner does not name {name}: {line!r}")
+    return line
+
+
+def memory_preallocate() -> str:
+    from arignote import config, devices
+    from arignote.devices import cuda
+
+    free0, total = cuda.mem_get_info(0)  # creates the CUDA context before measuring
+    config.configure(device="cuda0", print_active_device=False, memory_preallocate=0.5)
+    devices.prepare("cuda:0")
+    free1, _ = cuda.mem_get_info(0)
+    _, reserved = cuda.memory_in_use(0)
+    want = 0.5 * total
+    _expect(reserved >= 0.95 * want, f"reserved {_mib(reserved)}, expected about {_mib(want)}")
+    _expect(free0 - free1 >= 0.9 * want,
+            f"the driver sees only {_mib(free0 - free1)} taken, expected about {_mib(want)}")
+    return f"reserved {_mib(reserved)} of {_mib(total)}; driver free {_mib(free0)} -> {_mib(free1)}"
+
+
+def memory_limit() -> str:
+    import torch
+
+    from arignote import config, devices
+    from arignote.devices import cuda
+
+    _, total = cuda.mem_get_info(0)
+    config.configure(device="cuda0", print_active_device=False, memory_limit=0.25)
+    devices.prepare("cuda:0")
+    fraction = cuda.memory_fraction(0)
+    _expect(abs(fraction - 0.25) < 0.01, f"per-process cap is {fraction}, expected 0.25")
+    try:
+        block = torch.empty(int(0.35 * total), dtype=torch.uint8, device="cuda:0")
+    except torch.OutOfMemoryError:
+        pass
+    else:
+        del block
+        raise CheckFailed("allocating 35% of the GPU succeeded under memory.limit=0.25")
+    cuda.empty_cache()
+    ok = torch.empty(int(0.1 * total), dtype=torch.uint8, device="cuda:0")
+    del ok
+    return f"cap {fraction:.2f} of {_mib(total)}: 35% refused with OutOfMemoryError, 10% then allocated"
+
+
+def memory_no_cache() -> str:
+    import torch
+
+    from arignote import config, devices
+    from arignote.devices import cuda
+
+    cuda.mem_get_info(0)
+    config.configure(device="cuda0", print_active_device=False, memory_preallocate=-1)
+    devices.prepare("cuda:0")
+    free0, _ = cuda.mem_get_info(0)
+    block = torch.empty(512 * MiB, dtype=torch.uint8, device="cuda:0")
+    del block
+    free1, _ = cuda.mem_get_info(0)
+    _, reserved = cuda.memory_in_use(0)
+    _expect(reserved == 0, f"{_mib(reserved)} still reserved after the free (caching should be off)")
+    _expect(abs(free0 - free1) < 64 * MiB, f"driver free {_mib(free0)} -> {_mib(free1)} after alloc/free")
+    return f"512 MiB allocated and freed: back to the driver (free {_mib(free0)} -> {_mib(free1)})"
+
+
+def _cudnn(enabled: str, benchmark: bool) -> str:
+    from arignote.devices import cuda
+
+    _fit({"device": "cuda0", "dnn.enabled": enabled, "dnn.benchmark": benchmark}, kind="cnn")
+    flags = cuda.cudnn_flags()
+    _expect(flags[0] == (enabled == "true") and flags[1] == benchmark,
+            f"cuDNN switches (enabled, benchmark) are {flags[:2]}, expected {(enabled == 'true', benchmark)}")
+    return f"CNN trained with cudnn.enabled={flags[0]}, benchmark={flags[1]}"
+
+
+def cudnn_off() -> str:
+    return _cudnn("false", False)
+
+
+def cudnn_on() -> str:
+    return _cudnn("true", False)
+
+
+def cudnn_benchmark() -> str:
+    return _cudnn("true", True)
+
+
+def mixed_precision() -> str:
+    from arignote.precision import Precision
+
+    _fit({"device": "cuda0", "precision": "mixed-fp16"}, kind="cnn")
+    return Precision.from_config("cuda:0").describe()
+
+
+def train_each_gpu() -> str:
+    import torch
+
+    from arignote.devices import current_inventory
+
+    done = []
+    for gpu in current_inventory().gpus:
+        model, _ = _fit({"device": f"cuda{gpu.index}"})
+        _expect(model.device == torch.device(f"cuda:{gpu.index}"), f"model on {model.device}")
+        done.append(f"cuda:{gpu.index}")
+    return "trained on " + ", ".join(done)
+
+
+def data_parallel_gpu() -> str:
+    from arignote.devices import cuda, current_inventory
+
+    seen: list[int] = []
+    _fit({"device": "all"}, callbacks=[_world_size_probe(seen)])
+    n = len(current_inventory().gpus)
+    _expect(seen == [n], f"expected {n} processes, the strategy reported {seen}")
+    return f"DDP over {n} GPUs with NCCL {cuda.nccl_version()}"
+
+
+def placement() -> str:
+    import torch
+
+    import arignote
+    from arignote import config
+    from arignote.datasets import synthetic
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+    from arignote.utils import to_categorical
+
+    config.configure(device="cuda0", print_active_device=False, contexts="dev0->cuda0;dev1->cuda1")
+    model = Sequential()
+    with arignote.device("dev0"):
+        model.add(Dense(64, activation="relu", input_shape=(32,)))
+    with arignote.device("dev1"):
+        model.add(Dense(4, activation="softmax"))
+    model.compile(loss="categorical_crossentropy", optimizer="adam")
+    x, y = synthetic(shape=(32,), classes=4, samples=256, noise=0.3)
+    history = model.fit(x, to_categorical(y, 4), batch_size=32, epochs=2, verbose=0)
+    where = sorted({str(p.device) for p in model.module.parameters()})
+    _expect(where == ["cuda:0", "cuda:1"], f"parameters on {where}, expected cuda:0 and cuda:1")
+    loss = history.history["loss"]
+    _expect(loss[-1] < loss[0], f"loss did not go down: {loss}")
+    _expect(torch.isfinite(torch.tensor(loss)).all().item(), f"loss is not finite: {loss}")
+    return "layers on cuda:0 and cuda:1, gradients flowed across"
+
+
+def out_of_memory() -> str:
+    from arignote import config
+    from arignote.training.oom import selftest_real_oom
+
+    config.configure(device="cuda0", print_active_device=False)
+    ok, detail = selftest_real_oom("cuda:0")
+    _expect(ok, detail)
+    return detail
+
+
+CHECKS = [
+    Check("banner-cpu", 0, "startup banner on the CPU", banner_cpu),
+    Check("train-cpu", 0, "a few training steps on the CPU", train_cpu),
+    Check("data-parallel-cpu", 0, "data parallel over 2 CPU processes (gloo)", data_parallel_cpu),
+    Check("banner-gpu", 1, "startup banner names the GPU", banner_gpu),
+    Check("memory-preallocate", 1, "memory.preallocate=0.5 reserves half the GPU (checked with the driver)",
+          memory_preallocate),
+    Check("memory-limit", 1, "memory.limit=0.25 caps the process (35% refused, 10% allowed)", memory_limit),
+    Check("memory-no-cache", 1, "memory.preallocate<0 returns freed memory to the driver", memory_no_cache),
+    Check("cudnn-off", 1, "training with dnn.enabled=false", cudnn_off),
+    Check("cudnn-on", 1, "training with cuDNN", cudnn_on),
+    Check("cudnn-benchmark", 1, "training with cuDNN + dnn.benchmark", cudnn_benchmark),
+    Check("mixed-precision", 1, "training with precision=mixed-fp16", mixed_precision),
+    Check("train-each-gpu", 1, "a few training steps on every GPU", train_each_gpu),
+    Check("data-parallel-nccl", 2, "data parallel over all GPUs (NCCL)", data_parallel_gpu),
+    Check("placement", 2, "layers placed on two GPUs with contexts", placement),
+    Check("out-of-memory", 1, "a real OOM under a small memory.limit, recovered by splitting", out_of_memory),
+]
+
+
+def plan(inventory: Any) -> list[tuple[Check, str | None]]:
+    """Every item with the reason it cannot run on ``inventory`` (None: it runs)."""
+    gpus = len(inventory.gpus or ())
+    out = []
+    for check in CHECKS:
+        why = None
+        if check.gpus > gpus:
+            why = (f"needs a CUDA GPU ({inventory.cuda_reason or 'none found'})" if gpus == 0
+                   else f"needs {check.gpus} GPUs, this machine has {gpus}")
+        out.append((check, why))
+    return out
+
+
+def main(argv: list[str]) -> int:
+    from arignote import devices
+
+    by_name = {c.name: c for c in CHECKS}
+    if len(argv) != 1 or argv[0] not in by_name:
+        print(f"usage: python -m arignote.bench.selfchecks {{{','.join(by_name)}}}", file=sys.stderr)
+        return 2
+    try:
+        detail, ok = by_name[argv[0]].fn(), True
+    except Exception as exc:  # an item's failure of any kind is its result  # noqa: BLE001
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        detail, ok = f"{type(exc).__name__}: {first}", False
+    if devices.rank() == 0:
+        print(MARK + json.dumps({"ok": ok, "detail": detail}), flush=True)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

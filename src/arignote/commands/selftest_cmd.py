@@ -1,0 +1,91 @@
+"""``arignote selftest``: exercise every device path this machine has and print pass/fail per item.
+
+On a GPU machine: banner, each memory policy (checked with the driver), cuDNN off/on/benchmark,
+mixed precision, training on every GPU, data parallel over all GPUs with NCCL, placement across
+two GPUs and a real out-of-memory.  Without GPUs it runs the CPU items (banner, training steps,
+data parallel over 2 gloo processes), lists the GPU items it could not test and why, and exits 0.
+Exit status 1 means an item that ran failed.
+
+Example::
+
+    $ arignote selftest
+    PASS  banner-cpu          arignote 0.1.0 on torch 2.13.0 (CPU build) · device cpu: ...
+    SKIP  banner-gpu          not tested: needs a CUDA GPU (no NVIDIA driver)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+HELP = "exercise every GPU (and CPU) path on this machine and print pass/fail per item"
+
+
+def add_arguments(parser) -> None:
+    parser.add_argument("--only", default=None, help="comma-separated items to run (default: all)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="seconds per item (default 300)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+
+
+def _run_item(name: str, timeout: float) -> tuple[bool, str]:
+    from arignote.bench.selfchecks import MARK
+
+    cmd = [sys.executable, "-m", "arignote.bench.selfchecks", name]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {timeout:.0f} s"
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            msg = json.loads(line[len(MARK):])
+            return bool(msg["ok"]), msg["detail"]
+    tail = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+    return False, f"exit code {proc.returncode}: {tail[-1] if tail else 'no output'}"
+
+
+def run(args) -> int:
+    from arignote import devices
+    from arignote.bench import selfchecks
+
+    if args.timeout <= 0:
+        print(f"arignote selftest: --timeout must be positive (got {args.timeout})", file=sys.stderr)
+        return 2
+    inventory = devices.current_inventory()
+    items = selfchecks.plan(inventory)
+    if args.only:
+        wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+        known = {c.name for c, _ in items}
+        unknown = [w for w in wanted if w not in known]
+        if unknown:
+            print(f"arignote selftest: unknown item '{unknown[0]}'; items: {', '.join(sorted(known))}",
+                  file=sys.stderr)
+            return 2
+        items = [(c, why) for c, why in items if c.name in wanted]
+    gpus = ", ".join(f"cuda:{g.index} {g.name}" for g in inventory.gpus) or f"none ({inventory.cuda_reason})"
+    if not args.json:
+        print(f"arignote selftest · CPU: {inventory.cpu_name}, {inventory.cpu_threads} threads · "
+              f"GPUs: {gpus}")
+    width = max(len(c.name) for c, _ in items) if items else 0
+    results = []
+    for check, why in items:
+        if why:
+            status, detail, seconds = "SKIP", f"not tested: {why}", 0.0
+        else:
+            t0 = time.monotonic()
+            ok, detail = _run_item(check.name, args.timeout)
+            status, seconds = ("PASS" if ok else "FAIL"), time.monotonic() - t0
+        results.append({"item": check.name, "status": status, "detail": detail, "what": check.doc,
+                        "seconds": round(seconds, 1)})
+        if not args.json:
+            print(f"{status}  {check.name:<{width}}  {detail}", flush=True)
+    counts = {s: sum(r["status"] == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
+    if args.json:
+        print(json.dumps({"gpus": gpus, "results": results, **counts}, indent=2))
+    else:
+        print(f"\n{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} not tested")
+        if counts["SKIP"] and not inventory.gpus:
+            print("not tested here: every GPU path (no CUDA GPU on this machine); "
+                  "run 'arignote selftest' on a GPU machine to check them")
+    return 1 if counts["FAIL"] else 0
