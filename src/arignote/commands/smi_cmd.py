@@ -34,11 +34,15 @@ def _reader(args):
     from arignote.devices import nvml
     from arignote.share.leases import current_leases
 
+    calls = []
+
     def read():
         if args.inventory:
             snap = nvml.load(args.inventory)
         else:
-            snap = nvml.snapshot(processes=not args.no_processes, cpu_interval=None if args.watch else 0.05)
+            # CPU use over 50 ms the first time, then since the previous refresh (--watch)
+            snap = nvml.snapshot(processes=not args.no_processes, cpu_interval=None if calls else 0.05)
+        calls.append(1)
         return snap, current_leases()
 
     return read
