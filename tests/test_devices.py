@@ -389,6 +389,8 @@ def test_devices_command_json_and_unusable_flag(capsys, monkeypatch):
     flag = data["device_flag"]
     assert flag["spec"] == "cuda9" and flag["source"] == "ARIGNOTE_FLAGS" and flag["devices"] == []
     assert "cuda9" in flag["error"]
+    assert cli.main(["devices"]) == 0
+    assert "the device flag cannot be used here: device=cuda9" in capsys.readouterr().out
 
 
 def test_devices_command_rejects_bad_kind(capsys):

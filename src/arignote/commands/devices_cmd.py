@@ -3,9 +3,9 @@
 Example::
 
     $ arignote devices
-    device  name      pci bus  memory            capability
-    cpu     AMD EPYC  -        24105 MiB, 22974 MiB free (RAM), 2 threads
-    ...
+    device  name      pci bus  memory                           capability
+    cpu     AMD EPYC  -        24105 MiB, 22730 MiB free (RAM)  2 threads
+    no CUDA GPU: this torch build (2.13.0+cpu) has no CUDA support
     device=auto (default) -> cpu
 """
 
@@ -69,6 +69,8 @@ def run(args) -> int:
     print(render(rows(devices)))
     if not inv.gpus:
         print(f"no CUDA GPU: {inv.cuda_reason}")
-    target = ", ".join(chosen["devices"]) if chosen["error"] is None else f"cannot be used: {chosen['error']}"
-    print(f"device={chosen['spec']} ({chosen['source']}) -> {target}")
+    if chosen["error"] is None:
+        print(f"device={chosen['spec']} ({chosen['source']}) -> {', '.join(chosen['devices'])}")
+    else:
+        print(f"the device flag cannot be used here: {chosen['error']}")
     return 0
