@@ -31,20 +31,8 @@ import torch
 
 from arignote import config
 
-__all__ = [
-    "OOMGuard",
-    "OOMInjector",
-    "UnsplittableOOMError",
-    "make_injector",
-    "micro_slices",
-    "take",
-    "batch_len",
-    "next_k",
-    "memory_figures",
-    "free_memory",
-    "selftest_real_oom",
-    "sync_gradients",
-]
+__all__ = ["OOMGuard", "OOMInjector", "UnsplittableOOMError", "make_injector", "micro_slices", "take",
+           "batch_len", "next_k", "memory_figures", "free_memory", "selftest_real_oom", "sync_gradients"]
 
 # Sent by a rank that cannot split further, so every rank raises together instead of hanging.
 CANNOT_SPLIT = 1 << 30
@@ -212,6 +200,10 @@ def _advice(device: torch.device | str | None) -> str:
 # --------------------------------------------------------------------------- the policy
 
 
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+
+
 @dataclass
 class OOMEvent:
     """One change of k: the batch it happened on, k before and after, and the memory figures."""
@@ -281,9 +273,25 @@ class OOMGuard:
         reduces the gradients across ranks, so the agreement on k comes before any gradient
         collective. Expects the gradients zeroed on entry, like a plain step."""
         n = batch_len(x)
-        k = min(self.k, n)
+        k = self.k if self.k < n else n
+        if k == 1 and not self.distributed:  # the hot path: one try, nothing more
+            try:
+                self.inject(n)
+                with local():
+                    out = forward_backward(x, y, 1.0)
+            except torch.OutOfMemoryError as exc:
+                if not self.split:
+                    raise
+                self.failures += 1
+                outs, failure = None, _first_line(exc)  # leaving the handler frees the traceback
+            else:
+                if sync is not None:
+                    sync()
+                optimizer_step()
+                return [out]
+        else:
+            outs, failure = self._attempt(x, y, n, k, forward_backward, local)
         start_k, first_failure = k, None
-        outs, failure = self._attempt(x, y, n, k, forward_backward, local)
         while True:
             first_failure = first_failure or failure
             want = k if failure is None else next_k(k, n)
@@ -321,7 +329,7 @@ class OOMGuard:
                 raise
             self.failures += 1
             # keep the text only: the exception's traceback pins the failed attempt's tensors
-            return None, (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+            return None, _first_line(exc)
         return outs, None
 
     def _give_up(self, n: int, k: int, failure: str | None) -> None:
