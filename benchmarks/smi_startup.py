@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import sys
@@ -37,11 +38,17 @@ NO_TORCH = ("import sys; from arignote.cli import main; main(['smi']); "
             "sys.exit(any(m == 'torch' or m.startswith('torch.') for m in sys.modules))")
 
 
-def once(cmd: list[str]) -> float:
-    start = time.perf_counter()
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def once(cmd: list[str]) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the child): CPU time barely depends on other jobs' load."""
+    cpu0, start = _children_cpu(), time.perf_counter()
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                    env={**os.environ, "COLUMNS": "160"})
-    return time.perf_counter() - start
+    return time.perf_counter() - start, _children_cpu() - cpu0
 
 
 def main() -> int:
@@ -53,19 +60,23 @@ def main() -> int:
         parser.error("--rounds must be >= 1")
     for cmd in CASES.values():
         once(cmd)  # warm the file cache
-    samples: dict[str, list[float]] = {name: [] for name in CASES}
+    samples: dict[str, list[tuple[float, float]]] = {name: [] for name in CASES}
     names = list(CASES)
     for r in range(args.rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             samples[name].append(once(CASES[name]))
     torch_loaded = subprocess.run([PY, "-c", NO_TORCH], stdout=subprocess.DEVNULL).returncode != 0
+    load = os.getloadavg()[0]
     print(f"{platform.node()} · Python {platform.python_version()} · {os.cpu_count()} cores · "
-          f"{args.rounds} fresh runs each, wall time spawn to exit\n")
-    print("| command | median s | min s | max s |\n| --- | ---: | ---: | ---: |")
+          f"load average {load:.1f} · {args.rounds} fresh runs each, wall time spawn to exit\n")
+    print("| command | median wall s | min wall s | max wall s | median CPU s |\n"
+          "| --- | ---: | ---: | ---: | ---: |")
     over = []
-    for name, values in samples.items():
+    for name, pairs in samples.items():
+        values = [w for w, _ in pairs]
         med = statistics.median(values)
-        print(f"| `{name}` | {med:.3f} | {min(values):.3f} | {max(values):.3f} |")
+        cpu = statistics.median(c for _, c in pairs)
+        print(f"| `{name}` | {med:.3f} | {min(values):.3f} | {max(values):.3f} | {cpu:.3f} |")
         if name.startswith("arignote") and med > BUDGET_S:
             over.append(name)
     print(f"\ntorch imported by smi: {'YES' if torch_loaded else 'no'}")
