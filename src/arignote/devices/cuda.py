@@ -9,10 +9,11 @@ Everything else asks this module; on a machine without CUDA each query answers w
 Example::
 
     >>> from arignote.devices import cuda
-    >>> cuda.is_available(), cuda.device_count()      # on a CPU-only machine
-    (False, 0)
-    >>> cuda.peak_memory(0) if cuda.is_available() else (0, 0)   # like nvidia-smi's "Memory-Usage"
-    (0, 0)
+    >>> cuda.is_available() == (cuda.device_count() > 0)     # (False, 0) on a CPU-only machine
+    True
+    >>> allocated, reserved = cuda.peak_memory(0)           # bytes, like nvidia-smi's "Memory-Usage"
+    >>> allocated <= reserved
+    True
 """
 
 from __future__ import annotations
