@@ -356,3 +356,111 @@ def test_tensorboard_rejects_unsupported_options_and_missing_package(monkeypatch
 def test_tensorboard_rank_nonzero_writes_nothing(tmp_path):
     drive(FakeModel(is_main=False), [TensorBoard(log_dir=tmp_path / "tb")], [{"loss": 1.0}])
     assert not (tmp_path / "tb").exists()
+
+
+# ---------------------------------------------------------------------------------------- through real fit
+
+
+@pytest.fixture
+def fit_model():
+    """A small compiled MLP on learnable synthetic data, on the CPU, and its data."""
+    import torch
+
+    import arignote
+    from arignote.datasets import synthetic
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+
+    arignote.configure(device="cpu", print_active_device=False)
+    torch.manual_seed(0)
+    x, y = synthetic(shape=(10,), classes=3, samples=96, seed=2)
+
+    def make(optimizer="sgd", loss="sparse_categorical_crossentropy"):
+        model = Sequential([Dense(8, activation="relu", input_shape=(10,)), Dense(3, activation="softmax")])
+        model.compile(loss=loss, optimizer=optimizer, metrics=["accuracy"])
+        return model
+
+    return make, x, y
+
+
+def test_fit_model_checkpoint_best_only_writes_loadable_models(tmp_path, fit_model):
+    from arignote.models import load_model
+
+    make, x, y = fit_model
+    model = make()
+    pattern = str(tmp_path / "weights.{epoch:02d}-{val_loss:.2f}.h5")
+    weights = []
+
+    class Record(Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            weights.append(self.model.get_weights())
+
+    history = model.fit(x, y, batch_size=16, epochs=4, verbose=0, validation_split=0.25,
+                        callbacks=[ModelCheckpoint(pattern, save_best_only=True), Record()])
+    val = history.history["val_loss"]
+    best_so_far = [i for i, v in enumerate(val) if v < min(val[:i], default=math.inf)]
+    expected = sorted(f"weights.{i + 1:02d}-{val[i]:.2f}.h5" for i in best_so_far)
+    assert sorted(os.listdir(tmp_path)) == expected
+    for i, name in zip(sorted(best_so_far), expected):
+        loaded = load_model(str(tmp_path / name))
+        for a, b in zip(loaded.get_weights(), weights[i]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_fit_csv_logger_matches_history(tmp_path, fit_model):
+    make, x, y = fit_model
+    path = tmp_path / "log.csv"
+    history = make().fit(x, y, batch_size=32, epochs=3, verbose=0, validation_split=0.25,
+                         callbacks=[CSVLogger(path)])
+    rows = [line.split(",") for line in path.read_text().splitlines()]
+    keys = sorted(history.history)
+    assert rows[0] == ["epoch", *keys] and [r[0] for r in rows[1:]] == ["0", "1", "2"]
+    for key_index, key in enumerate(keys, start=1):
+        assert [float(r[key_index]) for r in rows[1:]] == history.history[key]
+
+
+def test_fit_early_stopping_and_lr_callbacks_change_training(fit_model):
+    make, x, y = fit_model
+    model = make()
+    # Nothing improves by 10: stop after patience=1 epoch without improvement, i.e. 2 epochs.
+    history = model.fit(x, y, batch_size=32, epochs=6, verbose=0, callbacks=[EarlyStopping("loss", 10, 1)])
+    assert history.epoch == [0, 1] and model.stop_training
+
+    model = make()
+    history = model.fit(x, y, batch_size=32, epochs=3, verbose=0,
+                        callbacks=[LearningRateScheduler(lambda epoch: 0.1 / (epoch + 1))])
+    assert history.history["lr"] == pytest.approx([0.1, 0.05, 0.1 / 3])
+    assert model.optimizer.lr == pytest.approx(0.1 / 3)
+    assert model.optimizer.torch.param_groups[0]["lr"] == pytest.approx(0.1 / 3)
+
+    model = make()
+    cb = ReduceLROnPlateau(monitor="loss", factor=0.5, patience=1, min_delta=10)
+    history = model.fit(x, y, batch_size=32, epochs=3, verbose=0, callbacks=[cb])
+    # logs['lr'] is the rate each epoch ran with (SGD's default 0.01); epoch 0 improves on inf.
+    assert history.history["lr"] == pytest.approx([0.01, 0.01, 0.005])
+    assert model.optimizer.torch.param_groups[0]["lr"] == pytest.approx(0.0025)
+
+
+def test_fit_terminate_on_nan_stops_a_diverging_run(fit_model, capsys):
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+    from arignote.optimizers import SGD
+
+    _, x, y = fit_model
+    model = Sequential([Dense(8, input_shape=(10,)), Dense(3)])  # linear: nothing bounds the loss
+    model.compile(loss="mse", optimizer=SGD(lr=1e3))
+    history = model.fit(x * 100, np.eye(3, dtype=np.float32)[y], batch_size=8, epochs=5, verbose=0,
+                        callbacks=[TerminateOnNaN()])
+    assert len(history.epoch) == 1 and model.stop_training
+    assert "Invalid loss, terminating training" in capsys.readouterr().out
+
+
+def test_fit_tensorboard_event_files(tmp_path, fit_model):
+    make, x, y = fit_model
+    history = make().fit(x, y, batch_size=32, epochs=2, verbose=0, validation_split=0.25,
+                         callbacks=[TensorBoard(log_dir=tmp_path, histogram_freq=1)])
+    acc = _scalars(tmp_path)
+    assert {"loss", "val_loss"} <= set(acc.Tags()["scalars"])
+    written = [e.value for e in acc.Scalars("val_loss")]
+    assert written == pytest.approx(history.history["val_loss"], rel=1e-6)  # stored as float32
+    assert len(acc.Tags()["histograms"]) == 4  # two Dense layers: kernel and bias each
