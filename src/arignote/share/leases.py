@@ -301,7 +301,9 @@ def _source(snapshot: Snapshot | str | os.PathLike[str] | None) -> Callable[[], 
 
 
 def _command() -> str:
-    return " ".join(sys.argv) or sys.executable
+    """This process's command line as ps shows it (``python train.py --lr 0.1``)."""
+    argv = getattr(sys, "orig_argv", None) or [sys.executable, *sys.argv]
+    return " ".join(os.path.basename(argv[0]) if i == 0 else a for i, a in enumerate(argv))
 
 
 def _try_acquire(n: int, snap: Snapshot, fresh: Callable[[], Snapshot], directory: Path,
