@@ -297,3 +297,12 @@ def test_watch_redraws_from_fresh_snapshots():
                   iterations=3)
     assert len(reads) == 3
     assert "30%" in buf.getvalue()
+
+
+@pytest.mark.gpu
+def test_real_nvml_snapshot_lists_the_gpus():
+    s = nvml.snapshot()
+    assert s.nvml_error is None and s.gpus and s.driver_version is not NA
+    assert [g.index for g in s.gpus] == list(range(len(s.gpus)))
+    assert all(g.memory_total is not NA and g.memory_total > 0 and g.pci_bus_id is not NA for g in s.gpus)
+    assert nvml.from_json(nvml.to_json(s)) == s
