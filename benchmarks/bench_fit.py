@@ -1,0 +1,251 @@
+"""``fit`` against a hand-written PyTorch loop: samples/s and peak memory (issue 3's speed goal).
+
+Sides, each run in a fresh subprocess (so the RSS high-water mark is its own):
+
+* ``fit``       arignote ``Sequential`` + ``compile`` + ``fit(verbose=0)`` on channels-last numpy data
+* ``torch``     the plain loop a PyTorch user writes: NCHW tensors, logits + ``F.cross_entropy``,
+                ``torch.optim.RMSprop``, ``randperm`` + indexing, ``zero_grad(set_to_none=True)``
+* ``torch_cl``  the same loop with the model and data in channels-last memory format
+
+Workloads: the seeds' CNN (Keras 2 ``cifar10_cnn.py``, RMSprop lr=1e-4) on CIFAR-shaped synthetic
+data at batch 32 and 128, and the MLP 784-512-512-10 at batch 128. The sides alternate
+(fit, torch, torch_cl, fit, ...) for ``--rounds`` rounds; each figure is the median of its rounds.
+
+Usage::
+
+    .venv/bin/python benchmarks/bench_fit.py                 # full run (about 10 minutes on 2 cores)
+    .venv/bin/python benchmarks/bench_fit.py --quick         # smoke run
+    .venv/bin/python benchmarks/bench_fit.py --json out.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+WORKLOADS = {
+    # name: (model, batch, samples per measured epoch)
+    "cnn-b32": ("cnn", 32, 2048),
+    "cnn-b128": ("cnn", 128, 2048),
+    "mlp-b128": ("mlp", 128, 16384),
+}
+SIDES = ("fit", "torch", "torch_cl")
+TARGETS = {"torch": {"cnn": 1.0, "mlp": 0.90}, "torch_cl": {"cnn": 0.97, "mlp": 0.90}}
+
+
+# ----------------------------------------------------------------------------- the worker
+
+
+def _data(model: str, n: int, seed: int = 0):
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    shape = (n, 32, 32, 3) if model == "cnn" else (n, 784)
+    x = rng.random(shape, dtype=np.float32)
+    labels = rng.integers(0, 10, n)
+    return x, labels
+
+
+def _torch_net(model: str):
+    from torch import nn
+
+    if model == "cnn":
+        return nn.Sequential(
+            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Dropout(0.25),
+            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Dropout(0.25),
+            nn.Flatten(), nn.Linear(64 * 6 * 6, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, 10))
+    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 512), nn.ReLU(),
+                         nn.Dropout(0.2), nn.Linear(512, 10))
+
+
+def _arignote_net(model: str):
+    from arignote.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
+    from arignote.models import Sequential
+
+    m = Sequential()
+    if model == "cnn":
+        m.add(Conv2D(32, (3, 3), padding="same", activation="relu", input_shape=(32, 32, 3)))
+        m.add(Conv2D(32, (3, 3), activation="relu"))
+        m.add(MaxPooling2D(pool_size=(2, 2)))
+        m.add(Dropout(0.25))
+        m.add(Conv2D(64, (3, 3), padding="same", activation="relu"))
+        m.add(Conv2D(64, (3, 3), activation="relu"))
+        m.add(MaxPooling2D(pool_size=(2, 2)))
+        m.add(Dropout(0.25))
+        m.add(Flatten())
+        m.add(Dense(512, activation="relu"))
+        m.add(Dropout(0.5))
+        m.add(Dense(10, activation="softmax"))
+    else:
+        m.add(Dense(512, activation="relu", input_shape=(784,)))
+        m.add(Dropout(0.2))
+        m.add(Dense(512, activation="relu"))
+        m.add(Dropout(0.2))
+        m.add(Dense(10, activation="softmax"))
+    return m
+
+
+def _run_fit(model: str, batch: int, x, labels, epochs: int) -> list[float]:
+    from arignote import config
+    from arignote.optimizers import RMSprop
+    from arignote.utils import to_categorical
+
+    config.configure(device="cpu", print_active_device=False)
+    y = to_categorical(labels, 10)
+    net = _arignote_net(model)
+    net.compile(optimizer=RMSprop(lr=1e-4, decay=1e-6), loss="categorical_crossentropy", metrics=["accuracy"])
+    times = []
+
+    from arignote.callbacks.base import Callback
+
+    class Timer(Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            self.t0 = time.perf_counter()
+
+        def on_epoch_end(self, epoch, logs=None):
+            times.append(time.perf_counter() - self.t0)
+
+    net.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, callbacks=[Timer()])
+    return times
+
+
+def _run_torch(model: str, batch: int, x, labels, epochs: int, channels_last: bool) -> list[float]:
+    import torch
+    import torch.nn.functional as F
+
+    net = _torch_net(model)
+    xt = torch.from_numpy(x)
+    if model == "cnn":
+        xt = xt.permute(0, 3, 1, 2).contiguous()  # NCHW, as a PyTorch user stores images
+    if channels_last:
+        net = net.to(memory_format=torch.channels_last)
+        xt = xt.contiguous(memory_format=torch.channels_last)
+    yt = torch.from_numpy(labels).long()
+    opt = torch.optim.RMSprop(net.parameters(), lr=1e-4, alpha=0.9, eps=1e-7)
+    n = len(xt)
+    times = []
+    for _ in range(epochs):
+        t0 = time.perf_counter()
+        net.train()
+        perm = torch.randperm(n)
+        total = torch.zeros(())
+        for i in range(0, n, batch):
+            idx = perm[i:i + batch]
+            xb, yb = xt[idx], yt[idx]
+            loss = F.cross_entropy(net(xb), yb)
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += loss.detach()
+        float(total)  # the epoch's one sync, as fit's log does
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def worker(side: str, workload: str, epochs: int, samples: int | None) -> dict:
+    import torch
+
+    model, batch, n = WORKLOADS[workload]
+    n = samples or n
+    torch.manual_seed(0)
+    x, labels = _data(model, n)
+    if side == "fit":
+        times = _run_fit(model, batch, x, labels, epochs)
+    else:
+        times = _run_torch(model, batch, x, labels, epochs, channels_last=side == "torch_cl")
+    measured = times[1:] if len(times) > 1 else times  # the first epoch warms up allocators and kernels
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"side": side, "workload": workload, "samples_per_s": n / statistics.median(measured),
+            "peak_rss_mib": peak_kib / 1024, "threads": torch.get_num_threads()}
+
+
+# ----------------------------------------------------------------------------- the driver
+
+
+def _spawn(side: str, workload: str, epochs: int, samples: int | None) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", side, workload, "--epochs", str(epochs)]
+    if samples:
+        cmd += ["--samples", str(samples)]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if out.returncode != 0:
+        raise SystemExit(f"worker {side} {workload} failed:\n{out.stderr}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def run(workloads: list[str], rounds: int, epochs: int, samples: int | None) -> dict:
+    results: dict = {}
+    for workload in workloads:
+        per_side: dict[str, list[dict]] = {s: [] for s in SIDES}
+        for r in range(rounds):
+            order = SIDES if r % 2 == 0 else tuple(reversed(SIDES))  # alternate who goes first
+            for side in order:
+                per_side[side].append(_spawn(side, workload, epochs, samples))
+        summary = {}
+        for side, runs in per_side.items():
+            summary[side] = {"samples_per_s": statistics.median(r["samples_per_s"] for r in runs),
+                             "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs),
+                             "all": [round(r["samples_per_s"], 1) for r in runs]}
+        model = WORKLOADS[workload][0]
+        ratios = {}
+        for base in ("torch", "torch_cl"):
+            speed = summary["fit"]["samples_per_s"] / summary[base]["samples_per_s"]
+            mem = summary["fit"]["peak_rss_mib"] / summary[base]["peak_rss_mib"]
+            ratios[base] = {"speed": speed, "memory": mem, "target": TARGETS[base][model],
+                            "ok": speed >= TARGETS[base][model] and mem <= 1.10}
+        results[workload] = {"sides": summary, "ratios": ratios}
+        print(_line(workload, summary, ratios), flush=True)
+    return results
+
+
+def _line(workload: str, summary: dict, ratios: dict) -> str:
+    s = summary
+    return (f"{workload:9s} fit {s['fit']['samples_per_s']:7.0f}/s {s['fit']['peak_rss_mib']:5.0f} MiB | "
+            f"torch {s['torch']['samples_per_s']:7.0f}/s {s['torch']['peak_rss_mib']:5.0f} MiB | "
+            f"torch_cl {s['torch_cl']['samples_per_s']:7.0f}/s {s['torch_cl']['peak_rss_mib']:5.0f} MiB | "
+            f"fit/torch {ratios['torch']['speed']:.3f}x mem {ratios['torch']['memory']:.3f} | "
+            f"fit/torch_cl {ratios['torch_cl']['speed']:.3f}x mem {ratios['torch_cl']['memory']:.3f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--worker", nargs=2, metavar=("SIDE", "WORKLOAD"), help=argparse.SUPPRESS)
+    p.add_argument("--epochs", type=int, default=3, help="epochs per run (the first is warm-up)")
+    p.add_argument("--samples", type=int, default=None, help="samples per epoch (default per workload)")
+    p.add_argument("--rounds", type=int, default=3, help="alternating rounds per workload")
+    p.add_argument("--workloads", default=",".join(WORKLOADS),
+                   help="comma-separated: " + ", ".join(WORKLOADS))
+    p.add_argument("--quick", action="store_true", help="1 round, 2 epochs, 512 samples")
+    p.add_argument("--json", default=None, help="write the results here")
+    args = p.parse_args(argv)
+    if args.worker:
+        print(json.dumps(worker(args.worker[0], args.worker[1], args.epochs, args.samples)))
+        return 0
+    if args.quick:
+        args.rounds, args.epochs, args.samples = 1, 2, 512
+    workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
+    unknown = [w for w in workloads if w not in WORKLOADS]
+    if unknown:
+        print(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}", file=sys.stderr)
+        return 2
+    print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    results = run(workloads, args.rounds, args.epochs, args.samples)
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(results, fh, indent=2)
+    ok = all(r["ok"] for w in results.values() for r in w["ratios"].values())
+    print("targets met" if ok else "targets NOT met")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
