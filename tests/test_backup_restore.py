@@ -214,3 +214,19 @@ def test_partial_temp_files_are_cleaned_and_bad_arguments_refused(tmp_path):
         BackupAndRestore(tmp_path, save_freq=10)
     with pytest.raises(ValueError, match="keep=1"):
         BackupAndRestore(tmp_path, keep=1)
+
+
+@pytest.mark.gpu
+def test_gpu_rng_states_round_trip_through_a_backup(tmp_path):
+    from arignote.devices import cuda
+
+    torch.randn(1, device="cuda")  # initialise CUDA so it has generator states
+    backup_dir = tmp_path / "b"
+    drive(FakeModel(), [BackupAndRestore(backup_dir, delete_checkpoint=False)], [{"loss": 1.0}])
+    expected = torch.rand(4, device="cuda").cpu()  # drawn right after the backup was taken
+    torch.rand(100, device="cuda")  # move the generator on
+    cb = BackupAndRestore(backup_dir)
+    cb.set_model(FakeModel())
+    cb.on_train_begin()
+    assert torch.equal(torch.rand(4, device="cuda").cpu(), expected)
+    assert len(cuda.rng_states()) == cuda.device_count()

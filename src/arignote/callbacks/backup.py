@@ -165,9 +165,12 @@ class BackupAndRestore(Callback):
 
 
 def _get_rng_state() -> dict[str, Any]:
+    from arignote.devices import cuda
+
     np_state = np.random.get_state()
     return {
         "torch": torch.get_rng_state(),
+        "cuda": cuda.rng_states(),
         "numpy": {"name": np_state[0], "keys": np_state[1], "pos": int(np_state[2]),
                   "has_gauss": int(np_state[3]), "cached_gaussian": float(np_state[4])},
         "python": _python_state_to_plain(random.getstate()),
@@ -175,8 +178,12 @@ def _get_rng_state() -> dict[str, Any]:
 
 
 def _set_rng_state(state: dict[str, Any]) -> None:
+    from arignote.devices import cuda
+
     if "torch" in state:
         torch.set_rng_state(state["torch"])
+    if state.get("cuda"):
+        cuda.set_rng_states(state["cuda"])
     if "numpy" in state:
         s = state["numpy"]
         np.random.set_state((s["name"], s["keys"], s["pos"], s["has_gauss"], s["cached_gaussian"]))

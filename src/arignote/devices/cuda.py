@@ -248,6 +248,17 @@ def set_device(index: int) -> None:
     torch.cuda.set_device(index)
 
 
+def rng_states() -> list[torch.Tensor]:
+    """Random-number states of every visible GPU (dropout masks), for BackupAndRestore; [] without CUDA."""
+    return list(torch.cuda.get_rng_state_all()) if is_available() and torch.cuda.is_initialized() else []
+
+
+def set_rng_states(states: list[torch.Tensor]) -> None:
+    """Restore :func:`rng_states` (ignored without CUDA or when the GPU count differs)."""
+    if states and is_available() and len(states) == device_count():
+        torch.cuda.set_rng_state_all(states)
+
+
 # --------------------------------------------------------------------------- cuDNN
 
 
