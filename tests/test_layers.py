@@ -552,3 +552,41 @@ def test_floatx_float64_parameters():
         d = Dense(2)
         d.build((3,))
     assert d.weight.dtype == torch.float64
+
+
+def test_numpy_integers_are_accepted():
+    classes = np.int64(10)
+    d = Dense(classes, input_shape=np.array([784])[0:1].shape)
+    assert d.units == 10 and type(d.units) is int
+    c = Conv2D(np.int32(8), (np.int64(3), 3), strides=np.int64(1))
+    assert c.filters == 8 and c.kernel_size == (3, 3)
+    json.dumps(layers.serialize(c))
+    assert Dropout(np.float32(0.5)).rate == 0.5
+    assert LSTM(np.int64(4)).units == 4
+
+
+def test_keras_style_custom_layer():
+    class Scale(layers.Layer):
+        def build(self, input_shape):
+            self.gamma = self.add_weight("gamma", (input_shape[-1],), initializer="ones")
+            self.kernel = self.add_weight("kernel", (input_shape[-1], 2))
+            super().build(input_shape)
+
+        def call(self, x):
+            return (x * self.gamma) @ self.kernel
+
+        def compute_output_shape(self, input_shape):
+            return (2,)
+
+    s = Scale()
+    assert s.name == "scale_1"
+    x = RNG.standard_normal((3, 4)).astype(np.float32)
+    y = run(s, x)
+    k = s.kernel.detach().numpy()
+    assert k.shape == (4, 2) and np.abs(k).max() <= math.sqrt(6 / 6)
+    np.testing.assert_allclose(y, x @ k, rtol=1e-5)
+    assert {n for n, _ in s.named_parameters()} == {"gamma", "kernel"}
+    clone = layers.deserialize(layers.serialize(s), custom_objects={"Scale": Scale})
+    assert type(clone) is Scale
+    with pytest.raises(NotImplementedError, match="must define call"):
+        layers.Layer()(torch.zeros(1))

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import difflib
 import math
+import numbers
 from collections.abc import Iterable
 from typing import Any
 
@@ -54,7 +55,7 @@ __all__ = [
 
 
 def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | None = None) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
         raise ValueError(f"{cls}: {what} must be a number, got {value!r}")
     if value < low or (high is not None and value >= high):
         rng = f"in [{low}, {high})" if high is not None else f">= {low}"

@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import numbers
 import re
 from typing import Any
 
@@ -74,6 +75,13 @@ def unknown_argument_error(where: str, key: str, valid: list[str]) -> TypeError:
     return TypeError(f"{where} got an unexpected keyword argument '{key}'.{hint}")
 
 
+def positive_int(value: Any, what: str, where: str) -> int:
+    """``value`` as a Python int > 0 (numpy integers welcome), else a ValueError naming ``where``."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value <= 0:
+        raise ValueError(f"{where}: {what} must be a positive integer, got {value!r}")
+    return int(value)
+
+
 def to_internal(x: torch.Tensor) -> torch.Tensor:
     """Keras NHWC batch -> the internal logical NCHW view (channels_last memory when ``x`` is contiguous).
 
@@ -93,8 +101,8 @@ def from_internal(y: torch.Tensor) -> torch.Tensor:
 
 
 def _shape_tuple(value: Any, what: str) -> tuple:
-    if isinstance(value, int):
-        return (value,)
+    if isinstance(value, numbers.Integral):
+        return (int(value),)
     try:
         shape = tuple(None if d is None else int(d) for d in value)
     except (TypeError, ValueError):
@@ -157,6 +165,41 @@ class Layer(nn.Module):
     def compute_output_shape(self, input_shape: Any) -> tuple:
         """Per-sample output shape (Keras channels-last convention)."""
         return tuple(input_shape)
+
+    # ---------------------------------------------------------------- Keras-style custom layers
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        # built-in layers override forward; a Keras-style custom layer defines call(x)
+        return self.call(x)
+
+    def call(self, x: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must define call(x) (or forward(x))")
+
+    def add_weight(self, name: str, shape: Any, initializer: Any = "glorot_uniform", trainable: bool = True,
+                   dtype: str | None = None) -> nn.Parameter:
+        """Create and register a parameter in Keras layout (kernel ``(in, out)``, conv ``(kh, kw, in, out)``).
+
+        For custom layers written the Keras way::
+
+            class Scale(Layer):
+                def build(self, input_shape):
+                    self.gamma = self.add_weight("gamma", (input_shape[-1],), initializer="ones")
+                    super().build(input_shape)
+
+                def call(self, x):
+                    return x * self.gamma
+        """
+        from arignote.layers.activations import check_initializer, initialize
+
+        check_initializer(initializer, f"initializer of weight '{name}'")
+        shape = tuple(int(d) for d in shape)
+        t = torch.empty(shape, dtype=getattr(torch, dtype) if dtype else self._param_dtype())
+        # initializers compute fans in torch layout (out, in, ...): give them that view
+        view = t.t() if t.dim() == 2 else (t.permute(3, 2, 0, 1) if t.dim() == 4 else t)
+        initialize(view, initializer)
+        param = nn.Parameter(t, requires_grad=trainable and self.trainable)
+        self.register_parameter(name, param)
+        return param
 
     def _param_dtype(self) -> torch.dtype:
         from arignote import backend

@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import torch
@@ -24,7 +25,7 @@ from torch import nn
 
 from arignote.layers import activations
 from arignote.layers.activations import check_initializer, initialize
-from arignote.layers.base import Layer
+from arignote.layers.base import Layer, positive_int
 
 __all__ = [
     "Conv2D",
@@ -40,10 +41,13 @@ __all__ = [
 
 
 def _pair(value: Any, what: str, layer: str) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in pair):
-        raise ValueError(f"{layer}: {what} must be a positive int or a pair of them, got {value!r}")
-    return pair  # type: ignore[return-value]
+    try:
+        pair = (value, value) if isinstance(value, numbers.Integral) else tuple(value)
+        if len(pair) != 2:
+            raise ValueError
+        return positive_int(pair[0], what, layer), positive_int(pair[1], what, layer)
+    except (TypeError, ValueError):
+        raise ValueError(f"{layer}: {what} must be a positive int or a pair of them, got {value!r}") from None
 
 
 def _padding(value: Any, layer: str) -> str:
@@ -151,9 +155,7 @@ class Conv2D(_Spatial):
     ) -> None:
         super().__init__(**kwargs)
         where = f"Conv2D '{self.name}'"
-        if isinstance(filters, bool) or not isinstance(filters, int) or filters <= 0:
-            raise ValueError(f"{where}: filters must be a positive integer, got {filters!r}")
-        self.filters = filters
+        self.filters = positive_int(filters, "filters", where)
         self.kernel_size = _pair(kernel_size, "kernel_size", where)
         self.strides = _pair(strides, "strides", where)
         self.padding = _padding(padding, where)
@@ -292,9 +294,9 @@ class ZeroPadding2D(Layer):
         where = f"ZeroPadding2D '{self.name}'"
         _data_format(data_format, where)
         try:
-            if isinstance(padding, int):
+            if isinstance(padding, numbers.Integral):
                 pads = ((padding, padding), (padding, padding))
-            elif all(isinstance(p, int) for p in padding):
+            elif all(isinstance(p, numbers.Integral) for p in padding):
                 ph, pw = padding
                 pads = ((ph, ph), (pw, pw))
             else:

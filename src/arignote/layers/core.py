@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import torch
@@ -24,15 +25,13 @@ from torch import nn
 
 from arignote.layers import activations
 from arignote.layers.activations import check_initializer, initialize
-from arignote.layers.base import Layer, _shape_tuple
+from arignote.layers.base import Layer, _shape_tuple, positive_int
 
 __all__ = ["InputLayer", "Input", "Dense", "Activation", "Dropout", "Flatten", "Reshape", "Embedding"]
 
 
 def _positive_int(value: Any, what: str, layer: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or int(value) != value or value <= 0:
-        raise ValueError(f"{layer}: {what} must be a positive integer, got {value!r}")
-    return int(value)
+    return positive_int(value, what, layer)
 
 
 class InputLayer(Layer):
@@ -152,7 +151,7 @@ class Dropout(Layer):
 
     def __init__(self, rate: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not 0 <= rate < 1:
+        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
             raise ValueError(f"Dropout '{self.name}': rate must be in [0, 1), got {rate!r}")
         self.rate = float(rate)
 

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from arignote.layers.activations import check_initializer, initialize
-from arignote.layers.base import Layer
+from arignote.layers.base import Layer, positive_int
 
 __all__ = ["LSTM", "GRU"]
 
@@ -62,8 +62,7 @@ class _RNN(Layer):
     ) -> None:
         super().__init__(**kwargs)
         where = f"{type(self).__name__} '{self.name}'"
-        if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
-            raise ValueError(f"{where}: units must be a positive integer, got {units!r}")
+        units = positive_int(units, "units", where)
         if activation != "tanh" or recurrent_activation != "sigmoid":
             raise ValueError(
                 f"{where}: the fused kernels support only activation='tanh' and "
