@@ -464,3 +464,16 @@ def test_fit_tensorboard_event_files(tmp_path, fit_model):
     written = [e.value for e in acc.Scalars("val_loss")]
     assert written == pytest.approx(history.history["val_loss"], rel=1e-6)  # stored as float32
     assert len(acc.Tags()["histograms"]) == 4  # two Dense layers: kernel and bias each
+
+
+@pytest.mark.parametrize("module", [
+    "arignote.checkpoint", "arignote.callbacks", "arignote.callbacks._monitor", "arignote.callbacks.backup",
+    "arignote.callbacks.loggers", "arignote.callbacks.lr", "arignote.callbacks.model_checkpoint",
+    "arignote.callbacks.stopping"])
+def test_docstring_examples_hold(module, tmp_path, monkeypatch):
+    import doctest
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

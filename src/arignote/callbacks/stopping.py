@@ -2,9 +2,9 @@
 
 Example::
 
-    >>> stop = EarlyStopping(monitor="val_loss", patience=2, restore_best_weights=True)
-    >>> stop.min_delta, stop.patience
-    (-0.0, 2)
+    >>> stop = EarlyStopping(monitor="val_loss", min_delta=0.01, patience=2, restore_best_weights=True)
+    >>> stop.min_delta, stop.patience    # stored signed: a loss must fall by more than 0.01
+    (-0.01, 2)
 """
 
 from __future__ import annotations
