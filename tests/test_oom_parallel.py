@@ -35,10 +35,28 @@ SCRIPT = textwrap.dedent('''
     model.compile("adam", "mse")
     model.fit(x, y, batch_size=32, epochs=2, shuffle=False, verbose=0)
     guard = model._trainer.oom
+    result = {"k": guard.k, "injected": guard.inject.count, "failures": guard.failures,
+              "world": model._trainer.strategy.world_size,
+              "weights": [w.tolist() for w in model.get_weights()]}
+
+    # BatchNorm: its buffers must not put a collective inside a step (that would hang after an OOM)
+    torch.manual_seed(0)
+    bn = Model(torch.nn.Sequential(torch.nn.Linear(6, 16), torch.nn.BatchNorm1d(16), torch.nn.ReLU(),
+                                   torch.nn.Linear(16, 3)))
+    bn.compile("sgd", "mse")
+    bn.fit(x, y, batch_size=32, epochs=2, verbose=0)
+    result["bn_k"] = bn._trainer.oom.k
+    result["bn_weights"] = [w.tolist() for w in bn.get_weights()]  # parameters and running statistics
+
+    # batch_size="auto": each rank searches alone, all adopt the smallest (4 per rank on rank 1)
+    torch.manual_seed(0)
+    auto = Model(torch.nn.Sequential(torch.nn.Linear(6, 3)))
+    auto.compile("sgd", "mse")
+    auto.fit(x, y, batch_size="auto", epochs=1, verbose=0)
+    result["auto_batch"] = auto._last_batch_size
+    result["auto_k"] = auto._trainer.oom.k
     with open(os.path.join(sys.argv[1], f"rank{rank}.json"), "w") as fh:
-        json.dump({"k": guard.k, "injected": guard.inject.count, "failures": guard.failures,
-                   "world": model._trainer.strategy.world_size,
-                   "weights": [w.tolist() for w in model.get_weights()]}, fh)
+        json.dump(result, fh)
 ''')
 
 
@@ -76,6 +94,16 @@ def test_two_gloo_ranks_agree_on_k_when_only_one_runs_out(tmp_path):
     for a, b, ref in zip(r0["weights"], r1["weights"], reference):
         assert np.array_equal(np.asarray(a), np.asarray(b))
         np.testing.assert_allclose(np.asarray(a), ref, rtol=0, atol=1e-9)
+    # with BatchNorm: no hang, same k, identical parameters and running statistics on both ranks
+    # (num_batches_tracked, an integer, counts forward passes: rank 0's first step was not split)
+    assert r0["bn_k"] == r1["bn_k"] == 4
+    floats = [(np.asarray(a), np.asarray(b)) for a, b in zip(r0["bn_weights"], r1["bn_weights"])
+              if np.asarray(a).dtype.kind == "f"]
+    assert len(floats) == 8  # 3 weights, 3 biases (Linear, BatchNorm, Linear), running mean and variance
+    for a, b in floats:
+        np.testing.assert_allclose(a, b, rtol=0, atol=1e-12)
+    # batch_size="auto" agrees on the smallest per-rank batch: 4 x 2 ranks
+    assert r0["auto_batch"] == r1["auto_batch"] == 8 and r0["auto_k"] == r1["auto_k"] == 1
     # one notice, from rank 0, saying the ranks agreed
-    assert proc.stderr.count("arignote: out of memory at batch 16 per rank") == 1
+    assert proc.stderr.count("arignote: out of memory at batch 16 per rank") == 2  # MLP, then BatchNorm
     assert "agreed by all ranks" in proc.stderr

@@ -184,25 +184,23 @@ def describe_memory(device: torch.device | str | None) -> str:
 def trainer_batch_size(trainer: Any, data: Any) -> SearchResult:
     """``fit(batch_size="auto")`` for an :class:`~arignote.training.loop.Trainer`: trial steps on the
     first samples of ``data`` (array data on the device) with the trainer's own forward/backward
-    and optimizer step (the fault injector included), without DDP's gradient reductions, so ranks
-    that fail at different sizes never wait on each other; then model, optimizer and grad scaler
-    are put back. Returns the global batch (per-rank batch x ranks under data parallel)."""
-    import contextlib
-
+    and optimizer step (the fault injector included) on the unwrapped module, so ranks that fail
+    at different sizes never wait on each other; then model, optimizer and grad scaler are put back.
+    Returns the global batch (per-rank batch x ranks under data parallel)."""
     if not hasattr(data, "n"):
         raise ValueError('batch_size="auto" needs array data (x, y): a DataLoader or iterable sets its own '
                          "batch size; give fit a number instead")
     strategy = trainer.strategy
     world = getattr(strategy, "world_size", 1)
     guard = trainer.oom
-    local = getattr(trainer.net, "no_sync", contextlib.nullcontext)
     scaler_state = trainer.scaler.state_dict() if trainer.scaler.is_enabled() else None
+    # trial steps on the unwrapped module: no DDP collective, each rank searches on its own
+    wrapped, trainer.net = trainer.net, trainer.model.module
 
     def step(batch: int) -> None:
         xb, yb = next(iter(data.batches(None, batch)))
-        with local():
-            guard.inject(batch)
-            trainer._forward_backward(xb, yb, 1.0)
+        guard.inject(batch)
+        trainer._forward_backward(xb, yb, 1.0)
         trainer._optimizer_step()
 
     try:
@@ -210,6 +208,7 @@ def trainer_batch_size(trainer: Any, data: Any) -> SearchResult:
                                  n_samples=-(-data.n // world), zero_grad=trainer.model.optimizer.zero_grad,
                                  device=trainer.device, strategy=strategy)
     finally:
+        trainer.net = wrapped
         if scaler_state is not None:
             trainer.scaler.load_state_dict(scaler_state)
     result.batch *= world

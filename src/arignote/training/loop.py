@@ -49,7 +49,7 @@ class Trainer:
         self.device: torch.device = strategy.device
         self.precision = precision
         self.scaler = precision.scaler
-        self.net = strategy.wrap(model.module)
+        self.net = self._wrapped = strategy.wrap(model.module)
         self.accumulate = 1
         self.oom: Any = None  # the out-of-memory guard (arignote.training.oom.OOMGuard)
         self._local, self._sync = contextlib.nullcontext, None
@@ -136,13 +136,15 @@ class Trainer:
 
     def new_oom_guard(self) -> None:
         """A fresh out-of-memory guard starting at ``accumulate`` micro-batches (at each ``fit``).
-        Under data parallel with ``memory.on_oom=split``, micro-batches run under DDP's ``no_sync``
-        and the gradients are reduced once after the ranks agree on k."""
+        Under data parallel with ``memory.on_oom=split``, steps run on the unwrapped module (no DDP
+        collective inside a step, so a rank that runs out cannot leave another waiting) and the
+        gradients are reduced once after the ranks agree on k; ``raise`` keeps DDP's overlapped path."""
         from arignote.training.oom import OOMGuard, sync_gradients
 
         self.oom = OOMGuard(accumulate=self.accumulate, strategy=self.strategy, device=self.device)
-        if self.strategy.world_size > 1 and self.oom.split and hasattr(self.net, "no_sync"):
-            self._local = self.net.no_sync
+        self.net, self._sync = self._wrapped, None
+        if self.oom.distributed:
+            self.net = self.model.module
             self._sync = lambda: sync_gradients(self.model.module, self.strategy)
 
     def test_step(self, xb: Any, yb: Any) -> None:
@@ -238,7 +240,7 @@ class Trainer:
         listen = callbacks is not None and callbacks.has_batch_hooks("test")
         keys = self.metric_names
         try:
-            with torch.inference_mode():
+            with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
                 for step, (xb, yb) in enumerate(self._eval_batches(data, batch_size)):
                     if listen:
                         fixed = {"batch": step, "size": len(xb)}
@@ -260,7 +262,7 @@ class Trainer:
         outs = []
         listen = callbacks is not None and callbacks.has_batch_hooks("predict")
         try:
-            with torch.inference_mode():
+            with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
                 batches = (data.batches(None, batch_size) if isinstance(data, ArrayData)
                            else data.batches())
                 for step, (xb, _) in enumerate(batches):

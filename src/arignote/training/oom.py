@@ -360,27 +360,28 @@ class OOMGuard:
 
 
 def sync_gradients(module: torch.nn.Module, strategy: Any) -> None:
-    """Average the gradients of ``module`` over the ranks of ``strategy`` in one reduction.
+    """Average gradients (and floating buffers such as BatchNorm statistics) over the ranks.
 
-    Under data parallel the micro-batches run without DDP's per-bucket reductions (``no_sync``) so
-    that the agreement on k comes first; this is the one reduction after it. A parameter without a
-    gradient on this rank counts as zeros, so every rank reduces the same sizes.
+    Under data parallel with ``memory.on_oom=split`` a step runs no collective until the ranks have
+    agreed on k; this is then its one reduction per dtype. A parameter without a gradient on this
+    rank counts as zeros, so every rank reduces the same sizes; averaging the buffers keeps the
+    replicas identical, as DDP's buffer broadcast does.
     """
-    params = [p for p in module.parameters() if p.requires_grad]
-    if not params:
-        return
-    for dtype in dict.fromkeys(p.dtype for p in params):
-        group = [p for p in params if p.dtype == dtype]
-        flat = torch.cat([(p.grad if p.grad is not None else torch.zeros_like(p)).reshape(-1) for p in group])
+    grads = [(p, p.grad) for p in module.parameters() if p.requires_grad]
+    bufs = [(b, b) for b in module.buffers() if b.is_floating_point()]
+    for dtype in dict.fromkeys(t.dtype for t, _ in grads + bufs):
+        group = [(t, g) for t, g in grads + bufs if t.dtype == dtype]
+        flat = torch.cat([(g if g is not None else torch.zeros_like(t)).reshape(-1) for t, g in group])
         flat = strategy.all_reduce_mean(flat)
         offset = 0
-        for p in group:
-            part = flat[offset:offset + p.numel()].view_as(p)
-            offset += p.numel()
-            if p.grad is None:
-                p.grad = part.clone()
+        for t, g in group:
+            part = flat[offset:offset + t.numel()].view_as(t)
+            offset += t.numel()
+            if g is None:
+                t.grad = part.clone()
             else:
-                p.grad.copy_(part)
+                with torch.no_grad():
+                    g.copy_(part)
 
 
 # --------------------------------------------------------------------------- self-test on a GPU
