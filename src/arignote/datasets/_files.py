@@ -143,10 +143,22 @@ def _fetch(url: str, target: str, hashes: tuple[str, ...]) -> None:
             raise ValueError(f"hash mismatch (got {', '.join(f'{a} {v}' for a, v in sorted(got.items()))}; "
                              f"expected one of {', '.join(hashes)}); nothing was saved")
         os.replace(tmp, target)
+        _fsync_dir(os.path.dirname(target))
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _fsync_dir(directory: str) -> None:
+    # Make the rename durable; platforms that cannot open a directory (Windows) skip it.
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    with contextlib.suppress(OSError):
+        os.fsync(fd)
+    os.close(fd)
 
 
 def offline_message(dataset: str, layouts: list[str], remotes: Iterable[Remote], failure: str = "") -> str:
