@@ -425,3 +425,15 @@ def test_docstring_examples_hold(module, monkeypatch):
     monkeypatch.setattr(_files, "DEBIAN_DIR", "/usr/share/datasets")  # what the _files example shows
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+REAL_DEBIAN = "/usr/share/datasets/fashion-mnist"
+
+
+@pytest.mark.skipif(not os.path.isdir(REAL_DEBIAN), reason="Debian package dataset-fashion-mnist not installed")
+def test_real_debian_fashion_mnist(monkeypatch):
+    monkeypatch.setattr(_files, "DEBIAN_DIR", os.path.dirname(REAL_DEBIAN))
+    (x_train, y_train), (x_test, y_test) = fashion_mnist.load_data()  # hashes checked
+    assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28) and x_train.dtype == np.uint8
+    assert y_train[:10].tolist() == [9, 0, 0, 3, 0, 2, 7, 2, 5, 5]
+    assert np.bincount(y_train).tolist() == [6000] * 10
