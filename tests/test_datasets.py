@@ -430,7 +430,8 @@ def test_docstring_examples_hold(module, monkeypatch):
 REAL_DEBIAN = "/usr/share/datasets/fashion-mnist"
 
 
-@pytest.mark.skipif(not os.path.isdir(REAL_DEBIAN), reason="Debian package dataset-fashion-mnist not installed")
+@pytest.mark.skipif(not os.path.isdir(REAL_DEBIAN),
+                    reason="Debian package dataset-fashion-mnist not installed")
 def test_real_debian_fashion_mnist(monkeypatch):
     monkeypatch.setattr(_files, "DEBIAN_DIR", os.path.dirname(REAL_DEBIAN))
     (x_train, y_train), (x_test, y_test) = fashion_mnist.load_data()  # hashes checked
