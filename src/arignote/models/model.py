@@ -128,6 +128,9 @@ class Model:
             w = getattr(m, "weight", None)
             if isinstance(w, torch.nn.Parameter) and w.dim() == 4:
                 m.to(memory_format=torch.channels_last)
+        from arignote.parallel.placement import apply_placement  # layers under `with arignote.device(..)`
+
+        apply_placement(self.module, getattr(self, "layers", ()), device)
         self._placed = True
         if self.optimizer is not None:
             self.optimizer.build(list(self.module.parameters()))
@@ -171,11 +174,11 @@ class Model:
         ``x, y``: arrays (numpy or tensors; images channels-last ``(N, H, W, C)``), or ``x`` alone as
         a ``DataLoader``/iterable of ``(x, y)`` batches. ``accumulate=k`` runs each batch as ``k``
         micro-batches and one optimizer step (same gradients, ``1/k`` of the activation memory).
+        ``batch_size="auto"`` searches the largest batch that fits the device (array data only). A step
+        that runs out of memory is redone as micro-batches (``memory.on_oom``; issue 7).
         """
         if not self.compiled:
             self._get_trainer()  # raises the "compile first" error
-        ``batch_size="auto"`` searches the largest batch that fits the device (array data only). A step
-        that runs out of memory is redone as micro-batches (``memory.on_oom``; issue 7).
         auto = isinstance(batch_size, str) and batch_size == "auto"  # issue 7: search the batch size
         batch_size = inputs.check_fit_args(None if auto else batch_size, epochs, initial_epoch, accumulate,
                                            steps_per_epoch)
@@ -183,9 +186,6 @@ class Model:
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
         trainer.accumulate = accumulate
-        params = {"epochs": epochs, "steps": plan.steps, "samples": plan.samples,
-                  "val_samples": plan.val_samples, "batch_size": batch_size, "verbose": verbose,
-                  "do_validation": val is not None,
         trainer.new_oom_guard()
         if auto:
             from arignote.training.batch_size import trainer_batch_size
@@ -197,6 +197,9 @@ class Model:
 
         self._memory_plan = memory_plan.trainer_plan(trainer, train, batch_size)  # model.summary() shows it
         memory_plan.announce(self._memory_plan, verbose=verbose, is_main=trainer.strategy.is_main)
+        params = {"epochs": epochs, "steps": plan.steps, "samples": plan.samples,
+                  "val_samples": plan.val_samples, "batch_size": batch_size, "verbose": verbose,
+                  "do_validation": val is not None,
                   "metrics": trainer.metric_names
                   + ([f"val_{k}" for k in trainer.metric_names] if val is not None else [])}
         self.history = History()
@@ -256,7 +259,7 @@ class Model:
         self.module.eval()
         trainer.reset_state()
         try:
-            with torch.inference_mode():
+            with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
                 trainer.test_step(xb, yb)
         finally:
             self.module.train(was)

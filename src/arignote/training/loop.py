@@ -190,9 +190,11 @@ class Trainer:
             validation_batch_size: int, callbacks: CallbackList) -> None:
         model = self.model
         model.stop_training = False
-        model.resume_epoch = None
         callbacks.on_train_begin()
+        # a resume point set by load_training_state (before fit, or by BackupAndRestore in
+        # on_train_begin) wins over initial_epoch, once
         start = model.resume_epoch if model.resume_epoch is not None else initial_epoch
+        model.resume_epoch = None
         keys = self.metric_names
         single = self.strategy.world_size == 1
         logs: dict[str, float] = {}

@@ -1,0 +1,430 @@
+"""The training loop: fit/evaluate/predict semantics, data paths, accumulation, syncs, bad input."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from arignote import config
+from arignote.callbacks.base import Callback, LazyLogs
+from arignote.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
+from arignote.models import Model, Sequential
+from arignote.optimizers import SGD
+from arignote.training import loop as loop_mod
+from arignote.training.data import ArrayData, IterableData, fits_on_device, split_validation
+
+
+@pytest.fixture(autouse=True)
+def _cpu():
+    with config.override(device="cpu", print_active_device=False):
+        yield
+
+
+def _blobs(n=200, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    centers = np.array([[2.0, 0.0], [-2.0, 0.0], [0.0, 2.0]], "float32")
+    x = (centers[y] + rng.normal(0, 0.3, (n, 2))).astype("float32")
+    return x, y
+
+
+def _mlp(lr=0.1, metrics=("accuracy",), loss="sparse_categorical_crossentropy"):
+    m = Sequential([Dense(16, activation="relu", input_shape=(2,)), Dense(3, activation="softmax")])
+    m.compile(optimizer=SGD(lr=lr, momentum=0.9), loss=loss, metrics=list(metrics))
+    return m
+
+
+def _images(n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.random((n, 8, 8, 1), dtype=np.float32), rng.integers(0, 2, n)
+
+
+def _cnn():
+    m = Sequential([Conv2D(4, (3, 3), padding="same", activation="relu", input_shape=(8, 8, 1)),
+                    MaxPooling2D(), Flatten(), Dense(2, activation="softmax")])
+    m.compile("sgd", "sparse_categorical_crossentropy", metrics=["acc"])
+    return m
+
+
+class Recorder(Callback):
+    def __init__(self):
+        super().__init__()
+        self.events = []
+        self.batch_sizes = []
+
+    def on_train_begin(self, logs=None):
+        self.events.append("train_begin")
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.events.append(f"epoch_begin {epoch}")
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.batch_sizes.append(logs["size"])
+
+    def on_test_begin(self, logs=None):
+        self.events.append("test_begin")
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.events.append(f"epoch_end {epoch} " + ",".join(sorted(logs)))
+
+    def on_train_end(self, logs=None):
+        self.events.append("train_end")
+
+
+# ----------------------------------------------------------------------------- fit
+
+
+def test_fit_learns_and_returns_history():
+    torch.manual_seed(0)
+    x, y = _blobs()
+    m = _mlp()
+    h = m.fit(x, y, epochs=5, batch_size=20, verbose=0)
+    assert h is m.history
+    assert h.epoch == [0, 1, 2, 3, 4]
+    assert set(h.history) == {"loss", "accuracy"}
+    assert h.history["loss"][-1] < h.history["loss"][0] * 0.5
+    assert h.history["accuracy"][-1] > 0.95
+    loss, acc = m.evaluate(x, y, verbose=0)
+    assert acc > 0.95 and loss < 0.3
+    pred = m.predict(x)
+    assert isinstance(pred, np.ndarray) and pred.shape == (200, 3)
+    np.testing.assert_allclose(pred.sum(axis=1), 1.0, rtol=1e-5)
+
+
+def test_callback_order_batches_and_last_partial_batch():
+    x, y = _blobs(50)
+    rec = Recorder()
+    _mlp().fit(x, y, epochs=2, batch_size=16, verbose=0, callbacks=[rec], validation_split=0.2)
+    assert rec.events == ["train_begin", "epoch_begin 0", "test_begin",
+                          "epoch_end 0 accuracy,loss,val_accuracy,val_loss", "epoch_begin 1", "test_begin",
+                          "epoch_end 1 accuracy,loss,val_accuracy,val_loss", "train_end"]
+    assert rec.batch_sizes == [16, 16, 8] * 2  # 40 training samples: the last batch is partial
+
+
+def test_validation_split_takes_the_last_fraction():
+    x, y = _blobs(100)
+    m = _mlp(lr=0.0)  # weights never change, so val_loss must equal evaluate on the last 20%
+    h = m.fit(x, y, epochs=1, batch_size=10, verbose=0, validation_split=0.2)
+    assert m.evaluate(x[80:], y[80:], verbose=0)[0] == pytest.approx(h.history["val_loss"][0], rel=1e-6)
+    assert m.evaluate(x[:80], y[:80], verbose=0)[0] == pytest.approx(h.history["loss"][0], rel=1e-5)
+    xt, yt, xv, yv = split_validation(np.arange(10), np.arange(10), 0.3)
+    assert xv.tolist() == [7, 8, 9] and xt.tolist() == list(range(7))
+
+
+def test_validation_data_tuple_and_iterable():
+    x, y = _blobs(60)
+    m = _mlp()
+    h = m.fit(x, y, epochs=1, verbose=0, validation_data=(x[:10], y[:10]))
+    assert "val_loss" in h.history and "val_accuracy" in h.history
+    loader = [(x[i:i + 10], y[i:i + 10]) for i in range(0, 30, 10)]
+    h = m.fit(x, y, epochs=1, verbose=0, validation_data=loader)
+    assert "val_loss" in h.history
+
+
+def test_seed_makes_runs_reproducible_and_shuffle_changes_order():
+    x, y = _blobs(64)
+
+    def run(shuffle):
+        torch.manual_seed(123)
+        m = _mlp()
+        m.fit(x, y, epochs=2, batch_size=8, verbose=0, shuffle=shuffle)
+        return m.get_weights()
+
+    a, b, c = run(True), run(True), run(False)
+    for wa, wb in zip(a, b):
+        np.testing.assert_array_equal(wa, wb)
+    assert any(not np.array_equal(wa, wc) for wa, wc in zip(a, c))
+
+
+def test_initial_epoch_and_resume_epoch():
+    x, y = _blobs(40)
+    m = _mlp()
+    h = m.fit(x, y, epochs=4, initial_epoch=2, verbose=0)
+    assert h.epoch == [2, 3]
+
+    class Resume(Callback):
+        def on_train_begin(self, logs=None):
+            self.model.resume_epoch = 3
+
+    h = m.fit(x, y, epochs=5, verbose=0, callbacks=[Resume()])
+    assert h.epoch == [3, 4]
+    assert m.epochs_done == 5
+
+
+def test_stop_training_mid_epoch_and_at_epoch_end():
+    x, y = _blobs(80)
+
+    class StopAt(Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 1:
+                self.model.stop_training = True
+
+    rec = Recorder()
+    _mlp().fit(x, y, epochs=3, batch_size=10, verbose=0, callbacks=[StopAt(), rec])
+    assert rec.batch_sizes == [10, 10]
+    assert rec.events[-2].startswith("epoch_end 0")
+
+
+def test_accumulate_gives_the_same_step_as_one_batch():
+    x, y = _blobs(32)
+
+    def one_step(k):
+        torch.manual_seed(7)
+        m = Sequential([Dense(8, activation="tanh", input_shape=(2,)), Dense(3, activation="softmax")])
+        m.compile(SGD(lr=0.5), "sparse_categorical_crossentropy")
+        m.fit(x, y, epochs=1, batch_size=32, shuffle=False, verbose=0, accumulate=k)
+        return m.get_weights(), m.history.history["loss"][0]
+
+    (w1, l1), (w4, l4) = one_step(1), one_step(4)
+    assert l1 == pytest.approx(l4, rel=1e-5)
+    for a, b in zip(w1, w4):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    assert not np.allclose(w1[0], one_step(1)[0][0] * 0)  # the step did change the weights
+
+
+def test_steps_per_epoch_with_arrays_and_generators():
+    x, y = _blobs(40)
+    rec = Recorder()
+    _mlp().fit(x, y, epochs=1, batch_size=16, steps_per_epoch=5, verbose=0, callbacks=[rec])
+    assert rec.batch_sizes == [16] * 5  # wraps around the 40 samples
+
+    def gen():
+        while True:
+            yield x[:8], y[:8]
+
+    rec = Recorder()
+    h = _mlp().fit(gen(), epochs=2, steps_per_epoch=3, verbose=0, callbacks=[rec])
+    assert rec.batch_sizes == [8] * 6 and len(h.history["loss"]) == 2
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        _mlp().fit(gen(), epochs=1, verbose=0)
+
+
+def test_dataloader_input():
+    x, y = _blobs(60)
+    ds = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+    loader = torch.utils.data.DataLoader(ds, batch_size=16, shuffle=True)
+    m = _mlp()
+    h = m.fit(loader, epochs=3, verbose=0)
+    assert len(h.history["loss"]) == 3
+    loss, acc = m.evaluate(loader, verbose=0)
+    assert 0 <= acc <= 1 and loss > 0
+    assert m.predict(loader).shape == (60, 3)
+
+
+def test_images_are_channels_last_and_conv_weights_too():
+    x, y = _images()
+    m = _cnn()
+    m.fit(x, y, epochs=1, batch_size=16, verbose=0)
+    conv = m.layers[0]
+    assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+    seen = {}
+    handle = conv.register_forward_hook(lambda mod, inp, out: seen.update(
+        inp=inp[0].is_contiguous(memory_format=torch.channels_last),
+        out=out.is_contiguous(memory_format=torch.channels_last)))
+    m.predict(x[:4])
+    handle.remove()
+    assert seen == {"inp": True, "out": True}
+
+
+def test_wrapped_module_with_nchw_conv():
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                              torch.nn.Linear(4 * 8 * 8, 2), torch.nn.Softmax(dim=1))
+    m = Model(net)
+    m.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    x, y = _images()
+    x = x.transpose(0, 3, 1, 2).copy()
+    h = m.fit(x, y, epochs=2, verbose=0)
+    assert len(h.history["loss"]) == 2
+    assert net[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert m.predict(x).shape == (64, 2)
+    assert m.device == torch.device("cpu")
+
+
+def test_floatx_float64_and_integer_inputs_convert():
+    x, y = _blobs(40)
+    with config.override(floatX="float64"):
+        m = _mlp()
+        m.fit(x.astype("float32"), y.astype("int32"), epochs=1, verbose=0)
+        assert next(m.module.parameters()).dtype == torch.float64
+        assert m.predict(x).dtype == np.float64
+
+
+# ----------------------------------------------------------------------------- evaluate / predict
+
+
+def test_evaluate_scalar_without_metrics_and_inference_mode():
+    x, y = _blobs(40)
+    m = Sequential([Dense(8, input_shape=(2,)), Dropout(0.5), Dense(3, activation="softmax")])
+    m.compile("sgd", "sparse_categorical_crossentropy")
+    a = m.evaluate(x, y, verbose=0)
+    b = m.evaluate(x, y, verbose=0)
+    assert isinstance(a, float) and a == b  # dropout off in evaluation: deterministic
+    before = m.get_weights()
+    m.predict(x)
+    for w0, w1 in zip(before, m.get_weights()):
+        np.testing.assert_array_equal(w0, w1)
+    assert m.module.training  # restored after evaluate/predict
+
+
+def test_loss_matches_a_torch_reference():
+    x, y = _blobs(16)
+    m = _mlp(metrics=())
+    m.fit(x, y, epochs=1, verbose=0)
+    with torch.no_grad():
+        p = m.module(torch.from_numpy(x)).clamp(1e-7, 1 - 1e-7)
+        ref = torch.nn.functional.nll_loss(p.log(), torch.from_numpy(y)).item()
+    assert m.evaluate(x, y, verbose=0) == pytest.approx(ref, rel=1e-5)
+    assert m.test_on_batch(x, y) == pytest.approx(ref, rel=1e-5)
+
+
+def test_on_batch_methods():
+    x, y = _blobs(32)
+    m = _mlp()
+    before = m.test_on_batch(x, y)
+    for _ in range(20):
+        m.train_on_batch(x, y)
+    after = m.test_on_batch(x, y)
+    assert isinstance(after, list) and after[0] < before[0]
+    assert m.optimizer.iterations == 20
+    out = m.predict_on_batch(x[:5])
+    assert out.shape == (5, 3)
+
+
+# ----------------------------------------------------------------------------- no per-step syncs
+
+
+def test_one_sync_per_epoch_when_nobody_reads_batch_logs(monkeypatch):
+    calls = []
+    real = loop_mod.Trainer.results
+
+    def counting(self, reduce=True):
+        calls.append(reduce)
+        return real(self, reduce)
+
+    monkeypatch.setattr(loop_mod.Trainer, "results", counting)
+    x, y = _blobs(200)
+    _mlp().fit(x, y, epochs=2, batch_size=10, verbose=2, validation_split=0.1)
+    assert len(calls) == 4  # per epoch: training logs + validation logs, never per batch (18 batches)
+
+
+def test_lazy_logs_compute_once_on_access():
+    n = []
+    logs = LazyLogs({"batch": 3, "size": 8}, lambda: n.append(1) or {"loss": 0.5, "acc": 1.0},
+                    ["loss", "acc"])
+    assert logs["size"] == 8 and not n
+    assert dict(logs) == {"batch": 3, "size": 8, "loss": 0.5, "acc": 1.0}
+    assert logs["loss"] == 0.5 and len(n) == 1
+    with pytest.raises(KeyError):
+        logs["nope"]
+
+
+# ----------------------------------------------------------------------------- data helpers
+
+
+def test_fits_on_device_rule():
+    assert fits_on_device(10**12, torch.device("cpu"), None)
+    assert fits_on_device(4 * 2**30, torch.device("cuda", 0), 10 * 2**30)
+    assert not fits_on_device(5 * 2**30, torch.device("cuda", 0), 10 * 2**30)
+    assert not fits_on_device(1, torch.device("cuda", 0), None)
+
+
+def test_array_data_shares_float32_numpy_and_slices_views():
+    x = np.arange(40, dtype="float32").reshape(10, 4)
+    data = ArrayData(x, np.arange(10), torch.device("cpu"), torch.float32)
+    assert data.x.data_ptr() == x.ctypes.data  # no copy on CPU
+    batches = list(data.batches(None, 4))
+    assert [len(b[0]) for b in batches] == [4, 4, 2]
+    assert batches[0][0].data_ptr() == x.ctypes.data
+    idx = torch.tensor([9, 0])
+    xb, yb = next(iter(data.batches(idx, 4)))
+    assert yb.tolist() == [9, 0] and xb[0, 0].item() == 36.0
+
+
+def test_iterable_data_one_shot_needs_steps():
+    with pytest.raises(ValueError, match="steps_per_epoch"):
+        IterableData(iter([]), torch.device("cpu"), torch.float32)
+    data = IterableData([(np.zeros((2, 3)), np.zeros(2))], torch.device("cpu"), torch.float32)
+    xb, yb = next(data.batches())
+    assert xb.dtype == torch.float32 and yb.dtype == torch.float32
+
+
+# ----------------------------------------------------------------------------- bad input
+
+
+class NoStep(Callback):
+    def on_train_batch_begin(self, batch, logs=None):
+        raise AssertionError("a step ran before the bad input was reported")
+
+
+@pytest.mark.parametrize("case, match", [
+    ("length", "different numbers of samples: 10 inputs but 9 targets"),
+    ("empty", "empty"),
+    ("nan", r"NaN or Inf values \(first at sample 3\)"),
+    ("inf_y", "NaN or Inf"),
+    ("batch0", "batch_size must be a positive whole number, got 0"),
+    ("batchneg", "batch_size must be a positive whole number, got -4"),
+    ("label_range", r"labels in \[0, 3\), got 7"),
+    ("label_kind", "one-hot"),
+    ("shape", r"per-sample shape \(5,\) but the model's input shape is \(2,\)"),
+    ("accumulate", "accumulate"),
+])
+def test_bad_input_is_reported_before_the_first_step(case, match):
+    x, y = _blobs(10)
+    m = _mlp()
+    kwargs = {}
+    if case == "length":
+        y = y[:9]
+    elif case == "empty":
+        x, y = x[:0], y[:0]
+    elif case == "nan":
+        x = x.copy()
+        x[3, 1] = np.nan
+    elif case == "inf_y":
+        m = _mlp(metrics=(), loss="mse")
+        y = np.zeros((10, 3), "float32")
+        y[2, 0] = np.inf
+    elif case == "batch0":
+        kwargs["batch_size"] = 0
+    elif case == "batchneg":
+        kwargs["batch_size"] = -4
+    elif case == "label_range":
+        y = y.copy()
+        y[4] = 7
+    elif case == "label_kind":
+        y = np.eye(3, dtype="float32")[y]
+    elif case == "shape":
+        x = np.zeros((10, 5), "float32")
+    elif case == "accumulate":
+        kwargs.update(batch_size=4, accumulate=8)
+    with pytest.raises(ValueError, match=match):
+        m.fit(x, y, verbose=0, callbacks=[NoStep()], **kwargs)
+
+
+def test_channels_first_images_get_the_transpose_hint():
+    x, y = _images(8)
+    m = _cnn()
+    with pytest.raises(ValueError, match=r"channels first.*x\.transpose\(0, 2, 3, 1\)"):
+        m.fit(x.transpose(0, 3, 1, 2), y, verbose=0, callbacks=[NoStep()])
+    with pytest.raises(ValueError, match=r"transpose\(0, 2, 3, 1\)"):
+        m.predict(x.transpose(0, 3, 1, 2))
+
+
+def test_uncompiled_model_and_missing_targets():
+    x, y = _blobs(10)
+    m = Sequential([Dense(3, input_shape=(2,))])
+    with pytest.raises(RuntimeError, match="compile"):
+        m.fit(x, y, verbose=0)
+    with pytest.raises(RuntimeError, match="compile"):
+        m.evaluate(x, y, verbose=0)
+    assert m.predict(x).shape == (10, 3)  # predict needs no compile, as in Keras
+    m.compile("sgd", "mse")
+    with pytest.raises(ValueError, match="y"):
+        m.fit(x, verbose=0)
+
+
+def test_validation_split_out_of_range():
+    x, y = _blobs(10)
+    with pytest.raises(ValueError, match="validation_split"):
+        _mlp().fit(x, y, validation_split=1.0, verbose=0)
