@@ -1,0 +1,39 @@
+"""Ctrl-C / SIGTERM on the main process of a 2-process gloo job stops every rank."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from parallel_helpers import PLAIN_SCRIPT, _alive, _pids, _write
+
+pytestmark = pytest.mark.multiproc
+
+
+@pytest.mark.parametrize("sig, code", [(signal.SIGTERM, 143), (signal.SIGINT, 130)])
+def test_sigterm_or_ctrl_c_on_the_main_process_stops_every_rank(tmp_path, sig, code):
+    script = _write(tmp_path, "train.py", PLAIN_SCRIPT)
+    proc = subprocess.Popen([sys.executable, str(script), "forever", str(tmp_path), "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().startswith("epoch"), proc.stderr.read()  # both ranks training
+        pids = _pids(tmp_path)
+        assert len(pids) == 2
+        sent = time.monotonic()
+        proc.send_signal(sig)
+        proc.wait(timeout=30)
+        assert time.monotonic() - sent < 10
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == code
+    assert signal.Signals(sig).name in proc.stderr.read()
+    deadline = time.monotonic() + 5
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in pids)
