@@ -178,3 +178,39 @@ def test_check_targets_binary_and_regression():
         losses.check_targets("mse", np.array([[np.nan, 0.0]]), (2,))
     with pytest.raises(ValueError, match="batch dimension"):
         losses.check_targets("mse", np.float32(1.0), (1,))
+
+
+# --------------------------------------------------------------------------- fused with the activation
+
+
+@pytest.mark.parametrize(
+    "loss,act,make_y",
+    [
+        ("categorical_crossentropy", "softmax", lambda lab: torch.eye(5, dtype=torch.float64)[lab]),
+        ("sparse_categorical_crossentropy", "softmax", lambda lab: lab),
+        ("binary_crossentropy", "sigmoid", lambda lab: (lab % 2).double().reshape(-1, 1).expand(-1, 5)),
+    ],
+)
+def test_from_logits_equals_activation_then_loss_incl_clipping(loss, act, make_y):
+    z = torch.tensor(RNG.standard_normal((8, 5)) * 3, requires_grad=True)
+    with torch.no_grad():
+        z[0, 0] = 40.0  # saturated: probabilities beyond the clip range
+        z[1, 1] = -40.0
+    lab = torch.tensor(RNG.integers(0, 5, 8))
+    lab[0] = 0
+    y = make_y(lab)
+    fused = losses.from_logits(loss, act)
+    ref_z = z.detach().clone().requires_grad_()
+    ref = losses.get(loss)(y, torch.softmax(ref_z, -1) if act == "softmax" else torch.sigmoid(ref_z))
+    out = fused(y, z)
+    assert float(out.detach()) == pytest.approx(float(ref.detach()), rel=1e-9)
+    out.backward()
+    ref.backward()
+    np.testing.assert_allclose(z.grad.numpy(), ref_z.grad.numpy(), rtol=1e-6, atol=1e-12)
+
+
+def test_from_logits_only_where_fusable():
+    assert losses.from_logits("mse", "softmax") is None
+    assert losses.from_logits("categorical_crossentropy", "relu") is None
+    assert losses.from_logits("categorical_crossentropy", None) is None
+    assert losses.from_logits(losses.binary_crossentropy, "sigmoid") is not None

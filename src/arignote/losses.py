@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import difflib
+import math
 from collections.abc import Callable
 
 import numpy as np
@@ -199,6 +200,68 @@ def name_of(loss: str | Callable) -> str:
 def serialize(loss: str | Callable) -> str:
     """The name to store in a saved model (Keras stores the loss by name)."""
     return name_of(loss)
+
+
+# --------------------------------------------------------------------------- fused with the output activation
+
+
+def _log_clip() -> tuple[float, float]:
+    eps = backend.epsilon()
+    return math.log(eps), math.log1p(-eps)
+
+
+def _cce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    lo, hi = _log_clip()
+    logp = torch.log_softmax(logits, dim=-1).clamp(lo, hi)
+    return -(y_true.reshape(logits.shape) * logp).sum(dim=-1).mean()
+
+
+def _sparse_cce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    lo, hi = _log_clip()
+    logp = torch.log_softmax(logits, dim=-1).clamp(lo, hi)
+    # cross_entropy renormalizes the clipped probabilities exactly like the TF-backend route
+    return F.cross_entropy(logp.reshape(-1, logits.shape[-1]), y_true.reshape(-1).long())
+
+
+def _bce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
+    lo, hi = _log_clip()
+    y = y_true.reshape(logits.shape)
+    log_p = F.logsigmoid(logits).clamp(lo, hi)
+    log_q = F.logsigmoid(-logits).clamp(lo, hi)
+    return -(y * log_p + (1.0 - y) * log_q).mean()
+
+
+_FUSED = {
+    ("softmax", "categorical_crossentropy"): _cce_logits,
+    ("softmax", "sparse_categorical_crossentropy"): _sparse_cce_logits,
+    ("sigmoid", "binary_crossentropy"): _bce_logits,
+}
+
+
+def from_logits(loss: str | Callable, activation: str | None) -> Callable | None:
+    """The loss computed from the pre-activation output, or None when there is no fused form.
+
+    For a model ending in ``softmax`` (or ``sigmoid``) trained with a cross-entropy, the training
+    loop may skip the final activation and call this instead: ``fused(y_true, logits)`` equals
+    ``loss(y_true, activation(logits))`` with Keras's clipping (``log p`` clamped to
+    ``[log eps, log(1 - eps)]``, zero gradient where clipped, like ``clip``), but saves the
+    softmax backward and a few elementwise ops per step. Accuracy metrics on logits need care:
+    argmax is unchanged by softmax; the 0.5 threshold of a sigmoid is 0 on logits.
+
+    Example::
+
+        >>> z, y = torch.tensor([[2.0, 0.5, -1.0]]), torch.tensor([[0.0, 1.0, 0.0]])
+        >>> fused = from_logits("categorical_crossentropy", "softmax")
+        >>> bool(torch.isclose(fused(y, z), categorical_crossentropy(y, torch.softmax(z, -1))))
+        True
+    """
+    if not isinstance(activation, str):
+        return None
+    try:
+        name = name_of(loss)
+    except ValueError:
+        return None
+    return _FUSED.get((activation, name))
 
 
 # --------------------------------------------------------------------------- target checks
