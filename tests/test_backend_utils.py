@@ -68,3 +68,7 @@ def test_to_categorical_bad_labels():
         to_categorical([-1, 0], 3)
     with pytest.raises(ValueError, match="integer class labels"):
         to_categorical([0.5, 1.0], 3)
+
+
+def test_backend_name():
+    assert backend.backend() == "torch"

@@ -276,3 +276,12 @@ def test_zero_grad_and_float32_training_reduces_loss():
         assert float(((m(x) - y) ** 2).mean().detach()) < first, make.__name__
         opt.zero_grad()
         assert all(p.grad is None for p in m.parameters())
+
+
+def test_fastest_torch_implementation_is_chosen_on_cpu():
+    params = [torch.nn.Parameter(torch.zeros(3))]
+    assert optimizers.SGD(momentum=0.9).build(params).torch.defaults["fused"] is True
+    assert optimizers.Adam().build(params).torch.defaults["fused"] is True
+    assert optimizers.Adagrad().build(params).torch.defaults["fused"] is True
+    assert optimizers.RMSprop().build(params).torch.defaults["foreach"] is True
+    assert optimizers.Adadelta().build(params).torch.defaults["foreach"] is True

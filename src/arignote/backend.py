@@ -14,6 +14,7 @@ from __future__ import annotations
 from arignote import config
 
 __all__ = [
+    "backend",
     "image_data_format",
     "set_image_data_format",
     "floatx",
@@ -24,6 +25,11 @@ __all__ = [
 ]
 
 _EPSILON = [1e-7]
+
+
+def backend() -> str:
+    """The engine's name, ``'torch'`` (Keras returns ``'tensorflow'``, ``'theano'``...)."""
+    return "torch"
 
 
 def image_data_format() -> str:

@@ -37,21 +37,8 @@ from typing import Any
 
 import torch
 
-__all__ = [
-    "Optimizer",
-    "SGD",
-    "RMSprop",
-    "Adam",
-    "Adadelta",
-    "Adagrad",
-    "get",
-    "serialize",
-    "sgd",
-    "rmsprop",
-    "adam",
-    "adadelta",
-    "adagrad",
-]
+__all__ = ["Optimizer", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "get", "serialize",
+           "sgd", "rmsprop", "adam", "adadelta", "adagrad"]  # fmt: skip
 
 
 def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | None = None) -> float:
@@ -64,13 +51,12 @@ def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | Non
 
 
 def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
-    """Pick torch's fastest implementation the params allow: fused when supported, else foreach."""
+    """Pick torch's fastest implementation the params allow: fused where torch has a kernel, else foreach."""
     devices = {p.device.type for p in params}
-    fused_ok = torch_cls in (torch.optim.Adam, torch.optim.SGD, torch.optim.Adagrad) and devices <= {
-        "cuda",
-        "cpu",
-    }
-    if fused_ok and all(p.is_floating_point() for p in params):
+    # fused Adam/SGD exist for CPU and CUDA; fused Adagrad for CPU only; RMSprop/Adadelta have none
+    fused_devices = {torch.optim.Adam: {"cuda", "cpu"}, torch.optim.SGD: {"cuda", "cpu"},
+                     torch.optim.Adagrad: {"cpu"}}.get(torch_cls, set())  # fmt: skip
+    if devices <= fused_devices and all(p.is_floating_point() for p in params):
         return {"fused": True}
     return {"foreach": True}
 
