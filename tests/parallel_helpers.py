@@ -81,6 +81,9 @@ for epoch in range(epochs):
     if epoch == 2 and mode == "kill" and s.rank == 1:
         open(os.path.join(out, "killed_at"), "w").write(repr(time.time()))
         os.kill(os.getpid(), signal.SIGKILL)
+    if epoch == 2 and mode == "stop" and s.rank == 1:
+        open(os.path.join(out, "stopped_at"), "w").write(repr(time.time()))
+        os.kill(os.getpid(), signal.SIGSTOP)  # hangs without dying: only the timeout can tell
     if epoch == 2 and mode == "raise" and s.rank == 0:
         raise ValueError("boom in rank 0")
 if s.is_main:

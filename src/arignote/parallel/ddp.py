@@ -70,7 +70,8 @@ class DataParallel:
 
     def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
         """DDP around ``module`` (already on ``self.device``); rank 0's weights are broadcast."""
-        ids = [self.device.index] if self.device.type == "cuda" else None
+        spread = len({p.device for p in module.parameters()}) > 1  # placement contexts
+        ids = [self.device.index] if self.device.type == "cuda" and not spread else None
         return DistributedDataParallel(module, device_ids=ids)
 
     def shard(self, n: int, epoch: int, shuffle: bool, seed: int | None) -> torch.Tensor:

@@ -216,8 +216,11 @@ class Launcher:
         if self._stopping:  # the monitor thread is ending the process
             time.sleep(3600)
         (self._old_excepthook or sys.__excepthook__)(tp, value, tb)
-        self.fail(f"arignote: rank 0 (this process) failed with {tp.__name__}",
-                  restartable=not issubclass(tp, KeyboardInterrupt))
+        text = f"arignote: rank 0 (this process) failed with {tp.__name__}"
+        if _in_collective(tb):
+            text += (f" in a collective: another rank stopped answering for parallel.timeout="
+                     f"{self.timeout:g}s or left the job")
+        self.fail(text, restartable=not issubclass(tp, KeyboardInterrupt))
 
     def _restore_wakeup(self) -> None:
         if self._wake is not None and threading.current_thread() is threading.main_thread():
@@ -240,6 +243,16 @@ class Launcher:
                 signal.signal(sig, old)  # type: ignore[arg-type]
         if self._old_excepthook is not None:
             sys.excepthook = self._old_excepthook
+
+
+def _in_collective(tb: object) -> bool:
+    """True when the traceback passes through torch.distributed (a collective or the store)."""
+    marker = os.sep + os.path.join("torch", "distributed") + os.sep
+    while tb is not None:
+        if marker in tb.tb_frame.f_code.co_filename:  # type: ignore[attr-defined]
+            return True
+        tb = tb.tb_next  # type: ignore[attr-defined]
+    return False
 
 
 def watch_parent(rank: int, interval: float = 0.25) -> threading.Thread:
