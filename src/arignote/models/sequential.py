@@ -22,6 +22,7 @@ import torch
 from torch import nn
 
 from arignote.models.model import Model
+from arignote.parallel import placement
 
 __all__ = ["Sequential"]
 
@@ -66,6 +67,7 @@ class Sequential(Model):
             if prev is not None and tuple(layer.input_shape_hint) != tuple(prev):
                 raise ValueError(f"layer '{layer.name}' declares input_shape={layer.input_shape_hint} but "
                                  f"the previous layer outputs {prev}; remove input_shape= from later layers")
+        placement.mark(layer)  # inside `with arignote.device("dev1"):` the layer goes to dev1
         self.module.layers.append(layer)
         self._invalidate()
         shape = self.expected_input_shape()

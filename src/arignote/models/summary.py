@@ -22,6 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from arignote import parallel
+
 __all__ = ["render", "layer_rows", "format_shape"]
 
 _LINE = 65
@@ -94,9 +96,10 @@ def layer_rows(layers: list[Any], input_shape: tuple | None) -> list[tuple[str, 
         if shape is not None:
             shape = tuple(layer.compute_output_shape(shape))
         params = sum(p.numel() for p in layer.parameters())
-        devices.append(_device_of(layer))
+        devices.append(parallel.layer_device(layer) or _device_of(layer))  # context device when placed
         rows.append((f"{layer.name} ({type(layer).__name__})", format_shape(shape), params))
-    placed = len({d for d in devices if d is not None}) > 1
+    placed = (len({d for d in devices if d is not None}) > 1
+              or any(getattr(layer, "device_context", None) is not None for layer in layers))
     return [(*r, d if placed else None) for r, d in zip(rows, devices)]
 
 
