@@ -230,3 +230,4 @@ def test_gpu_rng_states_round_trip_through_a_backup(tmp_path):
     cb.on_train_begin()
     assert torch.equal(torch.rand(4, device="cuda").cpu(), expected)
     assert len(cuda.rng_states()) == cuda.device_count()
+
