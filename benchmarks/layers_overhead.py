@@ -26,10 +26,10 @@ from arignote import losses
 
 def arignote_cnn() -> nn.Sequential:
     stack = [
-        L.Conv2D(32, (3, 3), padding="same"), L.Activation("relu"), L.Conv2D(32, (3, 3)), L.Activation("relu"),
-        L.MaxPooling2D((2, 2)), L.Dropout(0.25),
-        L.Conv2D(64, (3, 3), padding="same"), L.Activation("relu"), L.Conv2D(64, (3, 3)), L.Activation("relu"),
-        L.MaxPooling2D((2, 2)), L.Dropout(0.25),
+        L.Conv2D(32, (3, 3), padding="same"), L.Activation("relu"),
+        L.Conv2D(32, (3, 3)), L.Activation("relu"), L.MaxPooling2D((2, 2)), L.Dropout(0.25),
+        L.Conv2D(64, (3, 3), padding="same"), L.Activation("relu"),
+        L.Conv2D(64, (3, 3)), L.Activation("relu"), L.MaxPooling2D((2, 2)), L.Dropout(0.25),
         L.Flatten(), L.Dense(512), L.Activation("relu"), L.Dropout(0.5), L.Dense(10),
     ]  # fmt: skip
     shape = (32, 32, 3)
@@ -41,9 +41,11 @@ def arignote_cnn() -> nn.Sequential:
 
 def torch_cnn() -> nn.Sequential:
     return nn.Sequential(
-        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Dropout(0.25),
-        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Dropout(0.25), nn.Flatten(), nn.Linear(64 * 6 * 6, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, 10),
+        nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Dropout(0.25),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(),
+        nn.MaxPool2d(2), nn.Dropout(0.25),
+        nn.Flatten(), nn.Linear(64 * 6 * 6, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, 10),
     ).to(memory_format=torch.channels_last)  # fmt: skip
 
 
