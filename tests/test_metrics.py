@@ -122,3 +122,12 @@ def test_unknown_metric_did_you_mean():
         metrics.get(42)
     m = metrics.get("acc")
     assert metrics.get(m) is m
+
+
+def test_custom_function_returning_bools():
+    def exact(y_true, y_pred):
+        return y_true == y_pred.round()
+
+    m = metrics.get(exact)
+    m.update(torch.tensor([[1.0], [2.0]]), torch.tensor([[1.2], [2.6]]))
+    assert m.name == "exact" and m.result() == pytest.approx(0.5)

@@ -156,6 +156,8 @@ class Metric(_Accumulator):
     def update(self, y_true: torch.Tensor, y_pred: torch.Tensor) -> None:
         """Accumulate this batch (no host sync)."""
         value = self.fn(y_true, y_pred)
+        if not value.is_floating_point():  # a user function returning bools or ints
+            value = value.to(torch.float32)
         n = y_pred.shape[0]
         # per-sample (or per-element) values -> their mean counts n samples; 0-d values are batch means
         self._add(value.mean(), n)
