@@ -306,3 +306,18 @@ def test_real_nvml_snapshot_lists_the_gpus():
     assert [g.index for g in s.gpus] == list(range(len(s.gpus)))
     assert all(g.memory_total is not NA and g.memory_total > 0 and g.pci_bus_id is not NA for g in s.gpus)
     assert nvml.from_json(nvml.to_json(s)) == s
+
+
+def test_cpu_use_excludes_our_own_process(monkeypatch):
+    import psutil
+
+    class Me:
+        def cpu_percent(self, interval=None):
+            return 50.0  # half of one thread: our own start-up
+
+    monkeypatch.setitem(nvml._CPU_WINDOW, "self", Me())
+    monkeypatch.setitem(nvml._CPU_WINDOW, "start", 0.0)  # window opened long ago: no sleep
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval=None: 60.0)
+    monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 2)
+    assert nvml.host_snapshot(cpu_interval=0.03).cpu_percent == 35.0  # 60% of 2 threads minus 25%
+    assert nvml._CPU_WINDOW["start"] > 0  # a new window started

@@ -34,21 +34,21 @@ def _reader(args):
     from arignote.devices import nvml
     from arignote.share.leases import current_leases
 
-    calls = []
-
     def read():
         if args.inventory:
             snap = nvml.load(args.inventory)
         else:
-            # CPU use over 50 ms the first time, then since the previous refresh (--watch)
-            snap = nvml.snapshot(processes=not args.no_processes, cpu_interval=None if calls else 0.05)
-        calls.append(1)
+            # CPU use since start-up (at least 30 ms), then since the previous refresh (--watch)
+            snap = nvml.snapshot(processes=not args.no_processes, cpu_interval=0.03)
         return snap, current_leases()
 
     return read
 
 
 def run(args) -> int:
+    from arignote.devices import nvml
+
+    nvml.prime_cpu()  # the CPU-use window spans our own start-up instead of an extra sleep
     from arignote import monitor
     from arignote.devices.nvml import SnapshotFormatError
     from arignote.share import ShareError

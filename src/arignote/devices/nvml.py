@@ -36,6 +36,7 @@ __all__ = [
     "Snapshot",
     "snapshot",
     "host_snapshot",
+    "prime_cpu",
     "to_json",
     "from_json",
     "load",
@@ -149,13 +150,49 @@ class Snapshot:
 # --------------------------------------------------------------------------- host (psutil)
 
 
-def host_snapshot(cpu_interval: float | None = 0.05) -> HostSnapshot:
-    """CPU use (sampled over ``cpu_interval`` seconds; None = since the previous call) and RAM use.
+_CPU_WINDOW: dict[str, Any] = {"start": None, "self": None}
 
-    The ``top``/``free`` part of ``nvidia-smi``-style monitors.
+
+def prime_cpu() -> None:
+    """Start a CPU-use window now; the next :func:`host_snapshot` reports the use since then.
+
+    ``arignote smi`` calls it first thing, so its own start-up is the sampling window and it needs
+    no extra sleep (its own CPU time is subtracted, see :func:`host_snapshot`).
     """
     import psutil
 
+    if _CPU_WINDOW["self"] is None:
+        _CPU_WINDOW["self"] = psutil.Process()
+    psutil.cpu_percent(interval=None)
+    _CPU_WINDOW["self"].cpu_percent(interval=None)
+    _CPU_WINDOW["start"] = time.monotonic()
+
+
+def _cpu_percent(min_window: float) -> float:
+    """Machine CPU use in % of all threads since the window started (at least ``min_window`` s),
+    minus this process's own use, then start a new window."""
+    import psutil
+
+    if _CPU_WINDOW["start"] is None:
+        prime_cpu()
+    wait = min_window - (time.monotonic() - _CPU_WINDOW["start"])
+    if wait > 0:
+        time.sleep(wait)
+    total = psutil.cpu_percent(interval=None)
+    own = _CPU_WINDOW["self"].cpu_percent(interval=None) / (psutil.cpu_count() or 1)
+    _CPU_WINDOW["start"] = time.monotonic()
+    return round(max(0.0, total - own), 1)
+
+
+def host_snapshot(cpu_interval: float | None = 0.05) -> HostSnapshot:
+    """CPU and RAM use of the machine (``top``/``free`` in one reading).
+
+    CPU use covers the time since :func:`prime_cpu` or the previous snapshot, at least
+    ``cpu_interval`` seconds (None: no minimum), without this process's own CPU time.
+    """
+    import psutil
+
+    cpu = _cpu_percent(cpu_interval or 0.0)
     mem = psutil.virtual_memory()
     try:
         load = round(os.getloadavg()[0], 2)
@@ -163,7 +200,7 @@ def host_snapshot(cpu_interval: float | None = 0.05) -> HostSnapshot:
         load = NA
     return HostSnapshot(
         cpu_count=psutil.cpu_count() or NA,
-        cpu_percent=float(psutil.cpu_percent(interval=cpu_interval)),
+        cpu_percent=cpu,
         load_average=load,
         memory_used=int(mem.total - mem.available),
         memory_total=int(mem.total),
