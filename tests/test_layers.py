@@ -590,3 +590,15 @@ def test_keras_style_custom_layer():
     assert type(clone) is Scale
     with pytest.raises(NotImplementedError, match="must define call"):
         layers.Layer()(torch.zeros(1))
+
+
+def test_image_layer_flags_tell_where_images_enter_and_leave():
+    image = (Conv2D(2, 3), MaxPooling2D(), AveragePooling2D(), GlobalAveragePooling2D(), ZeroPadding2D())
+    for layer in image:
+        assert layer.image_layer, type(layer).__name__
+    for layer in (Dense(2), Dropout(0.1), Activation("relu"), LSTM(2), Embedding(3, 2)):
+        assert not layer.image_layer, type(layer).__name__
+    bn_img, bn_vec = BatchNormalization(), BatchNormalization()
+    bn_img.build((4, 4, 2))
+    bn_vec.build((4,))
+    assert bn_img.image_layer and not bn_vec.image_layer
