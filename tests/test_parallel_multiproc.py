@@ -46,16 +46,6 @@ def test_a_killed_rank_stops_the_job_within_the_timeout_and_is_named(tmp_path):
     assert not any(_alive(p) for p in _pids(tmp_path))
 
 
-def test_a_hung_rank_fails_the_job_after_parallel_timeout(tmp_path):
-    script = _write(tmp_path, "train.py", PLAIN_SCRIPT)
-    r = _run([str(script), "stop", str(tmp_path), "2"], timeout=120)
-    ended = time.time()
-    assert r.returncode == 1
-    assert "in a collective: another rank stopped answering for parallel.timeout=3s" in r.stderr
-    assert ended - float((tmp_path / "stopped_at").read_text()) < 3 + 5 + 5  # timeout, SIGKILL grace, exit
-    assert not any(_alive(p) for p in _pids(tmp_path))  # the stopped rank was killed
-
-
 def test_an_exception_in_rank_0_stops_the_other_ranks(tmp_path):
     script = _write(tmp_path, "train.py", PLAIN_SCRIPT)
     r = _run([str(script), "raise", str(tmp_path), "2"], timeout=120)

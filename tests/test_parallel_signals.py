@@ -1,4 +1,5 @@
-"""Ctrl-C / SIGTERM on the main process of a 2-process gloo job stops every rank."""
+"""Ctrl-C / SIGTERM on the main process of a 2-process gloo job stops every rank; a hung rank
+(SIGSTOP) fails the job after parallel.timeout instead of hanging it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import time
 
 import pytest
 
-from parallel_helpers import PLAIN_SCRIPT, _alive, _pids, _write
+from parallel_helpers import PLAIN_SCRIPT, _alive, _pids, _run, _write
 
 pytestmark = pytest.mark.multiproc
 
@@ -37,3 +38,13 @@ def test_sigterm_or_ctrl_c_on_the_main_process_stops_every_rank(tmp_path, sig, c
     while any(_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not any(_alive(p) for p in pids)
+
+
+def test_a_hung_rank_fails_the_job_after_parallel_timeout(tmp_path):
+    script = _write(tmp_path, "train.py", PLAIN_SCRIPT)
+    r = _run([str(script), "stop", str(tmp_path), "2"], timeout=120)
+    ended = time.time()
+    assert r.returncode == 1
+    assert "in a collective: another rank stopped answering for parallel.timeout=3s" in r.stderr
+    assert ended - float((tmp_path / "stopped_at").read_text()) < 3 + 5 + 5  # timeout, SIGKILL grace, exit
+    assert not any(_alive(p) for p in _pids(tmp_path))  # the stopped rank was killed
