@@ -30,11 +30,23 @@ def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook 
         item.add_marker(skip)
 
 
+def _forget_prepared_devices() -> None:
+    # Cheap (no torch import): the banner prints again and memory plans are forgotten per test.
+    from arignote import memory
+    from arignote.devices import setup
+
+    setup.reset()
+    memory._applied.clear()
+
+
 @pytest.fixture(autouse=True)
 def isolated_config(monkeypatch, tmp_path):
-    """A fresh flag registry per test, blind to the developer's rc files and ARIGNOTE_FLAGS."""
+    """A fresh flag registry per test, blind to the developer's rc files and ARIGNOTE_FLAGS, and a
+    fresh ``prepare()`` state (banner not yet printed)."""
     monkeypatch.setenv("ARIGNOTERC", str(tmp_path / "no-such-arignoterc"))
     monkeypatch.delenv("ARIGNOTE_FLAGS", raising=False)
     config.reload()
+    _forget_prepared_devices()
     yield
     config.reload()
+    _forget_prepared_devices()
