@@ -449,3 +449,25 @@ def test_selftest_here_passes_the_cpu_items_and_lists_the_untested_gpu_items():
     assert {k for k, v in status.items() if v == "SKIP"} == gpu_items
     assert all(r["detail"].startswith("not tested: needs") for r in doc["results"] if r["status"] == "SKIP")
     assert doc["FAIL"] == 0
+
+
+# --------------------------------------------------------------------------- on a GPU (skipped here)
+
+
+@pytest.mark.gpu
+def test_bench_on_a_gpu_reports_the_allocator_peak(tmp_path):
+    out = tmp_path / "gpu"
+    proc = _arignote("bench", "--quick", "--model", "mlp", "--configs", "cpu,cuda-nodnn,cuda",
+                     "--vs", "torch", "--out", str(out))
+    assert proc.returncode == 0, proc.stderr + proc.stdout
+    doc = json.loads((out / "bench.json").read_text())
+    gpu_rows = [r for r in doc["table"] if r["config"] in ("cuda", "cuda-nodnn")]
+    assert len(gpu_rows) == 4
+    assert all(r["memory_kind"] == "GPU" and r["peak_memory"] > 0 and r["speedup"] > 0 for r in gpu_rows)
+
+
+@pytest.mark.gpu
+def test_selftest_gpu_items_pass():
+    proc = _arignote("selftest", "--only", "banner-gpu,memory-limit,cudnn-on,mixed-precision")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.count("PASS") == 4

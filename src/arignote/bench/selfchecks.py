@@ -106,22 +106,23 @@ def train_cpu() -> str:
     return f"CNN, loss {history.history['loss'][0]:.3f} -> {history.history['loss'][-1]:.3f} on cpu"
 
 
-def _world_size_probe(seen: list[int]):
+def _strategy_probe(seen: list[tuple[int, str]]):
+    """A callback recording (world size, collective backend) of the strategy fit runs on."""
     from arignote.callbacks import Callback
     from arignote.parallel import ddp
 
     class Probe(Callback):
         def on_train_begin(self, logs=None):
             strategy = ddp.active()
-            seen.append(strategy.world_size if strategy is not None else 1)
+            seen.append((strategy.world_size, strategy.backend) if strategy is not None else (1, "none"))
 
     return Probe()
 
 
 def data_parallel_cpu() -> str:
-    seen: list[int] = []
-    _fit({"device": "cpu", "cpu.processes": 2, "cpu.threads": 1}, callbacks=[_world_size_probe(seen)])
-    _expect(seen == [2], f"expected 2 gloo processes, the strategy reported {seen}")
+    seen: list[tuple[int, str]] = []
+    _fit({"device": "cpu", "cpu.processes": 2, "cpu.threads": 1}, callbacks=[_strategy_probe(seen)])
+    _expect(seen == [(2, "gloo")], f"expected 2 gloo processes, the strategy reported {seen}")
     return "2 CPU processes (gloo), loss went down"
 
 
@@ -241,10 +242,10 @@ def train_each_gpu() -> str:
 def data_parallel_gpu() -> str:
     from arignote.devices import cuda, current_inventory
 
-    seen: list[int] = []
-    _fit({"device": "all"}, callbacks=[_world_size_probe(seen)])
+    seen: list[tuple[int, str]] = []
+    _fit({"device": "all"}, callbacks=[_strategy_probe(seen)])
     n = len(current_inventory().gpus)
-    _expect(seen == [n], f"expected {n} processes, the strategy reported {seen}")
+    _expect(seen == [(n, "nccl")], f"expected {n} NCCL processes, the strategy reported {seen}")
     return f"DDP over {n} GPUs with NCCL {cuda.nccl_version()}"
 
 

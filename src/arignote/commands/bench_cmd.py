@@ -40,7 +40,7 @@ def add_arguments(parser) -> None:
                         help=f"smoke test: {QUICK_SAMPLES} samples, 1 epoch (under a minute on 2 cores)")
     parser.add_argument("--data", default="auto", choices=("auto", "cifar10", "synthetic"),
                         help="auto: CIFAR-10 (MNIST for mlp) if found locally, else synthetic; "
-                             "cifar10: require it (downloads if absent); synthetic")
+                             "cifar10: the real data (MNIST for mlp), downloaded if absent; synthetic")
     parser.add_argument("--repeats", type=int, default=1, help="runs per runner and configuration, "
                         "alternating the order (default 1); the median is reported")
     parser.add_argument("--out", default="bench-out", help="directory for bench.txt, bench.json, bench.png")
