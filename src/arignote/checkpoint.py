@@ -30,7 +30,8 @@ import os
 import pickle
 import tempfile
 import zipfile
-from typing import Any
+from collections.abc import Callable
+from typing import IO, Any
 
 import torch
 
@@ -64,13 +65,17 @@ def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
 
         >>> atomic_write_bytes("/tmp/arignote-doc.bin", b"abc")
     """
+    _atomic_write(path, lambda fh: fh.write(data))
+
+
+def _atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]) -> None:
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
     try:
         with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+            write(fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
@@ -92,15 +97,13 @@ def save(path: str | os.PathLike[str], obj: Any) -> None:
     """
     inner = io.BytesIO()
     torch.save(obj, inner)
-    raw = inner.getvalue()
+    raw = inner.getbuffer()  # no copy: the payload tensor and the hash read the same memory
     wrapper = {
         "format": FORMAT,
         "sha256": hashlib.sha256(raw).hexdigest(),
-        "payload": torch.frombuffer(bytearray(raw), dtype=torch.uint8),
+        "payload": torch.frombuffer(raw, dtype=torch.uint8),
     }
-    outer = io.BytesIO()
-    torch.save(wrapper, outer)
-    atomic_write_bytes(path, outer.getvalue())
+    _atomic_write(path, lambda fh: torch.save(wrapper, fh))  # streamed into the temporary file
 
 
 # What torch.load raises on a damaged or foreign file (it has no single exception type for it).
