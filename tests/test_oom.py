@@ -262,8 +262,8 @@ def test_ranks_agree_on_k_when_only_one_runs_out():
     # rank 0 never ran out: its first step stood, later steps ran as 4 micro-batches like rank 1
     assert results[0][1] == [32] + [8] * 4 * 3 and results[0][3] == 0
     assert results[1][1] == [8] * 4 * 4 and results[1][3] == 2
-    # one agreement per step when nothing fails, plus one per retry round
-    assert results[0][2] == results[1][2] == 4 + 2
+    # one flag agreement per step when nothing fails; per retry round, the flag and then k
+    assert results[0][2] == results[1][2] == 4 + 2 * 2
 
 
 def test_ranks_all_raise_when_one_cannot_split():

@@ -137,15 +137,16 @@ class Trainer:
     def new_oom_guard(self) -> None:
         """A fresh out-of-memory guard starting at ``accumulate`` micro-batches (at each ``fit``).
         Under data parallel with ``memory.on_oom=split``, steps run on the unwrapped module (no DDP
-        collective inside a step, so a rank that runs out cannot leave another waiting) and the
-        gradients are reduced once after the ranks agree on k; ``raise`` keeps DDP's overlapped path."""
+        collective inside a step, so a rank that runs out cannot leave another waiting) and one
+        reduction carries the gradients and every rank's out-of-memory flag; ``raise`` keeps DDP's
+        overlapped path."""
         from arignote.training.oom import OOMGuard, sync_gradients
 
         self.oom = OOMGuard(accumulate=self.accumulate, strategy=self.strategy, device=self.device)
         self.net, self._sync = self._wrapped, None
         if self.oom.distributed:
             self.net = self.model.module
-            self._sync = lambda: sync_gradients(self.model.module, self.strategy)
+            self._sync = lambda failed: sync_gradients(self.model.module, self.strategy, failed)
 
     def test_step(self, xb: Any, yb: Any) -> None:
         with self.precision.autocast():

@@ -30,6 +30,7 @@ from typing import Any
 import torch
 
 from arignote import config
+from arignote.training.oom_inject import OOMInjector, make_injector
 
 __all__ = ["OOMGuard", "OOMInjector", "UnsplittableOOMError", "make_injector", "micro_slices", "take",
            "batch_len", "next_k", "memory_figures", "free_memory", "selftest_real_oom", "sync_gradients"]
@@ -43,49 +44,6 @@ class UnsplittableOOMError(torch.OutOfMemoryError):
 
     A subclass of ``torch.OutOfMemoryError`` so existing ``except`` clauses still catch it.
     """
-
-
-# --------------------------------------------------------------------------- fault injection
-
-
-class _NoInjector:
-    """The injector when ``memory.oom_inject_above`` is 0: a call that does nothing."""
-
-    limit = 0
-    count = 0
-
-    def __call__(self, n: int) -> None:
-        return None
-
-
-class OOMInjector:
-    """Raise a real ``torch.OutOfMemoryError`` for micro-batches larger than ``limit`` samples.
-
-    ``count`` is how many failures it injected (tests use it to check that k is remembered).
-
-    >>> inject = OOMInjector(8); inject(8); inject.count
-    0
-    """
-
-    def __init__(self, limit: int) -> None:
-        if limit <= 0:
-            raise ValueError(f"OOMInjector limit must be > 0, got {limit}; use make_injector(0) for none")
-        self.limit = int(limit)
-        self.count = 0
-
-    def __call__(self, n: int) -> None:
-        if n > self.limit:
-            self.count += 1
-            raise torch.OutOfMemoryError(
-                f"out of memory (injected by arignote: micro-batch of {n} samples > "
-                f"memory.oom_inject_above={self.limit})"
-            )
-
-
-def make_injector(limit: int | None = None) -> OOMInjector | _NoInjector:
-    """The injector for ``limit`` (default: the ``memory.oom_inject_above`` flag); a no-op when 0."""
-    limit = config.get("memory.oom_inject_above") if limit is None else int(limit)
-    return OOMInjector(limit) if limit > 0 else _NoInjector()
 
 
 # --------------------------------------------------------------------------- micro-batch slicing
@@ -269,9 +227,11 @@ class OOMGuard:
         sync: Callable[[], Any] | None = None,
     ) -> list[Any]:
         """Run one optimizer step on batch ``(x, y)``; return ``forward_backward``'s outputs, one per
-        micro-batch. ``local()`` wraps the micro-batches (e.g. DDP ``no_sync``) and ``sync()`` then
-        reduces the gradients across ranks, so the agreement on k comes before any gradient
-        collective. Expects the gradients zeroed on entry, like a plain step."""
+        micro-batch. Expects the gradients zeroed on entry, like a plain step. ``local()`` wraps the
+        micro-batches. With several ranks, ``sync(failed) -> anyone_failed`` (see
+        :func:`sync_gradients`) reduces the gradients together with this rank's failure flag, so a
+        step costs no extra collective until some rank runs out; without ``sync`` the flag is agreed
+        with ``agree_max``."""
         n = batch_len(x)
         k = self.k if self.k < n else n
         if k == 1 and not self.distributed:  # the hot path: one try, nothing more
@@ -285,8 +245,6 @@ class OOMGuard:
                 self.failures += 1
                 outs, failure = None, _first_line(exc)  # leaving the handler frees the traceback
             else:
-                if sync is not None:
-                    sync()
                 optimizer_step()
                 return [out]
         else:
@@ -294,10 +252,16 @@ class OOMGuard:
         start_k, first_failure = k, None
         while True:
             first_failure = first_failure or failure
-            want = k if failure is None else next_k(k, n)
-            agreed = self.strategy.agree_max(want) if self.distributed else want
-            if agreed == k and failure is None:
+            if self.distributed:  # every rank takes part in every round, failed or not
+                failed = failure is not None
+                anyone = sync(failed) if sync is not None else self.strategy.agree_max(int(failed)) > 0
+                if not anyone:
+                    break
+                agreed = self.strategy.agree_max(next_k(k, n) if failed else k)
+            elif failure is None:
                 break
+            else:
+                agreed = next_k(k, n)
             if agreed >= CANNOT_SPLIT:
                 self._give_up(n, k, failure)
             self.k = k = min(agreed, n)
@@ -307,8 +271,6 @@ class OOMGuard:
                 outs, failure = self._attempt(x, y, n, k, forward_backward, local)
         if k > start_k:
             self._notice(n, start_k, k, first_failure or "out of memory on another rank")
-        if sync is not None:
-            sync()
         optimizer_step()
         return outs
 
@@ -359,20 +321,28 @@ class OOMGuard:
         )
 
 
-def sync_gradients(module: torch.nn.Module, strategy: Any) -> None:
-    """Average gradients (and floating buffers such as BatchNorm statistics) over the ranks.
+def sync_gradients(module: torch.nn.Module, strategy: Any, failed: bool = False) -> bool:
+    """Average gradients (and floating buffers such as BatchNorm statistics) over the ranks, with
+    this rank's out-of-memory flag in the same reduction; True when some rank failed, and then
+    nothing is written back (ranks that succeeded keep their own gradients for the redo round).
 
-    Under data parallel with ``memory.on_oom=split`` a step runs no collective until the ranks have
-    agreed on k; this is then its one reduction per dtype. A parameter without a gradient on this
-    rank counts as zeros, so every rank reduces the same sizes; averaging the buffers keeps the
-    replicas identical, as DDP's buffer broadcast does.
+    A parameter without a gradient counts as zeros, so every rank reduces the same sizes; averaging
+    the buffers keeps the replicas identical, as DDP's buffer broadcast does.
     """
     grads = [(p, p.grad) for p in module.parameters() if p.requires_grad]
-    bufs = [(b, b) for b in module.buffers() if b.is_floating_point()]
-    for dtype in dict.fromkeys(t.dtype for t, _ in grads + bufs):
-        group = [(t, g) for t, g in grads + bufs if t.dtype == dtype]
-        flat = torch.cat([(g if g is not None else torch.zeros_like(t)).reshape(-1) for t, g in group])
-        flat = strategy.all_reduce_mean(flat)
+    pairs = grads + [(b, b) for b in module.buffers() if b.is_floating_point()]
+    if not pairs:
+        return strategy.agree_max(int(failed)) > 0
+    reduced = []
+    for i, dtype in enumerate(dict.fromkeys(t.dtype for t, _ in pairs)):
+        group = [(t, g) for t, g in pairs if t.dtype == dtype]
+        parts = [(g if g is not None else torch.zeros_like(t)).reshape(-1) for t, g in group]
+        if i == 0:
+            parts.append(torch.full((1,), float(failed), dtype=dtype, device=group[0][0].device))
+        reduced.append((group, strategy.all_reduce_mean(torch.cat(parts))))
+    if float(reduced[0][1][-1]) > 0:  # the one host sync of the step
+        return True
+    for group, flat in reduced:
         offset = 0
         for t, g in group:
             part = flat[offset:offset + t.numel()].view_as(t)
@@ -382,6 +352,7 @@ def sync_gradients(module: torch.nn.Module, strategy: Any) -> None:
             else:
                 with torch.no_grad():
                     g.copy_(part)
+    return False
 
 
 # --------------------------------------------------------------------------- self-test on a GPU
