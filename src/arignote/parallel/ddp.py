@@ -171,7 +171,7 @@ def _gpu_device(devices: list[Any], env: DistEnv, store: dist.TCPStore, launchin
     if launching:
         # rank 0 chose the GPUs (free:N may pick differently in another process): share its choice
         store.set(key, ",".join(str(d.index) for d in devices))
-        chosen = Device("cuda", devices[0].index)
+        chosen = devices[0]
     elif store.check([key]):
         indices = [int(i) for i in store.get(key).decode().split(",")]
         chosen = Device("cuda", indices[env.rank])
@@ -223,9 +223,14 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
         torch.set_num_threads(_threads_per_process(env.local_world_size))
     if launcher is not None:
         launcher.spawn(store.port)
-    _handshake(store, env)
-    dist.init_process_group(backend, store=dist.PrefixStore(f"arignote/{env.restart}/pg", store),
-                            rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=timeout))
+    try:
+        _handshake(store, env)
+        dist.init_process_group(backend, store=dist.PrefixStore(f"arignote/{env.restart}/pg", store),
+                                rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=timeout))
+    except BaseException:
+        if launcher is not None:
+            launcher.abort()  # never leave ranks waiting for a rank 0 that gave up
+        raise
     if launcher is not None:
         launcher.install_excepthook()
     strategy = DataParallel(device, env, backend, launcher)

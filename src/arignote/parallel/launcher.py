@@ -170,6 +170,14 @@ class Launcher:
                 proc.kill()
                 proc.wait()
 
+    def abort(self) -> None:
+        """Stop the ranks without ending this process (rank 0 failed before training started)."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+        self.stop_children(min(_GRACE, self.timeout))
+
     def fail(self, message: str, restartable: bool = True) -> None:
         """Stop the job after a failure: stop the ranks, then restart it or exit 1 (never returns
         unless another thread is already stopping the job)."""
