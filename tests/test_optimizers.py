@@ -137,11 +137,32 @@ def test_matches_keras2_update_rule(label, make, ref):
     np.testing.assert_allclose(run_torch(make(), w0, gs), ref(w0, gs), rtol=1e-10, atol=1e-12)
 
 
-def test_sgd_momentum_exact_when_lr_changes_midway():
+@pytest.mark.parametrize("nesterov", [False, True])
+def test_sgd_momentum_exact_when_lr_changes_midway(nesterov):
     # an LR callback sets opt.lr between steps; Keras's velocity already contains the old lr
     w0, gs = grads(3)
-    got = run_torch(optimizers.SGD(lr=0.1, momentum=0.9), w0, gs, lr_at={2: 0.02, 4: 0.05})
-    np.testing.assert_allclose(got, keras_sgd(w0, gs, 0.1, 0.9, lr_at={2: 0.02, 4: 0.05}), rtol=1e-10)
+    lr_at = {2: 0.02, 4: 0.05}
+    got = run_torch(optimizers.SGD(lr=0.1, momentum=0.9, nesterov=nesterov, decay=0.1), w0, gs, lr_at=lr_at)
+    expected = keras_sgd(w0, gs, 0.1, 0.9, decay=0.1, nesterov=nesterov, lr_at=lr_at)
+    np.testing.assert_allclose(got, expected, rtol=1e-10)
+
+
+def test_sgd_state_dict_resume_with_decay_is_exact():
+    w0, gs = grads(4)
+    full = run_torch(optimizers.SGD(lr=0.1, momentum=0.9, decay=0.5), w0, gs)
+    p = torch.nn.Parameter(torch.tensor(w0))
+    opt = optimizers.SGD(lr=0.1, momentum=0.9, decay=0.5).build([p])
+    for g in gs[:2]:
+        p.grad = torch.tensor(g)
+        opt.step()
+    state = opt.state_dict()
+    p2 = torch.nn.Parameter(p.detach().clone())
+    opt2 = optimizers.SGD(lr=0.1, momentum=0.9, decay=0.5).build([p2])
+    opt2.load_state_dict(state)
+    for g in gs[2:]:
+        p2.grad = torch.tensor(g)
+        opt2.step()
+    np.testing.assert_allclose(p2.detach().numpy(), full, rtol=1e-12)
 
 
 def test_keras_defaults():

@@ -7,7 +7,8 @@ kernels:
   written into the torch param groups before each step. Nothing happens per step when decay is 0.
 * SGD momentum: Keras keeps ``v = momentum * v - lr_t * g``; torch keeps ``b = momentum * b + g``
   and applies ``lr_t * b``. They agree when ``v = -lr * b``; when ``lr`` changes (decay, LR
-  callbacks) the torch buffers are rescaled by ``lr_old / lr_new`` so the two stay identical.
+  callbacks) the buffer must be scaled by ``lr_prev / lr``: folded into that step's momentum
+  (free), or with nesterov a multi-tensor multiply, so the two stay identical.
   Nesterov: Keras ``p += momentum * v - lr_t * g`` = torch's nesterov step.
 * RMSprop: both compute ``p -= lr * g / (sqrt(a) + eps)`` (``rho`` is torch's ``alpha``).
 * Adam: Keras uses ``lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)`` ("epsilon hat"),
@@ -98,6 +99,7 @@ class Optimizer:
         self.torch: torch.optim.Optimizer | None = None
         self._params: list[torch.Tensor] = []
         self._applied_lr = self._lr  # the lr currently written in the torch param groups
+        self._last_step_lr: float | None = None  # the lr of the previous step (SGD momentum)
 
     _default_lr = 0.01
 
@@ -138,13 +140,10 @@ class Optimizer:
         if self.clipvalue is not None:
             torch.nn.utils.clip_grad_value_(self._params, self.clipvalue, foreach=True)
         if self.decay:
-            self._change_lr(self._current_lr())
+            self._set_group_lr(self._current_lr())
         self._before_step()
         self.torch.step()
         self.iterations += 1
-
-    def _change_lr(self, lr: float) -> None:
-        self._set_group_lr(lr)
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Clear the gradients of the optimized parameters."""
@@ -160,7 +159,7 @@ class Optimizer:
     def lr(self, value: float) -> None:
         self._lr = _number(value, "lr", type(self).__name__)
         if self.torch is not None:
-            self._change_lr(self._current_lr())
+            self._set_group_lr(self._current_lr())
 
     learning_rate = lr
 
@@ -175,6 +174,7 @@ class Optimizer:
             "iterations": self.iterations,
             "lr": self._lr,
             "applied_lr": self._applied_lr,
+            "last_step_lr": self._last_step_lr,
         }
 
     def load_state_dict(self, state: dict) -> None:
@@ -185,6 +185,8 @@ class Optimizer:
         self.iterations = int(state["iterations"])
         self._lr = float(state["lr"])
         self._applied_lr = float(state.get("applied_lr", self._current_lr()))
+        self._last_step_lr = state.get("last_step_lr")
+        self._set_group_lr(self._applied_lr)
 
     def get_config(self) -> dict:
         """Keras ``get_config``: constructor arguments (``lr`` spelled as in Keras 2)."""
@@ -228,19 +230,23 @@ class SGD(Optimizer):
     def _torch_kwargs(self) -> dict:
         return {"momentum": self.momentum, "nesterov": self.nesterov}
 
-    def _change_lr(self, lr: float) -> None:
-        # keep Keras's velocity v = -lr * buffer exact when lr changes (see module doc)
-        old = self._applied_lr
-        if self.momentum and lr != old and lr > 0:
-            bufs = [
-                s["momentum_buffer"]
-                for s in self.torch.state.values()
-                if s.get("momentum_buffer") is not None
-            ]
-            if bufs:
-                torch._foreach_mul_(bufs, old / lr)
-        self._set_group_lr(lr)
-
+    def _before_step(self) -> None:
+        # Keras's velocity v = -lr * buffer must survive lr changes (decay, LR callbacks): scale the
+        # buffer by lr_prev / lr. Without nesterov that is free: fold it into this step's momentum.
+        if not self.momentum:
+            return
+        lr, prev = self._applied_lr, self._last_step_lr
+        ratio = prev / lr if prev is not None and lr > 0 else 1.0
+        if self.nesterov:
+            if ratio != 1.0:
+                bufs = [s["momentum_buffer"] for s in self.torch.state.values()
+                        if s.get("momentum_buffer") is not None]  # fmt: skip
+                if bufs:
+                    torch._foreach_mul_(bufs, ratio)
+        else:
+            for group in self.torch.param_groups:
+                group["momentum"] = self.momentum * ratio
+        self._last_step_lr = lr
 
 class RMSprop(Optimizer):
     """``RMSprop(lr=0.001, rho=0.9, epsilon=1e-7, decay=0.0)`` (Keras 2; torch's ``alpha`` is ``rho``)."""
