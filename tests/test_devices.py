@@ -201,13 +201,17 @@ def test_live_inventory_on_this_machine_is_consistent():
     assert names(arignote.list_devices("cpu")) == ["cpu"]
 
 
-def test_cuda_device_order_is_pci_bus_unless_user_set(monkeypatch):
+@pytest.mark.parametrize("user,want", [(None, "PCI_BUS_ID False"), ("FASTEST_FIRST", "FASTEST_FIRST True")])
+def test_import_arignote_sets_pci_bus_order_unless_user_set(user, want):
     import os
 
-    from arignote.devices import cuda
-
-    if not cuda.ORDER_WAS_SET_BY_USER:
-        assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
+    env = {k: v for k, v in os.environ.items() if k != "CUDA_DEVICE_ORDER"}
+    if user:
+        env["CUDA_DEVICE_ORDER"] = user
+    code = ("import os, sys, arignote; from arignote import devices; "
+            "print(os.environ['CUDA_DEVICE_ORDER'], devices.ORDER_WAS_SET_BY_USER, 'torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.stdout.split() == [*want.split(), "False"], out.stderr
 
 
 def test_spec_module_and_devices_package_import_without_torch():

@@ -19,6 +19,7 @@ import importlib
 from typing import Any
 
 from arignote import config
+from arignote import devices as _devices  # noqa: F401 - cheap (no torch): sets CUDA_DEVICE_ORDER early
 from arignote.config import ConfigError, configure, override
 
 __version__ = "0.1.0"

@@ -3,6 +3,9 @@
 Names load lazily, so ``import arignote.devices.nvml`` (or the spec parser) never pays for torch.
 ``devices/cuda.py`` is the only module that calls ``torch.cuda`` / ``torch.backends.cudnn``.
 
+Importing this package (``import arignote`` does) sets ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` unless the
+user chose an order, so GPU numbers match ``nvidia-smi``: CUDA reads it once, at initialisation.
+
 Example::
 
     >>> from arignote import devices
@@ -13,7 +16,18 @@ Example::
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 from typing import Any
+
+# GPU numbers follow the PCI bus, as nvidia-smi shows them; CUDA reads this only when it initialises.
+ORDER_WAS_SET_BY_USER = "CUDA_DEVICE_ORDER" in os.environ
+_torch = sys.modules.get("torch")
+ORDER_SET_TOO_LATE = (not ORDER_WAS_SET_BY_USER and _torch is not None and hasattr(_torch, "cuda")
+                      and _torch.cuda.is_initialized())
+if not ORDER_WAS_SET_BY_USER:
+    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+del _torch
 
 # public name -> submodule defining it
 _NAMES = {

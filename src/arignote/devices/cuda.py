@@ -1,10 +1,9 @@
 """Every ``torch.cuda`` / ``torch.backends.cudnn`` call arignote makes, in one small module.
 
 Everything else asks this module; on a machine without CUDA each query answers with a value
-(``False``, ``0``, ``None``, an empty list), never an exception. Importing it sets
-``CUDA_DEVICE_ORDER=PCI_BUS_ID`` (unless the user chose an order) so GPU numbers match
-``nvidia-smi``; that only takes effect when it happens before CUDA is initialised, which is why
-``arignote.devices`` imports this module before asking torch anything.
+(``False``, ``0``, ``None``, an empty list), never an exception. GPU numbers follow the PCI bus
+(``CUDA_DEVICE_ORDER=PCI_BUS_ID``, set when the ``arignote.devices`` package is imported, which is
+before this module and, through ``import arignote``, before the user's first CUDA call).
 
 Example::
 
@@ -24,15 +23,10 @@ from typing import Any
 
 import torch
 
+from arignote.devices import ORDER_SET_TOO_LATE, ORDER_WAS_SET_BY_USER  # noqa: F401 - re-exported
 from arignote.devices.inventory import GPUInfo
 
 MiB = 1 << 20
-
-# GPU numbers follow the PCI bus, as nvidia-smi shows them; must be set before CUDA init.
-ORDER_WAS_SET_BY_USER = "CUDA_DEVICE_ORDER" in os.environ
-ORDER_SET_TOO_LATE = not ORDER_WAS_SET_BY_USER and torch.cuda.is_initialized()
-if not ORDER_WAS_SET_BY_USER:
-    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
 
 
 # --------------------------------------------------------------------------- availability
