@@ -602,3 +602,12 @@ def test_image_layer_flags_tell_where_images_enter_and_leave():
     bn_img.build((4, 4, 2))
     bn_vec.build((4,))
     assert bn_img.image_layer and not bn_vec.image_layer
+
+
+def test_trainable_can_be_toggled_after_build():
+    d = Dense(3)
+    d.build((2,))
+    d.trainable = False
+    assert not any(p.requires_grad for p in d.parameters()) and d.get_config()["trainable"] is False
+    d.trainable = True
+    assert all(p.requires_grad for p in d.parameters())

@@ -145,6 +145,17 @@ class Layer(nn.Module):
         super().__init_subclass__(**kwargs)
         _REGISTRY[cls.__name__] = cls
 
+    @property
+    def trainable(self) -> bool:
+        """Keras ``layer.trainable``: setting it (before compile) freezes or unfreezes the weights."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = bool(value)
+        for p in self.parameters():
+            p.requires_grad_(self._trainable)
+
     # ---------------------------------------------------------------- building
 
     def build(self, input_shape: Any) -> None:
