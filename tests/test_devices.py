@@ -243,6 +243,27 @@ def test_configured_devices_live_default_is_auto():
                               [f"cuda:{g.index}" for g in current_inventory().gpus])
 
 
+def test_free_n_uses_share_leasing_only_when_asked(monkeypatch):
+    import arignote.share as share
+    from arignote.devices import nvml
+
+    calls = []
+    monkeypatch.setattr(share, "select_for_device_spec", lambda n, inv: calls.append(("lease", n)) or [1])
+    monkeypatch.setattr(share, "select_gpus", lambda n: calls.append(("look", n)) or [0])
+    monkeypatch.setattr(nvml, "snapshot", lambda **kw: nvml.Snapshot(hostname="h", time=0.0, gpus=()))
+    with config.override(device="free:1"):
+        assert names(configured_devices(two_a100s())) == ["cuda:1"]
+        assert names(configured_devices(two_a100s(), lease=False)) == ["cuda:0"]
+    assert calls == [("lease", 1), ("look", 1)]
+
+    def no_gpu(n, inv):
+        raise share.NoFreeGPUError("cuda:0 busy, cuda:1 busy")
+
+    monkeypatch.setattr(share, "select_for_device_spec", no_gpu)
+    with config.override(device="free:1"), pytest.raises(DeviceError, match="device=free:1: cuda:0 busy"):
+        configured_devices(two_a100s())
+
+
 def test_torch_index_maps_nvml_gpus_by_uuid_or_bus():
     from types import SimpleNamespace
 

@@ -51,7 +51,8 @@ def _selection() -> dict:
 
     spec, src = config.get("device"), config.source("device")
     try:
-        return {"spec": spec, "source": src, "devices": [str(d) for d in configured_devices()], "error": None}
+        chosen = [str(d) for d in configured_devices(lease=False)]  # look, do not lease free:N GPUs
+        return {"spec": spec, "source": src, "devices": chosen, "error": None}
     except DeviceError as exc:
         return {"spec": spec, "source": src, "devices": [], "error": str(exc)}
 

@@ -53,11 +53,12 @@ def _torch_index(gpu: Any, inventory: Inventory) -> int:
     return -1  # resolve() reports it as a GPU this process cannot see
 
 
-def default_selector() -> Selector:
+def default_selector(lease: bool = True) -> Selector:
     """``free:N`` selection: :func:`arignote.share.select_for_device_spec` (ranks by load and leases
-    the GPUs for this process) when that module exists, else the GPUs with the most free memory."""
+    the GPUs for this process; ``lease=False``: :func:`arignote.share.select_gpus`, which only looks)
+    when that module exists, else the GPUs with the most free memory."""
     try:
-        from arignote.share import ShareError, select_for_device_spec
+        from arignote.share import ShareError, select_for_device_spec, select_gpus
     except ImportError:
         from arignote.devices.spec import rank_by_free_memory
 
@@ -67,7 +68,7 @@ def default_selector() -> Selector:
         from arignote.devices import nvml
 
         try:
-            chosen = select_for_device_spec(n, inventory)
+            chosen = select_for_device_spec(n, inventory) if lease else select_gpus(n)
         except ShareError as exc:
             raise DeviceError(f"device=free:{n}: {exc}") from None
         # share numbers GPUs as NVML does (all of them); torch only numbers the visible ones
@@ -77,13 +78,17 @@ def default_selector() -> Selector:
     return select
 
 
-def configured_devices(inventory: Inventory | None = None, select: Selector | None = None) -> list[Device]:
-    """The devices the ``device`` flag names on this machine; :class:`DeviceError` names the fix."""
+def configured_devices(inventory: Inventory | None = None, select: Selector | None = None,
+                       lease: bool = True) -> list[Device]:
+    """The devices the ``device`` flag names on this machine; :class:`DeviceError` names the fix.
+
+    For ``free:N`` the GPUs are leased for this process (``lease=False`` only looks: listings).
+    """
     spec_text = config.get("device")
     spec = parse_spec(spec_text)
     inv = inventory if inventory is not None else current_inventory(refresh=spec.kind == "free")
     try:
-        return resolve(spec, inv, select or (default_selector() if spec.kind == "free" else None))
+        return resolve(spec, inv, select or (default_selector(lease) if spec.kind == "free" else None))
     except DeviceError as exc:
         src = config.source("device")
         raise DeviceError(f"{exc} (device flag from {src})" if src != "default" else str(exc)) from None
