@@ -231,3 +231,24 @@ def test_gpu_rng_states_round_trip_through_a_backup(tmp_path):
     assert torch.equal(torch.rand(4, device="cuda").cpu(), expected)
     assert len(cuda.rng_states()) == cuda.device_count()
 
+
+
+def test_keep_more_copies_and_rng_restore_switch(tmp_path):
+    backup_dir = tmp_path / "b"
+    drive(FakeModel(), [BackupAndRestore(backup_dir, keep=3, delete_checkpoint=False)], [{"loss": 1.0}] * 5)
+    assert _backups(backup_dir) == [f"backup-epoch-{i:06d}.ckpt" for i in (3, 4, 5)]
+    # The generators are put back to their state at the backup (so draws repeat), unless switched off.
+    drive(FakeModel(), [BackupAndRestore(tmp_path / "c", delete_checkpoint=False)], [{"loss": 1.0}])
+    saved = checkpoint.load(tmp_path / "c" / "backup-epoch-000001.ckpt")["rng"]
+    torch.set_rng_state(saved["torch"])
+    np.random.set_state(("MT19937", saved["numpy"]["keys"], saved["numpy"]["pos"], 0, 0.0))
+    expected_torch, expected_numpy = torch.rand(3), np.random.rand(3)
+    for restore in (True, False):
+        model = FakeModel()  # (seeds torch itself, so build it first)
+        torch.rand(10)
+        np.random.rand(10)
+        cb = BackupAndRestore(tmp_path / "c", delete_checkpoint=False, restore_rng=restore)
+        cb.set_model(model)
+        cb.on_train_begin()
+        assert torch.equal(torch.rand(3), expected_torch) is restore
+        assert np.array_equal(np.random.rand(3), expected_numpy) is restore

@@ -477,3 +477,23 @@ def test_docstring_examples_hold(module, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_model_checkpoint_mode_max_and_reduce_lr_mode_min(tmp_path):
+    drive(FakeModel(), [ModelCheckpoint(str(tmp_path / "m{epoch}.h5"), monitor="score", mode="max",
+                                        save_best_only=True)], [{"score": v} for v in (1.0, 3.0, 2.0, 4.0)])
+    assert sorted(os.listdir(tmp_path)) == ["m1.h5", "m2.h5", "m4.h5"]
+    model, seen = FakeModel(lr=1.0), []
+    # mode='min' on an accuracy: rising accuracy counts as no improvement.
+    cb = ReduceLROnPlateau(monitor="val_acc", mode="min", factor=0.5, patience=1)
+    drive(model, [cb, _lr_recorder(model, seen)], [{"val_acc": 0.1 * i} for i in range(3)])
+    assert [s[2] for s in seen] == [1.0, 1.0, 0.5]
+
+
+def test_tensorboard_histogram_freq_and_batch_updates(tmp_path):
+    batches = [[{"loss": 1.0}, {"loss": 0.5}]] * 3
+    drive(FakeModel(), [TensorBoard(log_dir=tmp_path, histogram_freq=2, update_freq="batch")],
+          [{"loss": 1.0}] * 3, batch_logs=batches)
+    acc = _scalars(tmp_path)
+    assert [e.step for e in acc.Histograms("weight")] == [0, 2]  # every 2nd epoch
+    assert [e.step for e in acc.Scalars("batch_loss")] == [4, 8, 12, 16, 20, 24]  # every batch

@@ -438,3 +438,11 @@ def test_real_debian_fashion_mnist(monkeypatch):
     assert x_train.shape == (60000, 28, 28) and x_test.shape == (10000, 28, 28) and x_train.dtype == np.uint8
     assert y_train[:10].tolist() == [9, 0, 0, 3, 0, 2, 7, 2, 5, 5]
     assert np.bincount(y_train).tolist() == [6000] * 10
+
+
+def test_synthetic_noise_extremes():
+    x, y = synthetic(shape=(3, 3), classes=2, samples=6, seed=0, noise=0.0)
+    assert all(np.array_equal(x[i], x[j]) for i in range(6) for j in range(6) if y[i] == y[j])
+    assert not np.array_equal(x[y == 0][0], x[y == 1][0])
+    x, y = synthetic(shape=(3, 3), classes=2, samples=6, seed=0, noise=1.0)
+    assert len({x[i].tobytes() for i in range(6)}) == 6  # all noise: every sample differs
