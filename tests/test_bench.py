@@ -6,6 +6,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace as NS
 
@@ -292,6 +293,17 @@ def test_progress_redraws_on_a_terminal_and_prints_lines_otherwise():
     p.update("a long status line")
     p.update("short", final=True)
     assert tty.getvalue() == "\ra long status line" + "\rshort" + " " * 13 + "\n"
+
+    ticking = TTY()
+    p = suite.Progress(ticking)
+    p.update("[1/1] cpu · arignote")
+    with p.ticking(interval=0.02):
+        time.sleep(0.15)
+    assert "\r[1/1] cpu · arignote · 0s" in ticking.getvalue()
+    quiet = io.StringIO()
+    with suite.Progress(quiet).ticking(interval=0.01):  # not a terminal: no redraws
+        time.sleep(0.05)
+    assert quiet.getvalue() == ""
 
 
 # --------------------------------------------------------------------------- runners and worker

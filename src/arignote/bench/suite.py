@@ -16,11 +16,14 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
@@ -68,21 +71,51 @@ def schedule(plan: Plan, inventory: Any, peer_missing: dict[str, str | None], cu
 
 
 class Progress:
-    """One status line: redrawn in place on a terminal, one line per event otherwise."""
+    """One status line: redrawn in place on a terminal (with a seconds counter while a run is
+    going, see :meth:`ticking`), one line per event otherwise."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._width = 0
+        self._text = ""
+        self._since = 0.0
+        self._lock = threading.Lock()
 
     def update(self, text: str, final: bool = False) -> None:
+        with self._lock:
+            self._text, self._since = ("", 0.0) if final else (text, self._since or time.monotonic())
+            self._draw(text, final)
+
+    def _draw(self, text: str, final: bool) -> None:
         if self.tty:
             pad = max(self._width - len(text), 0)
             self.stream.write("\r" + text + " " * pad + ("\n" if final else ""))
             self._width = 0 if final else len(text)
-        elif final or not self.tty:
+        else:
             self.stream.write(text + "\n")
         self.stream.flush()
+
+    @contextlib.contextmanager
+    def ticking(self, interval: float = 1.0) -> Iterator[None]:
+        """While the block runs, redraw the current line with the seconds elapsed (terminals only)."""
+        stop = threading.Event()
+
+        def tick() -> None:
+            while not stop.wait(interval):
+                with self._lock:
+                    if self._text:
+                        self._draw(f"{self._text} · {time.monotonic() - self._since:.0f}s", False)
+
+        thread = threading.Thread(target=tick, daemon=True) if self.tty else None
+        if thread:
+            thread.start()
+        try:
+            yield
+        finally:
+            stop.set()
+            if thread:
+                thread.join()
 
 
 def _child_env(runner: str) -> dict[str, str]:
@@ -113,7 +146,7 @@ def run_one(run: Run, plan: Plan, log_path: Path, progress: Callable[[str], None
             msg = json.loads(line[len(MARK):])
             if msg["event"] == "start":
                 start = msg
-                progress(f"started on {msg['device_name']}")
+                progress(f"training on {msg['device_name']}")
             elif msg["event"] == "epoch":
                 progress(f"epoch {msg['epoch'] + 1}/{plan.epochs} {msg['seconds']:.1f}s")
             elif msg["event"] == "result":
@@ -145,7 +178,8 @@ def execute(plan: Plan, runs: list[Run], out_dir: Path, progress: Progress) -> l
         label = f"[{n}/{len(todo)}] {run.config} · {run.runner} · batch {run.batch_size}"
         progress.update(f"{label} · starting")
         log = out_dir / "logs" / f"{n:02d}-{run.config}-{run.runner}-b{run.batch_size}.log"
-        run_one(run, plan, log, lambda text, label=label: progress.update(f"{label} · {text}"))
+        with progress.ticking():
+            run_one(run, plan, log, lambda text, label=label: progress.update(f"{label} · {text}"))
         if run.ok:
             spe = seconds_per_epoch(run.epoch_seconds)
             progress.update(f"{label} · {spe:.2f} s/epoch, {plan.n_train / spe:.0f} samples/s, "
