@@ -15,16 +15,22 @@ from arignote.layers import (
     GRU,
     LSTM,
     Activation,
+    AveragePooling1D,
     AveragePooling2D,
     BatchNormalization,
+    Conv1D,
     Conv2D,
     Dense,
     Dropout,
     Embedding,
     Flatten,
+    GlobalAveragePooling1D,
     GlobalAveragePooling2D,
+    GlobalMaxPooling1D,
     GlobalMaxPooling2D,
     Input,
+    LeakyReLU,
+    MaxPooling1D,
     MaxPooling2D,
     Reshape,
     ZeroPadding2D,
@@ -501,6 +507,11 @@ ALL_LAYERS = [
     (lambda: GRU(3), (4, 2)),
     (lambda: Reshape((2, 2)), (4,)),
     (lambda: Input(shape=(3, 3, 1)), (3, 3, 1)),
+    (lambda: Conv1D(3, 2, padding="causal", dilation_rate=2, activation="relu"), (6, 2)),
+    (lambda: MaxPooling1D(2, padding="same"), (5, 2)),
+    (lambda: AveragePooling1D(3, strides=1), (5, 2)),
+    (lambda: GlobalMaxPooling1D(), (5, 2)),
+    (lambda: LeakyReLU(0.1), (4,)),
 ]
 
 
@@ -611,3 +622,62 @@ def test_trainable_can_be_toggled_after_build():
     assert not any(p.requires_grad for p in d.parameters()) and d.get_config()["trainable"] is False
     d.trainable = True
     assert all(p.requires_grad for p in d.parameters())
+
+
+# --------------------------------------------------------------------------- 1-D layers
+
+
+def numpy_conv1d(x, k, b, stride=1, dilation=1):
+    """Channels-last valid temporal convolution: y[n,t,o] = sum x[n,t*s+j*d,c] K[j,c,o] + b[o]."""
+    n, steps, _ = x.shape
+    kk = k.shape[0]
+    out = (steps - dilation * (kk - 1) - 1) // stride + 1
+    y = np.zeros((n, out, k.shape[2]))
+    for t in range(out):
+        for j in range(kk):
+            y[:, t] += x[:, t * stride + j * dilation] @ k[j]
+    return y + b
+
+
+@pytest.mark.parametrize(
+    "kwargs,pad",
+    [
+        ({"kernel_size": 3}, (0, 0)),
+        ({"kernel_size": 3, "padding": "same", "strides": 2}, None),
+        ({"kernel_size": 2, "padding": "causal", "dilation_rate": 2}, (2, 0)),
+    ],
+)
+def test_conv1d_matches_numpy(kwargs, pad):
+    x = RNG.standard_normal((2, 9, 3)).astype(np.float32)
+    c = Conv1D(4, **kwargs)
+    c.build((9, 3))
+    k = RNG.standard_normal((c.kernel_size, 3, 4)).astype(np.float32)
+    bias = RNG.standard_normal(4).astype(np.float32)
+    c.set_weights([k, bias])
+    y = run(c, x)
+    if pad is None:  # TF 'same': total = (ceil(9/2) - 1) * 2 + 3 - 9 = 2
+        pad = (1, 1)
+    xp = np.pad(x, ((0, 0), pad, (0, 0)))
+    np.testing.assert_allclose(y, numpy_conv1d(xp, k, bias, c.strides, c.dilation_rate), rtol=1e-4, atol=1e-4)
+    check_shape(c, x, y)
+
+
+def test_pooling_1d_and_global():
+    x = RNG.standard_normal((2, 7, 3)).astype(np.float32)
+    y = run(MaxPooling1D(2), x)
+    np.testing.assert_allclose(y, np.maximum(x[:, 0:6:2], x[:, 1:7:2]))
+    ya = run(AveragePooling1D(2, padding="same"), x)
+    assert ya.shape == (2, 4, 3)
+    np.testing.assert_allclose(ya[:, :3], (x[:, 0:6:2] + x[:, 1:7:2]) / 2, rtol=1e-5)
+    np.testing.assert_allclose(ya[:, 3], x[:, 6], rtol=1e-6)  # the last window holds one real step
+    np.testing.assert_allclose(run(GlobalMaxPooling1D(), x), x.max(1))
+    np.testing.assert_allclose(run(GlobalAveragePooling1D(), x), x.mean(1), rtol=1e-6)
+    with pytest.raises(ValueError, match="expects sequences"):
+        MaxPooling1D().build((4, 4, 3))
+
+
+def test_leaky_relu():
+    x = np.array([[-2.0, 0.0, 3.0]], dtype=np.float32)
+    np.testing.assert_allclose(run(LeakyReLU(), x), [[-0.6, 0.0, 3.0]], rtol=1e-6)
+    with pytest.raises(ValueError, match="alpha"):
+        LeakyReLU(-1)

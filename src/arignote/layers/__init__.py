@@ -29,35 +29,36 @@ from arignote.layers.conv import (
     MaxPooling2D,
     ZeroPadding2D,
 )
-from arignote.layers.core import Activation, Dense, Dropout, Embedding, Flatten, Input, InputLayer, Reshape
+from arignote.layers.conv1d import (
+    AveragePooling1D,
+    AvgPool1D,
+    Conv1D,
+    Convolution1D,
+    GlobalAveragePooling1D,
+    GlobalMaxPooling1D,
+    MaxPool1D,
+    MaxPooling1D,
+)
+from arignote.layers.core import (
+    Activation,
+    Dense,
+    Dropout,
+    Embedding,
+    Flatten,
+    Input,
+    InputLayer,
+    LeakyReLU,
+    Reshape,
+)
 from arignote.layers.normalization import BatchNormalization
 from arignote.layers.recurrent import GRU, LSTM
 
 __all__ = [
-    "Layer",
-    "serialize",
-    "deserialize",
-    "to_internal",
-    "from_internal",
-    "reset_name_counters",
-    "Input",
-    "InputLayer",
-    "Dense",
-    "Activation",
-    "Dropout",
-    "Flatten",
-    "Reshape",
-    "Embedding",
-    "Conv2D",
-    "Convolution2D",
-    "MaxPooling2D",
-    "MaxPool2D",
-    "AveragePooling2D",
-    "AvgPool2D",
-    "GlobalAveragePooling2D",
-    "GlobalMaxPooling2D",
-    "ZeroPadding2D",
-    "BatchNormalization",
-    "LSTM",
-    "GRU",
-]
+    "Layer", "serialize", "deserialize", "to_internal", "from_internal", "reset_name_counters",
+    "Input", "InputLayer", "Dense", "Activation", "LeakyReLU", "Dropout", "Flatten", "Reshape", "Embedding",
+    "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
+    "GlobalAveragePooling2D", "GlobalMaxPooling2D", "ZeroPadding2D",
+    "Conv1D", "Convolution1D", "MaxPooling1D", "MaxPool1D", "AveragePooling1D", "AvgPool1D",
+    "GlobalAveragePooling1D", "GlobalMaxPooling1D",
+    "BatchNormalization", "LSTM", "GRU",
+]  # fmt: skip

@@ -27,7 +27,8 @@ from arignote.layers import activations
 from arignote.layers.activations import check_initializer, initialize
 from arignote.layers.base import Layer, _shape_tuple, positive_int
 
-__all__ = ["InputLayer", "Input", "Dense", "Activation", "Dropout", "Flatten", "Reshape", "Embedding"]
+__all__ = ["InputLayer", "Input", "Dense", "Activation", "LeakyReLU", "Dropout", "Flatten", "Reshape",
+           "Embedding"]
 
 
 def _positive_int(value: Any, what: str, layer: str) -> int:
@@ -142,6 +143,21 @@ class Activation(Layer):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x if self._act is None else self._act(x)
+
+
+class LeakyReLU(Layer):
+    """``x`` if ``x > 0`` else ``alpha * x`` (Keras 2 default ``alpha=0.3``)."""
+
+    _config_keys = ("alpha",)
+
+    def __init__(self, alpha: float = 0.3, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
+            raise ValueError(f"LeakyReLU '{self.name}': alpha must be a number >= 0, got {alpha!r}")
+        self.alpha = float(alpha)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.leaky_relu(x, self.alpha)
 
 
 class Dropout(Layer):
