@@ -89,15 +89,17 @@ class BackupAndRestore(Callback):
         if not found:
             return
         problems = []
+        main = _monitor.is_main(self.model)  # every rank restores; rank 0 alone says so
         for epochs_done, path in found:
             try:
                 saved = checkpoint.load(path)
             except checkpoint.CheckpointError as exc:
                 problems.append(str(exc))
-                _monitor.notice(f"BackupAndRestore: skipping backup {path}: {exc}")
+                if main:
+                    _monitor.notice(f"BackupAndRestore: skipping backup {path}: {exc}")
                 continue
             self._restore(saved, path)
-            if problems:
+            if problems and main:
                 _monitor.notice(f"BackupAndRestore: resumed from the previous good backup {path} "
                                 f"({epochs_done} epochs done)")
             return
