@@ -486,6 +486,8 @@ def test_keras_auto_names_and_clear_session():
     assert BatchNormalization().name == "batch_normalization_1"
     assert GlobalAveragePooling2D().name == "global_average_pooling2d_1"
     assert LSTM(2).name == "lstm_1"
+    assert Input(shape=(2,)).name == "input_1"
+    assert LeakyReLU().name == "leaky_re_lu_1"  # Keras 2's own spelling
     assert Dense(1, name="out").name == "out"
     backend.clear_session()
     assert Dense(1).name == "dense_1"

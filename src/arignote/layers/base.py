@@ -63,7 +63,7 @@ def _snake_case(name: str) -> str:
 
 
 def _auto_name(cls: type) -> str:
-    prefix = _snake_case(cls.__name__)
+    prefix = getattr(cls, "_name_prefix", None) or _snake_case(cls.__name__)
     _NAME_COUNTS[prefix] = _NAME_COUNTS.get(prefix, 0) + 1
     return f"{prefix}_{_NAME_COUNTS[prefix]}"
 

@@ -44,6 +44,8 @@ class InputLayer(Layer):
         (28, 28, 1)
     """
 
+    _name_prefix = "input"  # Keras names these input_1, input_2, ...
+
     def __init__(self, input_shape: Any = None, batch_input_shape: Any = None, **kwargs: Any) -> None:
         if input_shape is None and batch_input_shape is None:
             raise ValueError(
