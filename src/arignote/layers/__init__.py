@@ -3,6 +3,16 @@
 See :mod:`arignote.layers.base` for the contract the models rely on (``build``,
 ``compute_output_shape``, names, config, internal NCHW image tensors).
 
+What matches Keras 2: class names, argument names and defaults, auto names (``conv2d_1``),
+output shapes, glorot_uniform kernels / zero biases (``Embedding`` U(-0.05, 0.05), LSTM
+orthogonal recurrent kernels and forget bias 1), TF-style ``'same'`` padding, ``get_weights()``
+layouts, ``get_config()``. Known differences: images are channels_last only (``data_format``
+must be ``channels_last``); ``BatchNormalization`` updates its moving variance with the unbiased
+batch variance (as Keras >= 2.1.3); recurrent layers use sigmoid gates (Keras >= 2.3 default),
+``GRU`` is the ``reset_after=True`` (CuDNNGRU) variant, and RNN ``dropout``/``return_state``/
+``go_backwards``/``stateful`` and ``Embedding(mask_zero=True)`` are refused with an error;
+regularizers and constraints are not supported.
+
 Example::
 
     >>> from arignote.layers import Conv2D, Flatten, Dense
