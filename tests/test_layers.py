@@ -601,6 +601,13 @@ def test_keras_style_custom_layer():
     assert {n for n, _ in s.named_parameters()} == {"gamma", "kernel"}
     clone = layers.deserialize(layers.serialize(s), custom_objects={"Scale": Scale})
     assert type(clone) is Scale
+    with pytest.raises(ValueError, match="custom_objects"):
+        layers.deserialize(layers.serialize(s))
+
+    class Dense(layers.Layer):  # a user's class must not shadow the built-in one
+        pass
+
+    assert type(layers.deserialize({"class_name": "Dense", "config": {"units": 2}})) is layers.Dense
     with pytest.raises(NotImplementedError, match="must define call"):
         layers.Layer()(torch.zeros(1))
 

@@ -143,7 +143,9 @@ class Layer(nn.Module):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        _REGISTRY[cls.__name__] = cls
+        # built-in layers only: a user's class (even one named Dense) needs custom_objects, as in Keras
+        if cls.__module__.startswith("arignote.layers"):
+            _REGISTRY[cls.__name__] = cls
 
     @property
     def trainable(self) -> bool:
