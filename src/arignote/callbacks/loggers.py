@@ -122,8 +122,8 @@ class TensorBoard(Callback):
     ``update_freq='batch'`` or an int N writes ``batch_<name>`` scalars every N batches (step =
     samples seen; reading batch values waits for the device, so it costs a little speed);
     ``write_graph`` and ``batch_size`` are accepted for Keras 2 compatibility and change nothing
-    (graphs of eager PyTorch models are not written). Keras 2's ``write_grads``, ``write_images`` and embeddings options are not supported
-    and raise when set.
+    (graphs of eager PyTorch models are not written). Keras 2's ``write_grads``, ``write_images``
+    and embeddings options are not supported and raise when set.
     """
 
     def __init__(self, log_dir: str | os.PathLike[str] = "./logs", histogram_freq: int = 0,
