@@ -126,6 +126,49 @@ def data_parallel_cpu() -> str:
     return "2 CPU processes (gloo), loss went down"
 
 
+def mixed_precision_cpu() -> str:
+    from arignote.precision import Precision
+
+    _fit({"device": "cpu", "precision": "mixed-bf16"}, kind="cnn")
+    text = Precision.from_config("cpu").describe()
+    _expect("bfloat16" in text, f"precision policy is {text!r}")
+    return text
+
+
+def oom_split_cpu() -> str:
+    """The out-of-memory recovery path, with an injected OOM (a CPU has no allocator cap)."""
+    out = io.StringIO()
+    with contextlib.redirect_stderr(out):  # the split notice goes to stderr
+        _fit({"device": "cpu", "memory.oom_inject_above": 8, "memory.on_oom": "split"})
+    notice = next((ln for ln in out.getvalue().splitlines() if "out of memory at batch 32" in ln), "")
+    _expect(bool(notice), f"no split notice after an injected OOM; printed: {out.getvalue()[-300:]!r}")
+    return "injected OOM at batch 32 -> " + notice.split(";", 1)[1].strip().split(" with ")[0]
+
+
+def placement_cpu() -> str:
+    import arignote
+    from arignote import config
+    from arignote.datasets import synthetic
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+    from arignote.parallel.placement import layer_device
+    from arignote.utils import to_categorical
+
+    config.configure(device="cpu", print_active_device=False, contexts="dev0->cpu;dev1->cpu")
+    model = Sequential()
+    with arignote.device("dev0"):
+        model.add(Dense(32, activation="relu", input_shape=(32,)))
+    with arignote.device("dev1"):
+        model.add(Dense(4, activation="softmax"))
+    model.compile(loss="categorical_crossentropy", optimizer="adam")
+    x, y = synthetic(shape=(32,), classes=4, samples=256, noise=0.3)
+    loss = model.fit(x, to_categorical(y, 4), batch_size=32, epochs=2, verbose=0).history["loss"]
+    placed = [layer_device(layer) for layer in model.layers]
+    _expect(placed == ["cpu", "cpu"], f"layers placed on {placed}")
+    _expect(loss[-1] < loss[0], f"loss did not go down: {loss}")
+    return "contexts dev0/dev1 -> cpu: layers placed, trained"
+
+
 # --------------------------------------------------------------------------- GPU items
 
 
@@ -290,6 +333,9 @@ CHECKS = [
     Check("banner-cpu", 0, "startup banner on the CPU", banner_cpu),
     Check("train-cpu", 0, "a few training steps on the CPU", train_cpu),
     Check("data-parallel-cpu", 0, "data parallel over 2 CPU processes (gloo)", data_parallel_cpu),
+    Check("mixed-precision-cpu", 0, "training with precision=mixed-bf16 on the CPU", mixed_precision_cpu),
+    Check("oom-split-cpu", 0, "an (injected) out-of-memory recovered by micro-batches", oom_split_cpu),
+    Check("placement-cpu", 0, "placement contexts (both on the CPU)", placement_cpu),
     Check("banner-gpu", 1, "startup banner names the GPU", banner_gpu),
     Check("memory-preallocate", 1, "memory.preallocate=0.5 reserves half the GPU (checked with the driver)",
           memory_preallocate),

@@ -2,8 +2,9 @@
 
 On a GPU machine: banner, each memory policy (checked with the driver), cuDNN off/on/benchmark,
 mixed precision, training on every GPU, data parallel over all GPUs with NCCL, placement across
-two GPUs and a real out-of-memory.  Without GPUs it runs the CPU items (banner, training steps,
-data parallel over 2 gloo processes), lists the GPU items it could not test and why, and exits 0.
+two GPUs and a real out-of-memory.  The CPU items run everywhere (banner, training steps, data
+parallel over 2 gloo processes, bf16 mixed precision, recovery from an injected out-of-memory,
+placement contexts); without GPUs it lists the GPU items it could not test and why, and exits 0.
 Exit status 1 means an item that ran failed.
 
 Example::
