@@ -18,14 +18,13 @@ import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
-from typing import Any
-
-from rich import box
-from rich.console import Console, Group
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from arignote.devices.nvml import NA, Snapshot, to_dict
+
+if TYPE_CHECKING:  # rich loads only when a table is drawn: `smi --json` never pays for it
+    from rich.console import Console, Group
+    from rich.table import Table
 
 __all__ = ["render", "render_text", "to_json", "host_line", "gpu_table", "process_table", "watch",
            "fmt_bytes"]
@@ -113,6 +112,10 @@ def _title(snapshot: Snapshot) -> str:
 
 def gpu_table(snapshot: Snapshot, leases: Sequence[Any] = ()) -> Table:
     """The GPU rows of ``nvidia-smi`` plus who leases each GPU through arignote."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title=_title(snapshot), title_justify="left", expand=False, box=box.SIMPLE_HEAD,
                   pad_edge=False, show_edge=False, collapse_padding=True)
     for name, justify in (("GPU", "right"), ("Name", "left"), ("Bus-Id", "left"), ("Temp", "right"),
@@ -137,6 +140,10 @@ def gpu_table(snapshot: Snapshot, leases: Sequence[Any] = ()) -> Table:
 
 def process_table(snapshot: Snapshot) -> Table:
     """``nvidia-smi``'s process table: GPU, PID, type, user, GPU memory, command line."""
+    from rich import box
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(title="Processes", title_justify="left", expand=False, box=box.SIMPLE_HEAD,
                   pad_edge=False, show_edge=False, collapse_padding=True)
     for name, justify in (("GPU", "right"), ("PID", "right"), ("Type", "left"), ("User", "left"),
@@ -154,6 +161,9 @@ def process_table(snapshot: Snapshot) -> Table:
 
 def render(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True) -> Group:
     """Everything ``arignote smi`` prints for one machine, as one rich renderable."""
+    from rich.console import Group
+    from rich.text import Text
+
     parts: list[Any] = [Text(host_line(snapshot))]
     if snapshot.nvml_error:
         parts.append(Text(snapshot.nvml_error))
@@ -169,6 +179,8 @@ def render(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = Tru
 def render_text(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True,
                 width: int = 140) -> str:
     """:func:`render` as plain text (no colour), the way tests and log files see it."""
+    from rich.console import Console
+
     console = Console(width=width, color_system=None, force_terminal=False, file=io.StringIO())
     console.print(render(snapshot, leases, processes))
     return console.file.getvalue()  # type: ignore[attr-defined]
@@ -191,6 +203,7 @@ def watch(read: Callable[[], tuple[Snapshot, Sequence[Any]]], interval: float = 
 
     ``read`` returns a fresh ``(snapshot, leases)``; ``iterations`` bounds the loop (tests).
     """
+    from rich.console import Console
     from rich.live import Live
 
     console = console or Console()
