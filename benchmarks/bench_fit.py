@@ -9,7 +9,8 @@ Sides, each run in a fresh subprocess (so the RSS high-water mark is its own):
 
 Workloads: the seeds' CNN (Keras 2 ``cifar10_cnn.py``, RMSprop lr=1e-4) on CIFAR-shaped synthetic
 data at batch 32 and 128, and the MLP 784-512-512-10 at batch 128. The sides alternate
-(fit, torch, torch_cl, fit, ...) for ``--rounds`` rounds; each figure is the median of its rounds.
+(fit, torch, torch_cl, then torch_cl, torch, fit, ...) for ``--rounds`` rounds. A run's speed is its
+best epoch after the first (warm-up) one; each side's figure is the median of its rounds.
 
 Usage::
 
@@ -126,7 +127,7 @@ def _run_torch(model: str, batch: int, x, labels, epochs: int, channels_last: bo
     xt = torch.from_numpy(x)
     if model == "cnn":
         xt = xt.permute(0, 3, 1, 2).contiguous()  # NCHW, as a PyTorch user stores images
-    if channels_last:
+    if channels_last and model == "cnn":  # (an MLP has no 4-D tensors: the same loop as "torch")
         net = net.to(memory_format=torch.channels_last)
         xt = xt.contiguous(memory_format=torch.channels_last)
     yt = torch.from_numpy(labels).long()
@@ -164,7 +165,8 @@ def worker(side: str, workload: str, epochs: int, samples: int | None) -> dict:
         times = _run_torch(model, batch, x, labels, epochs, channels_last=side == "torch_cl")
     measured = times[1:] if len(times) > 1 else times  # the first epoch warms up allocators and kernels
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    return {"side": side, "workload": workload, "samples_per_s": n / statistics.median(measured),
+    # the best epoch: on a shared machine other processes only ever slow an epoch down
+    return {"side": side, "workload": workload, "samples_per_s": n / min(measured),
             "peak_rss_mib": peak_kib / 1024, "threads": torch.get_num_threads()}
 
 

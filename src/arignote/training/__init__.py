@@ -1,1 +1,16 @@
-"""arignote.training."""
+"""arignote.training: the loop behind ``Model.fit`` / ``evaluate`` / ``predict``.
+
+* :mod:`~arignote.training.loop` — :class:`~arignote.training.loop.Trainer`: train/test/predict
+  steps (``_forward_backward`` + ``_optimizer_step``), epochs, validation, callbacks.
+* :mod:`~arignote.training.inputs` — checks every argument and array before the first step.
+* :mod:`~arignote.training.checks` — the individual checks (lengths, NaN/Inf, shapes, batch size).
+* :mod:`~arignote.training.data` — arrays moved to the device once and sliced there, or any
+  iterable of ``(x, y)`` batches.
+* :mod:`~arignote.training.oom`, ``batch_size``, ``memory_plan`` — out-of-memory recovery (issue 7).
+
+Example::
+
+    >>> from arignote.training.data import split_validation
+    >>> split_validation([1, 2, 3, 4], [5, 6, 7, 8], 0.25)[2]
+    [4]
+"""

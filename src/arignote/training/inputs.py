@@ -186,9 +186,13 @@ def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool 
 
 
 def _free_bytes(trainer: Any) -> int | None:
-    device = getattr(trainer.strategy, "arignote_device", None)
-    free = getattr(device, "free_memory", None)
-    return int(free) if isinstance(free, (int, np.integer)) else None
+    """Free memory on the trainer's GPU now (None on CPU, where arrays always stay in place)."""
+    device = trainer.device
+    if device.type != "cuda":
+        return None
+    from arignote.devices import cuda
+
+    return int(cuda.mem_get_info(device.index or 0)[0])
 
 
 def _array_data(trainer: Any, x: Any, y: Any, image_input: bool) -> ArrayData:
