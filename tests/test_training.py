@@ -428,3 +428,50 @@ def test_validation_split_out_of_range():
     x, y = _blobs(10)
     with pytest.raises(ValueError, match="validation_split"):
         _mlp().fit(x, y, validation_split=1.0, verbose=0)
+
+
+# ----------------------------------------------------------------------------- precision and GPU
+
+
+@pytest.mark.parametrize("mode", ["mixed-bf16", "mixed-fp16"])
+def test_mixed_precision_on_cpu_trains(mode):
+    torch.manual_seed(0)
+    x, y = _blobs(200)
+    with config.override(precision=mode):
+        m = _mlp(lr=0.05)
+        h = m.fit(x, y, epochs=4, batch_size=20, verbose=0)
+        trainer = m._trainer
+        assert trainer.scaler.is_enabled() is (mode == "mixed-fp16")
+        assert next(m.module.parameters()).dtype == torch.float32  # parameters stay float32
+        assert all(np.isfinite(h.history["loss"]))
+        assert h.history["loss"][-1] < h.history["loss"][0]
+        # fp16 steps with inf/nan gradients are skipped by the scaler, never applied
+        assert 1 <= m.optimizer.iterations <= 40
+        if mode == "mixed-fp16":
+            assert m.training_state()["scaler"]["scale"] > 0
+
+
+@pytest.mark.gpu
+def test_fit_on_gpu_moves_arrays_once_and_uses_channels_last():
+    x, y = _images(64)
+    with config.override(device="cuda0"):
+        m = _cnn()
+        seen = []
+        m.layers[0].register_forward_pre_hook(lambda mod, inp: seen.append(
+            (inp[0].device.type, inp[0].is_contiguous(memory_format=torch.channels_last))))
+        m.fit(x, y, epochs=1, batch_size=16, verbose=0)
+        assert m.device.type == "cuda"
+        assert set(seen) == {("cuda", True)}
+        assert m.predict(x).shape == (64, 2)
+
+
+@pytest.mark.gpu
+def test_fit_on_gpu_mixed_fp16_and_dataloader():
+    x, y = _blobs(64)
+    ds = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+    loader = torch.utils.data.DataLoader(ds, batch_size=16, pin_memory=True)
+    with config.override(device="cuda0", precision="mixed-fp16"):
+        m = _mlp()
+        h = m.fit(loader, epochs=2, verbose=0)
+        assert all(np.isfinite(h.history["loss"]))
+        assert m._trainer.scaler.is_enabled()
