@@ -163,8 +163,10 @@ def split_batch(batch: Any) -> tuple[Any, Any]:
             if xk in batch:
                 return batch[xk], batch.get(yk)
         raise ValueError(f"a dict batch needs keys 'x' and 'y', got {sorted(batch)}")
+    if isinstance(batch, (tuple, list)) and len(batch) == 3 and batch[2] is not None:
+        raise ValueError("batches of (x, y, sample_weight) are not supported: yield (x, y) pairs")
     if isinstance(batch, (tuple, list)) and len(batch) in (2, 3):
-        return batch[0], batch[1]  # a third element (sample weights) is not supported and ignored
+        return batch[0], batch[1]
     if isinstance(batch, (tuple, list)) and len(batch) == 1:
         return batch[0], None
     raise ValueError(
@@ -211,11 +213,3 @@ class IterableData:
                 None if y is None else _move(y, self.device, self.float_dtype, "y"))
             if self.steps_per_epoch is not None and step + 1 >= self.steps_per_epoch:
                 return
-
-    def peek(self) -> tuple[Any, Any] | None:
-        """The first batch on the host, for the checks before training (re-iterable data only)."""
-        if self.one_shot:
-            return None
-        for batch in self.data:
-            return split_batch(batch)
-        raise ValueError("the data iterable is empty: it yielded no batch")

@@ -156,6 +156,8 @@ def _plan_validation(model: Any, plan: Plan, validation_data: Any) -> None:
     if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3) and (
             is_array(validation_data[0]) or isinstance(validation_data[0], list)):
         xv, yv = validation_data[0], validation_data[1]
+        if len(validation_data) == 3 and validation_data[2] is not None:
+            raise ValueError("validation_data with sample weights is not supported: pass (x_val, y_val)")
         xt, yt = _arrays(model, xv, yv, ("validation x", "validation y"))
         _check_arrays(model, xt, yt, ("validation x", "validation y"))
         plan.x_val, plan.y_val, plan.val_samples = xt, yt, len(xt)
