@@ -475,3 +475,11 @@ def test_fit_on_gpu_mixed_fp16_and_dataloader():
         h = m.fit(loader, epochs=2, verbose=0)
         assert all(np.isfinite(h.history["loss"]))
         assert m._trainer.scaler.is_enabled()
+
+
+def test_sample_weights_are_refused_not_dropped():
+    x, y = _blobs(20)
+    with pytest.raises(ValueError, match="sample weights"):
+        _mlp().fit(x, y, verbose=0, validation_data=(x, y, np.ones(20)))
+    with pytest.raises(ValueError, match="sample_weight"):
+        _mlp().fit([(x, y, np.ones(20))], verbose=0)
