@@ -487,3 +487,18 @@ def test_selftest_gpu_items_pass():
     proc = _arignote("selftest", "--only", "banner-gpu,memory-limit,cudnn-on,mixed-precision")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.count("PASS") == 4
+
+
+@pytest.mark.slow
+def test_a_busy_machine_is_noted_in_the_table_and_json(tmp_path, monkeypatch, capsys):
+    from arignote.commands import bench_cmd
+
+    monkeypatch.setattr(bench_cmd, "_load_average", lambda: 9.5)
+    out = tmp_path / "busy"
+    assert cli.main(["bench", "--model", "mlp", "--samples", "64", "--configs", "cpu,cuda", "--out", str(out)]) == 0
+    text = (out / "bench.txt").read_text()
+    assert "load average 9.5 before and 9.5 after" in text and "ratios of alternated runs" in text
+    doc = json.loads((out / "bench.json").read_text())
+    assert doc["load_average"] == {"before": 9.5, "after": 9.5}
+    assert doc["data"] == "synthetic MNIST-shaped (seed 0)"
+    assert "[1/1] cpu · arignote · batch 32" in capsys.readouterr().err

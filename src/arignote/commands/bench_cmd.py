@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import os
 import platform
 import shlex
 import sys
@@ -106,14 +107,22 @@ def run(args) -> int:
     for p, why in missing.items():
         if why:
             print(f"note: peer {p} skipped: {why}", file=sys.stderr)
+    load_before = _load_average()
     suite.execute(plan, runs, out, suite.Progress())
+    load = [load_before, _load_average()]
 
     data_source = next((r.data for r in runs if r.ok and r.data), "n/a (nothing ran)")
     title = (f"arignote bench · {args.model}: {spec.doc} · data: {data_source} · "
              f"{n_train} train + {plan.n_val} val · {epochs} epoch(s)")
     text = report.render_table(runs, title)
+    busy = max((x for x in load if x is not None), default=0.0)
+    if busy > inventory.cpu_threads + 1:  # the bench itself accounts for about cpu_threads
+        text += (f"\n\nnote: 1-minute load average {load[0]} before and {load[1]} after the runs on "
+                 f"{inventory.cpu_threads} CPU threads: other processes competed with these runs, so "
+                 "absolute figures are pessimistic; ratios of alternated runs are the comparable figures")
     (out / "bench.txt").write_text(text + "\n", encoding="utf-8")
     meta = _meta(args, plan, spec, inventory, data_source, missing)
+    meta["load_average"] = {"before": load[0], "after": load[1]}
     (out / "bench.json").write_text(json.dumps(report.to_json(runs, meta), indent=2) + "\n", encoding="utf-8")
     print(text)
     try:
@@ -130,6 +139,14 @@ def _strategies() -> frozenset[str]:
     import importlib.util
 
     return frozenset({"ddp"}) if importlib.util.find_spec("arignote.parallel.ddp") else frozenset()
+
+
+def _load_average() -> float | None:
+    """The 1-minute load average (None where the OS has none): a busy machine skews timings."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _meta(args, plan, spec, inventory, data_source, missing) -> dict:
