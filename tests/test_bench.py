@@ -495,7 +495,8 @@ def test_a_busy_machine_is_noted_in_the_table_and_json(tmp_path, monkeypatch, ca
 
     monkeypatch.setattr(bench_cmd, "_load_average", lambda: 9.5)
     out = tmp_path / "busy"
-    assert cli.main(["bench", "--model", "mlp", "--samples", "64", "--configs", "cpu,cuda", "--out", str(out)]) == 0
+    args = ["bench", "--model", "mlp", "--samples", "64", "--configs", "cpu,cuda", "--out", str(out)]
+    assert cli.main(args) == 0
     text = (out / "bench.txt").read_text()
     assert "load average 9.5 before and 9.5 after" in text and "ratios of alternated runs" in text
     doc = json.loads((out / "bench.json").read_text())
