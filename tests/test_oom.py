@@ -207,6 +207,23 @@ def test_one_sample_per_micro_batch_is_a_clear_error():
     assert isinstance(info.value, torch.OutOfMemoryError)
 
 
+def test_oom_in_the_optimizer_step_is_a_clear_error_not_a_split():
+    model = _mlp()
+    steps = _Steps(model, torch.optim.SGD(model.parameters(), lr=0.1))
+
+    def hungry_update():
+        raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 1.00 GiB")
+
+    x, y = _data(8)
+    guard = OOMGuard(on_oom="split")
+    with pytest.raises(UnsplittableOOMError, match="optimizer step .*cannot help.*SGD keeps 0-1 values"):
+        guard.step(x, y, steps.forward_backward, hungry_update, steps.zero_grad)
+    assert guard.k == 1 and steps.calls == [8]
+    with pytest.raises(torch.OutOfMemoryError) as info:
+        OOMGuard(on_oom="raise").step(x, y, steps.forward_backward, hungry_update, steps.zero_grad)
+    assert type(info.value) is torch.OutOfMemoryError
+
+
 def test_explicit_accumulate_gives_the_same_weights_as_the_plain_run():
     plain, _ = _train(None)
     guard = OOMGuard(accumulate=4, on_oom="raise")

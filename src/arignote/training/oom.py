@@ -245,7 +245,7 @@ class OOMGuard:
                 self.failures += 1
                 outs, failure = None, _first_line(exc)  # leaving the handler frees the traceback
             else:
-                optimizer_step()
+                self._update(optimizer_step)
                 return [out]
         else:
             outs, failure = self._attempt(x, y, n, k, forward_backward, local)
@@ -271,8 +271,22 @@ class OOMGuard:
                 outs, failure = self._attempt(x, y, n, k, forward_backward, local)
         if k > start_k:
             self._notice(n, start_k, k, first_failure or "out of memory on another rank")
-        optimizer_step()
+        self._update(optimizer_step)
         return outs
+
+    def _update(self, optimizer_step: Callable[[], Any]) -> None:
+        try:
+            optimizer_step()
+        except torch.OutOfMemoryError as exc:
+            if not self.split:
+                raise
+            raise UnsplittableOOMError(
+                f"out of memory in the optimizer step{'' if self.device is None else f' on {self.device}'} "
+                f"({_first_line(exc)}): the optimizer's state, not the batch, fills the memory, so "
+                f"splitting the batch cannot help. Memory: {memory_figures(self.device)}. Try: an "
+                "optimizer with less state (SGD keeps 0-1 values per parameter, Adam/Adadelta 2), a "
+                "smaller model, or more memory for this process (memory.limit)."
+            ) from None
 
     def _attempt(self, x, y, n, k, forward_backward, local) -> tuple[list[Any] | None, str | None]:
         outs: list[Any] = []
