@@ -7,14 +7,15 @@ is compared with what the device offers under the memory policy (on the CPU: ava
 
 Example::
 
-    >>> plan = plan_memory(module, x[:8], y[:8], loss_fn=loss, optimizer=opt, batch=256)
+    >>> mlp = torch.nn.Sequential(Linear(784, 512), ReLU(), Linear(512, 512), ReLU(), Linear(512, 10))
+    >>> plan = plan_memory(mlp, x[:8], y[:8], loss_fn=F.cross_entropy, optimizer=Adam(...), batch=256)
     >>> print(plan.render())
     Memory plan for batch 256 on cpu:
-      parameters       1.03 MiB
-      gradients        1.03 MiB
-      optimizer        2.06 MiB  (Adam: 2 values per parameter)
-      activations     45.00 MiB  (180.0 KiB per sample, measured)
-      total           49.12 MiB  of 12.40 GiB available (free RAM): fits
+      parameters      2.55 MiB
+      gradients       2.55 MiB
+      optimizer       5.11 MiB  (Adam: 2 values per parameter)
+      activations     1.78 MiB  (7.11 KiB per sample x 256, measured)
+      total          12.00 MiB  of 21.94 GiB available (free RAM): fits
 """
 
 from __future__ import annotations

@@ -178,8 +178,10 @@ class OOMGuard:
 
     ``accumulate`` is the starting k (``fit(accumulate=k)``); ``on_oom`` and ``inject_above`` default
     to the ``memory.on_oom`` and ``memory.oom_inject_above`` flags. With a ``strategy`` of more than
-    one rank, every step ends with one ``strategy.agree_max`` that all ranks reach (also the ones
-    that did not run out), so every rank uses the same k and no collective is left waiting.
+    one rank (split mode), every step ends with one reduction that all ranks reach, also the ones
+    that did not run out: the gradients with each rank's failure flag (``sync``), or ``agree_max``
+    of the flag. Only when a flag is set do the ranks agree on the new k (``agree_max``), so every
+    rank uses the same k and no collective is left waiting.
 
     >>> guard = OOMGuard(accumulate=2, on_oom="raise")
     >>> guard.k
@@ -224,7 +226,7 @@ class OOMGuard:
         zero_grad: Callable[[], Any],
         *,
         local: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-        sync: Callable[[], Any] | None = None,
+        sync: Callable[[bool], bool] | None = None,
     ) -> list[Any]:
         """Run one optimizer step on batch ``(x, y)``; return ``forward_backward``'s outputs, one per
         micro-batch. Expects the gradients zeroed on entry, like a plain step. ``local()`` wraps the
