@@ -482,3 +482,31 @@ def test_real_oom_on_the_gpu_recovers_with_the_full_batch_gradient():
     assert ok, detail
     assert "recovered as" in detail
     assert "allocated" in oom.memory_figures("cuda:0")
+
+
+class _HalvingStrategy:
+    """all_reduce_mean as if the other rank sent zeros and no failure: the mean halves everything."""
+
+    world_size, is_main = 2, True
+
+    def all_reduce_mean(self, t):
+        return t / 2
+
+    def agree_max(self, value):
+        return value
+
+
+def test_sync_gradients_reduces_grads_buffers_and_the_flag_in_one_go():
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2), torch.nn.Linear(2, 1))
+    model(torch.randn(4, 3)).sum().backward()
+    model[2].bias.grad = None  # a parameter without a gradient on this rank counts as zeros
+    before = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+    mean = model[1].running_mean.clone()
+    assert oom.sync_gradients(model, _HalvingStrategy(), failed=True) is True  # flag 1 -> mean 0.5
+    assert all(torch.equal(p.grad, b) for p, b in zip([p for p in model.parameters() if p.grad is not None],
+                                                       before))  # nothing written back
+    assert oom.sync_gradients(model, _HalvingStrategy(), failed=False) is False
+    grads = [p.grad for p in model.parameters()]
+    assert torch.allclose(grads[0], before[0] / 2) and torch.equal(model[2].bias.grad, torch.zeros(1))
+    assert torch.allclose(model[1].running_mean, mean / 2)
+    assert model[1].num_batches_tracked.item() == 1  # integer buffers are left alone
