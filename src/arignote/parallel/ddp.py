@@ -26,6 +26,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -43,6 +44,7 @@ __all__ = ["DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
 
 STARTUP_TIMEOUT = 300.0  # seconds for every rank to reach fit (imports, data loading)
 _state: dict[str, Any] = {"active": None}
+_DRAIN = 0.2  # seconds for gloo's worker threads to release the last collectives' tensors at exit
 
 
 class DataParallel:
@@ -115,8 +117,17 @@ class DataParallel:
         if self._closed:
             return
         self._closed = True
+        watcher = getattr(self, "_watcher", None)
+        if watcher is not None:
+            watcher.set()
+            watcher.thread.join()
         if dist.is_initialized():
             dist.destroy_process_group()
+            # gloo's worker threads free a finished collective's tensors after the caller has moved
+            # on; a Python-owned tensor needs the GIL, and a thread that asks for it once the
+            # interpreter is finalizing is unwound by pthread_exit, which aborts the process
+            # (SIGABRT, "terminate called without an active exception"). Let them finish now.
+            time.sleep(_DRAIN)
         if self.launcher is not None:
             self.launcher.shutdown()
 
@@ -198,7 +209,7 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     on_gpu = any(getattr(d, "is_cuda", False) for d in devices)
     env = DistEnv.from_mapping(os.environ)
     launching = env is None
-    launcher = None
+    launcher = watcher = None
     if launching:
         world = len(devices) if on_gpu else processes
         main = sys.modules.get("__main__")
@@ -213,7 +224,7 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     else:
         _check_torchrun(env, on_gpu, processes)
         store = _store(env, launching=False)
-        watch_parent(env.rank)
+        watcher = watch_parent(env.rank)
     if on_gpu:
         device = _gpu_device(devices, env, store, launching)
         backend = "nccl"
@@ -235,6 +246,7 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
         launcher.install_excepthook()
     strategy = DataParallel(device, env, backend, launcher)
     strategy._store = store  # keep the store (rank 0 hosts it) alive as long as the group
+    strategy._watcher = watcher
     _state["active"] = strategy
     atexit.register(strategy.close)
     return strategy

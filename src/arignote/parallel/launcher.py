@@ -263,14 +263,16 @@ def _in_collective(tb: object) -> bool:
     return False
 
 
-def watch_parent(rank: int, interval: float = 0.25) -> threading.Thread:
+def watch_parent(rank: int, interval: float = 0.25) -> threading.Event:
     """In a rank started by a launcher (arignote's or torchrun's): exit when the launcher dies,
-    so a killed main process never leaves orphans training on."""
+    so a killed main process never leaves orphans training on. Set the returned event to stop
+    watching (before interpreter shutdown: a daemon thread still running then can abort the
+    process while torch's C++ threads are torn down)."""
     parent = os.getppid()
+    stop = threading.Event()
 
     def loop() -> None:
-        while True:
-            time.sleep(interval)
+        while not stop.wait(interval):
             if os.getppid() != parent:
                 _say(f"arignote: rank {rank}: the launching process (pid {parent}) is gone; exiting")
                 _flush()
@@ -278,4 +280,5 @@ def watch_parent(rank: int, interval: float = 0.25) -> threading.Thread:
 
     thread = threading.Thread(target=loop, name="arignote-parent-watch", daemon=True)
     thread.start()
-    return thread
+    stop.thread = thread  # type: ignore[attr-defined]
+    return stop
