@@ -213,6 +213,27 @@ def test_select_for_device_spec_leases_for_the_process(lease_dir):
         del _PROCESS_LEASES[before:]
 
 
+def test_visible_only_matches_uuid_or_bus_id():
+    from arignote.share import _visible_only
+
+    class Info:
+        def __init__(self, uuid, bus):
+            self.uuid, self.pci_bus_id = uuid, bus
+
+    class Inventory:  # torch sees GPU 1 (by uuid, without the GPU- prefix) and GPU 3 (by bus id)
+        gpus = (Info("test-0001", "0000:99:00.0"), Info("", "0000:04:00.0"))
+
+    s = snap(gpu(0), gpu(1), gpu(2), gpu(3))
+    assert [g.index for g in _visible_only(s, Inventory()).gpus] == [1, 3]
+    assert _visible_only(s, None) is s
+
+    class Nothing:
+        gpus = (Info("other", "0000:77:00.0"),)
+
+    with pytest.raises(ShareError, match="matches a GPU torch sees"):
+        _visible_only(s, Nothing())
+
+
 # --------------------------------------------------------------------------- real processes
 
 
