@@ -15,8 +15,8 @@ live machine through NVML.
 Example::
 
     >>> import arignote
-    >>> arignote.select_gpus(1, snapshot="tests/fixtures/four_gpus.json")   # doctest: +SKIP
-    [2]
+    >>> arignote.select_gpus(2, snapshot="tests/fixtures/smi_4gpus.json")   # doctest: +SKIP
+    [1, 3]
     >>> with arignote.share.acquire(2, min_free_memory="10GiB", wait=True) as lease:  # doctest: +SKIP
     ...     train(devices=lease.indices)
 """
