@@ -503,3 +503,12 @@ def test_a_busy_machine_is_noted_in_the_table_and_json(tmp_path, monkeypatch, ca
     assert doc["load_average"] == {"before": 9.5, "after": 9.5}
     assert doc["data"] == "synthetic MNIST-shaped (seed 0)"
     assert "[1/1] cpu · arignote · batch 32" in capsys.readouterr().err
+
+
+def test_speedup_baseline_is_cpu_else_the_first_single_process_cpu_config():
+    assert report.baseline(["cpu-2x1", "cpu", "cuda"]) == "cpu"
+    assert report.baseline(["cuda", "cpu-2x1", "cpu-1x1"]) == "cpu-1x1"
+    runs = [Run("cpu-1x1", "arignote", 32, epoch_seconds=[90.0], samples=45000, device_name="EPYC"),
+            Run("cpu-2x1", "arignote", 32, epoch_seconds=[60.0], samples=45000, device_name="EPYC")]
+    assert [r["speedup"] for r in report.table_rows(runs)] == [1.0, 1.5]
+    assert "speedup vs cpu-1x1" in report.render_table(runs)

@@ -16,12 +16,13 @@ Example::
 
 from __future__ import annotations
 
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-__all__ = ["Run", "seconds_per_epoch", "table_rows", "render_table", "to_json", "chart_size",
+__all__ = ["Run", "seconds_per_epoch", "baseline", "table_rows", "render_table", "to_json", "chart_size",
            "write_chart", "ChartUnavailable", "format_bytes"]
 
 RATIO_NOTE = ("time / arignote: the peer's seconds per epoch divided by arignote's in the same "
@@ -96,12 +97,21 @@ def table_rows(runs: Sequence[Run]) -> list[dict[str, Any]]:
                      "repeats": len(group)})
     index = {(r["batch_size"], r["config"], r["runner"]): r for r in rows}
     for row in rows:
-        base = index.get((row["batch_size"], "cpu", row["runner"]))
+        base = index.get((row["batch_size"], baseline([r["config"] for r in rows]), row["runner"]))
         row["speedup"] = round(base["seconds_per_epoch"] / row["seconds_per_epoch"], 2) if base else None
         ours = index.get((row["batch_size"], row["config"], "arignote"))
         row["vs_arignote"] = (round(row["seconds_per_epoch"] / ours["seconds_per_epoch"], 2)
                               if ours and row["runner"] != "arignote" else None)
     return rows
+
+
+def baseline(config_names: Sequence[str]) -> str:
+    """The configuration speedups are measured against: ``cpu``, else the first single-process
+    CPU one (``cpu-1xT``) in the run."""
+    names = list(dict.fromkeys(config_names))
+    if "cpu" in names:
+        return "cpu"
+    return next((n for n in names if re.fullmatch(r"cpu-1x\d+", n)), "cpu")
 
 
 def _fmt(value: Any, pattern: str, empty: str = "") -> str:
@@ -112,7 +122,8 @@ def render_table(runs: Sequence[Run], title: str = "") -> str:
     """The seed-style text table (one block per batch size), then what was skipped or failed and why."""
     rows = table_rows(runs)
     peers = any(r["runner"] != "arignote" for r in rows)
-    head = ["configuration", "runner", "device", "s/epoch", "samples/s", "speedup vs cpu", "peak memory"]
+    head = ["configuration", "runner", "device", "s/epoch", "samples/s",
+            f"speedup vs {baseline([r['config'] for r in rows])}", "peak memory"]
     if peers:
         head.append("time / arignote")
     lines = [title] if title else []
