@@ -32,7 +32,7 @@ elif [ -e /proc/driver/nvidia/version ] || command -v nvidia-smi >/dev/null 2>&1
 else
     echo "setup: no NVIDIA driver; installing the CPU build torch==$TORCH_CPU (no CUDA wheels)"
     # shellcheck disable=SC2086
-    "$PY" -m pip install --quiet "torch==$TORCH_CPU" ${ARIGNOTE_TORCH_PIP_ARGS:-}
+    "$PY" -m pip install --quiet "torch==$TORCH_CPU" numpy ${ARIGNOTE_TORCH_PIP_ARGS:-}
     if "$PY" -c "import torch,sys; sys.exit(0 if torch.version.cuda is None else 1)"; then :; else
         echo "setup: warning: the torch installed is a CUDA build; set ARIGNOTE_TORCH_PIP_ARGS to a CPU wheel index" >&2
     fi
