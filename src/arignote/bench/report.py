@@ -227,9 +227,10 @@ def write_chart(runs: Sequence[Run], path: str, title: str = "") -> tuple[int, i
         ax.set_xticks(range(len(configs)), configs)
         ax.set_ylabel("seconds per epoch")
         ax.set_title(f"batch size {batch}" if batch else "no configuration ran", fontsize=10)
-        ax.margins(y=0.18)
+        # headroom above the tallest bar keeps the one-row legend clear of the value labels
+        ax.margins(y=0.32 if len(runners) > 1 else 0.18)
         if len(runners) > 1:
-            ax.legend(fontsize=8, loc="upper right")
+            ax.legend(fontsize=8, loc="upper left", ncol=len(runners), frameon=False)
     if title:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout()
