@@ -14,7 +14,7 @@ best epoch after the first (warm-up) one; each side's figure is the median of it
 
 Usage::
 
-    .venv/bin/python benchmarks/bench_fit.py                 # full run (about 10 minutes on 2 cores)
+    .venv/bin/python benchmarks/bench_fit.py                 # full run (about 8 minutes on 2 cores)
     .venv/bin/python benchmarks/bench_fit.py --quick         # smoke run
     .venv/bin/python benchmarks/bench_fit.py --json out.json
 """
@@ -33,9 +33,9 @@ import time
 
 WORKLOADS = {
     # name: (model, batch, samples per measured epoch)
-    "cnn-b32": ("cnn", 32, 2048),
-    "cnn-b128": ("cnn", 128, 2048),
-    "mlp-b128": ("mlp", 128, 16384),
+    "cnn-b32": ("cnn", 32, 512),
+    "cnn-b128": ("cnn", 128, 512),
+    "mlp-b128": ("mlp", 128, 8192),
 }
 SIDES = ("fit", "torch", "torch_cl")
 TARGETS = {"torch": {"cnn": 1.0, "mlp": 0.90}, "torch_cl": {"cnn": 0.97, "mlp": 0.90}}
@@ -152,9 +152,11 @@ def _run_torch(model: str, batch: int, x, labels, epochs: int, channels_last: bo
     return times
 
 
-def worker(side: str, workload: str, epochs: int, samples: int | None) -> dict:
+def worker(side: str, workload: str, epochs: int, samples: int | None, threads: int = 0) -> dict:
     import torch
 
+    if threads:
+        torch.set_num_threads(threads)
     model, batch, n = WORKLOADS[workload]
     n = samples or n
     torch.manual_seed(0)
@@ -173,8 +175,9 @@ def worker(side: str, workload: str, epochs: int, samples: int | None) -> dict:
 # ----------------------------------------------------------------------------- the driver
 
 
-def _spawn(side: str, workload: str, epochs: int, samples: int | None) -> dict:
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", side, workload, "--epochs", str(epochs)]
+def _spawn(side: str, workload: str, epochs: int, samples: int | None, threads: int) -> dict:
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", side, workload, "--epochs", str(epochs),
+           "--threads", str(threads)]
     if samples:
         cmd += ["--samples", str(samples)]
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
@@ -183,14 +186,14 @@ def _spawn(side: str, workload: str, epochs: int, samples: int | None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def run(workloads: list[str], rounds: int, epochs: int, samples: int | None) -> dict:
+def run(workloads: list[str], rounds: int, epochs: int, samples: int | None, threads: int = 0) -> dict:
     results: dict = {}
     for workload in workloads:
         per_side: dict[str, list[dict]] = {s: [] for s in SIDES}
         for r in range(rounds):
             order = SIDES if r % 2 == 0 else tuple(reversed(SIDES))  # alternate who goes first
             for side in order:
-                per_side[side].append(_spawn(side, workload, epochs, samples))
+                per_side[side].append(_spawn(side, workload, epochs, samples, threads))
         summary = {}
         for side, runs in per_side.items():
             summary[side] = {"samples_per_s": statistics.median(r["samples_per_s"] for r in runs),
@@ -220,27 +223,31 @@ def _line(workload: str, summary: dict, ratios: dict) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--worker", nargs=2, metavar=("SIDE", "WORKLOAD"), help=argparse.SUPPRESS)
-    p.add_argument("--epochs", type=int, default=3, help="epochs per run (the first is warm-up)")
+    p.add_argument("--epochs", type=int, default=10,
+                   help="short epochs per run; the first is warm-up, the best of the others counts")
     p.add_argument("--samples", type=int, default=None, help="samples per epoch (default per workload)")
     p.add_argument("--rounds", type=int, default=3, help="alternating rounds per workload")
     p.add_argument("--workloads", default=",".join(WORKLOADS),
                    help="comma-separated: " + ", ".join(WORKLOADS))
-    p.add_argument("--quick", action="store_true", help="1 round, 2 epochs, 512 samples")
+    p.add_argument("--threads", type=int, default=0, help="torch threads per worker (0: torch's default)")
+    p.add_argument("--quick", action="store_true", help="1 round, 3 epochs of 256 samples (smoke test)")
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
     if args.worker:
-        print(json.dumps(worker(args.worker[0], args.worker[1], args.epochs, args.samples)))
+        print(json.dumps(worker(args.worker[0], args.worker[1], args.epochs, args.samples, args.threads)))
         return 0
     if args.quick:
-        args.rounds, args.epochs, args.samples = 1, 2, 512
+        args.rounds, args.epochs, args.samples = 1, 3, 256
     workloads = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = [w for w in workloads if w not in WORKLOADS]
     if unknown:
         print(f"unknown workload(s) {unknown}; choose from {', '.join(WORKLOADS)}", file=sys.stderr)
         return 2
     print(f"# {platform.node()} {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-          f"python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
-    results = run(workloads, args.rounds, args.epochs, args.samples)
+          f"python {platform.python_version()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+          f"threads {args.threads or 'default'}, load average {os.getloadavg()[0]:.1f}", flush=True)
+    results = run(workloads, args.rounds, args.epochs, args.samples, args.threads)
+    print(f"# load average at the end {os.getloadavg()[0]:.1f}")
     if args.json:
         with open(args.json, "w", encoding="utf-8") as fh:
             json.dump(results, fh, indent=2)
