@@ -95,9 +95,9 @@ def test_keras2_script_runs_with_changed_imports(tmp_path):
     assert "Total params: 9,427" in text  # conv 80 + dense 9248 + dense 99 (Keras counts)
     assert re.search(r"^Train on 240 samples, validate on 60 samples$", text, re.M)
     assert re.search(r"^Epoch 4/4\n\d+s - loss: [\d.e+-]+ - accuracy: [\d.e+-]+ - val_loss: [\d.e+-]+ - "
-                     r"val_accuracy: [\d.e+-]+ - \d+ samples/s$", text, re.M)
+                     r"val_accuracy: [\d.e+-]+ - \d+ samples/s - cpu peak RSS \d+ MiB$", text, re.M)
     assert re.search(r"^240/240 \[={30}\] - \d+s - loss: ", text, re.M)  # verbose=1, not a terminal
     cnn_acc = float(re.search(r"CNN test accuracy: ([\d.e+-]+)", text).group(1))
     mlp_acc = float(re.search(r"MLP test accuracy: ([\d.e+-]+)", text).group(1))
     assert cnn_acc > 0.9 and mlp_acc > 0.9
-    assert "history keys: ['accuracy', 'loss', 'val_accuracy', 'val_loss']" in text
+    assert "history keys: ['accuracy', 'cpu_peak_rss_mib', 'loss', 'val_accuracy', 'val_loss']" in text

@@ -40,7 +40,7 @@ def _data(n=100):
 
 
 LINE2 = re.compile(r"^\d+s - loss: \d+\.\d{4} - acc: \d\.\d{4} - val_loss: \d+\.\d{4} - val_acc: \d\.\d{4}"
-                   r" - \d+ samples/s$")
+                   r" - \d+ samples/s - cpu peak RSS \d+ MiB$")
 
 
 def _lines(out: str) -> list[str]:
@@ -76,7 +76,8 @@ def test_verbose1_without_terminal_prints_one_final_line(capsys):
     lines = _lines(out)
     assert lines[0] == "Train on 100 samples"
     assert lines[1] == "Epoch 1/1"
-    final = r"^100/100 \[={30}\] - \d+s - loss: \d\.\d{4} - acc: \d\.\d{4} - \d+ samples/s$"
+    final = (r"^100/100 \[={30}\] - \d+s - loss: \d\.\d{4} - acc: \d\.\d{4} - \d+ samples/s"
+             r" - cpu peak RSS \d+ MiB$")
     assert re.match(final, lines[2])
     assert len(lines) == 3
 

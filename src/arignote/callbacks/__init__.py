@@ -13,6 +13,7 @@ Example::
 
 from arignote.callbacks.backup import BackupAndRestore
 from arignote.callbacks.base import Callback, CallbackList, History, LazyLogs
+from arignote.callbacks.device_stats import DeviceStatsMonitor
 from arignote.callbacks.loggers import CSVLogger, TensorBoard
 from arignote.callbacks.lr import LearningRateScheduler, ReduceLROnPlateau
 from arignote.callbacks.model_checkpoint import ModelCheckpoint
@@ -24,6 +25,7 @@ __all__ = [
     "CSVLogger",
     "Callback",
     "CallbackList",
+    "DeviceStatsMonitor",
     "EarlyStopping",
     "History",
     "LazyLogs",

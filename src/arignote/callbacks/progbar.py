@@ -60,6 +60,28 @@ def format_values(logs: Mapping[str, Any], keys: list[str]) -> str:
     return "".join(parts)
 
 
+def is_device_stat(key: str) -> bool:
+    """Keys that :class:`~arignote.callbacks.device_stats.DeviceStatsMonitor` adds to the logs."""
+    return key.endswith("_mib") or key.endswith("_utilization")
+
+
+def format_device_stats(logs: Mapping[str, Any]) -> str:
+    """`` - cuda0 peak 1234 MiB (reserved 2048 MiB), 87% util`` / `` - cpu peak RSS 412 MiB``."""
+    parts = []
+    for key in sorted(k for k in logs if k.endswith("_peak_allocated_mib")):
+        dev = key[: -len("_peak_allocated_mib")]
+        text = f"{dev} peak {logs[key]:.0f} MiB"
+        if f"{dev}_peak_reserved_mib" in logs:
+            text += f" (reserved {logs[dev + '_peak_reserved_mib']:.0f} MiB)"
+        if f"{dev}_utilization" in logs:
+            text += f", {logs[dev + '_utilization']:.0f}% util"
+        parts.append(text)
+    for key in ("cpu_peak_rss_mib", "cpu_process_peak_rss_mib"):
+        if key in logs:
+            parts.append(f"cpu peak RSS {logs[key]:.0f} MiB")
+    return "".join(f" - {p}" for p in parts)
+
+
 def format_bar(current: int, target: int | None) -> str:
     """``1024/45000 [>.............................]`` (Keras 2 layout, 30 characters wide).
 
@@ -177,7 +199,8 @@ class ProgbarLogger(Callback):
         samples = self._seen or self.params.get("samples") or 0
         speed = f" - {samples / train_time:.0f} samples/s" if samples and train_time > 0 else ""
         keys = self._keys() or list(logs)
-        values = format_values(logs, keys + [k for k in logs if k not in keys])
+        values = format_values(logs, keys + [k for k in logs if k not in keys and not is_device_stat(k)])
+        speed += format_device_stats(logs)
         duration = format_duration(now - self._epoch_start)
         if self.verbose == 1:
             target = self._target()

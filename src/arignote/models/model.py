@@ -114,6 +114,20 @@ class Model:
         return self.loss_fn is not None
 
     @property
+    def strategy(self) -> Any:
+        """The strategy ``fit`` trains with (``SingleDevice`` or data parallel); None before the first use.
+
+        Callbacks ask it who writes files: ``model.strategy.is_main`` is True on rank 0 only.
+        """
+        return self._trainer.strategy if self._trainer is not None else None
+
+    @property
+    def is_main(self) -> bool:
+        """True on the process that prints and writes files (rank 0, or the only process)."""
+        strategy = self.strategy
+        return True if strategy is None else bool(strategy.is_main)
+
+    @property
     def device(self) -> torch.device | None:
         for p in self.module.parameters() if self.module is not None else ():
             return p.device
@@ -203,7 +217,11 @@ class Model:
                   "metrics": trainer.metric_names
                   + ([f"val_{k}" for k in trainer.metric_names] if val is not None else [])}
         self.history = History()
-        cbs = []
+        from arignote.callbacks.device_stats import DeviceStatsMonitor
+
+        # device memory peaks (and GPU utilization) go into every epoch's logs and History (issue 5);
+        # first in the list so the progress line shows them
+        cbs: list = [DeviceStatsMonitor()]
         if verbose and trainer.strategy.is_main:
             from arignote.callbacks.progbar import ProgbarLogger
 
