@@ -24,7 +24,8 @@ def test_demo_reaches_the_target(tmp_path):
     assert re.search(r"^arignote .* device cpu", text, re.M)  # the banner, before the first epoch
     assert text.index("device cpu") < text.index("Epoch 1/12")
     assert re.search(r"^Train on 1438 samples, validate on 359 samples$", text, re.M)
-    line = r"^\d+s - loss: [\d.]+ - acc: [\d.]+ - val_loss: [\d.]+ - val_acc: [\d.]+ - \d+ samples/s$"
+    line = (r"^\d+s - loss: [\d.]+ - acc: [\d.]+ - val_loss: [\d.]+ - val_acc: [\d.]+ - \d+ samples/s"
+            r" - cpu peak RSS \d+ MiB$")
     assert re.search(line, text, re.M)
     acc = float(re.search(r"^validation accuracy: ([\d.]+) \(target 0\.95\) on cpu", text, re.M).group(1))
     assert acc >= 0.95
