@@ -52,14 +52,16 @@ def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | Non
 
 
 def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
-    """Pick torch's fastest implementation the params allow: fused where torch has a kernel, else foreach."""
+    """Pick torch's fastest implementation the params allow: fused where torch has a kernel; else
+    foreach on accelerators and the per-tensor loop on CPU (measured on the MLP 784-512-512-10 at
+    batch 128 on 2 CPU cores: foreach RMSprop was 5-40 % slower a step than the per-tensor loop)."""
     devices = {p.device.type for p in params}
     # fused Adam/SGD exist for CPU and CUDA; fused Adagrad for CPU only; RMSprop/Adadelta have none
     fused_devices = {torch.optim.Adam: {"cuda", "cpu"}, torch.optim.SGD: {"cuda", "cpu"},
                      torch.optim.Adagrad: {"cpu"}}.get(torch_cls, set())  # fmt: skip
     if devices <= fused_devices and all(p.is_floating_point() for p in params):
         return {"fused": True}
-    return {"foreach": True}
+    return {"foreach": devices != {"cpu"}}
 
 
 class Optimizer:
