@@ -487,3 +487,21 @@ def test_sample_weights_are_refused_not_dropped():
         _mlp().fit(x, y, verbose=0, validation_data=(x, y, np.ones(20)))
     with pytest.raises(ValueError, match="sample_weight"):
         _mlp().fit([(x, y, np.ones(20))], verbose=0)
+
+
+def test_gradients_are_released_before_the_next_backward_and_after_fit():
+    # the previous step's gradients live until the next backward (allocator reuse), none after fit
+    torch.manual_seed(0)
+    x, y = _blobs()
+    m = _mlp()
+    m.fit(x, y, epochs=1, batch_size=20, verbose=0)
+    assert all(p.grad is None for p in m.module.parameters())
+    trainer = m._trainer
+    seen = []
+    first = next(m.module.parameters())
+    first.register_hook(lambda g: seen.append(first.grad is None))  # runs during the backward
+    xb, yb = torch.as_tensor(x[:20]), torch.as_tensor(y[:20])
+    trainer.train_step(xb, yb)
+    assert first.grad is not None and trainer._stale_grads  # kept after the step...
+    trainer.train_step(xb, yb)
+    assert seen == [True, True]  # ...and released before each backward, never accumulated into
