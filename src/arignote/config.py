@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from arignote import _flag_types as _t
+
 __all__ = [
     "ConfigError",
     "Flag",
@@ -42,78 +44,6 @@ __all__ = [
 
 class ConfigError(ValueError):
     """A flag name or value that arignote cannot use; the message names the flag, value and source."""
-
-
-# --------------------------------------------------------------------------- value parsers
-
-
-def _parse_bool(text: Any) -> bool:
-    if isinstance(text, bool):
-        return text
-    s = str(text).strip().lower()
-    if s in ("1", "true", "yes", "on"):
-        return True
-    if s in ("0", "false", "no", "off"):
-        return False
-    raise ValueError("expected true or false")
-
-
-def _parse_float(text: Any) -> float:
-    if isinstance(text, bool):
-        raise ValueError("expected a number")
-    return float(text)
-
-
-def _parse_int(text: Any) -> int:
-    if isinstance(text, bool):
-        raise ValueError("expected a whole number")
-    if isinstance(text, float) and not text.is_integer():
-        raise ValueError("expected a whole number")
-    return int(str(text).strip()) if not isinstance(text, (int, float)) else int(text)
-
-
-def _non_negative(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
-    def check(text: Any) -> Any:
-        value = parse(text)
-        if value < 0:
-            raise ValueError("must be >= 0")
-        return value
-
-    return check
-
-
-def _choice(*options: str) -> Callable[[Any], str]:
-    def check(text: Any) -> str:
-        s = str(text).strip()
-        if s not in options:
-            raise ValueError("expected one of " + ", ".join(options))
-        return s
-
-    check.options = options  # type: ignore[attr-defined]
-    return check
-
-
-def _text(text: Any) -> str:
-    return str(text).strip()
-
-
-def _device(text: Any) -> str:
-    s = str(text).strip()
-    if not s:
-        raise ValueError("expected a device spec such as auto, cpu, cuda, cuda1, all or free:2")
-    from arignote.devices.spec import spec_problem  # pure module, no torch
-
-    problem = spec_problem(s)
-    if problem:
-        raise ValueError(problem)
-    return s
-
-
-def _limit(text: Any) -> float:
-    value = _parse_float(text)
-    if value < 0:
-        raise ValueError("must be 0 (no cap), a fraction in (0, 1] or MiB > 1")
-    return value
 
 
 # --------------------------------------------------------------------------- the registry
@@ -138,35 +68,36 @@ class Flag:
 
 
 _FLAG_LIST = [
-    Flag("device", _device, "auto",
+    Flag("device", _t.device, "auto",
          "where to train: auto, cpu, cuda, cudaN, cuda:N, all, cuda0,cuda2, free:N (gpu/gpuN accepted)"),
-    Flag("floatX", _choice("float32", "float64", "float16", "bfloat16"), "float32",
+    Flag("floatX", _t.choice("float32", "float64", "float16", "bfloat16"), "float32",
          "dtype of parameters and of float inputs"),
-    Flag("precision", _choice("fp32", "mixed-fp16", "mixed-bf16"), "fp32",
+    Flag("precision", _t.choice("fp32", "mixed-fp16", "mixed-bf16"), "fp32",
          "mixed precision: autocast to fp16 (with grad scaling) or bf16; fp32 disables it"),
-    Flag("memory.preallocate", _parse_float, 0.0,
+    Flag("memory.preallocate", _t.parse_float, 0.0,
          "0 grow on demand; 0<x<=1 reserve that fraction of device memory; x>1 that many MiB; "
          "x<0 disable caching"),
-    Flag("memory.limit", _limit, 0.0, "hard per-process cap: 0 none, 0<x<=1 a fraction, x>1 MiB"),
-    Flag("memory.on_oom", _choice("split", "raise"), "split",
+    Flag("memory.limit", _t.limit, 0.0, "hard per-process cap: 0 none, 0<x<=1 a fraction, x>1 MiB"),
+    Flag("memory.on_oom", _t.choice("split", "raise"), "split",
          "on out-of-memory, redo the step as micro-batches (split) or raise"),
-    Flag("memory.oom_inject_above", _non_negative(_parse_int), 0,
+    Flag("memory.oom_inject_above", _t.non_negative(_t.parse_int), 0,
          "testing: raise torch.OutOfMemoryError for micro-batches larger than this (0 off)"),
-    Flag("dnn.enabled", _choice("auto", "true", "false"), "auto",
+    Flag("dnn.enabled", _t.choice("auto", "true", "false"), "auto",
          "use cuDNN: auto (when present), true, false"),
-    Flag("dnn.benchmark", _parse_bool, False, "let cuDNN benchmark convolution algorithms"),
-    Flag("dnn.deterministic", _parse_bool, False, "use only deterministic cuDNN algorithms"),
-    Flag("cpu.threads", _non_negative(_parse_int), 0, "intra-op threads per process (0: torch's default)"),
-    Flag("cpu.processes", _parse_int, 1, "with device=cpu, number of data-parallel CPU processes (gloo)"),
-    Flag("print_active_device", _parse_bool, True, "print the startup banner on first use (rank 0)"),
-    Flag("contexts", _text, "", "placement contexts, e.g. dev0->cuda0;dev1->cuda1"),
-    Flag("parallel.timeout", _non_negative(_parse_float), 30.0,
+    Flag("dnn.benchmark", _t.parse_bool, False, "let cuDNN benchmark convolution algorithms"),
+    Flag("dnn.deterministic", _t.parse_bool, False, "use only deterministic cuDNN algorithms"),
+    Flag("cpu.threads", _t.non_negative(_t.parse_int), 0,
+         "intra-op threads per process (0: torch's default)"),
+    Flag("cpu.processes", _t.parse_int, 1, "with device=cpu, number of data-parallel CPU processes (gloo)"),
+    Flag("print_active_device", _t.parse_bool, True, "print the startup banner on first use (rank 0)"),
+    Flag("contexts", _t.text, "", "placement contexts, e.g. dev0->cuda0;dev1->cuda1"),
+    Flag("parallel.timeout", _t.non_negative(_t.parse_float), 30.0,
          "seconds the other ranks wait before stopping when one rank fails"),
-    Flag("parallel.restarts", _non_negative(_parse_int), 0,
+    Flag("parallel.restarts", _t.non_negative(_t.parse_int), 0,
          "how many times a failed data-parallel job is restarted (resumes with BackupAndRestore)"),
-    Flag("share.lease_dir", _text, "", "directory of GPU lease files (default: <tmp>/arignote-leases)",
+    Flag("share.lease_dir", _t.text, "", "directory of GPU lease files (default: <tmp>/arignote-leases)",
          env="ARIGNOTE_LEASE_DIR"),
-    Flag("datasets.dir", _text, "", "first directory searched for datasets (default ~/.arignote/datasets)",
+    Flag("datasets.dir", _t.text, "", "first directory searched for datasets (default ~/.arignote/datasets)",
          env="ARIGNOTE_DATA"),
 ]
 
