@@ -55,44 +55,15 @@ def _data(model: str, n: int, seed: int = 0):
 
 
 def _torch_net(model: str):
-    from torch import nn
+    from arignote.bench.models import torch_model  # the same networks `arignote bench` runs
 
-    if model == "cnn":
-        return nn.Sequential(
-            nn.Conv2d(3, 32, 3, padding=1), nn.ReLU(), nn.Conv2d(32, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Dropout(0.25),
-            nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Dropout(0.25),
-            nn.Flatten(), nn.Linear(64 * 6 * 6, 512), nn.ReLU(), nn.Dropout(0.5), nn.Linear(512, 10))
-    return nn.Sequential(nn.Linear(784, 512), nn.ReLU(), nn.Dropout(0.2), nn.Linear(512, 512), nn.ReLU(),
-                         nn.Dropout(0.2), nn.Linear(512, 10))
+    return torch_model(model)
 
 
 def _arignote_net(model: str):
-    from arignote.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
-    from arignote.models import Sequential
+    from arignote.bench.models import arignote_model
 
-    m = Sequential()
-    if model == "cnn":
-        m.add(Conv2D(32, (3, 3), padding="same", activation="relu", input_shape=(32, 32, 3)))
-        m.add(Conv2D(32, (3, 3), activation="relu"))
-        m.add(MaxPooling2D(pool_size=(2, 2)))
-        m.add(Dropout(0.25))
-        m.add(Conv2D(64, (3, 3), padding="same", activation="relu"))
-        m.add(Conv2D(64, (3, 3), activation="relu"))
-        m.add(MaxPooling2D(pool_size=(2, 2)))
-        m.add(Dropout(0.25))
-        m.add(Flatten())
-        m.add(Dense(512, activation="relu"))
-        m.add(Dropout(0.5))
-        m.add(Dense(10, activation="softmax"))
-    else:
-        m.add(Dense(512, activation="relu", input_shape=(784,)))
-        m.add(Dropout(0.2))
-        m.add(Dense(512, activation="relu"))
-        m.add(Dropout(0.2))
-        m.add(Dense(10, activation="softmax"))
-    return m
+    return arignote_model(model)
 
 
 def _run_fit(model: str, batch: int, x, labels, epochs: int) -> list[float]:
