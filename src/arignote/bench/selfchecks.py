@@ -145,27 +145,34 @@ def oom_split_cpu() -> str:
     return "injected OOM at batch 32 -> " + notice.split(";", 1)[1].strip().split(" with ")[0]
 
 
-def placement_cpu() -> str:
+def _train_placed(device: str, contexts: str, hidden: int) -> Any:
+    """Two Dense layers under two placement contexts, trained for 2 epochs; returns the model."""
     import arignote
     from arignote import config
     from arignote.datasets import synthetic
     from arignote.layers import Dense
     from arignote.models import Sequential
-    from arignote.parallel.placement import layer_device
     from arignote.utils import to_categorical
 
-    config.configure(device="cpu", print_active_device=False, contexts="dev0->cpu;dev1->cpu")
+    config.configure(device=device, print_active_device=False, contexts=contexts)
     model = Sequential()
     with arignote.device("dev0"):
-        model.add(Dense(32, activation="relu", input_shape=(32,)))
+        model.add(Dense(hidden, activation="relu", input_shape=(32,)))
     with arignote.device("dev1"):
         model.add(Dense(4, activation="softmax"))
     model.compile(loss="categorical_crossentropy", optimizer="adam")
     x, y = synthetic(shape=(32,), classes=4, samples=256, noise=0.3)
     loss = model.fit(x, to_categorical(y, 4), batch_size=32, epochs=2, verbose=0).history["loss"]
+    _expect(loss[-1] < loss[0], f"loss did not go down: {loss}")
+    return model
+
+
+def placement_cpu() -> str:
+    from arignote.parallel.placement import layer_device
+
+    model = _train_placed("cpu", "dev0->cpu;dev1->cpu", hidden=32)
     placed = [layer_device(layer) for layer in model.layers]
     _expect(placed == ["cpu", "cpu"], f"layers placed on {placed}")
-    _expect(loss[-1] < loss[0], f"loss did not go down: {loss}")
     return "contexts dev0/dev1 -> cpu: layers placed, trained"
 
 
@@ -293,29 +300,9 @@ def data_parallel_gpu() -> str:
 
 
 def placement() -> str:
-    import torch
-
-    import arignote
-    from arignote import config
-    from arignote.datasets import synthetic
-    from arignote.layers import Dense
-    from arignote.models import Sequential
-    from arignote.utils import to_categorical
-
-    config.configure(device="cuda0", print_active_device=False, contexts="dev0->cuda0;dev1->cuda1")
-    model = Sequential()
-    with arignote.device("dev0"):
-        model.add(Dense(64, activation="relu", input_shape=(32,)))
-    with arignote.device("dev1"):
-        model.add(Dense(4, activation="softmax"))
-    model.compile(loss="categorical_crossentropy", optimizer="adam")
-    x, y = synthetic(shape=(32,), classes=4, samples=256, noise=0.3)
-    history = model.fit(x, to_categorical(y, 4), batch_size=32, epochs=2, verbose=0)
+    model = _train_placed("cuda0", "dev0->cuda0;dev1->cuda1", hidden=64)
     where = sorted({str(p.device) for p in model.module.parameters()})
     _expect(where == ["cuda:0", "cuda:1"], f"parameters on {where}, expected cuda:0 and cuda:1")
-    loss = history.history["loss"]
-    _expect(loss[-1] < loss[0], f"loss did not go down: {loss}")
-    _expect(torch.isfinite(torch.tensor(loss)).all().item(), f"loss is not finite: {loss}")
     return "layers on cuda:0 and cuda:1, gradients flowed across"
 
 
