@@ -7,6 +7,11 @@ Sides, each run in a fresh subprocess (so the RSS high-water mark is its own):
                 ``torch.optim.RMSprop``, ``randperm`` + indexing, ``zero_grad(set_to_none=True)``
 * ``torch_cl``  the same loop with the model and data in channels-last memory format
 
+``fit`` runs with arignote's defaults, including ``memory.host_cache`` (malloc keeps freed memory:
+see RESULTS.md); ``ARIGNOTE_FLAGS=memory.host_cache=0`` measures it without, and the environment
+``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824`` gives every side the same
+allocator settings. Each worker reports its minor page faults.
+
 Workloads: the seeds' CNN (Keras 2 ``cifar10_cnn.py``, RMSprop lr=1e-4) on CIFAR-shaped synthetic
 data at batch 32 and 128, and the MLP 784-512-512-10 at batch 128. The sides alternate
 (fit, torch, torch_cl, then torch_cl, torch, fit, ...) for ``--rounds`` rounds. A run's speed is its
@@ -137,10 +142,11 @@ def worker(side: str, workload: str, epochs: int, samples: int | None, threads: 
     else:
         times = _run_torch(model, batch, x, labels, epochs, channels_last=side == "torch_cl")
     measured = times[1:] if len(times) > 1 else times  # the first epoch warms up allocators and kernels
-    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_SELF)
     # the best epoch: on a shared machine other processes only ever slow an epoch down
     return {"side": side, "workload": workload, "samples_per_s": n / min(measured),
-            "peak_rss_mib": peak_kib / 1024, "threads": torch.get_num_threads()}
+            "peak_rss_mib": usage.ru_maxrss / 1024, "threads": torch.get_num_threads(),
+            "page_faults": usage.ru_minflt}
 
 
 # ----------------------------------------------------------------------------- the driver
@@ -169,6 +175,7 @@ def run(workloads: list[str], rounds: int, epochs: int, samples: int | None, thr
         for side, runs in per_side.items():
             summary[side] = {"samples_per_s": statistics.median(r["samples_per_s"] for r in runs),
                              "peak_rss_mib": statistics.median(r["peak_rss_mib"] for r in runs),
+                             "page_faults": statistics.median(r["page_faults"] for r in runs),
                              "all": [round(r["samples_per_s"], 1) for r in runs]}
         model = WORKLOADS[workload][0]
         ratios = {}
@@ -188,7 +195,8 @@ def _line(workload: str, summary: dict, ratios: dict) -> str:
             f"torch {s['torch']['samples_per_s']:7.0f}/s {s['torch']['peak_rss_mib']:5.0f} MiB | "
             f"torch_cl {s['torch_cl']['samples_per_s']:7.0f}/s {s['torch_cl']['peak_rss_mib']:5.0f} MiB | "
             f"fit/torch {ratios['torch']['speed']:.3f}x mem {ratios['torch']['memory']:.3f} | "
-            f"fit/torch_cl {ratios['torch_cl']['speed']:.3f}x mem {ratios['torch_cl']['memory']:.3f}")
+            f"fit/torch_cl {ratios['torch_cl']['speed']:.3f}x mem {ratios['torch_cl']['memory']:.3f} | "
+            "page faults fit/torch/cl " + "/".join(f"{s[k]['page_faults'] / 1e3:.0f}k" for k in SIDES))
 
 
 def main(argv: list[str] | None = None) -> int:

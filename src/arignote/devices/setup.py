@@ -21,7 +21,8 @@ from arignote.devices.inventory import CPUInfo, Device, Inventory, current_inven
 from arignote.devices.spec import DeviceError, Selector, parse_spec, resolve
 
 # what prepare() already did in this process
-_state: dict[str, Any] = {"prepared": {}, "header_printed": False, "threads_set": False, "cudnn_set": False}
+_state: dict[str, Any] = {"prepared": {}, "header_printed": False, "threads_set": False, "cudnn_set": False,
+                          "host_cache": None}
 
 
 def rank() -> int:
@@ -128,6 +129,8 @@ def prepare(device: Device | str, inventory: Inventory | None = None):
     if not _state["threads_set"]:
         cpu.set_threads(config.get("cpu.threads"))
         _state["threads_set"] = True
+    if _state["host_cache"] is None:  # process-wide, once: malloc settings are not undone
+        _state["host_cache"] = cpu.keep_freed_memory(config.get("memory.host_cache"))
     plan = None
     cudnn_on = True
     if dev.is_cuda:
@@ -159,4 +162,4 @@ def prepare(device: Device | str, inventory: Inventory | None = None):
 
 def reset() -> None:
     """Forget what :func:`prepare` did (tests): the banner prints again, flags are re-applied."""
-    _state.update(prepared={}, header_printed=False, threads_set=False, cudnn_set=False)
+    _state.update(prepared={}, header_printed=False, threads_set=False, cudnn_set=False, host_cache=None)
