@@ -1,4 +1,5 @@
-"""Keras ``backend`` functions that scripts call: data format, floatX, epsilon, clear_session.
+"""Keras ``backend`` functions that scripts call: data format, floatX, epsilon, clear_session,
+``get_value``/``set_value`` (an optimizer's ``lr``, a tensor).
 
 ``floatx()`` reads the ``floatX`` flag of :mod:`arignote.config`; ``set_floatx`` sets it from code.
 
@@ -11,6 +12,8 @@ Example::
 
 from __future__ import annotations
 
+from typing import Any
+
 from arignote import config
 
 __all__ = [
@@ -22,6 +25,10 @@ __all__ = [
     "epsilon",
     "set_epsilon",
     "clear_session",
+    "get_value",
+    "set_value",
+    "batch_get_value",
+    "batch_set_value",
 ]
 
 _EPSILON = [1e-7]
@@ -73,3 +80,50 @@ def clear_session() -> None:
     from arignote.layers.base import reset_name_counters
 
     reset_name_counters()
+
+
+def get_value(x: Any) -> Any:
+    """Keras 2 ``K.get_value``: an optimizer hyper-parameter (``model.optimizer.lr``) as a float,
+    a tensor as a numpy array, a number or array as it is.
+
+    >>> from arignote.optimizers import Adam
+    >>> get_value(Adam(lr=0.001).lr)
+    0.001
+    """
+    if getattr(x, "_arignote_variable", False):
+        return x.value()
+    if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch tensor
+        return x.detach().cpu().numpy()
+    return x
+
+
+def set_value(x: Any, value: Any) -> None:
+    """Keras 2 ``K.set_value``: write ``value`` into an optimizer hyper-parameter
+    (``K.set_value(model.optimizer.lr, 1e-4)``) or, in place, into a tensor of the same shape."""
+    if getattr(x, "_arignote_variable", False):
+        x.assign(value)
+        return
+    if hasattr(x, "copy_") and hasattr(x, "shape"):  # a torch tensor (a weight, a buffer)
+        import torch
+
+        new = torch.as_tensor(value, dtype=x.dtype, device=x.device)
+        if tuple(new.shape) != tuple(x.shape):
+            raise ValueError(f"set_value: the value has shape {tuple(new.shape)}, the tensor "
+                             f"{tuple(x.shape)}; pass an array of the tensor's shape")
+        with torch.no_grad():
+            x.copy_(new)
+        return
+    raise TypeError(f"set_value: a {type(x).__name__} is not a variable; pass model.optimizer.lr "
+                    "(or learning_rate) or a tensor, or assign the attribute directly "
+                    "(e.g. model.optimizer.decay = 1e-6)")
+
+
+def batch_get_value(xs: Any) -> list:
+    """``[get_value(x) for x in xs]``."""
+    return [get_value(x) for x in xs]
+
+
+def batch_set_value(pairs: Any) -> None:
+    """``set_value(x, v)`` for each ``(x, v)`` pair."""
+    for x, value in pairs:
+        set_value(x, value)
