@@ -1,4 +1,4 @@
-"""Keras 2 ``utils``: ``to_categorical`` (also as ``np_utils.to_categorical``).
+"""Keras 2 ``utils``: ``to_categorical`` (also as ``np_utils.to_categorical``) and ``Sequence``.
 
 Example::
 
@@ -8,6 +8,7 @@ Example::
 """
 
 from arignote.utils import np_utils
+from arignote.utils.data_utils import Sequence
 from arignote.utils.np_utils import to_categorical
 
-__all__ = ["to_categorical", "np_utils"]
+__all__ = ["to_categorical", "np_utils", "Sequence"]
