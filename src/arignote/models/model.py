@@ -182,23 +182,37 @@ class Model:
             verbose: int = 1, callbacks: list | None = None, validation_split: float = 0.0,
             validation_data: Any = None, shuffle: bool = True, initial_epoch: int = 0,
             steps_per_epoch: int | None = None, accumulate: int = 1,
-            validation_batch_size: int | None = None) -> History:
+            validation_batch_size: int | None = None, validation_steps: int | None = None,
+            validation_freq: Any = 1, max_queue_size: int = 10, workers: int = 1,
+            use_multiprocessing: bool = False) -> History:
         """Train for ``epochs`` epochs; returns the :class:`History` (also ``model.history``).
 
         ``x, y``: arrays (numpy or tensors; images channels-last ``(N, H, W, C)``), or ``x`` alone as
-        a ``DataLoader``/iterable of ``(x, y)`` batches. ``accumulate=k`` runs each batch as ``k``
-        micro-batches and one optimizer step (same gradients, ``1/k`` of the activation memory).
-        ``batch_size="auto"`` searches the largest batch that fits the device (array data only). A step
-        that runs out of memory is redone as micro-batches (``memory.on_oom``; issue 7).
+        a ``Sequence``, ``DataLoader``, generator or other iterable of ``(x, y)`` batches (a generator
+        needs ``steps_per_epoch``, a validation generator ``validation_steps``). A ``Sequence``'s
+        batches are visited in a shuffled order (``shuffle``), fetched ahead by ``workers`` threads
+        (up to ``max_queue_size``), and split over the ranks under data parallel.
+        ``validation_freq``: validate every N epochs, or at the listed (1-based) epochs.
+        ``accumulate=k`` runs each batch as ``k`` micro-batches and one optimizer step (same
+        gradients, ``1/k`` of the activation memory). ``batch_size="auto"`` searches the largest
+        batch that fits the device (array data only). A step that runs out of memory is redone as
+        micro-batches (``memory.on_oom``; issue 7).
         """
         if not self.compiled:
             self._get_trainer()  # raises the "compile first" error
         auto = isinstance(batch_size, str) and batch_size == "auto"  # issue 7: search the batch size
         batch_size = inputs.check_fit_args(None if auto else batch_size, epochs, initial_epoch, accumulate,
                                            steps_per_epoch)
+        inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers,
+                                use_multiprocessing)
         plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch)
+        plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
+        if getattr(train, "indexable", False) and steps_per_epoch is None:  # this rank's share of a Sequence
+            from arignote.parallel.sharding import padded_length
+
+            plan.steps = padded_length(len(train), trainer.strategy.world_size)
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
@@ -230,14 +244,62 @@ class Model:
         cblist = CallbackList(cbs, model=self, params=params)
         trainer.fit(train, val, epochs=epochs, initial_epoch=initial_epoch, batch_size=batch_size,
                     shuffle=shuffle, steps_per_epoch=steps_per_epoch,
-                    validation_batch_size=validation_batch_size or batch_size, callbacks=cblist)
+                    validation_batch_size=validation_batch_size or batch_size, callbacks=cblist,
+                    validation_freq=validation_freq)
         return self.history
 
+    # ------------------------------------------------------------------ Keras 2 generator methods
+
+    def fit_generator(self, generator: Any, steps_per_epoch: int | None = None, epochs: int = 1,
+                      verbose: int = 1, callbacks: list | None = None, validation_data: Any = None,
+                      validation_steps: int | None = None, validation_freq: Any = 1,
+                      class_weight: Any = None, max_queue_size: int = 10, workers: int = 1,
+                      use_multiprocessing: bool = False, shuffle: bool = True,
+                      initial_epoch: int = 0) -> History:
+        """Keras 2 ``fit_generator``: :meth:`fit` on a generator or ``Sequence`` of ``(x, y)`` batches.
+
+        Example::
+
+            >>> import numpy as np
+            >>> from arignote.layers import Dense
+            >>> from arignote.models import Sequential
+            >>> def batches():
+            ...     while True:
+            ...         yield np.zeros((4, 2), "float32"), np.zeros((4, 1), "float32")
+            >>> m = Sequential([Dense(1, input_shape=(2,))]); m.compile("sgd", "mse")
+            >>> len(m.fit_generator(batches(), steps_per_epoch=3, epochs=2, verbose=0).history["loss"])
+            2
+        """
+        _no_class_weight(class_weight)
+        return self.fit(generator, None, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                        validation_data=validation_data, shuffle=shuffle, initial_epoch=initial_epoch,
+                        steps_per_epoch=steps_per_epoch, validation_steps=validation_steps,
+                        validation_freq=validation_freq, max_queue_size=max_queue_size, workers=workers,
+                        use_multiprocessing=use_multiprocessing)
+
+    def evaluate_generator(self, generator: Any, steps: int | None = None, callbacks: list | None = None,
+                           max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False,
+                           verbose: int = 0) -> Any:
+        """Keras 2 ``evaluate_generator``: :meth:`evaluate` on a generator or ``Sequence``."""
+        inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
+        return self.evaluate(generator, None, verbose=verbose, callbacks=callbacks, steps=steps,
+                             _queue=(workers, max_queue_size))
+
+    def predict_generator(self, generator: Any, steps: int | None = None, callbacks: list | None = None,
+                          max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False,
+                          verbose: int = 0) -> np.ndarray:
+        """Keras 2 ``predict_generator``: :meth:`predict` on a generator or ``Sequence`` (batches of
+        ``x`` alone or ``(x, y)`` pairs)."""
+        inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
+        return self.predict(generator, verbose=verbose, callbacks=callbacks, steps=steps,
+                            _queue=(workers, max_queue_size))
+
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: int = 1,
-                 callbacks: list | None = None, steps: int | None = None) -> Any:
+                 callbacks: list | None = None, steps: int | None = None, _queue: tuple = (0, 10)) -> Any:
         """``[loss, *metrics]`` over the data (a scalar when the model has no metric, as Keras)."""
         batch_size = inputs.check_batch(batch_size)
         plan = inputs.plan_eval(self, x, y, steps)
+        plan.workers, plan.max_queue_size = _queue
         trainer = self._get_trainer(plan.sample_shape)
         data = inputs.load_eval(plan, trainer)
         cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
@@ -250,10 +312,12 @@ class Model:
         return values[0] if len(values) == 1 else values
 
     def predict(self, x: Any, batch_size: int | None = None, verbose: int = 0,
-                callbacks: list | None = None, steps: int | None = None) -> np.ndarray:
+                callbacks: list | None = None, steps: int | None = None,
+                _queue: tuple = (0, 10)) -> np.ndarray:
         """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device)."""
         batch_size = inputs.check_batch(batch_size)
         plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
+        plan.workers, plan.max_queue_size = _queue
         trainer = self._get_trainer(plan.sample_shape, need_compile=False)
         data = inputs.load_eval(plan, trainer)
         cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
@@ -374,3 +438,9 @@ class Model:
         from arignote.training.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
+
+
+def _no_class_weight(class_weight: Any) -> None:
+    if class_weight is not None:
+        raise ValueError("class_weight is not supported by arignote's fit; weight the classes in the "
+                         "loss instead (e.g. a custom loss function), or resample the data")

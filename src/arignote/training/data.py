@@ -169,47 +169,121 @@ def split_batch(batch: Any) -> tuple[Any, Any]:
         return batch[0], batch[1]
     if isinstance(batch, (tuple, list)) and len(batch) == 1:
         return batch[0], None
+    if is_array(batch):  # inputs alone (what predict needs)
+        return batch, None
     raise ValueError(
         "each batch of an iterable must be an (x, y) pair; got "
         f"{type(batch).__name__}{'' if not hasattr(batch, '__len__') else f' of length {len(batch)}'}")
 
 
 class IterableData:
-    """Any iterable of ``(x, y)`` batches (``DataLoader``, generator, list of pairs).
+    """Any iterable of ``(x, y)`` batches (``DataLoader``, generator, list of pairs, ``Sequence``).
 
     A re-iterable object (a DataLoader, a list) starts over every epoch; a one-shot iterator
-    (a generator) is drawn from continuously and needs ``steps_per_epoch``.
+    (a generator) is drawn from continuously and needs a step count (``steps_name`` names the
+    argument that gives it). A Keras ``Sequence`` is *indexable*: the loop passes the order of its
+    batches (shuffled, or this rank's share under data parallel), ``workers`` background threads
+    fetch up to ``max_queue_size`` batches ahead, and ``on_epoch_end()`` runs after each pass.
+    ``targets=True``: every batch must carry ``y`` (training, evaluation).
     """
 
     def __init__(self, data: Iterable, device: torch.device, float_dtype: torch.dtype,
-                 steps_per_epoch: int | None = None) -> None:
+                 steps_per_epoch: int | None = None, *, name: str = "x", targets: bool = True,
+                 steps_name: str = "steps_per_epoch", workers: int = 0, max_queue_size: int = 10) -> None:
+        from arignote.utils.data_utils import is_sequence
+
         self.data = data
         self.device = device
         self.float_dtype = float_dtype
-        self.one_shot = iter(data) is data
+        self.name, self.targets = name, targets
+        self.indexable = is_sequence(data)
+        self.one_shot = not self.indexable and iter(data) is data
         if self.one_shot and steps_per_epoch is None:
             raise ValueError(
-                "a generator/iterator gives no epoch length: pass steps_per_epoch=N to fit "
-                "(or pass a re-iterable object such as a torch DataLoader or a list of batches)")
+                f"{name} is a generator/iterator, which gives no epoch length: pass {steps_name}=N "
+                "(or pass a re-iterable object: a Sequence, a torch DataLoader or a list of batches)")
         self.steps_per_epoch = steps_per_epoch
+        self.workers, self.max_queue_size = int(workers), max(1, int(max_queue_size))
         self._it: Iterator | None = None
         try:
             self.length: int | None = len(data)  # type: ignore[arg-type]
         except TypeError:
             self.length = None
 
+    def __len__(self) -> int:
+        if self.length is None:
+            raise TypeError(f"{self.name} has no length")
+        return self.length
+
+    def __bool__(self) -> bool:  # a data source is there even when its length is unknown
+        return True
+
     def num_batches(self) -> int | None:
         if self.steps_per_epoch is not None:
             return self.steps_per_epoch
         return self.length
 
-    def batches(self) -> Iterator[tuple[Any, Any]]:
-        it = self._it if self.one_shot and self._it is not None else iter(self.data)
-        if self.one_shot:
-            self._it = it
-        for step, batch in enumerate(it):
-            x, y = split_batch(batch)
-            yield _move(x, self.device, self.float_dtype, "x"), (
-                None if y is None else _move(y, self.device, self.float_dtype, "y"))
-            if self.steps_per_epoch is not None and step + 1 >= self.steps_per_epoch:
+    def batches(self, order: Any = None, batch_size: int | None = None) -> Iterator[tuple[Any, Any]]:
+        """The epoch's batches on the device. ``order``: batch indices of an indexable Sequence
+        (None: all, in order); ignored for other iterables. ``batch_size`` is unused (the data
+        makes its own batches); it keeps the signature of :meth:`ArrayData.batches`."""
+        if self.indexable:
+            source: Iterator = self._indexed(order)
+        else:
+            source = self._it if self.one_shot and self._it is not None else iter(self.data)
+            if self.one_shot:
+                self._it = source
+        for step, batch in enumerate(source):
+            yield self._moved(batch, step)
+            if not self.indexable and self.steps_per_epoch is not None and step + 1 >= self.steps_per_epoch:
                 return
+
+    def first(self) -> tuple[Any, Any]:
+        """One batch to look at (the memory plan), without starting or ending an epoch of a Sequence."""
+        if self.indexable:
+            return self._moved(self.data[0], 0)
+        return next(iter(self.batches()))
+
+    def _moved(self, batch: Any, step: int) -> tuple[Any, Any]:
+        x, y = split_batch(batch)
+        if y is None and self.targets:
+            raise ValueError(f"batch {step} of {self.name} has no targets: yield (x, y) pairs")
+        return _move(x, self.device, self.float_dtype, "x"), (
+            None if y is None else _move(y, self.device, self.float_dtype, "y"))
+
+    def _indexed(self, order: Any) -> Iterator[Any]:
+        """The batches of a Sequence in ``order`` (None: all, or the first ``steps_per_epoch``);
+        ``on_epoch_end()`` runs once the pass is complete."""
+        seq = self.data
+        indices: Any = range(len(seq)) if order is None else [int(i) for i in order]
+        if order is None and self.steps_per_epoch is not None:
+            indices = indices[:self.steps_per_epoch]
+        if self.workers > 0:
+            yield from _prefetched(seq.__getitem__, indices, self.workers, self.max_queue_size)
+        else:
+            for i in indices:
+                yield seq[i]
+        seq.on_epoch_end()
+
+
+def _prefetched(fetch: Any, indices: Iterable[int], workers: int, depth: int) -> Iterator[Any]:
+    """``fetch(i)`` for each index in order, computed by ``workers`` threads up to ``depth`` ahead."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="arignote-sequence")
+    pending: deque = deque()
+    it = iter(indices)
+    try:
+        for i in it:
+            pending.append(pool.submit(fetch, i))
+            if len(pending) >= depth:
+                break
+        while pending:
+            ready = pending.popleft().result()
+            nxt = next(it, None)
+            if nxt is not None:
+                pending.append(pool.submit(fetch, nxt))
+            yield ready
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)

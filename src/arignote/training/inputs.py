@@ -39,6 +39,10 @@ class Plan:
     val_samples: int | None = None
     steps: int | None = None
     steps_per_epoch: int | None = None
+    val_steps: int | None = None
+    targets: bool = True  # batches of an iterable must carry y (False for predict)
+    workers: int = 0  # threads fetching a Sequence's batches ahead
+    max_queue_size: int = 10
 
 
 def _float_dtype() -> torch.dtype:
@@ -65,6 +69,30 @@ def check_fit_args(batch_size: Any, epochs: Any, initial_epoch: Any, accumulate:
         raise ValueError(f"accumulate={accumulate} is larger than batch_size={bs}: each micro-batch "
                          "needs at least one sample")
     return bs
+
+
+def check_queue_args(validation_steps: Any, validation_freq: Any, max_queue_size: Any, workers: Any,
+                     use_multiprocessing: Any) -> None:
+    """Validate fit's Keras 2 data-feeding arguments (``validation_steps``, ``validation_freq``,
+    ``workers``, ``max_queue_size``, ``use_multiprocessing``)."""
+    if validation_steps is not None:
+        check_batch_size(validation_steps, "validation_steps")
+    check_batch_size(max_queue_size, "max_queue_size")
+    if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 0:
+        raise ValueError(f"workers must be a whole number >= 0 (threads fetching Sequence batches), "
+                         f"got {workers!r}")
+    if use_multiprocessing:
+        raise ValueError("use_multiprocessing=True is not supported: workers are threads; for worker "
+                         "processes pass a torch DataLoader(dataset, batch_size, num_workers=N) to fit")
+    freqs = [validation_freq] if isinstance(validation_freq, (int, np.integer)) else validation_freq
+    try:
+        ok = len(freqs) > 0 and all(not isinstance(f, bool) and isinstance(f, (int, np.integer)) and f >= 1
+                                    for f in freqs)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise ValueError("validation_freq must be a whole number >= 1 (validate every N epochs) or a list "
+                         f"of 1-based epoch numbers, got {validation_freq!r}")
 
 
 def _check_targets(model: Any, y: Any, what: str) -> None:
@@ -173,7 +201,7 @@ def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool 
     """Validate evaluate/predict/…_on_batch data."""
     if x is None:
         raise ValueError("no data given: pass x (and y), or an iterable of (x, y) batches")
-    plan = Plan(steps_per_epoch=steps)
+    plan = Plan(steps_per_epoch=steps, targets=need_targets)
     if y is None and not is_array(x):
         plan.iterable = x
         plan.sample_shape = _check_first_batch(model, x, "x")
@@ -208,13 +236,15 @@ def _array_data(trainer: Any, x: Any, y: Any, image_input: bool) -> ArrayData:
 def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any]:
     """Training and validation data on the trainer's device (arrays moved once)."""
     image = trainer.model._image_input
+    queue = {"workers": plan.workers, "max_queue_size": plan.max_queue_size}
     if plan.iterable is not None:
-        train = IterableData(plan.iterable, trainer.device, _float_dtype(), plan.steps_per_epoch)
+        train = IterableData(plan.iterable, trainer.device, _float_dtype(), plan.steps_per_epoch, **queue)
     else:
         train = _array_data(trainer, plan.x, plan.y, image)
     val = None
     if plan.val_iterable is not None:
-        val = IterableData(plan.val_iterable, trainer.device, _float_dtype())
+        val = IterableData(plan.val_iterable, trainer.device, _float_dtype(), plan.val_steps,
+                           name="validation_data", steps_name="validation_steps", **queue)
     elif plan.x_val is not None:
         val = _array_data(trainer, plan.x_val, plan.y_val, image)
     return train, val
@@ -222,5 +252,7 @@ def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any
 
 def load_eval(plan: Plan, trainer: Any) -> Any:
     if plan.iterable is not None:
-        return IterableData(plan.iterable, trainer.device, _float_dtype(), plan.steps_per_epoch)
+        return IterableData(plan.iterable, trainer.device, _float_dtype(), plan.steps_per_epoch,
+                            targets=plan.targets, steps_name="steps", workers=plan.workers,
+                            max_queue_size=plan.max_queue_size)
     return _array_data(trainer, plan.x, plan.y, trainer.model._image_input)

@@ -169,33 +169,41 @@ class Trainer:
 
     def _train_batches(self, data: Any, epoch: int, batch_size: int, shuffle: bool,
                        steps: int | None) -> Iterator[tuple[Any, Any]]:
-        if isinstance(data, IterableData):
+        if isinstance(data, IterableData) and not data.indexable:
             return data.batches()
-        bs = self.strategy.local_batch(batch_size)
-        idx = self.strategy.shard(data.n, epoch, shuffle, None)
+        # arrays: sample indices sliced into local batches; a Sequence: the order of its batches
+        # (each index one batch), so under data parallel each rank runs its share of them
+        n, bs = self._units(data, batch_size)
+        idx = self.strategy.shard(n, epoch, shuffle, None)
         if steps is not None:
             # an epoch of `steps` batches may need more than one pass over the data
             per_pass = max(1, math.ceil(len(idx) / bs))
             passes = math.ceil(steps / per_pass)
             if passes > 1:
-                idx = torch.cat([idx] + [self.strategy.shard(data.n, epoch * passes + p, shuffle, None)
+                idx = torch.cat([idx] + [self.strategy.shard(n, epoch * passes + p, shuffle, None)
                                          for p in range(1, passes)])
             idx = idx[:steps * bs]
         return data.batches(idx, bs)
 
     def _eval_batches(self, data: Any, batch_size: int) -> Iterator[tuple[Any, Any]]:
-        if isinstance(data, IterableData):
+        if isinstance(data, IterableData) and not data.indexable:
             return data.batches()
         if self.strategy.world_size == 1:
             return data.batches(None, batch_size)
-        idx = self.strategy.shard(data.n, 0, False, None)
-        return data.batches(idx, self.strategy.local_batch(batch_size))
+        n, bs = self._units(data, batch_size)
+        return data.batches(self.strategy.shard(n, 0, False, None), bs)
+
+    def _units(self, data: Any, batch_size: int) -> tuple[int, int]:
+        """What the strategy shards: (samples, local batch) of arrays, (batches, 1) of a Sequence."""
+        if isinstance(data, ArrayData):
+            return data.n, self.strategy.local_batch(batch_size)
+        return len(data), 1
 
     # ------------------------------------------------------------------ loops
 
     def fit(self, train: ArrayData | IterableData, val: Any, *, epochs: int, initial_epoch: int,
             batch_size: int, shuffle: bool, steps_per_epoch: int | None,
-            validation_batch_size: int, callbacks: CallbackList) -> None:
+            validation_batch_size: int, callbacks: CallbackList, validation_freq: Any = 1) -> None:
         model = self.model
         model.stop_training = False
         callbacks.on_train_begin()
@@ -226,7 +234,7 @@ class Trainer:
                 raise ValueError("the training data yielded no batch this epoch; check the data or "
                                  "steps_per_epoch")
             logs = self.results()
-            if val is not None:
+            if val is not None and _due(epoch, validation_freq):
                 callbacks.on_test_begin()
                 val_logs = self.evaluate(val, validation_batch_size, None)
                 callbacks.on_test_end(val_logs)
@@ -303,6 +311,13 @@ class _ScalerView:
 
     def step(self) -> None:
         self.optimizer.step()
+
+
+def _due(epoch: int, freq: Any) -> bool:
+    """Keras's ``validation_freq``: every ``freq`` epochs (an int), or at the listed epochs (1-based)."""
+    if isinstance(freq, int):
+        return (epoch + 1) % freq == 0
+    return epoch + 1 in freq
 
 
 def _split(t: Any, k: int) -> list[Any]:

@@ -319,7 +319,7 @@ def trainer_plan(trainer: Any, data: Any, batch_size: int) -> MemoryPlan | None:
         if data.on_device and data.y is not None:
             held += data.y.numel() * data.y.element_size()
     elif not getattr(data, "one_shot", True):
-        x, y = next(iter(data.batches()))
+        x, y = data.first()
         held = 0
     else:
         return None
