@@ -36,6 +36,7 @@ _LAZY = {
 _SUBMODULES = {
     "backend", "callbacks", "datasets", "devices", "layers", "losses", "metrics", "models",
     "optimizers", "utils", "share", "monitor", "parallel", "memory", "precision", "bench", "training",
+    "preprocessing",
 }
 
 __all__ = ["config", "configure", "override", "ConfigError", *sorted(_LAZY)]

@@ -1,0 +1,174 @@
+"""Keras 2 ``NumpyArrayIterator``: what ``ImageDataGenerator.flow`` returns, a ``utils.Sequence``.
+
+``len(it)`` is ``ceil(n / batch_size)``; ``it[i]`` is batch ``i`` of the current epoch, augmented
+and standardized: ``(x, y)`` (``x`` in the generator's dtype, ``y`` as given), ``x`` alone when
+``y`` is None, ``(x, y, sample_weight)`` with weights. ``on_epoch_end()`` starts the next epoch:
+a new order when ``shuffle=True`` and new random transforms.
+
+Randomness: a numpy ``Generator`` per (seed, epoch) for the order and per (seed, epoch, batch) for
+the transforms, so the same seed gives the same batches, in any access order and from any
+thread. ``seed=None`` takes a seed from numpy's global state (``np.random.seed(...)`` makes a
+run repeatable, as in Keras).
+
+Iterating (``for xb, yb in it``) yields one epoch, then calls ``on_epoch_end()``, so every pass
+over a Keras-style loop sees a new order and new transforms (Keras's iterator was endless);
+``next(it)`` is Keras's endless stream of batches.
+
+Example::
+
+    >>> import numpy as np
+    >>> from arignote.preprocessing.image import ImageDataGenerator
+    >>> it = ImageDataGenerator().flow(np.zeros((5, 2, 2, 1)), np.arange(5), batch_size=2, shuffle=False)
+    >>> len(it), it[2][1].tolist(), next(it)[1].tolist()
+    (3, [4], [0, 1])
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Iterator
+from typing import Any
+
+import numpy as np
+
+from arignote.utils.data_utils import Sequence
+
+__all__ = ["NumpyArrayIterator", "check_images", "rng_for"]
+
+
+def rng_for(seed: Any) -> np.random.Generator:
+    """``np.random.default_rng(seed)``; with ``seed=None`` the seed comes from numpy's global state."""
+    return np.random.default_rng(np.random.randint(2**31 - 1) if seed is None else seed)
+
+
+def check_images(x: np.ndarray, where: str, stacklevel: int = 4) -> None:
+    """A clear error unless ``x`` is a batch of channels-last images; a warning for odd channel counts."""
+    if x.ndim != 4:
+        raise ValueError(
+            f"{where} needs images as a rank-4 array (samples, height, width, channels); "
+            f"got shape {x.shape}. Add the channel axis to grayscale images with x[..., None]")
+    if x.shape[3] not in (1, 3, 4):
+        warnings.warn(
+            f"{where}: images of shape {x.shape} have {x.shape[3]} channels on the last axis (channels_last "
+            "expects 1, 3 or 4); if the channels come first, transpose with x.transpose(0, 2, 3, 1)",
+            stacklevel=stacklevel)
+
+
+def _split(arrays: list[Any], fraction: float, subset: str, y: Any) -> list[Any]:
+    """Keras 2's subset: 'validation' is the FIRST ``int(n * fraction)`` samples, 'training' the rest."""
+    if subset not in ("training", "validation"):
+        raise ValueError(f"subset={subset!r} is unknown: use 'training' or 'validation'")
+    if fraction == 0:
+        raise ValueError(f"subset={subset!r} needs ImageDataGenerator(validation_split=...) > 0")
+    cut = int(len(arrays[0]) * fraction)
+    if cut == 0 or cut == len(arrays[0]):
+        raise ValueError(f"validation_split={fraction} of {len(arrays[0])} samples leaves an empty subset")
+    if y is not None and not np.array_equal(np.unique(y[:cut]), np.unique(y[cut:])):
+        raise ValueError("the training and validation subsets hold different classes after the split: "
+                         "if x and y are sorted by label, shuffle them before flow")
+    part = slice(None, cut) if subset == "validation" else slice(cut, None)
+    return [None if a is None else a[part] for a in arrays]
+
+
+class NumpyArrayIterator(Sequence):
+    """Batches of augmented images from arrays ``x`` (N, H, W, C) and optional ``y``, ``sample_weight``."""
+
+    def __init__(self, x: Any, y: Any, image_data_generator: Any, batch_size: int = 32, shuffle: bool = False,
+                 sample_weight: Any = None, seed: int | None = None, data_format: str | None = None,
+                 save_to_dir: str | None = None, save_prefix: str = "", save_format: str = "png",
+                 subset: str | None = None, dtype: Any = None) -> None:
+        if data_format not in (None, "channels_last"):
+            raise ValueError(f"data_format={data_format!r} is not supported: arignote images are "
+                             "channels_last (N, H, W, C); transpose with x.transpose(0, 2, 3, 1)")
+        if isinstance(x, (tuple, list)) and len(x) == 2 and np.ndim(x[0]) == 4:
+            raise ValueError("flow(x=(images, extra_inputs)) is not supported: pass the image array as x")
+        x = np.asarray(x)
+        check_images(x, "flow(x)")
+        y = None if y is None else np.asarray(y)
+        sample_weight = None if sample_weight is None else np.asarray(sample_weight)
+        for name, other in (("y (labels)", y), ("sample_weight", sample_weight)):
+            if other is not None and len(other) != len(x):
+                raise ValueError(f"x (images) and {name} should have the same length; found "
+                                 f"x.shape = {x.shape} and {name.split()[0]}.shape = {other.shape}")
+        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
+        if subset is not None:
+            fraction = image_data_generator._validation_split
+            x, y, sample_weight = _split([x, y, sample_weight], fraction, subset, y)
+        self.x, self.y, self.sample_weight = x, y, sample_weight  # x keeps its dtype; batches are converted
+        self.image_data_generator = image_data_generator
+        self.dtype = np.dtype(dtype or image_data_generator.dtype).name
+        self.n, self.batch_size, self.shuffle = len(x), int(batch_size), shuffle
+        self.seed = int(np.random.randint(2**31 - 1)) if seed is None else int(seed)
+        self.save_to_dir, self.save_prefix, self.save_format = save_to_dir, save_prefix, save_format
+        self.epoch = 0
+        self._cursor = 0
+        self._set_index_array()
+
+    def _set_index_array(self) -> None:
+        order = np.random.default_rng([self.seed, 0, self.epoch]).permutation(self.n)
+        self.index_array = order if self.shuffle else np.arange(self.n)
+
+    def __len__(self) -> int:
+        return (self.n + self.batch_size - 1) // self.batch_size
+
+    def __getitem__(self, idx: int) -> Any:
+        if not 0 <= idx < len(self):
+            raise IndexError(f"asked for batch {idx}, but this NumpyArrayIterator has {len(self)} batches")
+        index_array = self.index_array[idx * self.batch_size:(idx + 1) * self.batch_size]
+        rng = np.random.default_rng([self.seed, 1, self.epoch, idx])
+        return self._get_batches_of_transformed_samples(index_array, rng)
+
+    def on_epoch_end(self) -> None:
+        """Next epoch: a new order (``shuffle=True``) and new random transforms."""
+        self.epoch += 1
+        self._set_index_array()
+
+    def __iter__(self) -> Iterator[Any]:
+        for i in range(len(self)):
+            yield self[i]
+        self.on_epoch_end()
+
+    def __next__(self) -> Any:
+        if self._cursor >= len(self):
+            self.on_epoch_end()
+            self._cursor = 0
+        self._cursor += 1
+        return self[self._cursor - 1]
+
+    next = __next__  # Keras 2 spelling
+
+    def reset(self) -> None:
+        """Restart ``next()`` at the first batch of the current epoch."""
+        self._cursor = 0
+
+    def _get_batches_of_transformed_samples(self, index_array: np.ndarray, rng: np.random.Generator) -> Any:
+        gen = self.image_data_generator
+        batch_x = self.x[index_array].astype(self.dtype, copy=False)
+        batch_x = gen.standardize_batch(gen.random_transform_batch(batch_x, rng))
+        if self.save_to_dir:
+            _save_images(batch_x, index_array, rng, self.save_to_dir, self.save_prefix, self.save_format)
+        if self.y is None:
+            return batch_x
+        if self.sample_weight is None:
+            return batch_x, self.y[index_array]
+        return batch_x, self.y[index_array], self.sample_weight[index_array]
+
+
+def _save_images(batch: np.ndarray, index_array: np.ndarray, rng: np.random.Generator, directory: str,
+                 prefix: str, fmt: str) -> None:
+    """Keras's ``save_to_dir``: each image scaled to 0-255 as ``array_to_img(scale=True)``, written as
+    ``{prefix}_{index}_{random}.{format}`` (needs Pillow)."""
+    try:
+        from PIL import Image
+    except ImportError as err:
+        raise ImportError("save_to_dir writes images with Pillow: pip install pillow") from err
+    if batch.shape[3] not in (1, 3, 4):
+        raise ValueError(f"save_to_dir can write images with 1, 3 or 4 channels, not {batch.shape[3]}")
+    for image, j in zip(batch, index_array):
+        image = image - min(float(image.min()), 0.0)
+        top = float(image.max())
+        pixels = (image / (top if top else 1.0) * 255).astype("uint8")
+        picture = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)  # L, RGB or RGBA
+        picture.save(os.path.join(directory, f"{prefix}_{j}_{rng.integers(10**4)}.{fmt}"))

@@ -1,0 +1,174 @@
+"""Random image transforms of Keras 2's ``ImageDataGenerator``, applied to a whole batch at once.
+
+A batch is a channels-last numpy array ``(N, H, W, C)``. :func:`draw` draws the parameters of N
+random transforms (the Keras keys ``theta``, ``tx``, ``ty``, ``shear``, ``zx``, ``zy``,
+``flip_horizontal``, ``flip_vertical``, ``channel_shift_intensity``, ``brightness``, each an array
+of N values) from a numpy ``Generator``; :func:`apply` applies them in Keras's order: affine warp,
+channel shift, horizontal flip, vertical flip, brightness.
+
+The affine warp is Keras's (``keras_preprocessing`` ``apply_affine_transform``): the matrix
+``rotation @ shift @ shear @ zoom`` about the centre ``(H/2 + 0.5, W/2 + 0.5)`` maps an output pixel
+``(row, col)`` to the input point it reads, sampled bilinearly (scipy ``order=1``). It runs for the
+whole batch in one ``torch.nn.functional.grid_sample`` call on the CPU. ``fill_mode`` reproduces
+scipy.ndimage's modes: ``nearest`` (padding "border"), ``reflect`` (padding "reflection", half-sample
+symmetric: ``d c b a | a b c d | d c b a``), ``constant`` (points outside the image read ``cval``;
+inside, interpolation uses image pixels only, as scipy's "constant") and ``wrap``, implemented as
+tiling with period H and W (``a b c d | a b c d``, scipy's "grid-wrap"; scipy's own "wrap" makes the
+first and last pixel overlap). Samples whose transform is the identity are not resampled at all.
+
+Example::
+
+    >>> import numpy as np
+    >>> x = np.arange(4, dtype="float32").reshape(1, 1, 4, 1)
+    >>> p = identity(1); p["ty"] = np.array([1.0])            # read one pixel to the right
+    >>> apply(x, p, fill_mode="nearest")[0, 0, :, 0].tolist()
+    [1.0, 2.0, 3.0, 3.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["FILL_MODES", "draw", "identity", "affine_matrices", "warp", "apply"]
+
+FILL_MODES = ("nearest", "constant", "reflect", "wrap")
+_PADDING = {"nearest": "border", "constant": "border", "reflect": "reflection", "wrap": "border"}
+
+
+def identity(n: int) -> dict[str, Any]:
+    """Parameters of ``n`` transforms that change nothing."""
+    return {"theta": np.zeros(n), "tx": np.zeros(n), "ty": np.zeros(n), "shear": np.zeros(n),
+            "zx": np.ones(n), "zy": np.ones(n),
+            "flip_horizontal": np.zeros(n, bool), "flip_vertical": np.zeros(n, bool),
+            "channel_shift_intensity": None, "brightness": None}
+
+
+def _shift(rng: np.random.Generator, n: int, spec: Any, size: int) -> np.ndarray:
+    """Keras 2 shifts: float ``r`` -> uniform in ``[-r, r)``; int ``k`` -> an integer in ``(-k, k)``;
+    a list -> one of its values with a random sign. A range whose largest value is < 1 is a fraction
+    of ``size``, otherwise pixels."""
+    if isinstance(spec, (list, tuple, np.ndarray)):
+        values = np.asarray(spec, dtype=float)
+        out = rng.choice(values, n) * rng.choice([-1.0, 1.0], n)
+    elif not spec:
+        return np.zeros(n)
+    elif isinstance(spec, (int, np.integer)):
+        out = rng.integers(0, int(spec), n) * rng.choice([-1.0, 1.0], n)
+    else:
+        out = rng.uniform(-spec, spec, n)
+    return out * size if np.max(spec) < 1 else out
+
+
+def draw(rng: np.random.Generator, n: int, height: int, width: int, settings: Any) -> dict[str, Any]:
+    """Parameters of ``n`` random transforms for images ``height`` x ``width``.
+
+    ``settings`` has the ``ImageDataGenerator`` attributes (``rotation_range``, ``width_shift_range``,
+    ``height_shift_range``, ``shear_range``, ``zoom_range`` as ``[lo, hi]``, ``horizontal_flip``,
+    ``vertical_flip``, ``channel_shift_range``, ``brightness_range``). As in Keras, ``tx`` moves along
+    the rows (height) and ``ty`` along the columns (width); angles are in degrees.
+    """
+    s = settings
+    p = identity(n)
+    if s.rotation_range:
+        p["theta"] = rng.uniform(-s.rotation_range, s.rotation_range, n)
+    p["tx"] = _shift(rng, n, s.height_shift_range, height)
+    p["ty"] = _shift(rng, n, s.width_shift_range, width)
+    if s.shear_range:
+        p["shear"] = rng.uniform(-s.shear_range, s.shear_range, n)
+    lo, hi = s.zoom_range
+    if not (lo == 1 and hi == 1):
+        p["zx"], p["zy"] = rng.uniform(lo, hi, (2, n))
+    p["flip_horizontal"] = (rng.random(n) < 0.5) & bool(s.horizontal_flip)
+    p["flip_vertical"] = (rng.random(n) < 0.5) & bool(s.vertical_flip)
+    if s.channel_shift_range:
+        p["channel_shift_intensity"] = rng.uniform(-s.channel_shift_range, s.channel_shift_range, n)
+    if s.brightness_range is not None:
+        p["brightness"] = rng.uniform(s.brightness_range[0], s.brightness_range[1], n)
+    return p
+
+
+def affine_matrices(p: dict[str, Any], height: int, width: int) -> np.ndarray:
+    """``(N, 3, 3)`` float64 matrices mapping output ``(row, col, 1)`` to the input point, as Keras.
+
+    >>> m = affine_matrices({"theta": [0.0], "tx": [2.0], "ty": [-1.0], "shear": [0.0],
+    ...                      "zx": [1.0], "zy": [1.0]}, 4, 4)
+    >>> m[0, :2].tolist()
+    [[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]]
+    """
+    theta, shear = np.deg2rad(np.asarray(p["theta"], float)), np.deg2rad(np.asarray(p["shear"], float))
+    n = len(theta)
+
+    def mat(a: Any, b: Any, c: Any, d: Any, e: Any = 0.0, f: Any = 0.0) -> np.ndarray:
+        m = np.zeros((n, 3, 3))
+        m[:, 0, 0], m[:, 0, 1], m[:, 0, 2] = a, b, e
+        m[:, 1, 0], m[:, 1, 1], m[:, 1, 2] = c, d, f
+        m[:, 2, 2] = 1.0
+        return m
+
+    cos, sin = np.cos(theta), np.sin(theta)
+    rotation = mat(cos, -sin, sin, cos)
+    shift = mat(1.0, 0.0, 0.0, 1.0, p["tx"], p["ty"])
+    shearing = mat(1.0, -np.sin(shear), 0.0, np.cos(shear))
+    zoom = mat(p["zx"], 0.0, 0.0, p["zy"])
+    o_r, o_c = height / 2 + 0.5, width / 2 + 0.5  # Keras's centre (transform_matrix_offset_center)
+    offset, reset = mat(1.0, 0.0, 0.0, 1.0, o_r, o_c), mat(1.0, 0.0, 0.0, 1.0, -o_r, -o_c)
+    return offset @ rotation @ shift @ shearing @ zoom @ reset
+
+
+def warp(x: np.ndarray, matrices: np.ndarray, fill_mode: str = "nearest", cval: float = 0.0) -> np.ndarray:
+    """Resample the images ``x`` (N, H, W, C) through ``matrices`` (N, 3, 3), bilinearly, with torch."""
+    import torch
+    import torch.nn.functional as F
+
+    n, h, w, _ = x.shape
+    work = torch.float64 if x.dtype == np.float64 else torch.float32
+    img = torch.from_numpy(np.ascontiguousarray(x)).to(work).permute(0, 3, 1, 2).contiguous()
+    m = torch.from_numpy(matrices)
+    rows = torch.arange(h, dtype=torch.float64).view(1, h, 1)
+    cols = torch.arange(w, dtype=torch.float64).view(1, 1, w)
+    src_r = m[:, 0, 0, None, None] * rows + m[:, 0, 1, None, None] * cols + m[:, 0, 2, None, None]
+    src_c = m[:, 1, 0, None, None] * rows + m[:, 1, 1, None, None] * cols + m[:, 1, 2, None, None]
+    size_r, size_c = h, w
+    if fill_mode == "wrap":
+        # tile: fold the points into the image, and give the last row/column a wrapped neighbour
+        src_r, src_c = torch.remainder(src_r, h), torch.remainder(src_c, w)
+        img = F.pad(img, (0, 1, 0, 1), mode="circular")
+        size_r, size_c = h + 1, w + 1
+    grid = torch.stack(((2 * src_c + 1) / size_c - 1, (2 * src_r + 1) / size_r - 1), dim=-1).to(work)
+    out = F.grid_sample(img, grid, mode="bilinear", padding_mode=_PADDING[fill_mode], align_corners=False)
+    if fill_mode == "constant":
+        outside = (src_r < 0) | (src_r > h - 1) | (src_c < 0) | (src_c > w - 1)
+        out = out.masked_fill(outside[:, None], float(cval))
+    return out.permute(0, 2, 3, 1).numpy().astype(x.dtype, copy=False)
+
+
+def _brightness(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """Keras's ``apply_brightness_shift`` (through PIL): each image scaled to 0-255 (shifted up by its
+    minimum when negative, divided by its maximum), truncated to integers, times ``factor``, clipped."""
+    x = x - np.minimum(x.min(axis=(1, 2, 3), keepdims=True), 0)
+    top = x.max(axis=(1, 2, 3), keepdims=True)
+    x = np.floor(x / np.where(top == 0, 1, top) * 255)
+    return np.floor(np.clip(x * factor[:, None, None, None], 0, 255))
+
+
+def apply(x: np.ndarray, p: dict[str, Any], fill_mode: str = "nearest", cval: float = 0.0) -> np.ndarray:
+    """The batch ``x`` (N, H, W, C) with the transforms ``p`` applied (a new array; ``x`` is kept)."""
+    n, h, w, _ = x.shape
+    m = affine_matrices(p, h, w)
+    moved = np.abs(m - np.eye(3)).max(axis=(1, 2)) > 0
+    out = x.copy()
+    if moved.any():
+        out[moved] = warp(x[moved], m[moved], fill_mode, cval)
+    intensity = p.get("channel_shift_intensity")
+    if intensity is not None:
+        # as Keras: clipped to the image's own range before the shift
+        low, high = out.min(axis=(1, 2, 3), keepdims=True), out.max(axis=(1, 2, 3), keepdims=True)
+        out = np.clip(out + np.asarray(intensity, out.dtype)[:, None, None, None], low, high)
+    flip_h, flip_v = np.asarray(p["flip_horizontal"], bool), np.asarray(p["flip_vertical"], bool)
+    out[flip_h] = out[flip_h, :, ::-1]
+    out[flip_v] = out[flip_v, ::-1]
+    if p.get("brightness") is not None:
+        out = _brightness(out, np.asarray(p["brightness"], float)).astype(x.dtype)
+    return out
