@@ -209,10 +209,12 @@ class Model:
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
-        if getattr(train, "indexable", False) and steps_per_epoch is None:  # this rank's share of a Sequence
+        if steps_per_epoch is None and getattr(train, "length", None) is not None:
+            # the steps of this rank: its share of a Sequence's batches, or its DataLoader / list
             from arignote.parallel.sharding import padded_length
 
-            plan.steps = padded_length(len(train), trainer.strategy.world_size)
+            world = trainer.strategy.world_size
+            plan.steps = padded_length(train.length, world) if train.indexable else train.length
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:

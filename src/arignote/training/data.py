@@ -223,10 +223,16 @@ class IterableData:
             return self.steps_per_epoch
         return self.length
 
-    def batches(self, order: Any = None, batch_size: int | None = None) -> Iterator[tuple[Any, Any]]:
+    def batches(self, order: Any = None, batch_size: int | None = None,
+                epoch: int | None = None) -> Iterator[tuple[Any, Any]]:
         """The epoch's batches on the device. ``order``: batch indices of an indexable Sequence
         (None: all, in order); ignored for other iterables. ``batch_size`` is unused (the data
-        makes its own batches); it keeps the signature of :meth:`ArrayData.batches`."""
+        makes its own batches); it keeps the signature of :meth:`ArrayData.batches`. ``epoch``
+        reaches a DataLoader's ``DistributedSampler`` (its shuffle depends on it)."""
+        if epoch is not None:
+            from arignote.training.rank_split import set_epoch
+
+            set_epoch(self.data, epoch)
         if self.indexable:
             source: Iterator = self._indexed(order)
         else:

@@ -170,7 +170,7 @@ class Trainer:
     def _train_batches(self, data: Any, epoch: int, batch_size: int, shuffle: bool,
                        steps: int | None) -> Iterator[tuple[Any, Any]]:
         if isinstance(data, IterableData) and not data.indexable:
-            return data.batches()
+            return data.batches(epoch=epoch)
         # arrays: sample indices sliced into local batches; a Sequence: the order of its batches
         # (each index one batch), so under data parallel each rank runs its share of them
         n, bs = self._units(data, batch_size)
