@@ -89,6 +89,13 @@ def test_what_cannot_be_split_is_an_error():
     class Pairs(BatchSampler):
         pass
 
+    class MyLoader(DataLoader):
+        pass
+
+    with pytest.raises(ValueError, match="MyLoader \\(a DataLoader subclass\\).*DistributedSampler"):
+        split_for_rank(MyLoader(DS, batch_size=2), 0, 2)
+    mine = MyLoader(DS, batch_size=2, sampler=DistributedSampler(DS, num_replicas=2, rank=0))
+    assert split_for_rank(mine, 0, 2) is mine
     custom = DataLoader(DS, batch_sampler=Pairs(SequentialSampler(DS), 2, False))
     with pytest.raises(ValueError, match="custom batch_sampler \\(Pairs\\)"):
         split_for_rank(custom, 0, 2)

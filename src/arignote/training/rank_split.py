@@ -6,7 +6,8 @@ index in the loop; see :mod:`arignote.parallel.sharding`).
   every rank; equal lengths, padded as ``DistributedSampler`` pads). Its ``batch_size`` stays
   per process, as in PyTorch Lightning: the global batch is ``world_size`` times it;
 * a DataLoader that already has a ``DistributedSampler``, or reads an ``IterableDataset`` (whose
-  code decides what each rank reads), is used as it is;
+  code decides what each rank reads), is used as it is; a DataLoader subclass without one is an
+  error (rebuilding it as a plain DataLoader would drop its own state);
 * a list or tuple of batches: every ``world_size``-th batch from ``rank`` on, padded to equal counts;
 * anything else (a generator, a custom iterable) cannot be split: a clear error names what to pass.
 
@@ -59,6 +60,10 @@ def _loader_for_rank(loader: Any, rank: int, world_size: int, name: str) -> Any:
     inner = getattr(loader.batch_sampler, "sampler", None)
     if isinstance(inner, DistributedSampler):
         return loader
+    if type(loader) is not DataLoader:  # rebuilding it as a plain DataLoader would drop its own state
+        raise ValueError(f"{name} is a {type(loader).__name__} (a DataLoader subclass), which cannot be "
+                         "rebuilt for each rank automatically: give it a DistributedSampler "
+                         "(num_replicas=world size, rank) yourself")
     if loader.batch_sampler is not None and type(loader.batch_sampler) is not BatchSampler:
         raise ValueError(f"{name} is a DataLoader with a custom batch_sampler "
                          f"({type(loader.batch_sampler).__name__}), which cannot be split over the ranks "
