@@ -22,13 +22,14 @@ import numpy as np
 import torch
 
 from arignote.callbacks.base import CallbackList, History
+from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
 from arignote.training.loop import Trainer
 
 __all__ = ["Model"]
 
 
-class Model:
+class Model(GeneratorMethods):
     """Wrap ``module`` (a ``torch.nn.Module``) with the Keras 2 training API.
 
     Attributes: ``module`` (the torch module), ``device`` (``torch.device`` once placed),
@@ -250,58 +251,15 @@ class Model:
                     validation_freq=validation_freq)
         return self.history
 
-    # ------------------------------------------------------------------ Keras 2 generator methods
-
-    def fit_generator(self, generator: Any, steps_per_epoch: int | None = None, epochs: int = 1,
-                      verbose: int = 1, callbacks: list | None = None, validation_data: Any = None,
-                      validation_steps: int | None = None, validation_freq: Any = 1,
-                      class_weight: Any = None, max_queue_size: int = 10, workers: int = 1,
-                      use_multiprocessing: bool = False, shuffle: bool = True,
-                      initial_epoch: int = 0) -> History:
-        """Keras 2 ``fit_generator``: :meth:`fit` on a generator or ``Sequence`` of ``(x, y)`` batches.
-
-        Example::
-
-            >>> import numpy as np
-            >>> from arignote.layers import Dense
-            >>> from arignote.models import Sequential
-            >>> def batches():
-            ...     while True:
-            ...         yield np.zeros((4, 2), "float32"), np.zeros((4, 1), "float32")
-            >>> m = Sequential([Dense(1, input_shape=(2,))]); m.compile("sgd", "mse")
-            >>> len(m.fit_generator(batches(), steps_per_epoch=3, epochs=2, verbose=0).history["loss"])
-            2
-        """
-        _no_class_weight(class_weight)
-        return self.fit(generator, None, epochs=epochs, verbose=verbose, callbacks=callbacks,
-                        validation_data=validation_data, shuffle=shuffle, initial_epoch=initial_epoch,
-                        steps_per_epoch=steps_per_epoch, validation_steps=validation_steps,
-                        validation_freq=validation_freq, max_queue_size=max_queue_size, workers=workers,
-                        use_multiprocessing=use_multiprocessing)
-
-    def evaluate_generator(self, generator: Any, steps: int | None = None, callbacks: list | None = None,
-                           max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False,
-                           verbose: int = 0) -> Any:
-        """Keras 2 ``evaluate_generator``: :meth:`evaluate` on a generator or ``Sequence``."""
-        inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
-        return self.evaluate(generator, None, verbose=verbose, callbacks=callbacks, steps=steps,
-                             _queue=(workers, max_queue_size))
-
-    def predict_generator(self, generator: Any, steps: int | None = None, callbacks: list | None = None,
-                          max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False,
-                          verbose: int = 0) -> np.ndarray:
-        """Keras 2 ``predict_generator``: :meth:`predict` on a generator or ``Sequence`` (batches of
-        ``x`` alone or ``(x, y)`` pairs)."""
-        inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
-        return self.predict(generator, verbose=verbose, callbacks=callbacks, steps=steps,
-                            _queue=(workers, max_queue_size))
-
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: int = 1,
-                 callbacks: list | None = None, steps: int | None = None, _queue: tuple = (0, 10)) -> Any:
-        """``[loss, *metrics]`` over the data (a scalar when the model has no metric, as Keras)."""
+                 callbacks: list | None = None, steps: int | None = None, max_queue_size: int = 10,
+                 workers: int = 1, use_multiprocessing: bool = False) -> Any:
+        """``[loss, *metrics]`` over the data (a scalar when the model has no metric, as Keras).
+        ``workers``/``max_queue_size``: threads fetching a ``Sequence``'s batches ahead, as in fit."""
         batch_size = inputs.check_batch(batch_size)
+        inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
         plan = inputs.plan_eval(self, x, y, steps)
-        plan.workers, plan.max_queue_size = _queue
+        plan.workers, plan.max_queue_size = workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape)
         data = inputs.load_eval(plan, trainer)
         cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
@@ -314,12 +272,13 @@ class Model:
         return values[0] if len(values) == 1 else values
 
     def predict(self, x: Any, batch_size: int | None = None, verbose: int = 0,
-                callbacks: list | None = None, steps: int | None = None,
-                _queue: tuple = (0, 10)) -> np.ndarray:
+                callbacks: list | None = None, steps: int | None = None, max_queue_size: int = 10,
+                workers: int = 1, use_multiprocessing: bool = False) -> np.ndarray:
         """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device)."""
         batch_size = inputs.check_batch(batch_size)
+        inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
         plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
-        plan.workers, plan.max_queue_size = _queue
+        plan.workers, plan.max_queue_size = workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape, need_compile=False)
         data = inputs.load_eval(plan, trainer)
         cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
@@ -440,9 +399,3 @@ class Model:
         from arignote.training.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
-
-
-def _no_class_weight(class_weight: Any) -> None:
-    if class_weight is not None:
-        raise ValueError("class_weight is not supported by arignote's fit; weight the classes in the "
-                         "loss instead (e.g. a custom loss function), or resample the data")
