@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from arignote import config
+from arignote.hyperparameter import HyperParameter
 
 __all__ = [
     "backend",
@@ -90,7 +91,7 @@ def get_value(x: Any) -> Any:
     >>> get_value(Adam(lr=0.001).lr)
     0.001
     """
-    if getattr(x, "_arignote_variable", False):
+    if isinstance(x, HyperParameter):
         return x.value()
     if hasattr(x, "detach") and hasattr(x, "numpy"):  # a torch tensor
         return x.detach().cpu().numpy()
@@ -100,7 +101,7 @@ def get_value(x: Any) -> Any:
 def set_value(x: Any, value: Any) -> None:
     """Keras 2 ``K.set_value``: write ``value`` into an optimizer hyper-parameter
     (``K.set_value(model.optimizer.lr, 1e-4)``) or, in place, into a tensor of the same shape."""
-    if getattr(x, "_arignote_variable", False):
+    if isinstance(x, HyperParameter):
         x.assign(value)
         return
     if hasattr(x, "copy_") and hasattr(x, "shape"):  # a torch tensor (a weight, a buffer)

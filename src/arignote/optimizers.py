@@ -38,6 +38,8 @@ from typing import Any
 
 import torch
 
+from arignote.hyperparameter import HyperParameter
+
 __all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "get", "serialize",
            "sgd", "rmsprop", "adam", "adadelta", "adagrad"]  # fmt: skip
 
@@ -49,40 +51,6 @@ def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | Non
         rng = f"in [{low}, {high})" if high is not None else f">= {low}"
         raise ValueError(f"{cls}: {what} must be {rng}, got {value!r}")
     return float(value)
-
-
-class HyperParameter(float):
-    """Keras 2's ``optimizer.lr`` variable: a float (its value when read) that ``K.set_value`` and
-    ``.assign`` write back to the optimizer, and ``K.get_value`` reads live.
-
-    Example::
-
-        >>> from arignote import backend as K
-        >>> opt = SGD(lr=0.1)
-        >>> K.set_value(opt.lr, 0.01); K.get_value(opt.lr), opt.lr * 2
-        (0.01, 0.02)
-    """
-
-    _arignote_variable = True  # what arignote.backend recognises without importing torch
-
-    def __new__(cls, value: float, owner: Any, name: str) -> HyperParameter:
-        obj = super().__new__(cls, value)
-        obj._owner, obj._name = owner, name
-        return obj
-
-    def value(self) -> float:
-        """The optimizer's current value (not the one captured when this object was read)."""
-        return float(getattr(self._owner, self._name))
-
-    def assign(self, value: Any) -> None:
-        """Set the optimizer's hyper-parameter (validated as the constructor does)."""
-        setattr(self._owner, self._name, float(value) if hasattr(value, "__float__") else value)
-
-    def numpy(self) -> float:
-        return self.value()
-
-    def __reduce__(self) -> tuple:  # pickles and copies as the plain number
-        return float, (float(self),)
 
 
 def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
