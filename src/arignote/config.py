@@ -100,6 +100,8 @@ _FLAG_LIST = [
          "how many times a failed data-parallel job is restarted (resumes with BackupAndRestore)"),
     Flag("share.lease_dir", _t.text, "", "directory of GPU lease files (default: <tmp>/arignote-leases)",
          env="ARIGNOTE_LEASE_DIR"),
+    Flag("share.status", _t.parse_bool, True,
+         "every fit (rank 0) keeps a status record in <lease dir>/runs for `arignote dash` and `smi`"),
     Flag("datasets.dir", _t.text, "", "first directory searched for datasets (default ~/.arignote/datasets)",
          env="ARIGNOTE_DATA"),
 ]
