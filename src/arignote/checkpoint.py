@@ -35,13 +35,11 @@ from typing import IO, Any
 
 import torch
 
+from arignote.errors import CheckpointError
+
 __all__ = ["FORMAT", "CheckpointError", "save", "load", "is_checkpoint", "atomic_write_bytes"]
 
 FORMAT = "arignote-checkpoint/1"
-
-
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used: missing, truncated, corrupt or not an arignote checkpoint."""
 
 
 def _fsync_dir(directory: str) -> None:
