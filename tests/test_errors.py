@@ -25,6 +25,8 @@ def test_old_homes_re_export_the_same_classes():
     assert config.ConfigError is errors.ConfigError is arignote.ConfigError
     assert spec.DeviceError is devices.DeviceError is errors.DeviceError
     assert checkpoint.CheckpointError is errors.CheckpointError
+    assert issubclass(checkpoint.CheckpointSaveError, errors.ArignoteError)
+    assert issubclass(checkpoint.CheckpointSaveError, OSError)
     assert share.ShareError is errors.ShareError and issubclass(share.NoFreeGPUError, errors.ArignoteError)
     assert datasets.DatasetError is errors.DatasetError
     assert issubclass(memory.MemoryPlanError, errors.ConfigError)
