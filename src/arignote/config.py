@@ -103,6 +103,9 @@ _FLAG_LIST = [
          env="ARIGNOTE_LEASE_DIR"),
     Flag("datasets.dir", _t.text, "", "first directory searched for datasets (default ~/.arignote/datasets)",
          env="ARIGNOTE_DATA"),
+    Flag("metrics.names", _t.choice("2.3", "2.2"), "2.3",
+         "metric names printed and stored: 2.3 as written in compile (accuracy, mae), 2.2 as Keras "
+         "2.0-2.2 (acc, mean_absolute_error); logs and History answer both"),
 ]
 
 FLAGS: dict[str, Flag] = {f.name: f for f in _FLAG_LIST}
