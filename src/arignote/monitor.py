@@ -21,41 +21,22 @@ from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from arignote.devices.nvml import NA, Snapshot, to_dict
+from arignote.sizes import format_mib, format_used_total
 
 if TYPE_CHECKING:  # rich loads only when a table is drawn: `smi --json` never pays for it
     from rich.console import Console, Group
     from rich.table import Table
 
-__all__ = ["render", "render_text", "to_json", "host_line", "gpu_table", "process_table", "watch",
-           "fmt_bytes"]
-
-
-def fmt_bytes(n: Any) -> str:
-    """Bytes as nvidia-smi users read them: ``512MiB``, ``37.0GiB``; NA -> ``n/a``."""
-    if n is NA or n is None:
-        return "n/a"
-    if n >= 1024**3:
-        return f"{n / 1024**3:.1f}GiB"
-    return f"{n / 1024**2:.0f}MiB"
+__all__ = ["render", "render_text", "to_json", "host_line", "gpu_table", "process_table", "watch"]
 
 
 def _pct(value: Any) -> str:
     return "n/a" if value is NA else f"{value:g}%"
 
 
-def _pair(used: Any, total: Any, unit: Callable[[Any], str]) -> str:
-    # "37.0GiB / 40.0GiB"; one n/a side still shows the other, both n/a is one "n/a"
-    if used is NA and total is NA:
-        return "n/a"
-    return f"{unit(used)} / {unit(total)}"
-
-
 def _memory(used: Any, total: Any) -> str:
-    """``37.0/40.0GiB`` (used in the total's unit, so the column stays narrow); n/a parts shown."""
-    if total is NA or total < 1024**3:
-        return _pair(used, total, fmt_bytes)
-    shown = "n/a" if used is NA else f"{used / 1024**3:.1f}"
-    return f"{shown}/{total / 1024**3:.1f}GiB"
+    """``37888 / 40960 MiB`` as nvidia-smi's Memory-Usage column; n/a parts shown."""
+    return format_used_total(None if used is NA else used, None if total is NA else total)
 
 
 def _power(draw: Any, limit: Any) -> str:
@@ -95,7 +76,7 @@ def host_line(snapshot: Snapshot) -> str:
     cpu = f"CPU {_pct(h.cpu_percent)} of {h.cpu_count} threads"
     if h.load_average is not NA:
         cpu += f" (load {h.load_average:.2f})"
-    return f"{cpu}  RAM {_pair(h.memory_used, h.memory_total, fmt_bytes)}"
+    return f"{cpu}  RAM {_memory(h.memory_used, h.memory_total)}"
 
 
 def _title(snapshot: Snapshot) -> str:
@@ -152,7 +133,7 @@ def process_table(snapshot: Snapshot) -> Table:
                          overflow="fold", min_width=16 if name == "Command" else None)
     for g in snapshot.gpus:
         for p in g.processes:
-            table.add_row(str(g.index), str(p.pid), p.kind, Text(str(p.user)), fmt_bytes(p.gpu_memory),
+            table.add_row(str(g.index), str(p.pid), p.kind, Text(str(p.user)), format_mib(p.gpu_memory),
                           Text(str(p.command)))
     if not table.rows:
         table.add_row("", "", "", "", "", "no running processes found")

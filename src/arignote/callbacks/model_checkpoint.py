@@ -34,6 +34,7 @@ from typing import Any
 from arignote import checkpoint
 from arignote.callbacks import _guard, _monitor
 from arignote.callbacks.base import Callback
+from arignote.metric_names import Logs
 
 __all__ = ["ModelCheckpoint"]
 
@@ -89,8 +90,8 @@ class ModelCheckpoint(Callback):
         """``filepath`` formatted for 0-based ``epoch`` (shown 1-based, as Keras) and ``logs``."""
         values = {k: v for k, v in dict(logs or {}).items() if k not in ("epoch", "batch")}
         extra = {} if batch is None else {"batch": batch + 1}
-        try:
-            return self.filepath.format(epoch=epoch + 1, **extra, **values)
+        try:  # Logs answers either era's names: {val_acc:.2f} finds val_accuracy and vice versa
+            return self.filepath.format_map(Logs(epoch=epoch + 1, **extra, **values))
         except KeyError as exc:
             available = ", ".join(["epoch", *extra, *sorted(values)])
             raise KeyError(f"ModelCheckpoint: filepath {self.filepath!r} uses {{{exc.args[0]}}}, which is "

@@ -30,7 +30,8 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM)
 def add_arguments(parser) -> None:
     parser.add_argument("--gpus", type=int, default=1, metavar="N", help="how many GPUs to lease (default 1)")
     parser.add_argument("--min-free-memory", metavar="SIZE",
-                        help="only GPUs with at least SIZE free, e.g. 10GiB, 512MiB, 1.5GB")
+                        help="only GPUs with at least SIZE free: 10GiB, 512MiB, 25%% or 0.25 of the GPU, "
+                             "4096 (MiB)")
     parser.add_argument("--max-utilization", type=float, metavar="PERCENT",
                         help="only GPUs at most PERCENT busy (0-100)")
     parser.add_argument("--wait", action="store_true",
