@@ -41,9 +41,10 @@ def _forget_prepared_devices() -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_config(monkeypatch, tmp_path):
-    """A fresh flag registry per test, blind to the developer's rc files and ARIGNOTE_FLAGS, and a
+    """A fresh flag registry per test, blind to the developer's rc files, keras.json and ARIGNOTE_FLAGS, and a
     fresh ``prepare()`` state (banner not yet printed)."""
     monkeypatch.setenv("ARIGNOTERC", str(tmp_path / "no-such-arignoterc"))
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "no-such-keras-home"))  # blind to ~/.keras/keras.json
     monkeypatch.delenv("ARIGNOTE_FLAGS", raising=False)
     config.reload()
     _forget_prepared_devices()
