@@ -204,6 +204,9 @@ def test_read_runs_reports_bad_records_and_keeps_good_ones(tmp_path):
     _write(runs_dir, f"run-{uid}-{me}-4.json", {"format": status.FORMAT, "pid": me})
     _write(runs_dir, f"run-{uid}-999-5.json", _record())  # pid in the name differs from the record's
     (runs_dir / f"run-{uid}-{me}-6.json").mkdir()  # unreadable
+    os.mkfifo(runs_dir / f"run-{uid}-{me}-7.json")  # would block a naive reader forever
+    secret = _write(tmp_path, "secret.json", _record())
+    (runs_dir / f"run-{uid}-{me}-8.json").symlink_to(secret)  # a link to a file only root may read
     _write(runs_dir, "notes.txt", "ignored")
     runs, problems = status.read_runs(runs_dir)
     assert [(r["file"], r["state"]) for r in runs] == [(f"run-{uid}-{me}-1.json", "running")]
@@ -212,7 +215,9 @@ def test_read_runs_reports_bad_records_and_keeps_good_ones(tmp_path):
     assert got["3.json"] == "unknown state 'exploded'"
     assert got["4.json"] == "missing start, state, user"
     assert "does not match its name" in got["5.json"]
-    assert got["6.json"].startswith("cannot be read")
+    assert got["6.json"] == "cannot be read: Is a directory"
+    assert got["7.json"] == "cannot be read: not a regular file"
+    assert got["8.json"] == "cannot be read: a symbolic link"
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="planting a file under another uid needs root (chown)")
