@@ -282,3 +282,22 @@ def test_a_fit_that_raised_is_marked_failed_by_the_next_fit(lease_dir):
     model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     states = sorted((r["state"], r["error"]) for r in records(lease_dir))
     assert states == [("failed", "an exception left fit (a later fit started)"), ("finished", None)]
+
+
+@pytest.mark.multiproc
+def test_data_parallel_fit_keeps_one_record_from_rank_0(lease_dir, tmp_path):
+    from parallel_helpers import FIT_SCRIPT
+
+    script = tmp_path / "train_ddp.py"
+    script.write_text(FIT_SCRIPT)
+    env = env_for(lease_dir)
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path), "2", "2"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (rec,) = records(lease_dir)  # rank 1 writes none
+    assert rec["world_size"] == 2 and rec["state"] == "finished" and rec["script"] == "train_ddp.py"
+    assert len(rec["history"]["loss"]) == 2 and rec["devices"] == ["cpu"]
+    history = json.loads((tmp_path / "history.json").read_text())["history"]
+    assert rec["history"]["loss"] == pytest.approx(history["loss"])
