@@ -479,3 +479,21 @@ def test_custom_objects_rebuild_a_users_layer(tmp_path):
     x = _x((3,))
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6)
     assert os.path.getsize(path) < 20000
+
+
+def test_hdf5_save_is_atomic_and_truncated_files_are_named(tmp_path, monkeypatch):
+    model = Sequential([Dense(2, input_shape=(3,))])
+    path = tmp_path / "m.h5"
+    model.save(str(path))
+    good = path.read_bytes()
+    def full_disk(*args):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(checkpoint.CheckpointSaveError, match="the previous m.h5 is intact"):
+        Sequential([Dense(2, input_shape=(3,))]).save(str(path))
+    monkeypatch.undo()
+    assert path.read_bytes() == good and os.listdir(tmp_path) == ["m.h5"]
+    path.write_bytes(good[: len(good) // 2])
+    with pytest.raises(ValueError, match="m.h5: an HDF5 file that h5py cannot open"):
+        load_model(str(path))

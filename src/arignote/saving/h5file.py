@@ -27,13 +27,15 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import io
 import os
-import tempfile
 from collections.abc import Iterator
 from typing import Any
 
 import h5py
 import numpy as np
+
+from arignote import checkpoint
 
 __all__ = ["HDF5_SIGNATURE", "is_hdf5", "open_for_read", "open_for_write", "read_str", "write_str",
            "read_names", "write_names", "write_layer_group", "read_layer_group", "HEADER_LIMIT"]  # fmt: skip
@@ -53,25 +55,25 @@ def is_hdf5(path: str) -> bool:
 
 @contextlib.contextmanager
 def open_for_read(path: str) -> Iterator[h5py.File]:
-    with h5py.File(path, "r") as f:
+    """Open an HDF5 file; one h5py can't open (truncated, corrupt) is a ValueError naming it."""
+    try:
+        f = h5py.File(path, "r")
+    except OSError as err:
+        raise ValueError(f"{path}: an HDF5 file that h5py cannot open ({err}); it may be truncated or "
+                         "corrupt") from None
+    with f:
         yield f
 
 
 @contextlib.contextmanager
 def open_for_write(path: str) -> Iterator[h5py.File]:
-    """Write to a temporary file beside ``path`` and rename it over ``path`` only when complete."""
-    path = os.fspath(path)
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".h5", dir=directory)
-    os.close(fd)
-    try:
-        with h5py.File(tmp, "w") as f:
-            yield f
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Build the file in memory, then write it with :func:`arignote.checkpoint.atomic_write_bytes`
+    (temporary file beside ``path``, fsync, rename): a failed save leaves the previous file intact
+    and raises :class:`arignote.checkpoint.CheckpointSaveError` with the cause."""
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        yield f
+    checkpoint.atomic_write_bytes(os.fspath(path), buffer.getvalue())
 
 
 def _text(value: Any) -> str:
