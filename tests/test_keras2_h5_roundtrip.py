@@ -126,10 +126,14 @@ def test_written_file_has_keras2_layout(tmp_path):
         assert f.attrs["backend"] == b"tensorflow" and f.attrs["keras_version"] == b"2.3.1"
         config = json.loads(f.attrs["model_config"])
         assert config["class_name"] == "Sequential"
-        first = config["config"]["layers"][0]
-        assert first["class_name"] == "Dense" and first["config"]["batch_input_shape"] == [None, 3]
+        first, second = config["config"]["layers"][:2]  # an explicit InputLayer first, as tf.keras writes
+        assert first["class_name"] == "InputLayer" and first["config"]["batch_input_shape"] == [None, 3]
+        assert second["class_name"] == "Dense" and "batch_input_shape" not in second["config"]
         training = json.loads(f.attrs["training_config"])
-        assert training["optimizer_config"]["class_name"] == "Adam" and training["loss"] == "mse"
+        assert training["optimizer_config"]["class_name"] == "Adam"
+        assert training["loss"] == "mean_squared_error"
+        assert training["optimizer_config"]["config"]["learning_rate"] == pytest.approx(0.001)
+        assert "lr" not in training["optimizer_config"]["config"]
         assert training["metrics"] == ["mae"]
         g = f["model_weights"]
         assert list(g.attrs["layer_names"]) == [b"dense_1", b"bn", b"flat", b"dense_2"]
@@ -427,6 +431,7 @@ def test_to_json_and_model_from_json_round_trip():
     spec = json.loads(text)
     assert spec["class_name"] == "Sequential" and spec["keras_version"] == "2.3.1"
     assert spec["config"]["layers"][0]["config"]["batch_input_shape"] == [None, 5, 5, 1]
+    assert spec["config"]["layers"][0]["class_name"] == "InputLayer"
     rebuilt = model_from_json(text)
     assert [type(a) for a in rebuilt.layers] == [type(b) for b in model.layers]
     assert rebuilt.layers[2].get_config()["activation"] == "softmax"

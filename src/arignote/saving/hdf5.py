@@ -119,21 +119,32 @@ def _training_config(model: Any) -> dict | None:
     if not model.compiled:
         return None
     args = model._compile_args
-    try:  # a name stays as the user spelled it, as Keras 2 writes model.loss
-        loss = args["loss"] if isinstance(args["loss"], str) else losses.serialize(args["loss"])
+    try:  # the canonical name ('mean_squared_error', not 'mse'): Keras 3's legacy loader knows only those
+        loss = losses.serialize(args["loss"])
     except (ValueError, TypeError) as err:
         raise ValueError(
             f"the loss {args['loss']!r} cannot be written to a Keras 2 file: {err}; save with "
             "include_optimizer=False, or give the loss by name"
         ) from None
     return {
-        "optimizer_config": optimizers.serialize(model.optimizer),
+        "optimizer_config": _optimizer_config(model.optimizer),
         "loss": loss,
         "metrics": [m for m in args.get("metrics", []) if isinstance(m, str)],
         "weighted_metrics": None,
         "sample_weight_mode": None,
         "loss_weights": None,
     }
+
+
+def _optimizer_config(optimizer: Any) -> dict:
+    """Keras 2.3.1's spelling (``learning_rate``; ``decay`` only when set), which Keras 3 also reads."""
+    spec = optimizers.serialize(optimizer)
+    config = dict(spec["config"])
+    if "lr" in config:
+        config["learning_rate"] = config.pop("lr")
+    if not config.get("decay"):
+        config.pop("decay", None)
+    return {"class_name": spec["class_name"], "config": config}
 
 
 def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> None:

@@ -170,7 +170,16 @@ def sequential_from_keras(
     if isinstance(config, list):
         config = {"layers": config}
     conversion = Conversion(source=source)
-    specs = list(config.get("layers") or [])
+    specs = [dict(s) if isinstance(s, dict) else s for s in (config.get("layers") or [])]
+    if len(specs) > 1 and isinstance(specs[0], dict) and specs[0].get("class_name") == "InputLayer":
+        # tf.keras 2 (and arignote) write the input as an explicit InputLayer: put its shape on the first
+        # real layer, which is how Keras 2.3.1 wrote it
+        cfg = specs[0].get("config") or {}
+        shape = cfg.get("batch_input_shape", cfg.get("batch_shape"))
+        first = dict(specs[1].get("config") or {})
+        if shape is not None:
+            first["batch_input_shape"] = list(shape)
+        specs = [{**specs[1], "config": first}, *specs[2:]]
     layers = []
     flatten_feeds_cf = None  # name of the last Flatten that flattened channels-first features
     for spec in specs:
@@ -208,14 +217,31 @@ def sequential_from_keras(
 
 
 def sequential_to_keras(config: dict) -> dict:
-    """arignote's Sequential config -> Keras 2.3.1's (batch dimension in ``batch_input_shape`` and
-    ``build_input_shape``), ready for ``json.dumps``."""
+    """arignote's Sequential config -> Keras 2's, ready for ``json.dumps``.
+
+    The input shape goes into an explicit first ``InputLayer`` (``batch_input_shape`` with the
+    batch dimension), as tf.keras 2 writes Sequential models: Keras 2.3.1 reads it, and so does
+    Keras 3's legacy HDF5 loader, which misreads ``batch_input_shape`` on any other layer.
+    """
     layers = []
     for i, spec in enumerate(config["layers"]):
         cfg = dict(spec["config"])
         shape = cfg.pop("input_shape", None)
-        if shape is not None and i == 0:
-            cfg["batch_input_shape"] = [None, *shape]
+        batch_shape = cfg.pop("batch_input_shape", None)
+        if shape is not None:
+            batch_shape = [None, *shape]
+        if batch_shape is not None and i == 0 and spec["class_name"] != "InputLayer":
+            layers.append(
+                {
+                    "class_name": "InputLayer",
+                    "config": {
+                        "batch_input_shape": list(batch_shape),
+                        "dtype": cfg.get("dtype", "float32"),
+                        "sparse": False,
+                        "name": f"{cfg.get('name', 'layer')}_input",
+                    },
+                }
+            )
         cfg.setdefault("dtype", "float32")
         layers.append({"class_name": spec["class_name"], "config": cfg})
     out: dict[str, Any] = {"name": config.get("name"), "layers": layers}
