@@ -33,6 +33,7 @@ import torch
 from torch import nn
 
 from arignote.layers.activations import name_of
+from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
     "Layer",
@@ -290,7 +291,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
     if not isinstance(spec, dict) or "class_name" not in spec:
         raise ValueError(f"a serialized layer is a dict with 'class_name' and 'config', got {spec!r}")
     name = spec["class_name"]
-    classes = {**_REGISTRY, **(custom_objects or {})}
+    classes = {**_REGISTRY, **get_custom_objects(), **(custom_objects or {})}
     cls = classes.get(name)
     if cls is None or name.startswith("_"):
         close = difflib.get_close_matches(name, list(classes), n=1, cutoff=0.6)

@@ -16,11 +16,13 @@ expect probabilities, as in Keras: end the network with a softmax.)
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
 import torch
 
+from arignote import config
 from arignote.callbacks.base import CallbackList, History
 from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
@@ -167,7 +169,10 @@ class Model(GeneratorMethods):
             from arignote import devices, parallel
             from arignote.precision import Precision
 
-            chosen = devices.configured_devices()
+            # multi_gpu_model(model, gpus=N) names this model's GPUs as the device flag would
+            spec = getattr(self, "device_spec", None)
+            with config.override(device=spec) if spec else contextlib.nullcontext():
+                chosen = devices.configured_devices()
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
             devices.prepare(device)
