@@ -1,4 +1,5 @@
-"""arignote.utils as Keras 2: normalize, custom objects, print_summary, plot_model, HDF5Matrix, multi_gpu_model."""
+"""arignote.utils as Keras 2: normalize, custom objects, print_summary, plot_model, HDF5Matrix and
+multi_gpu_model."""
 
 from __future__ import annotations
 
