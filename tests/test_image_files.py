@@ -109,7 +109,8 @@ def test_flow_from_directory_lists_classes_and_files_like_keras(tree, capsys):
     assert capsys.readouterr().out.strip() == "Found 6 images belonging to 3 classes."
     assert it.class_indices == {"cats": 0, "dogs": 1, "empty": 2} and it.num_classes == 3
     assert it.filenames == [os.path.join("cats", f) for f in ("c0.png", "c1.png", "c3.png")] + [
-        os.path.join("cats", "deep", "c2.png"), os.path.join("dogs", "d0.png"), os.path.join("dogs", "d1.jpg")]
+        os.path.join("cats", "deep", "c2.png"), os.path.join("dogs", "d0.png"),
+        os.path.join("dogs", "d1.jpg")]
     assert it.classes.tolist() == [0, 0, 0, 0, 1, 1] and it.samples == 6 and len(it) == 2
     x, y = it[0]
     assert x.shape == (4, 4, 6, 3) and x.dtype == np.float32 and y.shape == (4, 3)
@@ -123,7 +124,8 @@ def test_flow_from_directory_lists_classes_and_files_like_keras(tree, capsys):
 @pytest.mark.parametrize("mode", ["binary", "sparse", "input", None])
 def test_flow_from_directory_class_modes(tree, mode):
     root, _ = tree
-    it = ImageDataGenerator(rescale=1 / 255).flow_from_directory(root, target_size=(2, 3), classes=["dogs", "cats"],
+    it = ImageDataGenerator(rescale=1 / 255).flow_from_directory(root, target_size=(2, 3),
+                                                                 classes=["dogs", "cats"],
                                                                  class_mode=mode, batch_size=6, shuffle=False)
     assert it.class_indices == {"dogs": 0, "cats": 1}
     batch = it[0]
@@ -194,12 +196,14 @@ def test_flow_from_dataframe_modes_validation_and_weights(tree, tmp_path):
     with pytest.warns(UserWarning, match="Found 2 invalid image filename\\(s\\) in x_col='filename'"):
         it = gen.flow_from_dataframe(df, directory=root, target_size=(4, 6), batch_size=8, shuffle=False,
                                      weight_col="w")
-    assert it.filenames == ["cats/c0.png", "dogs/d0.png", "dogs/d1.jpg"] and it.class_indices == {"cat": 0, "dog": 1}
+    assert it.filenames == ["cats/c0.png", "dogs/d0.png", "dogs/d1.jpg"]
+    assert it.class_indices == {"cat": 0, "dog": 1}
     x, y, w = it[0]
     assert x[:, 0, 0, 0].tolist() == [10.0, 110.0, 120.0]
     assert y.tolist() == [[1, 0], [0, 1], [0, 1]] and w.tolist() == [1.0, 2.0, 4.0]
     good = df.iloc[[0, 1, 3]]
-    raw = gen.flow_from_dataframe(good, root, y_col="score", class_mode="raw", target_size=(4, 6), shuffle=False)
+    raw = gen.flow_from_dataframe(good, root, y_col="score", class_mode="raw", target_size=(4, 6),
+                                  shuffle=False)
     assert raw[0][1].tolist() == [0.5, 1.5, 3.5]
     multi = gen.flow_from_dataframe(good, root, y_col=["score", "w"], class_mode="multi_output",
                                     target_size=(4, 6), shuffle=False)
