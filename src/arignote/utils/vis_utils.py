@@ -11,7 +11,7 @@ Example::
     >>> from arignote.models import Sequential
     >>> dot = model_to_dot(Sequential([Dense(4, input_shape=(3,), name="hidden"), Dense(1, name="out")]))
     >>> [n.get_label() for n in dot.get_nodes() if n.get_name() not in ("node", "edge")]
-    ['"hidden: Dense"', '"out: Dense"']
+    ['hidden: Dense', 'out: Dense']
 """
 
 from __future__ import annotations
