@@ -67,7 +67,7 @@ def _start(tmp_path, name, backup_dir, kill_epoch=-1, kill_batch=-1):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     out = tmp_path / f"{name}.ckpt"
-    env = dict(os.environ, ARIGNOTERC=str(tmp_path / "none"))
+    env = dict(os.environ, ARIGNOTERC="")
     env.pop("ARIGNOTE_FLAGS", None)
     proc = subprocess.Popen([sys.executable, str(script), str(backup_dir), str(out), str(kill_epoch),
                              str(kill_batch), str(EPOCHS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -42,17 +42,15 @@ try:  # POSIX only: the file-size limit (ulimit -f) is checked before a save whe
 except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
 
+from arignote.errors import ArignoteError, CheckpointError
+
 __all__ = ["FORMAT", "CheckpointError", "CheckpointSaveError", "save", "load", "is_checkpoint",
            "atomic_write_bytes", "temporary_files", "save_error"]
 
 FORMAT = "arignote-checkpoint/1"
 
 
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used: missing, truncated, corrupt or not an arignote checkpoint."""
-
-
-class CheckpointSaveError(OSError):
+class CheckpointSaveError(ArignoteError, OSError):
     """A checkpoint that could not be written: disk full, quota, file too large, read-only, a
     directory in the way. The message names the file, the cause (the OS's words and the errno name)
     and what is kept; ``errno`` and ``filename`` are set as on any ``OSError``.

@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from arignote import config
+from arignote.errors import DatasetError
 
 __all__ = ["DatasetError", "Remote", "search_dirs", "download_dir", "file_hash", "verify", "download",
            "DEBIAN_DIR"]
@@ -36,10 +37,6 @@ DEBIAN_DIR = "/usr/share/datasets"
 _urlopen = urllib.request.urlopen
 
 _TIMEOUT = 60.0
-
-
-class DatasetError(OSError):
-    """A dataset that is missing, damaged, or cannot be downloaded; the message says what to do."""
 
 
 @dataclass(frozen=True)
