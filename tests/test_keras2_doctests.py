@@ -13,6 +13,7 @@ MODULES = [
     "arignote.metric_names", "arignote.datasets._get_file", "arignote.datasets._sequences",
     "arignote.preprocessing.sequence", "arignote.preprocessing.text", "arignote.preprocessing.image_utils",
     "arignote.utils.np_utils", "arignote.utils.generic_utils", "arignote.utils.io_utils",
+    "arignote.utils.progbar",
     "arignote.utils.layer_utils", "arignote.utils.vis_utils", "arignote.callbacks.lambda_callback",
     "arignote.callbacks.base_logger", "arignote.wrappers.scikit_learn",
 ]

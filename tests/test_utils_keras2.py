@@ -249,3 +249,26 @@ def test_multi_gpu_model_after_training_on_one_device_is_refused(fake_gpus):
     fake_gpus(2)
     with pytest.raises(ValueError, match="call multi_gpu_model before the first fit"):
         utils.multi_gpu_model(model, gpus=2)
+
+
+# --------------------------------------------------------------------------------- Progbar
+
+
+def test_progbar_means_stateful_metrics_and_verbosity():
+    import io
+
+    out = io.StringIO()
+    bar = utils.Progbar(10, verbose=1, interval=0, stateful_metrics=["lr"], stream=out)
+    bar.update(4, [("loss", 1.0), ("lr", 0.1)])
+    bar.add(6, [("loss", 2.0), ("lr", 0.05)])
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2 and lines[0].startswith(" 4/10 [===========>") and "ETA:" in lines[0]
+    assert lines[1].startswith("10/10 [==============================] - ")
+    assert lines[1].endswith(" - loss: 1.6000 - lr: 0.0500")  # (1*4 + 2*6) / 10; lr as given
+    quiet = io.StringIO()
+    utils.Progbar(3, verbose=2, stream=quiet).update(2, [("acc", 0.5)])
+    assert quiet.getvalue() == ""  # verbose=2 prints once, at the target
+    unknown = io.StringIO()
+    utils.Progbar(None, interval=0, stream=unknown).update(5)
+    assert unknown.getvalue().startswith("      5/Unknown")
+    assert utils.generic_utils.Progbar is utils.Progbar

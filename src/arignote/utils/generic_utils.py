@@ -1,4 +1,5 @@
-"""Keras 2 ``utils.generic_utils``: the global custom-object registry and ``CustomObjectScope``.
+"""Keras 2 ``utils.generic_utils``: the global custom-object registry, ``CustomObjectScope`` and
+``Progbar`` (from :mod:`arignote.utils.progbar`).
 
 Classes and functions registered here are found by name wherever a Keras config is read
 (``load_model``, ``model_from_json``, ``layers.deserialize``), as if passed in ``custom_objects``.
@@ -17,7 +18,9 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["get_custom_objects", "CustomObjectScope", "custom_object_scope"]
+from arignote.utils.progbar import Progbar
+
+__all__ = ["get_custom_objects", "CustomObjectScope", "custom_object_scope", "Progbar"]
 
 _GLOBAL_CUSTOM_OBJECTS: dict[str, Any] = {}
 
