@@ -157,7 +157,6 @@ def test_one_cpu_process_is_single_device():
 
 
 @pytest.mark.parametrize("flags, devices, match", [
-    ({"cpu_processes": 0}, ["cpu"], "cpu.processes=0"),
     ({}, ["cpu", "cuda:0"], "all GPUs or one cpu"),
     ({"cpu_processes": 2}, ["cuda:0", "cuda:1"], "drop cpu.processes"),
     ({}, [], "no device"),
@@ -180,6 +179,12 @@ def test_collectives_use_pytorchs_timeouts_unless_parallel_timeout_is_set():
 
     assert config.get("parallel.timeout") == 0 and ddp._timeout(0.0) == {}
     assert ddp._timeout(45.0) == {"timeout": datetime.timedelta(seconds=45)}
+
+
+def test_zero_processes_refused_where_the_flag_is_set():
+    # refused by the flag's own type, so `arignote config` and fit refuse them alike (exit 2)
+    with pytest.raises(ConfigError, match="flag 'cpu.processes'.*must be > 0"):
+        config.override(cpu_processes=0).__enter__()
 
 
 # ---------------------------------------------------------------------------- launcher monitor

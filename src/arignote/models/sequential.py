@@ -1,7 +1,7 @@
 """Keras 2 ``Sequential``: a stack of :mod:`arignote.layers`, built from the first layer's input shape.
 
-Images are channels-last at the API (``(N, H, W, C)``, as in Keras); inside, image layers pass
-logical NCHW tensors in channels-last memory (a zero-copy view of the NHWC batch).
+Tensors between layers keep the Keras layout (``(N, H, W, C)`` for channels_last images); image
+layers view them as NCHW for torch's kernels, which is a channels-last-memory tensor (no copy).
 
 Example::
 
@@ -15,6 +15,8 @@ Example::
 
 from __future__ import annotations
 
+import functools
+import inspect
 from typing import Any
 
 import numpy as np
@@ -28,18 +30,26 @@ __all__ = ["Sequential"]
 
 
 class _Stack(nn.Module):
-    """The torch module behind a Sequential: NHWC in, layers, Keras layout out."""
+    """The torch module behind a Sequential: Keras-layout tensors in and out, masks passed along
+    (an ``Embedding(mask_zero=True)`` or ``Masking`` layer's mask reaches the layers after it)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.layers = nn.ModuleList()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() == 4:
-            x = x.permute(0, 3, 1, 2)  # layers.to_internal: NHWC batch -> logical NCHW, channels-last memory
+        mask = None
         for layer in self.layers:
-            x = layer(x)
-        return x.permute(0, 2, 3, 1) if x.dim() == 4 else x  # layers.from_internal
+            y = layer(x) if mask is None or not _takes_mask(type(layer)) else layer(x, mask=mask)
+            compute_mask = getattr(layer, "compute_mask", None)
+            mask = compute_mask(x, mask) if compute_mask is not None else None
+            x = y
+        return x
+
+
+@functools.cache
+def _takes_mask(cls: type) -> bool:
+    return "mask" in inspect.signature(cls.forward).parameters
 
 
 class Sequential(Model):

@@ -244,6 +244,7 @@ class IterableData:
         self._it: Iterator | None = None
         self.shares = shares  # (rows, global rows) per batch, from a rank-splitting batch sampler
         self.user_sharded = user_sharded
+        self.check: Any = None  # check(x, y, step) on each batch before it moves (batch_checks.for_model)
         try:
             self.length: int | None = len(data)  # type: ignore[arg-type]
         except TypeError:
@@ -315,9 +316,14 @@ class IterableData:
         return source
 
     def _checked(self, batch: Any, step: int) -> tuple[Any, Any]:
-        x, y = split_batch(batch)
+        try:
+            x, y = split_batch(batch)
+        except ValueError as exc:
+            raise ValueError(f"batch {step} of {self.name}: {exc}") from None
         if y is None and self.targets:
             raise ValueError(f"batch {step} of {self.name} has no targets: yield (x, y) pairs")
+        if self.check is not None:
+            self.check(x, y, step)
         return x, y
 
     def first(self) -> tuple[Any, Any]:
