@@ -257,8 +257,7 @@ class Model(GeneratorMethods):
         if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
             from arignote.callbacks.status import RunStatus
 
-            if not any(isinstance(cb, RunStatus) for cb in user):
-                cbs.append(RunStatus())
+            cbs.append(RunStatus())
         return cbs
 
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: int = 1,
