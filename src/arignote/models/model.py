@@ -170,7 +170,7 @@ class Model(GeneratorMethods):
             chosen = devices.configured_devices()
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
-            devices.prepare(device)
+            devices.prepare(device, layout=getattr(strategy, "layout", None))
             precision = Precision.from_config(strategy.device)
             if not self._placed or self.device != strategy.device:
                 self._place(strategy.device)
