@@ -402,9 +402,10 @@ def _check_outputs(out: Path, expect_runners: set[str], expect_skipped: set[str]
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # one CPU thread, or a loaded 2-core box: several minutes
 def test_bench_quick_writes_table_json_and_chart(tmp_path):
     out = tmp_path / "bench-out"
-    proc = _arignote("bench", "--quick", "--out", str(out))
+    proc = _arignote("bench", "--quick", "--out", str(out), timeout=800)
     assert proc.returncode == 0, proc.stderr + proc.stdout
     gpu_configs = {"cuda-nodnn", "cuda", "cuda-benchmark", "cuda-mixed", "all-gpus"}
     doc = _check_outputs(out, {"arignote"}, gpu_configs)
@@ -457,8 +458,9 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_selftest_here_passes_the_cpu_items_and_lists_the_untested_gpu_items():
-    proc = _arignote("selftest", "--json", timeout=600)  # 1 CPU thread or a loaded box: minutes
+    proc = _arignote("selftest", "--json", timeout=800)  # 1 CPU thread or a loaded box: minutes
     assert proc.returncode == 0, proc.stderr + proc.stdout
     doc = json.loads(proc.stdout)
     status = {r["item"]: r["status"] for r in doc["results"]}
