@@ -34,25 +34,23 @@ from arignote.layers import (
     MaxPooling2D,
     Reshape,
     ZeroPadding2D,
-    from_internal,
-    to_internal,
 )
+from arignote.layers.core import InputLayer
 
 RNG = np.random.default_rng(0)
 
 
 def run(layer, x_keras: np.ndarray, training: bool = False) -> np.ndarray:
-    """Build ``layer`` for x's per-sample shape, run it on internal tensors, return Keras-order numpy."""
-    layer.build(x_keras.shape[1:])
+    """Run ``layer`` on a Keras-layout batch (built on first call, batch dim None), return numpy."""
     layer.train(training)
-    x = to_internal(torch.tensor(x_keras))
     with torch.no_grad():
-        y = layer(x)
-    return from_internal(y).numpy()
+        y = layer(torch.tensor(x_keras))
+    assert layer.built
+    return y.numpy()
 
 
 def check_shape(layer, x_keras: np.ndarray, y: np.ndarray) -> None:
-    assert layer.compute_output_shape(x_keras.shape[1:]) == y.shape[1:]
+    assert layer.compute_output_shape((None, *x_keras.shape[1:])) == (None, *y.shape[1:])
 
 
 @pytest.fixture(autouse=True)
@@ -64,18 +62,6 @@ def _fresh_names():
 # --------------------------------------------------------------------------- internal layout
 
 
-def test_to_internal_is_zero_copy_channels_last():
-    x = torch.randn(2, 5, 6, 3)
-    xi = to_internal(x)
-    assert xi.shape == (2, 3, 5, 6)
-    assert xi.data_ptr() == x.data_ptr()
-    assert xi.is_contiguous(memory_format=torch.channels_last)
-    back = from_internal(xi)
-    assert back.is_contiguous() and torch.equal(back, x)
-    flat = torch.randn(4, 7)
-    assert to_internal(flat) is flat and from_internal(flat) is flat
-
-
 # --------------------------------------------------------------------------- Dense
 
 
@@ -83,7 +69,7 @@ def test_dense_matches_numpy_with_keras_layout_weights():
     d = Dense(3, activation="relu", input_dim=4)
     assert d.input_shape_hint == (4,)
     x = RNG.standard_normal((5, 4)).astype(np.float32)
-    d.build((4,))
+    d.build((None, 4,))
     kernel = RNG.standard_normal((4, 3)).astype(np.float32)
     bias = RNG.standard_normal(3).astype(np.float32)
     d.set_weights([kernel, bias])
@@ -96,7 +82,7 @@ def test_dense_matches_numpy_with_keras_layout_weights():
 
 def test_dense_default_init_is_glorot_uniform_and_zero_bias():
     d = Dense(300)
-    d.build((200,))
+    d.build((None, 200,))
     limit = math.sqrt(6 / (200 + 300))
     w = d.weight.detach().numpy()
     assert np.abs(w).max() <= limit
@@ -122,15 +108,17 @@ def test_dense_on_images_applies_to_channels():
     np.testing.assert_allclose(y, x @ k + b, rtol=1e-5, atol=1e-5)
 
 
-def test_build_is_idempotent_and_trainable_false_freezes():
+def test_built_on_first_call_once_and_trainable_false_freezes():
     d = Dense(4)
-    d.build((3,))
+    d(torch.zeros(2, 3))  # built from the first input (Keras 2)
+    assert d.built and d.input_shape == (None, 3)
     w = d.weight
-    d.build((3,))
+    d(np.zeros((5, 3), dtype=np.float64))  # numpy in, no rebuild
     assert d.weight is w
     frozen = Dense(4, trainable=False)
-    frozen.build((3,))
+    frozen(torch.zeros(1, 3))
     assert not any(p.requires_grad for p in frozen.parameters())
+    assert frozen.count_trainable_params() == 0 and frozen.count_params() == 16
 
 
 # --------------------------------------------------------------------------- Conv2D
@@ -170,7 +158,7 @@ def tf_same_pad(x, k, s):
 def test_conv2d_matches_numpy(kwargs, shape):
     c = Conv2D(4, activation="linear", **kwargs)
     x = RNG.standard_normal(shape).astype(np.float32)
-    c.build(shape[1:])
+    c.build((None, *shape[1:]))
     k = RNG.standard_normal((*c.kernel_size, shape[-1], 4)).astype(np.float32)
     b = RNG.standard_normal(4).astype(np.float32)
     c.set_weights([k, b])
@@ -182,18 +170,20 @@ def test_conv2d_matches_numpy(kwargs, shape):
 
 def test_conv2d_keeps_channels_last_and_activation():
     c = Conv2D(8, (3, 3), padding="same", activation="relu", input_shape=(6, 6, 3))
-    c.build((6, 6, 3))
-    x = to_internal(torch.randn(2, 6, 6, 3))
+    c.build((None, 6, 6, 3))
+    x = torch.randn(2, 6, 6, 3)  # Keras layout in, Keras layout out
     y = c(x)
-    assert y.is_contiguous(memory_format=torch.channels_last)
+    assert y.shape == (2, 6, 6, 8)
+    # the NCHW view of a contiguous NHWC batch is channels_last: the result comes back contiguous NHWC
+    assert y.is_contiguous()
     assert (y >= 0).all()
-    ref = F.relu(F.conv2d(x.contiguous(), c.weight, c.bias, padding=1))
-    torch.testing.assert_close(y, ref)
+    ref = F.relu(F.conv2d(x.permute(0, 3, 1, 2).contiguous(), c.weight, c.bias, padding=1))
+    torch.testing.assert_close(y, ref.permute(0, 2, 3, 1))
 
 
 def test_conv2d_init_and_weight_layout():
     c = Conv2D(32, (3, 3))
-    c.build((8, 8, 16))
+    c.build((None, 8, 8, 16))
     k, b = c.get_weights()
     assert k.shape == (3, 3, 16, 32) and b.shape == (32,)
     limit = math.sqrt(6 / (16 * 9 + 32 * 9))
@@ -203,7 +193,7 @@ def test_conv2d_init_and_weight_layout():
 
 def test_conv2d_bad_input():
     with pytest.raises(ValueError, match="expects images"):
-        Conv2D(4, 3).build((784,))
+        Conv2D(4, 3).build((None, 784))
     with pytest.raises(ValueError, match="channels_first.*transpose"):
         Conv2D(4, 3, data_format="channels_first")
     with pytest.raises(ValueError, match="padding must be 'valid' or 'same'"):
@@ -266,7 +256,7 @@ def test_zero_padding():
     y = run(z, x)
     np.testing.assert_array_equal(y, np.pad(x, ((0, 0), (1, 2), (0, 3), (0, 0))))
     check_shape(z, x, y)
-    assert ZeroPadding2D(1).compute_output_shape((3, 4, 2)) == (5, 6, 2)
+    assert ZeroPadding2D(1).compute_output_shape((None, 3, 4, 2)) == (None, 5, 6, 2)
     with pytest.raises(ValueError, match="padding"):
         ZeroPadding2D("x")
 
@@ -277,11 +267,9 @@ def test_flatten_uses_keras_hwc_order():
     y = run(f, x)
     np.testing.assert_array_equal(y, x.reshape(2, -1))
     check_shape(f, x, y)
-    assert f.image_layer
     v = RNG.standard_normal((2, 3, 4)).astype(np.float32)
     f2 = Flatten()
     np.testing.assert_array_equal(run(f2, v), v.reshape(2, -1))
-    assert not f2.image_layer
 
 
 def test_reshape_to_image_and_back():
@@ -289,9 +277,10 @@ def test_reshape_to_image_and_back():
     r = Reshape((2, 3, 4))
     y = run(r, x)
     np.testing.assert_array_equal(y, x.reshape(2, 2, 3, 4))
-    assert Reshape((-1, 4)).compute_output_shape((24,)) == (6, 4)
+    assert Reshape((-1, 4)).compute_output_shape((None, 24)) == (None, 6, 4)
+    assert Reshape((-1, 4)).compute_output_shape((None, None)) == (None, None, 4)
     with pytest.raises(ValueError, match="cannot reshape"):
-        Reshape((5, 5)).compute_output_shape((24,))
+        Reshape((5, 5)).compute_output_shape((None, 24))
 
 
 # --------------------------------------------------------------------------- activation, dropout
@@ -351,7 +340,7 @@ def test_dropout_train_and_eval():
 def test_batchnorm_images_matches_torch_batchnorm2d():
     bn = BatchNormalization(input_shape=(4, 5, 3))
     x = RNG.standard_normal((8, 4, 5, 3)).astype(np.float32) * 3 + 1
-    bn.build((4, 5, 3))
+    bn.build((None, 4, 5, 3))
     ref = torch.nn.BatchNorm2d(3, eps=1e-3, momentum=0.01)
     with torch.no_grad():
         bn.weight.uniform_(0.5, 1.5)
@@ -384,7 +373,7 @@ def test_batchnorm_vectors_and_sequences_keras_momentum():
     mean, var = s.mean((0, 1)), s.var((0, 1))
     np.testing.assert_allclose(ys, (s - mean) / np.sqrt(var + 1e-3), rtol=1e-4, atol=1e-5)
     with pytest.raises(ValueError, match="last axis"):
-        BatchNormalization(axis=1).build((4, 4, 3))
+        BatchNormalization(axis=1).build((None, 4, 4, 3))
 
 
 # --------------------------------------------------------------------------- embedding, RNNs
@@ -399,8 +388,10 @@ def test_embedding_lookup_and_init():
     assert w.shape == (20, 4) and np.abs(w).max() <= 0.05
     np.testing.assert_array_equal(y, w[idx])
     check_shape(e, idx, y)
-    with pytest.raises(ValueError, match="mask_zero"):
-        Embedding(10, 2, mask_zero=True)
+    masked = Embedding(10, 2, mask_zero=True)
+    mask = masked.compute_mask(torch.tensor([[0, 3, 0]]))
+    assert mask.tolist() == [[False, True, False]]
+    assert Embedding(10, 2).compute_mask(torch.tensor([[0, 3]])) is None
 
 
 def sigmoid(x):
@@ -442,7 +433,7 @@ def keras_gru_reset_after(x, kernel, recurrent, bias):
 def test_rnn_matches_keras_equations(cls, ref):
     x = RNG.standard_normal((3, 5, 4)).astype(np.float32)
     seq = cls(6, return_sequences=True)
-    seq.build((5, 4))
+    seq.build((None, 5, 4))
     weights = [w + RNG.standard_normal(w.shape).astype(np.float32) * 0.3 for w in seq.get_weights()]
     seq.set_weights(weights)
     np.testing.assert_allclose(seq.get_weights()[0], weights[0], rtol=1e-6)
@@ -451,7 +442,7 @@ def test_rnn_matches_keras_equations(cls, ref):
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
     check_shape(seq, x, y)
     last = cls(6)
-    last.build((5, 4))
+    last.build((None, 5, 4))
     last.set_weights(weights)
     y_last = run(last, x)
     np.testing.assert_allclose(y_last, expected[:, -1], rtol=1e-4, atol=1e-5)
@@ -460,7 +451,7 @@ def test_rnn_matches_keras_equations(cls, ref):
 
 def test_lstm_default_init_unit_forget_bias():
     lstm = LSTM(4)
-    lstm.build((7, 3))
+    lstm.build((None, 7, 3))
     kernel, recurrent, bias = lstm.get_weights()
     assert kernel.shape == (3, 16) and recurrent.shape == (4, 16) and bias.shape == (16,)
     np.testing.assert_array_equal(bias, np.r_[np.zeros(4), np.ones(4), np.zeros(8)])
@@ -474,7 +465,7 @@ def test_rnn_unsupported_options():
     with pytest.raises(ValueError, match="Dropout layer"):
         LSTM(4, dropout=0.2)
     with pytest.raises(ValueError, match="sequences"):
-        LSTM(4).build((10,))
+        LSTM(4).build((None, 10,))
 
 
 # --------------------------------------------------------------------------- names, config, errors
@@ -508,7 +499,7 @@ ALL_LAYERS = [
     (lambda: LSTM(3, return_sequences=True), (4, 2)),
     (lambda: GRU(3), (4, 2)),
     (lambda: Reshape((2, 2)), (4,)),
-    (lambda: Input(shape=(3, 3, 1)), (3, 3, 1)),
+    (lambda: InputLayer(input_shape=(3, 3, 1)), (3, 3, 1)),
     (lambda: Conv1D(3, 2, padding="causal", dilation_rate=2, activation="relu"), (6, 2)),
     (lambda: MaxPooling1D(2, padding="same"), (5, 2)),
     (lambda: AveragePooling1D(3, strides=1), (5, 2)),
@@ -525,12 +516,12 @@ def test_serialize_roundtrip_same_outputs(make, shape):
     clone = layers.deserialize(json.loads(json.dumps(cfg)))
     assert type(clone) is type(layer) and clone.get_config() == layer.get_config()
     assert clone.input_shape_hint == layer.input_shape_hint
-    layer.build(shape)
-    clone.build(shape)
+    layer.build((None, *shape))
+    clone.build((None, *shape))
     clone.set_weights(layer.get_weights())
     x = RNG.integers(0, 10, (2, *shape)).astype(np.float32)
     np.testing.assert_allclose(run(clone, x), run(layer, x), rtol=1e-6)
-    assert layer.compute_output_shape(shape) == run(layer, x).shape[1:]
+    assert layer.compute_output_shape((None, *shape)) == (None, *run(layer, x).shape[1:])
     assert layer.device_context is None
 
 
@@ -551,7 +542,7 @@ def test_bad_arguments_name_the_fix():
 
 def test_set_weights_checks_shapes():
     d = Dense(3)
-    d.build((2,))
+    d.build((None, 2,))
     with pytest.raises(ValueError, match=r"weight 0 has shape \(2, 3\)"):
         d.set_weights([np.zeros((3, 2)), np.zeros(3)])
     with pytest.raises(ValueError, match="expects 2 weight arrays"):
@@ -563,7 +554,7 @@ def test_floatx_float64_parameters():
 
     with config.override(floatX="float64"):
         d = Dense(2)
-        d.build((3,))
+        d.build((None, 3,))
     assert d.weight.dtype == torch.float64
 
 
@@ -608,25 +599,13 @@ def test_keras_style_custom_layer():
         pass
 
     assert type(layers.deserialize({"class_name": "Dense", "config": {"units": 2}})) is layers.Dense
-    with pytest.raises(NotImplementedError, match="must define call"):
-        layers.Layer()(torch.zeros(1))
-
-
-def test_image_layer_flags_tell_where_images_enter_and_leave():
-    image = (Conv2D(2, 3), MaxPooling2D(), AveragePooling2D(), GlobalAveragePooling2D(), ZeroPadding2D())
-    for layer in image:
-        assert layer.image_layer, type(layer).__name__
-    for layer in (Dense(2), Dropout(0.1), Activation("relu"), LSTM(2), Embedding(3, 2)):
-        assert not layer.image_layer, type(layer).__name__
-    bn_img, bn_vec = BatchNormalization(), BatchNormalization()
-    bn_img.build((4, 4, 2))
-    bn_vec.build((4,))
-    assert bn_img.image_layer and not bn_vec.image_layer
+    x = torch.ones(2, 3)
+    assert layers.Layer()(x) is x  # Keras 2's base call is the identity
 
 
 def test_trainable_can_be_toggled_after_build():
     d = Dense(3)
-    d.build((2,))
+    d.build((None, 2,))
     d.trainable = False
     assert not any(p.requires_grad for p in d.parameters()) and d.get_config()["trainable"] is False
     d.trainable = True
@@ -659,7 +638,7 @@ def numpy_conv1d(x, k, b, stride=1, dilation=1):
 def test_conv1d_matches_numpy(kwargs, pad):
     x = RNG.standard_normal((2, 9, 3)).astype(np.float32)
     c = Conv1D(4, **kwargs)
-    c.build((9, 3))
+    c.build((None, 9, 3))
     k = RNG.standard_normal((c.kernel_size, 3, 4)).astype(np.float32)
     bias = RNG.standard_normal(4).astype(np.float32)
     c.set_weights([k, bias])
@@ -682,7 +661,7 @@ def test_pooling_1d_and_global():
     np.testing.assert_allclose(run(GlobalMaxPooling1D(), x), x.max(1))
     np.testing.assert_allclose(run(GlobalAveragePooling1D(), x), x.mean(1), rtol=1e-6)
     with pytest.raises(ValueError, match="expects sequences"):
-        MaxPooling1D().build((4, 4, 3))
+        MaxPooling1D().build((None, 4, 4, 3))
 
 
 def test_leaky_relu():

@@ -1,7 +1,7 @@
 """Keras 2 layers on PyTorch (``from arignote.layers import Dense, Conv2D, ...``).
 
-See :mod:`arignote.layers.base` for the contract the models rely on (``build``,
-``compute_output_shape``, names, config, internal NCHW image tensors).
+See :mod:`arignote.layers.base` for the Keras 2 contract every layer follows (``build`` with the
+batch dim, ``call``, ``compute_output_shape``, masks, names, config; Keras-layout tensors).
 
 What matches Keras 2: class names, argument names and defaults, auto names (``conv2d_1``),
 output shapes, glorot_uniform kernels / zero biases (``Embedding`` U(-0.05, 0.05), LSTM
@@ -10,7 +10,7 @@ layouts, ``get_config()``. Known differences: images are channels_last only (``d
 must be ``channels_last``); ``BatchNormalization`` updates its moving variance with the unbiased
 batch variance (as Keras >= 2.1.3); recurrent layers use sigmoid gates (Keras >= 2.3 default),
 ``GRU`` is the ``reset_after=True`` (CuDNNGRU) variant, and RNN ``dropout``/``return_state``/
-``go_backwards``/``stateful`` and ``Embedding(mask_zero=True)`` are refused with an error;
+``go_backwards``/``stateful`` are refused with an error;
 regularizers and constraints are not supported.
 
 Example::
@@ -21,12 +21,11 @@ Example::
 """
 
 from arignote.layers.base import (
+    InputSpec,
     Layer,
     deserialize,
-    from_internal,
     reset_name_counters,
     serialize,
-    to_internal,
 )
 from arignote.layers.conv import (
     AveragePooling2D,
@@ -64,7 +63,7 @@ from arignote.layers.normalization import BatchNormalization
 from arignote.layers.recurrent import GRU, LSTM
 
 __all__ = [
-    "Layer", "serialize", "deserialize", "to_internal", "from_internal", "reset_name_counters",
+    "Layer", "InputSpec", "serialize", "deserialize", "reset_name_counters",
     "Input", "InputLayer", "Dense", "Activation", "LeakyReLU", "Dropout", "Flatten", "Reshape", "Embedding",
     "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
     "GlobalAveragePooling2D", "GlobalMaxPooling2D", "ZeroPadding2D",

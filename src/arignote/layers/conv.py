@@ -1,16 +1,17 @@
 """Image layers: ``Conv2D``, ``MaxPooling2D``, ``AveragePooling2D``, ``GlobalAveragePooling2D``,
 ``GlobalMaxPooling2D``, ``ZeroPadding2D``.
 
-The API speaks Keras channels-last shapes; tensors are internal logical NCHW in channels_last
-memory (see :mod:`arignote.layers.base`), so ``forward`` is a plain ``F.conv2d`` / pooling call.
-``padding='same'`` pads like TensorFlow (extra row/column at the bottom/right when odd), with
-the padding computed once in ``build``.
+Tensors are Keras channels-last batches ``(N, H, W, C)``; each layer views them as NCHW for torch's
+kernels (``permute(0, 3, 1, 2)`` of a contiguous NHWC tensor is NCHW in channels_last memory, and
+the result permuted back is contiguous NHWC again: no copies). ``padding='same'`` pads like
+TensorFlow (extra row/column at the bottom/right when odd), computed once in ``build`` when the
+image size is known, per call otherwise.
 
 Example::
 
     >>> c = Conv2D(32, (3, 3), padding="same", input_shape=(32, 32, 3))
-    >>> c.compute_output_shape((32, 32, 3))
-    (32, 32, 32)
+    >>> c.compute_output_shape((None, 32, 32, 3))
+    (None, 32, 32, 32)
 """
 
 from __future__ import annotations
@@ -65,12 +66,12 @@ def _data_format(value: Any, layer: str) -> None:
 
 
 def _image_shape(input_shape: tuple, layer: str) -> tuple:
-    if len(input_shape) != 3:
+    if len(input_shape) != 4:
         raise ValueError(
-            f"{layer} expects images (height, width, channels), got per-sample input shape {input_shape}; "
-            "reshape flat data to e.g. (28, 28, 1)"
+            f"{layer} expects images (batch, height, width, channels), got input shape {tuple(input_shape)}; "
+            "reshape flat data to e.g. (28, 28, 1) per sample"
         )
-    return input_shape
+    return tuple(input_shape)
 
 
 def _out_len(n: int | None, k: int, s: int, d: int, padding: str) -> int | None:
@@ -88,34 +89,45 @@ def _same_pad(n: int, k: int, s: int, d: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
+def _nchw(x: torch.Tensor) -> torch.Tensor:
+    return x.permute(0, 3, 1, 2)
+
+
+def _nhwc(y: torch.Tensor) -> torch.Tensor:
+    return y.permute(0, 2, 3, 1)
+
+
 class _Spatial(Layer):
     """Shared 'same'/'valid' padding bookkeeping for convolution and pooling."""
 
-    image_layer = True
+    def _plan(self, h: int, w: int, kernel: tuple, strides: tuple, dilation: tuple) -> tuple:
+        """(op padding, explicit F.pad or None) for an h x w image."""
+        if self.padding != "same":
+            return (0, 0), None
+        ph = _same_pad(h, kernel[0], strides[0], dilation[0])
+        pw = _same_pad(w, kernel[1], strides[1], dilation[1])
+        if ph[0] == ph[1] and pw[0] == pw[1]:
+            return (ph[0], pw[0]), None  # symmetric padding goes to the op itself
+        return (0, 0), (pw[0], pw[1], ph[0], ph[1])
 
     def _plan_padding(self, input_shape: tuple, kernel: tuple, strides: tuple, dilation: tuple) -> None:
-        # symmetric padding goes to the op itself; asymmetric needs an explicit F.pad
-        self._op_padding: tuple[int, int] = (0, 0)
-        self._pad: tuple[int, int, int, int] | None = None
-        if self.padding != "same":
-            return
-        h, w = input_shape[0], input_shape[1]
-        if h is None or w is None:
-            raise ValueError(
-                f"{self.name}: padding='same' needs known image height and width, got {input_shape}"
-            )
-        ph, pw = (
-            _same_pad(h, kernel[0], strides[0], dilation[0]),
-            _same_pad(w, kernel[1], strides[1], dilation[1]),
-        )
-        if ph[0] == ph[1] and pw[0] == pw[1]:
-            self._op_padding = (ph[0], pw[0])
+        self._geometry = (kernel, strides, dilation)
+        h, w = input_shape[1], input_shape[2]
+        self._dynamic = self.padding == "same" and (h is None or w is None)
+        if self._dynamic:
+            self._op_padding, self._pad = (0, 0), None
         else:
-            self._pad = (pw[0], pw[1], ph[0], ph[1])
+            self._op_padding, self._pad = self._plan(h, w, kernel, strides, dilation)
+
+    def _padding_for(self, x: torch.Tensor) -> tuple:
+        if self._dynamic:
+            return self._plan(x.shape[2], x.shape[3], *self._geometry)
+        return self._op_padding, self._pad
 
     def _spatial_out(self, input_shape: Any, kernel: tuple, strides: tuple, dilation: tuple) -> tuple:
         shape = _image_shape(tuple(input_shape), type(self).__name__)
-        return tuple(_out_len(shape[i], kernel[i], strides[i], dilation[i], self.padding) for i in range(2))
+        return tuple(_out_len(shape[i + 1], kernel[i], strides[i], dilation[i], self.padding)
+                     for i in range(2))
 
 
 class Conv2D(_Spatial):
@@ -164,14 +176,14 @@ class Conv2D(_Spatial):
         if self.dilation_rate != (1, 1) and self.strides != (1, 1):
             raise ValueError(f"{where}: dilation_rate != 1 with strides != 1 is not supported (as in Keras)")
         self.activation = activation if activation is not None else "linear"
-        self._act = activations.get(self.activation, image=True)
+        self._act = activations.get(self.activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = check_initializer(kernel_initializer, "kernel_initializer")
         self.bias_initializer = check_initializer(bias_initializer, "bias_initializer")
 
-    def _build(self, input_shape: tuple) -> None:
-        _image_shape(input_shape, f"Conv2D '{self.name}'")
-        channels = input_shape[2]
+    def build(self, input_shape: Any) -> None:
+        input_shape = _image_shape(input_shape, f"Conv2D '{self.name}'")
+        channels = input_shape[3]
         dtype = self._param_dtype()
         self.weight = nn.Parameter(
             initialize(
@@ -184,15 +196,18 @@ class Conv2D(_Spatial):
             else None
         )
         self._plan_padding(input_shape, self.kernel_size, self.strides, self.dilation_rate)
+        super().build(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         h, w = self._spatial_out(input_shape, self.kernel_size, self.strides, self.dilation_rate)
-        return (h, w, self.filters)
+        return (input_shape[0], h, w, self.filters)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._pad is not None:
-            x = F.pad(x, self._pad)
-        y = F.conv2d(x, self.weight, self.bias, self.strides, self._op_padding, self.dilation_rate)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        x = _nchw(inputs)
+        op_padding, pad = self._padding_for(x)
+        if pad is not None:
+            x = F.pad(x, pad)
+        y = _nhwc(F.conv2d(x, self.weight, self.bias, self.strides, op_padding, self.dilation_rate))
         return y if self._act is None else self._act(y)
 
     def _keras_weights(self) -> list[torch.Tensor]:
@@ -222,71 +237,73 @@ class _Pooling2D(_Spatial):
         self.padding = _padding(padding, where)
         _data_format(data_format, where)
 
-    def _build(self, input_shape: tuple) -> None:
-        _image_shape(input_shape, f"{type(self).__name__} '{self.name}'")
+    def build(self, input_shape: Any) -> None:
+        input_shape = _image_shape(input_shape, f"{type(self).__name__} '{self.name}'")
         self._plan_padding(input_shape, self.pool_size, self.strides, (1, 1))
         if self._pad is not None:
-            # average over the real pixels only (TensorFlow 'same'): divide by the per-window count
-            ones = F.pad(torch.ones(1, 1, input_shape[0], input_shape[1]), self._pad)
-            count = F.avg_pool2d(ones, self.pool_size, self.strides) * (self.pool_size[0] * self.pool_size[1])
-            self.register_buffer("_count", count, persistent=False)
+            self.register_buffer("_count", self._window_count(input_shape[1], input_shape[2], self._pad),
+                                 persistent=False)
+        super().build(input_shape)
+
+    def _window_count(self, h: int, w: int, pad: tuple) -> torch.Tensor:
+        # average over the real pixels only (TensorFlow 'same'): divide by the per-window count
+        ones = F.pad(torch.ones(1, 1, h, w), pad)
+        return F.avg_pool2d(ones, self.pool_size, self.strides) * (self.pool_size[0] * self.pool_size[1])
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         h, w = self._spatial_out(input_shape, self.pool_size, self.strides, (1, 1))
-        return (h, w, tuple(input_shape)[2])
+        return (input_shape[0], h, w, tuple(input_shape)[3])
 
 
 class MaxPooling2D(_Pooling2D):
     """Max pooling (Keras 2): ``pool_size=(2, 2)``, ``strides=None`` (= pool_size), ``padding='valid'``."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._pad is not None:
-            x = F.pad(x, self._pad, value=float("-inf"))
-        return F.max_pool2d(x, self.pool_size, self.strides, self._op_padding)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        x = _nchw(inputs)
+        op_padding, pad = self._padding_for(x)
+        if pad is not None:
+            x = F.pad(x, pad, value=float("-inf"))
+        return _nhwc(F.max_pool2d(x, self.pool_size, self.strides, op_padding))
 
 
 class AveragePooling2D(_Pooling2D):
     """Average pooling (Keras 2); with ``padding='same'`` padded pixels are not counted (as in TF)."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._pad is not None:
-            summed = F.avg_pool2d(
-                F.pad(x, self._pad),
-                self.pool_size,
-                self.strides,
-                divisor_override=1,
-            )
-            return summed / self._count
-        return F.avg_pool2d(x, self.pool_size, self.strides, self._op_padding, count_include_pad=False)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        x = _nchw(inputs)
+        op_padding, pad = self._padding_for(x)
+        if pad is not None:
+            summed = F.avg_pool2d(F.pad(x, pad), self.pool_size, self.strides, divisor_override=1)
+            count = self._count if not self._dynamic else self._window_count(x.shape[2], x.shape[3], pad)
+            return _nhwc(summed / count.to(summed))
+        return _nhwc(F.avg_pool2d(x, self.pool_size, self.strides, op_padding, count_include_pad=False))
 
 
 class GlobalAveragePooling2D(Layer):
-    """Mean over height and width: ``(H, W, C) -> (C,)``."""
-
-    image_layer = True
+    """Mean over height and width: ``(N, H, W, C) -> (N, C)``."""
 
     def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         _data_format(data_format, f"GlobalAveragePooling2D '{self.name}'")
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        return (_image_shape(tuple(input_shape), "GlobalAveragePooling2D")[2],)
+        shape = _image_shape(tuple(input_shape), type(self).__name__)
+        return (shape[0], shape[3])
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.mean(dim=(2, 3))
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs.mean(dim=(1, 2))
 
 
 class GlobalMaxPooling2D(GlobalAveragePooling2D):
-    """Max over height and width: ``(H, W, C) -> (C,)``."""
+    """Max over height and width: ``(N, H, W, C) -> (N, C)``."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.amax(dim=(2, 3))
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs.amax(dim=(1, 2))
 
 
 class ZeroPadding2D(Layer):
     """Pads images with zeros: ``padding=1``, ``(ph, pw)`` or ``((top, bottom), (left, right))``."""
 
-    image_layer = True
     _config_keys = ("padding",)
 
     def __init__(self, padding: Any = (1, 1), data_format: str | None = None, **kwargs: Any) -> None:
@@ -310,7 +327,7 @@ class ZeroPadding2D(Layer):
         if any(p < 0 for pair in pads for p in pair):
             raise ValueError(f"{where}: padding must be >= 0, got {padding!r}")
         self.padding = pads
-        self._pad = (pads[1][0], pads[1][1], pads[0][0], pads[0][1])
+        self._pad = (0, 0, pads[1][0], pads[1][1], pads[0][0], pads[0][1])  # F.pad order: C, W, H
 
     def get_config(self) -> dict:
         cfg = super().get_config()
@@ -318,12 +335,12 @@ class ZeroPadding2D(Layer):
         return cfg
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        h, w, c = _image_shape(tuple(input_shape), "ZeroPadding2D")
+        n, h, w, c = _image_shape(tuple(input_shape), "ZeroPadding2D")
         (t, b), (l, r) = self.padding
-        return (None if h is None else h + t + b, None if w is None else w + l + r, c)
+        return (n, None if h is None else h + t + b, None if w is None else w + l + r, c)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.pad(x, self._pad)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return F.pad(inputs, self._pad)
 
 
 # Keras 2 aliases

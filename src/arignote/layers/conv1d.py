@@ -9,8 +9,8 @@ returns Keras's ``(k, in, filters)``.
 
 Example::
 
-    >>> Conv1D(8, 3, padding="causal").compute_output_shape((100, 16))
-    (100, 8)
+    >>> Conv1D(8, 3, padding="causal").compute_output_shape((None, 100, 16))
+    (None, 100, 8)
 """
 
 from __future__ import annotations
@@ -38,11 +38,12 @@ def _int1(value: Any, what: str, where: str) -> int:
     return positive_int(value, what, where)
 
 
-def _sequence(input_shape: tuple, where: str) -> tuple:
-    if len(input_shape) != 2:
-        raise ValueError(f"{where} expects sequences (steps, channels), got per-sample input shape "
-                         f"{input_shape}")
-    return input_shape
+def _sequence(input_shape: Any, where: str) -> tuple:
+    """(steps, channels) of a ``(batch, steps, channels)`` input shape."""
+    if len(input_shape) != 3:
+        raise ValueError(f"{where} expects sequences (batch, steps, channels), got input shape "
+                         f"{tuple(input_shape)}")
+    return tuple(input_shape)[1:]
 
 
 def _pads(n: int | None, k: int, s: int, d: int, padding: str) -> tuple[int, int]:
@@ -93,24 +94,29 @@ class Conv1D(Layer):
         self.kernel_initializer = check_initializer(kernel_initializer, "kernel_initializer")
         self.bias_initializer = check_initializer(bias_initializer, "bias_initializer")
 
-    def _build(self, input_shape: tuple) -> None:
+    def build(self, input_shape: Any) -> None:
         steps, channels = _sequence(input_shape, f"Conv1D '{self.name}'")
         dtype = self._param_dtype()
         kernel = torch.empty(self.filters, channels, self.kernel_size, dtype=dtype)
         self.weight = nn.Parameter(initialize(kernel, self.kernel_initializer))
         self.bias = (nn.Parameter(initialize(torch.empty(self.filters, dtype=dtype), self.bias_initializer))
                      if self.use_bias else None)  # fmt: skip
-        self._pad = _pads(steps, self.kernel_size, self.strides, self.dilation_rate, self.padding)
+        self._dynamic = steps is None and self.padding == "same"
+        self._pad = (0, 0) if self._dynamic else _pads(steps, self.kernel_size, self.strides,
+                                                        self.dilation_rate, self.padding)
+        super().build(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        steps, _ = _sequence(tuple(input_shape), "Conv1D")
+        steps, _ = _sequence(input_shape, "Conv1D")
         steps = _out_len(steps, self.kernel_size, self.strides, self.dilation_rate, self.padding)
-        return (steps, self.filters)
+        return (input_shape[0], steps, self.filters)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.transpose(1, 2)
-        if self._pad != (0, 0):
-            x = F.pad(x, self._pad)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        x = inputs.transpose(1, 2)
+        pad = _pads(x.shape[2], self.kernel_size, self.strides, self.dilation_rate, "same") \
+            if self._dynamic else self._pad
+        if pad != (0, 0):
+            x = F.pad(x, pad)
         y = F.conv1d(x, self.weight, self.bias, self.strides, 0, self.dilation_rate).transpose(1, 2)
         return y if self._act is None else self._act(y)
 
@@ -136,25 +142,29 @@ class _Pooling1D(Layer):
             raise ValueError(f"{where}: padding must be 'valid' or 'same', got {padding!r}")
         self.padding = padding
 
-    def _build(self, input_shape: tuple) -> None:
+    def build(self, input_shape: Any) -> None:
         steps, _ = _sequence(input_shape, f"{type(self).__name__} '{self.name}'")
+        if steps is None and self.padding == "same":
+            raise ValueError(f"{type(self).__name__} '{self.name}': padding='same' needs a known number of "
+                             f"steps, got input shape {tuple(input_shape)}")
         self._pad = _pads(steps, self.pool_size, self.strides, 1, self.padding)
         if self._pad != (0, 0):
             # TF 'same' averages over the real steps only
             ones = F.pad(torch.ones(1, 1, steps), self._pad)
             self.register_buffer("_count", F.avg_pool1d(ones, self.pool_size, self.strides) * self.pool_size,
                                  persistent=False)  # fmt: skip
+        super().build(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        steps, channels = _sequence(tuple(input_shape), type(self).__name__)
-        return (_out_len(steps, self.pool_size, self.strides, 1, self.padding), channels)
+        steps, channels = _sequence(input_shape, type(self).__name__)
+        return (input_shape[0], _out_len(steps, self.pool_size, self.strides, 1, self.padding), channels)
 
 
 class MaxPooling1D(_Pooling1D):
     """Max over windows of ``pool_size`` steps (Keras 2 ``MaxPooling1D``)."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.transpose(1, 2)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        x = inputs.transpose(1, 2)
         if self._pad != (0, 0):
             x = F.pad(x, self._pad, value=float("-inf"))
         return F.max_pool1d(x, self.pool_size, self.strides).transpose(1, 2)
@@ -163,8 +173,8 @@ class MaxPooling1D(_Pooling1D):
 class AveragePooling1D(_Pooling1D):
     """Mean over windows of ``pool_size`` steps (Keras 2 ``AveragePooling1D``)."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = x.transpose(1, 2)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        x = inputs.transpose(1, 2)
         if self._pad != (0, 0):
             summed = F.avg_pool1d(F.pad(x, self._pad), self.pool_size, self.strides) * self.pool_size
             return (summed / self._count).transpose(1, 2)
@@ -172,20 +182,20 @@ class AveragePooling1D(_Pooling1D):
 
 
 class GlobalMaxPooling1D(Layer):
-    """Max over steps: ``(steps, channels) -> (channels,)``."""
+    """Max over steps: ``(N, steps, channels) -> (N, channels)``."""
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        return (_sequence(tuple(input_shape), type(self).__name__)[1],)
+        return (input_shape[0], _sequence(input_shape, type(self).__name__)[1])
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.amax(dim=1)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs.amax(dim=1)
 
 
 class GlobalAveragePooling1D(GlobalMaxPooling1D):
-    """Mean over steps: ``(steps, channels) -> (channels,)``."""
+    """Mean over steps: ``(N, steps, channels) -> (N, channels)``."""
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x.mean(dim=1)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs.mean(dim=1)
 
 
 Convolution1D = Conv1D

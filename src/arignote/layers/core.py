@@ -8,7 +8,6 @@ Example::
 
     >>> import torch
     >>> d = Dense(3, activation="softmax", input_dim=4)
-    >>> d.build((4,))
     >>> d(torch.ones(2, 4)).shape
     torch.Size([2, 3])
 """
@@ -23,9 +22,11 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from arignote.graph import ops
 from arignote.layers import activations
 from arignote.layers.activations import check_initializer, initialize
-from arignote.layers.base import Layer, _shape_tuple, positive_int
+from arignote.layers.base import InputSpec, Layer, positive_int
+from arignote.layers.input_layer import Input, InputLayer
 
 __all__ = ["InputLayer", "Input", "Dense", "Activation", "LeakyReLU", "Dropout", "Flatten", "Reshape",
            "Embedding"]
@@ -33,35 +34,6 @@ __all__ = ["InputLayer", "Input", "Dense", "Activation", "LeakyReLU", "Dropout",
 
 def _positive_int(value: Any, what: str, layer: str) -> int:
     return positive_int(value, what, layer)
-
-
-class InputLayer(Layer):
-    """Declares the per-sample input shape of a model; passes its input through.
-
-    Example::
-
-        >>> Input(shape=(28, 28, 1)).input_shape_hint
-        (28, 28, 1)
-    """
-
-    _name_prefix = "input"  # Keras names these input_1, input_2, ...
-
-    def __init__(self, input_shape: Any = None, batch_input_shape: Any = None, **kwargs: Any) -> None:
-        if input_shape is None and batch_input_shape is None:
-            raise ValueError(
-                "Input needs shape=..., e.g. Input(shape=(32, 32, 3)) (per sample, no batch dim)"
-            )
-        super().__init__(input_shape=input_shape, batch_input_shape=batch_input_shape, **kwargs)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x
-
-
-def Input(
-    shape: Any = None, batch_shape: Any = None, name: str | None = None, dtype: str | None = None
-) -> InputLayer:
-    """Keras ``Input(shape=...)``: an :class:`InputLayer` to put first in a ``Sequential``."""
-    return InputLayer(input_shape=shape, batch_input_shape=batch_shape, name=name, dtype=dtype)
 
 
 class Dense(Layer):
@@ -72,6 +44,7 @@ class Dense(Layer):
     """
 
     _config_keys = ("units", "activation", "use_bias", "kernel_initializer", "bias_initializer")
+    supports_masking = True
 
     def __init__(
         self,
@@ -89,9 +62,8 @@ class Dense(Layer):
         self.use_bias = bool(use_bias)
         self.kernel_initializer = check_initializer(kernel_initializer, "kernel_initializer")
         self.bias_initializer = check_initializer(bias_initializer, "bias_initializer")
-        self._image = False
 
-    def _build(self, input_shape: tuple) -> None:
+    def build(self, input_shape: Any) -> None:
         dtype = self._param_dtype()
         features = input_shape[-1]
         if features is None:
@@ -106,18 +78,14 @@ class Dense(Layer):
             if self.use_bias
             else None
         )
-        # Keras applies Dense to the last axis; on images that is channels (our dim 1)
-        self._image = len(input_shape) == 3
-        self._act = activations.get(self.activation, image=self._image)
+        self.input_spec = InputSpec(min_ndim=2, axes={-1: features})
+        super().build(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return (*tuple(input_shape)[:-1], self.units)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._image:
-            y = F.linear(x.permute(0, 2, 3, 1), self.weight, self.bias).permute(0, 3, 1, 2)
-        else:
-            y = F.linear(x, self.weight, self.bias)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        y = F.linear(inputs, self.weight, self.bias)
         return y if self._act is None else self._act(y)
 
     def _keras_weights(self) -> list[torch.Tensor]:
@@ -133,24 +101,25 @@ class Activation(Layer):
     """Applies a named activation (``relu``, ``softmax``, ``sigmoid``, ``tanh``, ``linear``, ...)."""
 
     _config_keys = ("activation",)
+    supports_masking = True
 
     def __init__(self, activation: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.activation = activation
         self._act = activations.get(activation)
 
-    def _build(self, input_shape: tuple) -> None:
-        # softmax over Keras's last axis = channels = dim 1 of an internal image tensor
-        self._act = activations.get(self.activation, image=len(input_shape) == 3)
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x if self._act is None else self._act(x)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs if self._act is None else self._act(inputs)
 
 
 class LeakyReLU(Layer):
     """``x`` if ``x > 0`` else ``alpha * x`` (Keras 2 default ``alpha=0.3``)."""
 
     _config_keys = ("alpha",)
+    supports_masking = True
 
     def __init__(self, alpha: float = 0.3, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -158,14 +127,18 @@ class LeakyReLU(Layer):
             raise ValueError(f"LeakyReLU '{self.name}': alpha must be a number >= 0, got {alpha!r}")
         self.alpha = float(alpha)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.leaky_relu(x, self.alpha)
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape
+
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return F.leaky_relu(inputs, self.alpha)
 
 
 class Dropout(Layer):
     """Zeroes a fraction ``rate`` of inputs during training (scaled by 1/(1-rate)); identity in eval."""
 
     _config_keys = ("rate",)
+    supports_masking = True
 
     def __init__(self, rate: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -173,15 +146,16 @@ class Dropout(Layer):
             raise ValueError(f"Dropout '{self.name}': rate must be in [0, 1), got {rate!r}")
         self.rate = float(rate)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.dropout(x, self.rate, self.training)
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape
+
+    def call(self, inputs: torch.Tensor, training: Any = None) -> torch.Tensor:
+        return F.dropout(inputs, self.rate, bool(training)) if self.rate else inputs
 
 
 class Flatten(Layer):
-    """Flattens each sample; images flatten in Keras's (height, width, channels) order.
-
-    On an internal channels_last NCHW tensor ``permute(0, 2, 3, 1)`` is contiguous, so this is a view.
-    """
+    """Flattens each sample; images flatten in Keras's (height, width, channels) order (a view of a
+    contiguous channels-last batch)."""
 
     def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -189,20 +163,13 @@ class Flatten(Layer):
             raise ValueError(
                 f"Flatten '{self.name}': only data_format='channels_last' (Keras's default) is supported"
             )
-        self._image = False
-
-    def _build(self, input_shape: tuple) -> None:
-        self._image = len(input_shape) == 3
-        self.image_layer = self._image  # consumes an internal image tensor, returns Keras order
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        shape = tuple(input_shape)
-        return (None,) if None in shape else (math.prod(shape),)
+        rest = tuple(input_shape)[1:]
+        return (input_shape[0], None if None in rest else math.prod(rest))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._image:
-            x = x.permute(0, 2, 3, 1)
-        return x.reshape(x.shape[0], -1)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs.reshape(inputs.shape[0], -1)
 
 
 class Reshape(Layer):
@@ -215,86 +182,81 @@ class Reshape(Layer):
         self.target_shape = tuple(int(d) for d in target_shape)
         if sum(d == -1 for d in self.target_shape) > 1 or any(d == 0 or d < -1 for d in self.target_shape):
             raise ValueError(f"Reshape '{self.name}': bad target_shape {target_shape!r}")
-        self._in_image = self._out_image = False
-
-    def _build(self, input_shape: tuple) -> None:
-        self._in_image = len(input_shape) == 3
-        self._out_image = len(self.target_shape) == 3
-        self._resolved = self.compute_output_shape(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        total = math.prod(input_shape)
+        rest = tuple(input_shape)[1:]
+        if None in rest:
+            return (input_shape[0], *(None if d == -1 else d for d in self.target_shape))
+        total = math.prod(rest)
         known = math.prod(d for d in self.target_shape if d != -1)
         if -1 in self.target_shape:
             if total % known:
-                raise ValueError(
-                    f"Reshape '{self.name}': cannot reshape {tuple(input_shape)} to {self.target_shape}"
-                )
-            return tuple(total // known if d == -1 else d for d in self.target_shape)
+                raise ValueError(f"Reshape '{self.name}': cannot reshape {rest} to {self.target_shape}")
+            return (input_shape[0], *(total // known if d == -1 else d for d in self.target_shape))
         if known != total:
-            raise ValueError(
-                f"Reshape '{self.name}': cannot reshape {tuple(input_shape)} to {self.target_shape}"
-            )
-        return self.target_shape
+            raise ValueError(f"Reshape '{self.name}': cannot reshape {rest} to {self.target_shape}")
+        return (input_shape[0], *self.target_shape)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._in_image:
-            x = x.permute(0, 2, 3, 1)
-        y = x.reshape(x.shape[0], *self._resolved)
-        return y.permute(0, 3, 1, 2) if self._out_image else y
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        return inputs.reshape(inputs.shape[0], *self.target_shape)
 
 
 class Embedding(Layer):
     """Turns integer indices in ``[0, input_dim)`` into dense vectors of size ``output_dim``.
 
     Keras 2 arguments: ``input_dim``, ``output_dim``, ``embeddings_initializer='uniform'``
-    (U(-0.05, 0.05)), ``input_length``. ``mask_zero=True`` is not supported.
+    (U(-0.05, 0.05)), ``mask_zero=False`` (index 0 is padding: the output carries a mask that
+    the next layers, e.g. an RNN, receive), ``input_length`` (the input shape is
+    ``(None, input_length)``; ``(None, None)`` when not given, as in Keras 2).
     """
 
-    _config_keys = ("input_dim", "output_dim", "embeddings_initializer", "input_length")
+    _config_keys = ("input_dim", "output_dim", "embeddings_initializer", "mask_zero", "input_length")
 
     def __init__(
         self,
         input_dim: int,
         output_dim: int,
         embeddings_initializer: Any = "uniform",
-        input_length: int | None = None,
         mask_zero: bool = False,
+        input_length: int | None = None,
         **kwargs: Any,
     ) -> None:
-        kwargs.pop("input_shape", None) if input_length is not None else None
+        if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
+            scalar = isinstance(input_length, (numbers.Integral, type(None)))
+            kwargs["input_shape"] = (input_length,) if scalar else tuple(input_length)
         super().__init__(**kwargs)
-        if mask_zero:
-            raise ValueError(
-                f"Embedding '{self.name}': mask_zero=True is not supported; pad with 0 and keep "
-                "mask_zero=False"
-            )
         self.input_dim = _positive_int(input_dim, "input_dim", f"Embedding '{self.name}'")
         self.output_dim = _positive_int(output_dim, "output_dim", f"Embedding '{self.name}'")
         self.embeddings_initializer = check_initializer(embeddings_initializer, "embeddings_initializer")
+        self.mask_zero = bool(mask_zero)
+        self.supports_masking = self.mask_zero
         self.input_length = (
             None if input_length is None else _positive_int(input_length, "input_length", "Embedding")
         )
-        if self.input_length is not None:
-            self.input_shape_hint = (self.input_length,)
 
     def get_config(self) -> dict:
         cfg = super().get_config()
-        cfg.pop("input_shape", None)  # carried by input_length
+        if cfg.get("batch_input_shape") == [None, self.input_length]:
+            cfg.pop("batch_input_shape")  # carried by input_length
         return cfg
 
-    def _build(self, input_shape: tuple) -> None:
-        _shape_tuple(input_shape, "Embedding input shape")
+    def build(self, input_shape: Any) -> None:
         self.weight = nn.Parameter(
             initialize(
                 torch.empty(self.input_dim, self.output_dim, dtype=self._param_dtype()),
                 self.embeddings_initializer,
             )
         )
+        super().build(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
         return (*tuple(input_shape), self.output_dim)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        if not self.mask_zero:
+            return None
+        return ops.apply("not_equal", torch.ne, inputs, 0)
+
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
         # Keras users often feed indices as floats; .long() is free when they are already int64
-        return F.embedding(x.long(), self.weight)
+        return F.embedding(inputs.long(), self.weight)

@@ -8,7 +8,7 @@ biased one). Normalization itself uses the biased batch variance in both.
 Example::
 
     >>> bn = BatchNormalization(input_shape=(8, 8, 16))
-    >>> bn.build((8, 8, 16)); bn.weight.shape
+    >>> bn.build((None, 8, 8, 16)); bn.weight.shape
     torch.Size([16])
 """
 
@@ -29,8 +29,10 @@ __all__ = ["BatchNormalization"]
 class BatchNormalization(Layer):
     """Normalizes the last (Keras) axis: features of vectors, channels of images.
 
-    Works on ``(features,)``, ``(timesteps, features)`` and ``(H, W, C)`` per-sample shapes.
+    Works on ``(N, features)``, ``(N, timesteps, features)`` and ``(N, H, W, C)`` inputs.
     """
+
+    supports_masking = True
 
     _config_keys = (
         "axis",
@@ -78,16 +80,16 @@ class BatchNormalization(Layer):
             moving_variance_initializer, "moving_variance_initializer"
         )
         self._torch_momentum = 1.0 - self.momentum
-        self._sequence = False
+        self._rank = 2
 
-    def _build(self, input_shape: tuple) -> None:
-        rank = len(input_shape) + 1  # with the batch dim
+    def build(self, input_shape: Any) -> None:
+        rank = len(input_shape)
         if self.axis not in (-1, rank - 1):
             raise ValueError(
                 f"BatchNormalization '{self.name}': only the last axis (axis=-1, channels_last) is "
                 f"supported, got axis={self.axis} for input shape {input_shape}"
             )
-        if len(input_shape) not in (1, 2, 3) or input_shape[-1] is None:
+        if len(input_shape) not in (2, 3, 4) or input_shape[-1] is None:
             raise ValueError(f"BatchNormalization '{self.name}': unsupported input shape {input_shape}")
         n = input_shape[-1]
         dtype = self._param_dtype()
@@ -107,19 +109,34 @@ class BatchNormalization(Layer):
         self.register_buffer(
             "running_var", initialize(torch.empty(n, dtype=dtype), self.moving_variance_initializer)
         )
-        # (timesteps, features): torch wants features at dim 1
-        self._sequence = len(input_shape) == 2
-        self.image_layer = len(input_shape) == 3
+        # torch wants features at dim 1: sequences transpose, images permute (views)
+        self._rank = rank
+        super().build(input_shape)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._sequence:
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return input_shape
+
+    def call(self, inputs: torch.Tensor, training: Any = None) -> torch.Tensor:
+        x = inputs
+        if self._rank == 4:
+            return F.batch_norm(
+                x.permute(0, 3, 1, 2),
+                self.running_mean,
+                self.running_var,
+                self.weight,
+                self.bias,
+                bool(training),
+                self._torch_momentum,
+                self.epsilon,
+            ).permute(0, 2, 3, 1)
+        if self._rank == 3:
             return F.batch_norm(
                 x.transpose(1, 2),
                 self.running_mean,
                 self.running_var,
                 self.weight,
                 self.bias,
-                self.training,
+                bool(training),
                 self._torch_momentum,
                 self.epsilon,
             ).transpose(1, 2)
@@ -129,7 +146,7 @@ class BatchNormalization(Layer):
             self.running_var,
             self.weight,
             self.bias,
-            self.training,
+            bool(training),
             self._torch_momentum,
             self.epsilon,
         )
