@@ -9,6 +9,7 @@ Example::
 
     $ arignote bench --quick --out bench-out
     $ arignote bench --batch-size 32,128 --configs cpu --vs torch,keras,lightning --out seeds
+    $ arignote bench --plan      # counts of one step and its predicted time on named GPUs
 """
 
 from __future__ import annotations
@@ -45,6 +46,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--repeats", type=int, default=1, help="runs per runner and configuration, "
                         "alternating the order (default 1); the median is reported")
     parser.add_argument("--out", default="bench-out", help="directory for bench.txt, bench.json, bench.png")
+    parser.add_argument("--plan", action="store_true",
+                        help="no timing: count one training step (operators, FLOPs, bytes, host syncs) and "
+                             "predict its time on named GPUs (arignote.bench.perfmodel)")
 
 
 def _fail(message: str) -> int:
@@ -77,6 +81,8 @@ def run(args) -> int:
         problems.append("--batch-size is empty; give e.g. 32 or 32,128")
     if problems:
         return _fail(problems[0])
+    if args.plan:
+        return _plan(args.model, batches)
     peers = [p.strip() for p in args.vs.split(",") if p.strip()]
     for p in peers:
         if p not in runners.PEERS:
@@ -115,6 +121,7 @@ def run(args) -> int:
     title = (f"arignote bench · {args.model}: {spec.doc} · data: {data_source} · "
              f"{n_train} train + {plan.n_val} val · {epochs} epoch(s)")
     text = report.render_table(runs, title)
+    text += _predictions(args.model, runs)
     busy = max((x for x in load if x is not None), default=0.0)
     if busy > inventory.cpu_threads + 1:  # the bench itself accounts for about cpu_threads
         text += (f"\n\nnote: 1-minute load average {load[0]} before and {load[1]} after the runs on "
@@ -132,6 +139,25 @@ def run(args) -> int:
     except report.ChartUnavailable as exc:
         print(f"\nwrote {out / 'bench.txt'}, {out / 'bench.json'}; no chart: {exc}")
     return 1 if any(r.status == "failed" for r in runs) else 0
+
+
+def _plan(model: str, batches: list[int]) -> int:
+    from arignote.bench import plan
+
+    for i, b in enumerate(batches):
+        print(("\n" if i else "") + plan.render(plan.plan_model(model, b)))
+    return 0
+
+
+def _predictions(model: str, runs) -> str:
+    """On a GPU the table knows, the performance model's prediction beside each measured row."""
+    from arignote.bench import perfmodel, plan
+
+    gpu_runs = [r for r in runs if r.ok and r.device_name and perfmodel.find_gpu(r.device_name)]
+    lines = []
+    for b in sorted({r.batch_size for r in gpu_runs}):
+        lines += plan.predicted_vs_measured(plan.plan_model(model, b), gpu_runs)
+    return "\n\npredicted vs measured (arignote bench --plan):\n" + "\n".join(lines) if lines else ""
 
 
 def _strategies() -> frozenset[str]:

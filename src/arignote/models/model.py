@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arignote import config
 from arignote.callbacks.base import CallbackList, History
 from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
@@ -250,6 +251,10 @@ class Model(GeneratorMethods):
 
             cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
         cbs += list(callbacks or []) + [self.history]
+        if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
+            from arignote.callbacks.status import RunStatus
+
+            cbs.append(RunStatus())
         cblist = CallbackList(cbs, model=self, params=params)
         trainer.fit(train, val, epochs=epochs, initial_epoch=initial_epoch, batch_size=batch_size,
                     shuffle=shuffle, steps_per_epoch=steps_per_epoch,

@@ -28,6 +28,8 @@ import json
 import os
 from typing import Any
 
+import torch
+
 from arignote import checkpoint
 
 __all__ = ["save_model", "load_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT"]
@@ -90,11 +92,31 @@ def _read(filepath: str) -> dict:
         raise checkpoint.CheckpointError(
             f"{filepath}: an arignote checkpoint but not a saved model or weights file "
             "(write one with model.save(path) or model.save_weights(path))")
+    if not isinstance(obj.get("weights"), dict):
+        raise _unusable(filepath, "its weights are not a state dict")
     return obj
+
+
+def _unusable(filepath: str, reason: str, exc: BaseException | None = None) -> checkpoint.CheckpointError:
+    """The error for a file whose checksum is right but whose contents cannot be used."""
+    if exc is not None:
+        first = (str(exc).strip().splitlines() or ["no message"])[0][:300]
+        reason += f" ({type(exc).__name__}: {first})"
+    return checkpoint.CheckpointError(f"{filepath}: {reason}")
+
+
+# what from_config / load_state_dict / compile raise on contents that do not make a model
+_CONTENT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, RuntimeError)
 
 
 def load_model(filepath: str, custom_objects: dict | None = None, compile: bool = True) -> Any:
     """Rebuild a model saved with ``model.save(filepath)``: layers, weights, compile settings, optimizer.
+
+    Every way the file can be unusable (missing, truncated, corrupt, a checksum that verifies over
+    contents that do not make a model: bad JSON, an unknown layer or optimizer class, weights that
+    do not fit) raises :class:`arignote.checkpoint.CheckpointError` naming the file and the reason.
+    Layer and optimizer classes are looked up only among arignote's own (and ``custom_objects``),
+    never by an arbitrary name from the file.
 
     Example: ``model = arignote.models.load_model("model.h5")``.
     """
@@ -102,38 +124,68 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
 
     obj = _read(filepath)
     if obj["format"] == WEIGHTS_FORMAT:
-        raise ValueError(f"{filepath} holds weights only (model.save_weights): build the same model "
-                         "in code, then call model.load_weights(path)")
+        raise checkpoint.CheckpointError(
+            f"{filepath} holds weights only (model.save_weights): build the same model in code, then "
+            "call model.load_weights(path)")
     if obj.get("config") is None:
-        raise ValueError(
+        raise checkpoint.CheckpointError(
             f"{filepath} was saved from a wrapped torch module ({obj.get('module_class')}), so it holds "
             "weights but no architecture: build the module in code, wrap it with "
             "arignote.models.Model(module), then call model.load_weights(path)")
-    if obj["class_name"] != "Sequential":
-        raise ValueError(f"{filepath}: unknown model class {obj['class_name']!r}")
-    model = Sequential.from_config(json.loads(obj["config"]), custom_objects)
-    model.module.load_state_dict(obj["weights"])
-    model.epochs_done = int(obj.get("epochs_done", 0))
+    if obj.get("class_name") != "Sequential":
+        raise checkpoint.CheckpointError(
+            f"{filepath}: unknown model class {obj.get('class_name')!r} (load_model rebuilds 'Sequential')")
+    try:
+        config = json.loads(obj["config"])
+    except (TypeError, ValueError) as exc:
+        raise _unusable(filepath, "its model config is not valid JSON", exc) from None
+    try:
+        model = Sequential.from_config(config, custom_objects)
+    except _CONTENT_ERRORS as exc:
+        raise _unusable(filepath, "its model config does not rebuild a model", exc) from None
+    try:
+        model.module.load_state_dict(obj["weights"])
+    except _CONTENT_ERRORS as exc:
+        raise _unusable(filepath, "its weights do not fit the architecture it records", exc) from None
+    epochs_done = obj.get("epochs_done", 0)
+    if isinstance(epochs_done, bool) or not isinstance(epochs_done, int) or epochs_done < 0:
+        raise _unusable(filepath, f"it records epochs_done={epochs_done!r}, not a whole number >= 0")
+    model.epochs_done = epochs_done
     if compile and obj.get("compile"):
-        spec = json.loads(obj["compile"])
+        try:
+            spec = json.loads(obj["compile"])
+            if not isinstance(spec, dict):
+                raise TypeError(f"a JSON object was expected, found {type(spec).__name__}")
+        except (TypeError, ValueError) as exc:
+            raise _unusable(filepath, "its compile settings are not a JSON object", exc) from None
         if spec.get("loss") is not None and spec.get("optimizer") is not None:
-            model.compile(optimizer=_optimizer_from(spec["optimizer"]), loss=spec["loss"],
-                          metrics=spec.get("metrics") or None)
-            if obj.get("optimizer") is not None:
-                model._pending_optimizer_state = obj["optimizer"]
+            try:
+                model.compile(optimizer=_optimizer_from(spec["optimizer"]), loss=spec["loss"],
+                              metrics=spec.get("metrics") or None)
+            except _CONTENT_ERRORS as exc:
+                raise _unusable(filepath, "its compile settings (loss, metrics, optimizer) are unusable; "
+                                "load_model(path, compile=False) skips them", exc) from None
+            state = obj.get("optimizer")
+            if state is not None:
+                try:  # checked now on a scratch optimizer, not at the first fit (where it is applied)
+                    _optimizer_from(spec["optimizer"]).build(list(model.module.parameters())) \
+                        .load_state_dict(state)
+                except _CONTENT_ERRORS as exc:
+                    raise _unusable(filepath, "its optimizer state does not fit the model; "
+                                    "load_model(path, compile=False) skips it", exc) from None
+                model._pending_optimizer_state = state
     return model
 
 
 def _optimizer_from(spec: Any) -> Any:
+    """An optimizer from its saved form: a name or ``{"class_name", "config"}``, looked up only among
+    arignote's optimizers (:func:`arignote.optimizers.get`), never by ``getattr`` on a module."""
     from arignote import optimizers
 
-    if isinstance(spec, dict):
-        deserialize = getattr(optimizers, "deserialize", None)
-        if callable(deserialize):
-            return deserialize(spec)
-        cls = getattr(optimizers, spec["class_name"])
-        return cls(**spec["config"])
-    return spec
+    if isinstance(spec, (dict, str)):
+        return optimizers.get(spec)
+    raise ValueError(f"the saved optimizer is a {type(spec).__name__}, not a name or a "
+                     "class_name/config dict")
 
 
 def save_weights(model: Any, filepath: str) -> None:
@@ -143,7 +195,11 @@ def save_weights(model: Any, filepath: str) -> None:
 
 
 def load_weights(model: Any, filepath: str) -> None:
-    """Load weights written by ``save_weights`` or ``save`` into ``model`` (same architecture)."""
+    """Load weights written by ``save_weights`` or ``save`` into ``model`` (same architecture).
+
+    A file that does not fit (other layers, other shapes) raises
+    :class:`arignote.checkpoint.CheckpointError` naming the file and the first differences.
+    """
     obj = _read(filepath)
     model._ensure_built(None)
     state = obj["weights"]
@@ -151,10 +207,17 @@ def load_weights(model: Any, filepath: str) -> None:
     missing = [k for k in current if k not in state]
     unexpected = [k for k in state if k not in current]
     if missing or unexpected:
-        raise ValueError(f"{filepath} does not match this model's architecture: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
+        raise checkpoint.CheckpointError(
+            f"{filepath} does not match this model's architecture: missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]}")
     for key, value in state.items():
+        if not isinstance(value, torch.Tensor):
+            raise _unusable(filepath, f"weight '{key}' is a {type(value).__name__}, not a tensor")
         if tuple(value.shape) != tuple(current[key].shape):
-            raise ValueError(f"{filepath}: weight '{key}' has shape {tuple(value.shape)} but the model's is "
-                             f"{tuple(current[key].shape)}")
-    model.module.load_state_dict(state)
+            raise checkpoint.CheckpointError(
+                f"{filepath}: weight '{key}' has shape {tuple(value.shape)} but the model's is "
+                f"{tuple(current[key].shape)}")
+    try:
+        model.module.load_state_dict(state)
+    except _CONTENT_ERRORS as exc:
+        raise _unusable(filepath, "its weights do not load into this model", exc) from None
