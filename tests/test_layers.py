@@ -29,13 +29,13 @@ from arignote.layers import (
     GlobalMaxPooling1D,
     GlobalMaxPooling2D,
     Input,
+    InputLayer,  # noqa: E402
     LeakyReLU,
     MaxPooling1D,
     MaxPooling2D,
     Reshape,
     ZeroPadding2D,
 )
-from arignote.layers.core import InputLayer
 
 RNG = np.random.default_rng(0)
 
@@ -60,6 +60,28 @@ def _fresh_names():
 
 
 # --------------------------------------------------------------------------- internal layout
+
+
+def test_conv2d_sees_a_channels_last_memory_view_without_copy():
+    # Keras-layout NHWC tensors travel between layers; the NCHW view given to torch is channels-last memory
+    x = torch.randn(2, 5, 6, 3)
+    c = Conv2D(4, 3, padding="same")
+    c.build((None, 5, 6, 3))
+    seen = {}
+    orig = F.conv2d
+
+    def spy(inp, *args, **kwargs):
+        seen["ptr"], seen["cl"] = inp.data_ptr(), inp.is_contiguous(memory_format=torch.channels_last)
+        return orig(inp, *args, **kwargs)
+
+    import arignote.layers._conv as conv_mod
+    conv_mod._CONV[2] = spy
+    try:
+        y = c(x)
+    finally:
+        conv_mod._CONV[2] = orig
+    assert seen == {"ptr": x.data_ptr(), "cl": True}
+    assert y.shape == (2, 5, 6, 4) and y.is_contiguous()
 
 
 # --------------------------------------------------------------------------- Dense
@@ -108,17 +130,15 @@ def test_dense_on_images_applies_to_channels():
     np.testing.assert_allclose(y, x @ k + b, rtol=1e-5, atol=1e-5)
 
 
-def test_built_on_first_call_once_and_trainable_false_freezes():
+def test_build_is_idempotent_and_trainable_false_freezes():
     d = Dense(4)
-    d(torch.zeros(2, 3))  # built from the first input (Keras 2)
-    assert d.built and d.input_shape == (None, 3)
+    d.build((None, 3,))
     w = d.weight
-    d(np.zeros((5, 3), dtype=np.float64))  # numpy in, no rebuild
+    d.build((None, 3,))
     assert d.weight is w
     frozen = Dense(4, trainable=False)
-    frozen(torch.zeros(1, 3))
+    frozen.build((None, 3,))
     assert not any(p.requires_grad for p in frozen.parameters())
-    assert frozen.count_trainable_params() == 0 and frozen.count_params() == 16
 
 
 # --------------------------------------------------------------------------- Conv2D
@@ -171,14 +191,12 @@ def test_conv2d_matches_numpy(kwargs, shape):
 def test_conv2d_keeps_channels_last_and_activation():
     c = Conv2D(8, (3, 3), padding="same", activation="relu", input_shape=(6, 6, 3))
     c.build((None, 6, 6, 3))
-    x = torch.randn(2, 6, 6, 3)  # Keras layout in, Keras layout out
+    x = torch.randn(2, 6, 6, 3)
     y = c(x)
-    assert y.shape == (2, 6, 6, 8)
-    # the NCHW view of a contiguous NHWC batch is channels_last: the result comes back contiguous NHWC
-    assert y.is_contiguous()
-    assert (y >= 0).all()
+    assert y.shape == (2, 6, 6, 8) and (y >= 0).all()
     ref = F.relu(F.conv2d(x.permute(0, 3, 1, 2).contiguous(), c.weight, c.bias, padding=1))
-    torch.testing.assert_close(y, ref.permute(0, 2, 3, 1))
+    ref = ref.permute(0, 2, 3, 1)
+    torch.testing.assert_close(y, ref)
 
 
 def test_conv2d_init_and_weight_layout():
@@ -192,11 +210,11 @@ def test_conv2d_init_and_weight_layout():
 
 
 def test_conv2d_bad_input():
-    with pytest.raises(ValueError, match="expects images"):
-        Conv2D(4, 3).build((None, 784))
-    with pytest.raises(ValueError, match="channels_first.*transpose"):
-        Conv2D(4, 3, data_format="channels_first")
-    with pytest.raises(ValueError, match="padding must be 'valid' or 'same'"):
+    with pytest.raises(ValueError, match="expects 2-D inputs with channels"):
+        Conv2D(4, 3).build((None, 784,))
+    with pytest.raises(ValueError, match="data_format must be 'channels_first' or 'channels_last'"):
+        Conv2D(4, 3, data_format="nchw")
+    with pytest.raises(ValueError, match="padding must be one of 'valid', 'same'"):
         Conv2D(4, 3, padding="full")
     with pytest.raises(ValueError, match="filters"):
         Conv2D(0, 3)
@@ -270,6 +288,9 @@ def test_flatten_uses_keras_hwc_order():
     v = RNG.standard_normal((2, 3, 4)).astype(np.float32)
     f2 = Flatten()
     np.testing.assert_array_equal(run(f2, v), v.reshape(2, -1))
+    # channels_first images flatten in channels-last order (Keras 2)
+    cf = Flatten(data_format="channels_first")
+    np.testing.assert_array_equal(run(cf, x), x.transpose(0, 2, 3, 1).reshape(2, -1))
 
 
 def test_reshape_to_image_and_back():
@@ -278,7 +299,6 @@ def test_reshape_to_image_and_back():
     y = run(r, x)
     np.testing.assert_array_equal(y, x.reshape(2, 2, 3, 4))
     assert Reshape((-1, 4)).compute_output_shape((None, 24)) == (None, 6, 4)
-    assert Reshape((-1, 4)).compute_output_shape((None, None)) == (None, None, 4)
     with pytest.raises(ValueError, match="cannot reshape"):
         Reshape((5, 5)).compute_output_shape((None, 24))
 
@@ -330,8 +350,9 @@ def test_dropout_train_and_eval():
     assert 0.22 < zero < 0.28
     np.testing.assert_allclose(y[y != 0], 1 / 0.75, rtol=1e-6)
     np.testing.assert_array_equal(run(d, x, training=False), x)
+    assert Dropout(1.5).rate == 1.0  # Keras 2 clips the rate
     with pytest.raises(ValueError, match="rate"):
-        Dropout(1.5)
+        Dropout("half")
 
 
 # --------------------------------------------------------------------------- batch norm
@@ -343,17 +364,17 @@ def test_batchnorm_images_matches_torch_batchnorm2d():
     bn.build((None, 4, 5, 3))
     ref = torch.nn.BatchNorm2d(3, eps=1e-3, momentum=0.01)
     with torch.no_grad():
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-1, 1)
-        ref.weight.copy_(bn.weight)
-        ref.bias.copy_(bn.bias)
+        bn.gamma.uniform_(0.5, 1.5)
+        bn.beta.uniform_(-1, 1)
+        ref.weight.copy_(bn.gamma)
+        ref.bias.copy_(bn.beta)
     xt = torch.tensor(x)
     y = run(bn, x, training=True)
     ref.train()
     y_ref = ref(xt.permute(0, 3, 1, 2).contiguous()).permute(0, 2, 3, 1).detach().numpy()
     np.testing.assert_allclose(y, y_ref, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(bn.running_mean, ref.running_mean)
-    torch.testing.assert_close(bn.running_var, ref.running_var)
+    torch.testing.assert_close(bn.moving_mean, ref.running_mean)
+    torch.testing.assert_close(bn.moving_variance, ref.running_var)
     # eval: (x - moving_mean) / sqrt(moving_var + eps) * gamma + beta (Keras formula)
     gamma, beta, mm, mv = bn.get_weights()
     y_eval = run(bn, x, training=False)
@@ -367,13 +388,18 @@ def test_batchnorm_vectors_and_sequences_keras_momentum():
     y = run(bn, x, training=True)
     np.testing.assert_allclose(y, (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-3), rtol=1e-4, atol=1e-5)
     # Keras: moving = momentum * moving + (1 - momentum) * batch
-    np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), 0.1 * x.mean(0), rtol=1e-5, atol=1e-6)
     s = RNG.standard_normal((4, 6, 3)).astype(np.float32)
     ys = run(BatchNormalization(center=False, scale=False), s, training=True)
     mean, var = s.mean((0, 1)), s.var((0, 1))
     np.testing.assert_allclose(ys, (s - mean) / np.sqrt(var + 1e-3), rtol=1e-4, atol=1e-5)
-    with pytest.raises(ValueError, match="last axis"):
-        BatchNormalization(axis=1).build((None, 4, 4, 3))
+    # channels_first images: axis=1 normalizes dim 1
+    xc = RNG.standard_normal((8, 3, 4, 5)).astype(np.float32)
+    yc = run(BatchNormalization(axis=1), xc, training=True)
+    mean, var = xc.mean((0, 2, 3), keepdims=True), xc.var((0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(yc, (xc - mean) / np.sqrt(var + 1e-3), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="out of range"):
+        BatchNormalization(axis=4).build((None, 4, 4, 3))
 
 
 # --------------------------------------------------------------------------- embedding, RNNs
@@ -388,10 +414,8 @@ def test_embedding_lookup_and_init():
     assert w.shape == (20, 4) and np.abs(w).max() <= 0.05
     np.testing.assert_array_equal(y, w[idx])
     check_shape(e, idx, y)
-    masked = Embedding(10, 2, mask_zero=True)
-    mask = masked.compute_mask(torch.tensor([[0, 3, 0]]))
-    assert mask.tolist() == [[False, True, False]]
-    assert Embedding(10, 2).compute_mask(torch.tensor([[0, 3]])) is None
+    m = Embedding(10, 2, mask_zero=True)
+    assert m.compute_mask(torch.tensor([[0, 3]])).tolist() == [[False, True]]
 
 
 def sigmoid(x):
@@ -639,14 +663,15 @@ def test_conv1d_matches_numpy(kwargs, pad):
     x = RNG.standard_normal((2, 9, 3)).astype(np.float32)
     c = Conv1D(4, **kwargs)
     c.build((None, 9, 3))
-    k = RNG.standard_normal((c.kernel_size, 3, 4)).astype(np.float32)
+    k = RNG.standard_normal((c.kernel_size[0], 3, 4)).astype(np.float32)
     bias = RNG.standard_normal(4).astype(np.float32)
     c.set_weights([k, bias])
     y = run(c, x)
     if pad is None:  # TF 'same': total = (ceil(9/2) - 1) * 2 + 3 - 9 = 2
         pad = (1, 1)
     xp = np.pad(x, ((0, 0), pad, (0, 0)))
-    np.testing.assert_allclose(y, numpy_conv1d(xp, k, bias, c.strides, c.dilation_rate), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, numpy_conv1d(xp, k, bias, c.strides[0], c.dilation_rate[0]), rtol=1e-4,
+                               atol=1e-4)
     check_shape(c, x, y)
 
 
@@ -660,12 +685,50 @@ def test_pooling_1d_and_global():
     np.testing.assert_allclose(ya[:, 3], x[:, 6], rtol=1e-6)  # the last window holds one real step
     np.testing.assert_allclose(run(GlobalMaxPooling1D(), x), x.max(1))
     np.testing.assert_allclose(run(GlobalAveragePooling1D(), x), x.mean(1), rtol=1e-6)
-    with pytest.raises(ValueError, match="expects sequences"):
+    with pytest.raises(ValueError, match="expects 1-D inputs with channels"):
         MaxPooling1D().build((None, 4, 4, 3))
 
 
 def test_leaky_relu():
     x = np.array([[-2.0, 0.0, 3.0]], dtype=np.float32)
     np.testing.assert_allclose(run(LeakyReLU(), x), [[-0.6, 0.0, 3.0]], rtol=1e-6)
-    with pytest.raises(ValueError, match="alpha"):
-        LeakyReLU(-1)
+    np.testing.assert_allclose(run(LeakyReLU(alpha=0.5), x), [[-1.0, 0.0, 3.0]], rtol=1e-6)
+
+
+def test_layers_build_on_first_call_from_torch_numpy_and_symbolic():
+    d = Dense(8)
+    assert d(torch.zeros(2, 32)).shape == (2, 8)  # issue 20: used to be "'Dense' has no attribute 'weight'"
+    assert d.built and d.input_shape == (None, 32) and d.get_weights()[0].shape == (32, 8)
+    c = Conv2D(4, 3)
+    y = c(np.zeros((1, 6, 6, 2)))  # numpy in (float64 -> floatX), torch out
+    assert isinstance(y, torch.Tensor) and y.shape == (1, 4, 4, 4) and y.dtype == torch.float32
+    e = Dense(3)
+    out = e(Input(shape=(5,)))
+    assert e.built and out.shape == (None, 3) and e.get_weights()[0].shape == (5, 3)
+
+
+def test_custom_layer_gets_the_batch_dim_like_keras2():
+    seen = []
+
+    class MyLayer(layers.Layer):
+        def __init__(self, output_dim, **kwargs):
+            self.output_dim = output_dim  # before super().__init__, as Keras 2 examples do
+            super().__init__(**kwargs)
+
+        def build(self, input_shape):
+            seen.append(input_shape)
+            assert len(input_shape) == 2  # the Keras 2 custom-layer idiom
+            self.kernel = self.add_weight(name="kernel", shape=(input_shape[1], self.output_dim),
+                                          initializer="ones", trainable=True)
+            super().build(input_shape)
+
+        def call(self, x):
+            return x @ self.kernel
+
+        def compute_output_shape(self, input_shape):
+            return (input_shape[0], self.output_dim)
+
+    layer = MyLayer(2)
+    y = layer(torch.ones(3, 4))
+    assert seen == [(None, 4)] and torch.equal(y, torch.full((3, 2), 4.0))
+    assert layer(Input(shape=(4,))).shape == (None, 2)

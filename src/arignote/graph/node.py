@@ -139,6 +139,35 @@ def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tup
     return structure, shapes, dtypes
 
 
+def _infer_masks(layer: Any, inputs: Any, prev_mask: Any, n_outputs: int) -> list:
+    """The output masks of a symbolic call, as symbolic tensors (or None).
+
+    ``compute_mask`` is written for torch tensors (``inputs != 0``), so it runs on small zeros (twice,
+    to tell unknown dims); its errors (a mask reaching a layer that cannot take one) surface here,
+    when the graph is built, as in Keras 2. At run time the compiled graph calls it on real data.
+    """
+    if prev_mask is None and type(layer).compute_mask is _BASE_COMPUTE_MASK[0]:
+        return [None] * n_outputs
+    runs = []
+    with torch.no_grad():
+        for fill in (3, 4):
+            out = layer.compute_mask(_swap(inputs, fill), _swap(prev_mask, fill))
+            runs.append(flatten(out) if isinstance(out, (list, tuple)) else [out] * n_outputs)
+    if len(runs[0]) != n_outputs:
+        return [None] * n_outputs
+    masks = []
+    for a, b in zip(*runs):
+        if a is None or not isinstance(a, torch.Tensor):
+            masks.append(None)
+            continue
+        shape = [None if i == 0 or da != db else da for i, (da, db) in enumerate(zip(a.shape, b.shape))]
+        masks.append(KerasTensor(shape, torch_dtype_name(a.dtype), name=f"{layer.name}/mask"))
+    return masks
+
+
+_BASE_COMPUTE_MASK: list = [None]  # Layer.compute_mask, set by arignote.layers.base
+
+
 def _declared_shapes(layer: Any, inputs: Any) -> tuple[Any, list[tuple], list[str]]:
     in_shapes = [t.shape for t in flatten(inputs)]
     arg = in_shapes[0] if isinstance(inputs, KerasTensor) else in_shapes
@@ -196,10 +225,7 @@ def symbolic_call(layer: Any, inputs: Any, kwargs: dict) -> Any:
             name += f":{node_index}"
         outputs.append(KerasTensor(shape, dtype, name=name, history=(layer, node_index, i)))
     out_struct = outputs[0] if not isinstance(structure, (list, tuple)) else nest_like(structure, outputs)
-    out_masks = layer.compute_mask(inputs, prev_mask)
-    mask_leaves = flatten(out_masks) if isinstance(out_masks, (list, tuple)) else [out_masks] * len(outputs)
-    if len(mask_leaves) != len(outputs):
-        mask_leaves = [None] * len(outputs)
+    mask_leaves = _infer_masks(layer, inputs, prev_mask, len(outputs))
     for t, m in zip(outputs, mask_leaves):
         t._keras_mask = m
     arguments = {k: v for k, v in kwargs.items() if k != "mask"}

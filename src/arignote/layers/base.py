@@ -37,8 +37,6 @@ Example::
 from __future__ import annotations
 
 import difflib
-import importlib
-import importlib.util
 import inspect
 import numbers
 import re
@@ -48,11 +46,12 @@ import numpy as np
 import torch
 from torch import nn
 
-from arignote import config
+from arignote import config, constraints, initializers, regularizers
+from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
-from arignote.layers.activations import INITIALIZERS, check_initializer, initialize, name_of
+from arignote.layers.activations import name_of
 from arignote.precision import dtype_of
 
 __all__ = [
@@ -210,24 +209,13 @@ def _accepts(fn: Any, name: str) -> bool:
 
 
 def _initial_value(initializer: Any, shape: tuple, dtype: torch.dtype, where: str) -> torch.Tensor:
-    """A Keras-layout weight filled by ``initializer`` (a name, or Keras's ``init(shape, dtype)``)."""
-    if initializer is None:
-        initializer = "glorot_uniform"
-    if isinstance(initializer, str) and initializer in INITIALIZERS:
-        t = torch.empty(shape, dtype=dtype)
-        # our named initializers compute fans in torch layout (out, in, ...): give them that view
-        view = t.t() if t.dim() == 2 else (t.permute(3, 2, 0, 1) if t.dim() == 4 else t)
-        initialize(view, initializer)
-        return t
-    if isinstance(initializer, (str, dict)):
-        if importlib.util.find_spec("arignote.initializers") is None:
-            check_initializer(initializer, where)  # names the valid ones
-        initializer = importlib.import_module("arignote.initializers").get(initializer)
-    if not callable(initializer):
+    """A Keras-layout weight filled by ``initializer`` (a name, a config dict, or ``init(shape, dtype)``)."""
+    init = initializers.get("glorot_uniform" if initializer is None else initializer)
+    if not callable(init):
         raise ValueError(f"{where}: an initializer is a name ('glorot_uniform') or a callable "
                          f"init(shape, dtype=None), got {initializer!r}")
-    value = initializer(shape, dtype=dtype)
-    value = torch.as_tensor(np.asarray(value) if not isinstance(value, torch.Tensor) else value)
+    value = init(shape, dtype=dtype)
+    value = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
     if tuple(value.shape) != tuple(shape):
         raise ValueError(f"{where}: the initializer returned shape {tuple(value.shape)}, expected {shape}")
     return value.to(dtype).clone()
@@ -281,7 +269,9 @@ class Layer(nn.Module):
         # built-in layers only: a user's class (even one named Dense) needs custom_objects, as in Keras
         if cls.__module__.startswith(("arignote.layers", "arignote.graph")):
             _REGISTRY[cls.__name__] = cls
-        cls._call_takes_mask = _accepts(cls.call, "mask")
+        # built-in layers may define forward(x, mask=None) directly instead of call
+        entry = cls.call if cls.forward is Layer.forward else cls.forward
+        cls._call_takes_mask = _accepts(entry, "mask")
         cls._call_takes_training = "training" in inspect.signature(cls.call).parameters
         cls._declares_output_shape = cls.compute_output_shape is not Layer.compute_output_shape
 
@@ -430,16 +420,10 @@ class Layer(nn.Module):
         if not trainable:
             self._frozen.add(id(param))
         if regularizer is not None:
-            self._regularizers.append((param, self._resolve("regularizers", regularizer)))
+            self._regularizers.append((param, regularizers.get(regularizer)))
         if constraint is not None:
-            self.constraints[attr] = self._resolve("constraints", constraint)
+            self.constraints[attr] = constraints.get(constraint)
         return param
-
-    @staticmethod
-    def _resolve(kind: str, identifier: Any) -> Any:
-        if callable(identifier) and not isinstance(identifier, (str, dict)):
-            return identifier
-        return importlib.import_module(f"arignote.{kind}").get(identifier)
 
     def _param_dtype(self) -> torch.dtype:
         return getattr(torch, self.dtype)
@@ -643,6 +627,9 @@ class Layer(nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}"
+
+
+_node._BASE_COMPUTE_MASK[0] = Layer.compute_mask
 
 
 def serialize(layer: Layer) -> dict:

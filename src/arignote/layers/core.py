@@ -1,50 +1,75 @@
-"""Core Keras layers: ``Input``, ``Dense``, ``Activation``, ``Dropout``, ``Flatten``, ``Embedding``.
+"""Core layers (Keras 2 ``keras.layers.core``): ``Dense``, ``Activation``, ``Dropout``, ``Flatten``,
+``Reshape``, ``Permute``, ``RepeatVector``, ``Lambda``, ``ActivityRegularization``, ``Masking``,
+``SpatialDropout1D/2D/3D`` (the last three in :mod:`arignote.layers._core_extra`), and ``Input``.
 
-Defaults follow Keras 2: ``Dense`` kernels glorot_uniform, biases zeros; ``Embedding`` uniform
-in [-0.05, 0.05]. Weights are stored in torch layout (``Dense.weight`` is ``(units, in)``) so
-``forward`` is exactly ``F.linear``; ``get_weights()`` returns Keras layout (kernel ``(in, units)``).
+Weights: ``Dense.weight`` ``(units, in)`` (torch) is Keras's ``kernel`` ``(in, units)`` transposed;
+``Dense.bias`` is ``bias``. Order ``[kernel, bias]``.
 
 Example::
 
     >>> import torch
     >>> d = Dense(3, activation="softmax", input_dim=4)
-    >>> d(torch.ones(2, 4)).shape
+    >>> d(torch.ones(2, 4)).shape   # built on first call
     torch.Size([2, 3])
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from arignote.graph import ops
-from arignote.layers import activations
-from arignote.layers.activations import check_initializer, initialize
-from arignote.layers.base import InputSpec, Layer, positive_int
+from arignote import activations
+from arignote.layers._core_extra import ActivityRegularization, Lambda, Masking
+from arignote.layers._dropout import Dropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
+from arignote.layers._util import (
+    KerasLayer,
+    check_rank,
+    constraint_arg,
+    initializer_arg,
+    normalize_data_format,
+    regularizer_arg,
+)
+from arignote.layers.base import Layer, positive_int
 from arignote.layers.input_layer import Input, InputLayer
 
-__all__ = ["InputLayer", "Input", "Dense", "Activation", "LeakyReLU", "Dropout", "Flatten", "Reshape",
-           "Embedding"]
+__all__ = [
+    "InputLayer",
+    "Input",
+    "Dense",
+    "Activation",
+    "Dropout",
+    "Flatten",
+    "Reshape",
+    "Permute",
+    "RepeatVector",
+    "Lambda",
+    "ActivityRegularization",
+    "Masking",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "SpatialDropout3D",
+]
 
 
-def _positive_int(value: Any, what: str, layer: str) -> int:
-    return positive_int(value, what, layer)
+class Dense(KerasLayer, Layer):
+    """Fully connected layer ``activation(x @ kernel + bias)`` on the last axis (Keras 2 ``Dense``)."""
 
-
-class Dense(Layer):
-    """Fully connected layer: ``activation(x @ kernel + bias)`` on the last axis.
-
-    Keras 2 arguments: ``units``, ``activation=None``, ``use_bias=True``,
-    ``kernel_initializer='glorot_uniform'``, ``bias_initializer='zeros'``.
-    """
-
-    _config_keys = ("units", "activation", "use_bias", "kernel_initializer", "bias_initializer")
     supports_masking = True
+    _config_keys = (
+        "units",
+        "activation",
+        "use_bias",
+        "kernel_initializer",
+        "bias_initializer",
+        "kernel_regularizer",
+        "bias_regularizer",
+        "activity_regularizer",
+        "kernel_constraint",
+        "bias_constraint",
+    )
 
     def __init__(
         self,
@@ -53,127 +78,98 @@ class Dense(Layer):
         use_bias: bool = True,
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        bias_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.units = _positive_int(units, "units", f"Dense '{self.name}'")
-        self.activation = activation if activation is not None else "linear"
-        self._act = activations.get(self.activation)
+        self.units = positive_int(units, "units", f"Dense '{self.name}'")
+        self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
-        self.kernel_initializer = check_initializer(kernel_initializer, "kernel_initializer")
-        self.bias_initializer = check_initializer(bias_initializer, "bias_initializer")
+        self.kernel_initializer = initializer_arg(kernel_initializer)
+        self.bias_initializer = initializer_arg(bias_initializer)
+        self.kernel_regularizer = regularizer_arg(kernel_regularizer)
+        self.bias_regularizer = regularizer_arg(bias_regularizer)
+        self.activity_regularizer = regularizer_arg(activity_regularizer)
+        self.kernel_constraint = constraint_arg(kernel_constraint)
+        self.bias_constraint = constraint_arg(bias_constraint)
+        self.bias = None
 
-    def build(self, input_shape: Any) -> None:
-        dtype = self._param_dtype()
-        features = input_shape[-1]
-        if features is None:
+    def build_keras(self, input_shape: tuple) -> None:
+        features = tuple(input_shape)[-1]
+        if len(input_shape) < 2 or features is None:
             raise ValueError(
-                f"Dense '{self.name}': the last input dimension must be known, got {input_shape}"
+                f"Dense '{self.name}': the last input dimension must be known, got {tuple(input_shape)}"
             )
-        self.weight = nn.Parameter(
-            initialize(torch.empty(self.units, features, dtype=dtype), self.kernel_initializer)
+        self.new_weight(
+            "kernel",
+            (features, self.units),
+            self.kernel_initializer,
+            (1, 0),
+            self.kernel_regularizer,
+            self.kernel_constraint,
         )
-        self.bias = (
-            nn.Parameter(initialize(torch.empty(self.units, dtype=dtype), self.bias_initializer))
-            if self.use_bias
-            else None
-        )
-        self.input_spec = InputSpec(min_ndim=2, axes={-1: features})
-        super().build(input_shape)
+        if self.use_bias:
+            self.new_weight(
+                "bias",
+                (self.units,),
+                self.bias_initializer,
+                None,
+                self.bias_regularizer,
+                self.bias_constraint,
+            )
 
-    def compute_output_shape(self, input_shape: Any) -> tuple:
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
         return (*tuple(input_shape)[:-1], self.units)
 
-    def call(self, inputs: torch.Tensor) -> torch.Tensor:
-        y = F.linear(inputs, self.weight, self.bias)
-        return y if self._act is None else self._act(y)
-
-    def _keras_weights(self) -> list[torch.Tensor]:
-        return [self.weight.t()] + ([self.bias] if self.bias is not None else [])
-
-    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        self.weight.copy_(weights[0].t())
-        if self.bias is not None:
-            self.bias.copy_(weights[1])
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._activity(self.activation(F.linear(x, self.weight, self.bias)))
 
 
-class Activation(Layer):
-    """Applies a named activation (``relu``, ``softmax``, ``sigmoid``, ``tanh``, ``linear``, ...)."""
+class Activation(KerasLayer, Layer):
+    """Applies an activation function (a name such as ``'relu'`` or a callable)."""
 
-    _config_keys = ("activation",)
     supports_masking = True
+    _config_keys = ("activation",)
 
     def __init__(self, activation: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.activation = activation
-        self._act = activations.get(activation)
+        self.activation = activations.get(activation)
 
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return input_shape
-
-    def call(self, inputs: torch.Tensor) -> torch.Tensor:
-        return inputs if self._act is None else self._act(inputs)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.activation(x)
 
 
-class LeakyReLU(Layer):
-    """``x`` if ``x > 0`` else ``alpha * x`` (Keras 2 default ``alpha=0.3``)."""
+class Flatten(KerasLayer, Layer):
+    """Flattens each sample; with ``data_format='channels_first'`` images flatten in channels-last
+    order first (so a Dense after it sees the same order as in Keras 2)."""
 
-    _config_keys = ("alpha",)
-    supports_masking = True
-
-    def __init__(self, alpha: float = 0.3, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
-            raise ValueError(f"LeakyReLU '{self.name}': alpha must be a number >= 0, got {alpha!r}")
-        self.alpha = float(alpha)
-
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return input_shape
-
-    def call(self, inputs: torch.Tensor) -> torch.Tensor:
-        return F.leaky_relu(inputs, self.alpha)
-
-
-class Dropout(Layer):
-    """Zeroes a fraction ``rate`` of inputs during training (scaled by 1/(1-rate)); identity in eval."""
-
-    _config_keys = ("rate",)
-    supports_masking = True
-
-    def __init__(self, rate: float, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
-            raise ValueError(f"Dropout '{self.name}': rate must be in [0, 1), got {rate!r}")
-        self.rate = float(rate)
-
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        return input_shape
-
-    def call(self, inputs: torch.Tensor, training: Any = None) -> torch.Tensor:
-        return F.dropout(inputs, self.rate, bool(training)) if self.rate else inputs
-
-
-class Flatten(Layer):
-    """Flattens each sample; images flatten in Keras's (height, width, channels) order (a view of a
-    contiguous channels-last batch)."""
+    _config_keys = ("data_format",)
 
     def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if data_format not in (None, "channels_last"):
+        self.data_format = normalize_data_format(data_format, f"Flatten '{self.name}'")
+
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
+        shape = tuple(input_shape)
+        if not all(shape[1:]):
             raise ValueError(
-                f"Flatten '{self.name}': only data_format='channels_last' (Keras's default) is supported"
+                f"Flatten '{self.name}': the shape of the input is not fully defined (got "
+                f"{shape[1:]}); make sure to pass a complete input_shape to the first layer"
             )
+        return (shape[0], math.prod(shape[1:]))
 
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        rest = tuple(input_shape)[1:]
-        return (input_shape[0], None if None in rest else math.prod(rest))
-
-    def call(self, inputs: torch.Tensor) -> torch.Tensor:
-        return inputs.reshape(inputs.shape[0], -1)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.data_format == "channels_first" and x.dim() > 2:
+            x = x.permute(0, *range(2, x.dim()), 1)
+        return x.reshape(x.shape[0], -1)
 
 
-class Reshape(Layer):
-    """Reshapes each sample to ``target_shape`` (Keras order; one dimension may be -1)."""
+class Reshape(KerasLayer, Layer):
+    """Reshapes each sample to ``target_shape`` (one dimension may be -1)."""
 
     _config_keys = ("target_shape",)
 
@@ -181,82 +177,67 @@ class Reshape(Layer):
         super().__init__(**kwargs)
         self.target_shape = tuple(int(d) for d in target_shape)
         if sum(d == -1 for d in self.target_shape) > 1 or any(d == 0 or d < -1 for d in self.target_shape):
-            raise ValueError(f"Reshape '{self.name}': bad target_shape {target_shape!r}")
-
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        rest = tuple(input_shape)[1:]
-        if None in rest:
-            return (input_shape[0], *(None if d == -1 else d for d in self.target_shape))
-        total = math.prod(rest)
-        known = math.prod(d for d in self.target_shape if d != -1)
-        if -1 in self.target_shape:
-            if total % known:
-                raise ValueError(f"Reshape '{self.name}': cannot reshape {rest} to {self.target_shape}")
-            return (input_shape[0], *(total // known if d == -1 else d for d in self.target_shape))
-        if known != total:
-            raise ValueError(f"Reshape '{self.name}': cannot reshape {rest} to {self.target_shape}")
-        return (input_shape[0], *self.target_shape)
-
-    def call(self, inputs: torch.Tensor) -> torch.Tensor:
-        return inputs.reshape(inputs.shape[0], *self.target_shape)
-
-
-class Embedding(Layer):
-    """Turns integer indices in ``[0, input_dim)`` into dense vectors of size ``output_dim``.
-
-    Keras 2 arguments: ``input_dim``, ``output_dim``, ``embeddings_initializer='uniform'``
-    (U(-0.05, 0.05)), ``mask_zero=False`` (index 0 is padding: the output carries a mask that
-    the next layers, e.g. an RNN, receive), ``input_length`` (the input shape is
-    ``(None, input_length)``; ``(None, None)`` when not given, as in Keras 2).
-    """
-
-    _config_keys = ("input_dim", "output_dim", "embeddings_initializer", "mask_zero", "input_length")
-
-    def __init__(
-        self,
-        input_dim: int,
-        output_dim: int,
-        embeddings_initializer: Any = "uniform",
-        mask_zero: bool = False,
-        input_length: int | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
-            scalar = isinstance(input_length, (numbers.Integral, type(None)))
-            kwargs["input_shape"] = (input_length,) if scalar else tuple(input_length)
-        super().__init__(**kwargs)
-        self.input_dim = _positive_int(input_dim, "input_dim", f"Embedding '{self.name}'")
-        self.output_dim = _positive_int(output_dim, "output_dim", f"Embedding '{self.name}'")
-        self.embeddings_initializer = check_initializer(embeddings_initializer, "embeddings_initializer")
-        self.mask_zero = bool(mask_zero)
-        self.supports_masking = self.mask_zero
-        self.input_length = (
-            None if input_length is None else _positive_int(input_length, "input_length", "Embedding")
-        )
-
-    def get_config(self) -> dict:
-        cfg = super().get_config()
-        if cfg.get("batch_input_shape") == [None, self.input_length]:
-            cfg.pop("batch_input_shape")  # carried by input_length
-        return cfg
-
-    def build(self, input_shape: Any) -> None:
-        self.weight = nn.Parameter(
-            initialize(
-                torch.empty(self.input_dim, self.output_dim, dtype=self._param_dtype()),
-                self.embeddings_initializer,
+            raise ValueError(
+                f"Reshape '{self.name}': bad target_shape {target_shape!r} (positive sizes and at "
+                "most one -1)"
             )
+
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
+        shape = tuple(input_shape)
+        if None in shape[1:]:
+            return (shape[0], *(None if d == -1 else d for d in self.target_shape))
+        total = math.prod(shape[1:])
+        known = math.prod(d for d in self.target_shape if d != -1)
+        if (-1 in self.target_shape and total % known) or (-1 not in self.target_shape and known != total):
+            raise ValueError(
+                f"Reshape '{self.name}': total size of the new array must be unchanged, cannot "
+                f"reshape {shape[1:]} to {self.target_shape}"
+            )
+        return (shape[0], *(total // known if d == -1 else d for d in self.target_shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(x.shape[0], *self.target_shape)
+
+
+class Permute(KerasLayer, Layer):
+    """Permutes the non-batch axes: ``dims`` counts from 1, e.g. ``Permute((2, 1))`` swaps them."""
+
+    _config_keys = ("dims",)
+
+    def __init__(self, dims: Any, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.dims = tuple(int(d) for d in dims)
+        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
+            raise ValueError(
+                f"Permute '{self.name}': invalid permutation `dims` {dims!r}; it should be a "
+                f"permutation of 1..{len(self.dims)} (the batch axis is not counted)"
+            )
+
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
+        shape = check_rank(
+            tuple(input_shape),
+            len(self.dims) + 1,
+            f"Permute '{self.name}'",
+            f"inputs with {len(self.dims)} axes besides the batch",
         )
-        super().build(input_shape)
+        return (shape[0], *(shape[d] for d in self.dims))
 
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        return (*tuple(input_shape), self.output_dim)
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.permute(0, *self.dims)
 
-    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        if not self.mask_zero:
-            return None
-        return ops.apply("not_equal", torch.ne, inputs, 0)
 
-    def call(self, inputs: torch.Tensor) -> torch.Tensor:
-        # Keras users often feed indices as floats; .long() is free when they are already int64
-        return F.embedding(inputs.long(), self.weight)
+class RepeatVector(KerasLayer, Layer):
+    """Repeats a vector ``n`` times: ``(features,) -> (n, features)``."""
+
+    _config_keys = ("n",)
+
+    def __init__(self, n: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.n = positive_int(n, "n", f"RepeatVector '{self.name}'")
+
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
+        shape = check_rank(tuple(input_shape), 2, f"RepeatVector '{self.name}'", "vectors (batch, features)")
+        return (shape[0], self.n, shape[1])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.unsqueeze(1).expand(x.shape[0], self.n, x.shape[1])
