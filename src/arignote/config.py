@@ -362,14 +362,24 @@ def _code_values(kwargs: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 # --------------------------------------------------------------------------- public API
 
 
+def _read(name: str) -> tuple[Any, str]:
+    """The lookup behind the public readers. A bad rc file or ``ARIGNOTE_FLAGS`` is found by the first
+    read in the process, whichever it is; its :class:`ConfigError` carries the whole story (flag,
+    value, source, what is accepted), so the registry's own frames are cut from the traceback."""
+    try:
+        return _lookup(_canonical(name, "code"))
+    except ConfigError as exc:
+        raise exc.with_traceback(None) from None
+
+
 def get(name: str) -> Any:
     """The current value of flag ``name`` (dotted, e.g. ``memory.preallocate``)."""
-    return _lookup(_canonical(name, "code"))[0]
+    return _read(name)[0]
 
 
 def source(name: str) -> str:
     """Where flag ``name``'s value came from: ``default``, ``path:line``, ``ARIGNOTE_FLAGS``, ``code``."""
-    return _lookup(_canonical(name, "code"))[1]
+    return _read(name)[1]
 
 
 def configure(**kwargs: Any) -> None:
@@ -394,7 +404,7 @@ def flags() -> list[FlagValue]:
     """Every flag with its value, source and doc, in declaration order (what ``arignote config`` prints)."""
     out = []
     for flag in FLAGS.values():
-        value, src = _lookup(flag.name)
+        value, src = _read(flag.name)
         out.append(FlagValue(flag.name, value, src, flag.doc, flag.default, flag.kind))
     return out
 

@@ -71,8 +71,13 @@ class Model(GeneratorMethods):
         """Per-sample input shape the model takes (None when unknown, e.g. a wrapped module)."""
         return None
 
-    def output_shape(self) -> tuple | None:
-        """Per-sample output shape (None when unknown)."""
+    def _sample_output_shape(self) -> tuple | None:
+        """Per-sample output shape (None when unknown or several outputs)."""
+        return None
+
+    @property
+    def output_shape(self) -> Any:
+        """Keras ``model.output_shape`` with the batch dim (None when unknown, e.g. a wrapped module)."""
         return None
 
     @property
@@ -163,7 +168,8 @@ class Model(GeneratorMethods):
         if self.compiled and self._metric_ids:
             from arignote import metrics as metrics_mod
 
-            self.metrics_list = [metrics_mod.get(m, self.loss, self.output_shape()) for m in self._metric_ids]
+            out = self._sample_output_shape()
+            self.metrics_list = [metrics_mod.get(m, self.loss, out) for m in self._metric_ids]
             self._metric_ids = []
         if self._trainer is None:
             from arignote import devices, parallel
@@ -172,7 +178,7 @@ class Model(GeneratorMethods):
             chosen = devices.configured_devices()
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
-            devices.prepare(device)
+            devices.prepare(device, layout=getattr(strategy, "layout", None))
             precision = Precision.from_config(strategy.device)
             if not self._placed or self.device != strategy.device:
                 self._place(strategy.device)
