@@ -1,4 +1,4 @@
-"""Keras 2 ``utils.io_utils.HDF5Matrix``: an HDF5 dataset used like a numpy array (needs h5py).
+"""Keras 2 ``utils.io_utils.HDF5Matrix``: an HDF5 dataset used like a numpy array (with h5py).
 
 Indexing reads only the rows asked for (``x[10:20]``, ``x[5]``, ``x[[1, 4]]``), offset by
 ``start``; ``normalizer`` is applied to every read. ``fit``/``predict`` take it as ``x`` or ``y``
@@ -29,8 +29,7 @@ def _h5py() -> Any:
     try:
         return importlib.import_module("h5py")
     except ImportError:
-        raise ImportError("HDF5Matrix needs h5py: pip install h5py "
-                          "(or pip install 'arignote[hdf5]')") from None
+        raise ImportError("HDF5Matrix needs h5py (an arignote dependency): pip install h5py") from None
 
 
 class HDF5Matrix:
