@@ -223,7 +223,8 @@ def test_images_are_channels_last_and_conv_weights_too():
     conv = m.layers[0]
     assert conv.weight.is_contiguous(memory_format=torch.channels_last)
     seen = {}
-    # layers pass Keras NHWC tensors; the NCHW view conv hands to torch is channels-last memory
+    # layers take and return Keras NHWC tensors; contiguous NHWC is NCHW in channels_last memory,
+    # the layout the convolution kernels get
     handle = conv.register_forward_hook(lambda mod, inp, out: seen.update(
         inp=inp[0].permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last),
         out=out.permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last)))
@@ -304,9 +305,9 @@ def test_one_sync_per_epoch_when_nobody_reads_batch_logs(monkeypatch):
     calls = []
     real = loop_mod.Trainer.results
 
-    def counting(self, reduce=True):
+    def counting(self, reduce=True, buffers=False):
         calls.append(reduce)
-        return real(self, reduce)
+        return real(self, reduce, buffers)
 
     monkeypatch.setattr(loop_mod.Trainer, "results", counting)
     x, y = _blobs(200)
