@@ -502,3 +502,21 @@ def test_hdf5_save_is_atomic_and_truncated_files_are_named(tmp_path, monkeypatch
     path.write_bytes(good[: len(good) // 2])
     with pytest.raises(ValueError, match="m.h5: an HDF5 file that h5py cannot open"):
         load_model(str(path))
+
+
+def test_custom_object_scope_serves_load_model(tmp_path):
+    from arignote.utils import CustomObjectScope
+
+    def my_loss(y_true, y_pred):
+        return ((y_true - y_pred) ** 2).mean(dim=-1)
+
+    model = Sequential([Dense(2, input_shape=(3,))])
+    model.compile("sgd", my_loss)
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    with h5py.File(path, "r") as f:
+        assert json.loads(f.attrs["training_config"])["loss"] == "my_loss"
+    with CustomObjectScope({"my_loss": my_loss}):
+        loaded = load_model(path)
+    assert loaded.compiled and loaded.loss is my_loss
+    assert load_model(path, custom_objects={"my_loss": my_loss}).loss is my_loss

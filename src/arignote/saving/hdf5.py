@@ -34,6 +34,7 @@ import numpy as np
 
 from arignote import losses, optimizers
 from arignote.saving import h5file, keras_config, layouts, optimizer_state
+from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
     "save_model",
@@ -281,14 +282,11 @@ def model_from_config(
     """Rebuild a model from Keras 2's ``{"class_name", "config"}`` (``model_config``, ``to_json``)."""
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"{source}: model_config is not a Keras model configuration ({str(config)[:80]})")
-    name = config["class_name"]
-    if name == "Sequential":
-        cfg, conversion = keras_config.sequential_from_keras(config.get("config"), custom_objects, source)
-        return model_classes["Sequential"].from_config(cfg, custom_objects), conversion
-    raise ValueError(
-        f"{source}: a Keras '{name}' model; arignote rebuilds Sequential models from HDF5 files "
-        "(functional 'Model' configurations are not supported yet)"
-    )
+    spec, conversion = keras_config.model_from_keras(config, custom_objects, source)
+    cls = model_classes.get(spec["class_name"])
+    if cls is None or not callable(getattr(cls, "from_config", None)):
+        raise ValueError(f"{source}: a Keras '{config['class_name']}' model, which arignote cannot rebuild")
+    return cls.from_config(spec["config"], custom_objects), conversion
 
 
 def load_model(
@@ -334,7 +332,7 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
                 "does not support; load with compile=False and compile the model yourself"
             )
     spec = training.get("optimizer_config")
-    objects = custom_objects or {}
+    objects = {**get_custom_objects(), **(custom_objects or {})}
     if isinstance(spec, dict) and spec.get("class_name") in objects:
         optimizer = objects[spec["class_name"]].from_config(spec.get("config", {}))
     else:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arignote.layers import base as layer_base
+from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
     "Conversion",
@@ -114,7 +115,7 @@ def _accepted(cls: type) -> set[str] | None:
 
 
 def _lookup(class_name: str, custom_objects: dict | None) -> type | None:
-    classes = {**layer_base._REGISTRY, **(custom_objects or {})}
+    classes = {**layer_base._REGISTRY, **get_custom_objects(), **(custom_objects or {})}
     return classes.get(class_name)
 
 
@@ -214,6 +215,76 @@ def sequential_from_keras(
             build = _channels_last_shape(build)
         out["build_input_shape"] = build[1:]
     return out, conversion
+
+
+def _merge(into: Conversion, sub: Conversion) -> None:
+    into.channels_first |= sub.channels_first
+    into.dense_after_flatten.update(sub.dense_after_flatten)
+
+
+def model_from_keras(
+    spec: dict, custom_objects: dict | None = None, source: str = "the file"
+) -> tuple[dict, Conversion]:
+    """A Keras 2 ``{"class_name": "Sequential" | "Model", "config"}`` -> the same with arignote's layer
+    configs (what ``Sequential.from_config`` / ``Model.from_config`` take), and what was converted."""
+    name = spec.get("class_name")
+    if name == "Sequential":
+        cfg, conversion = sequential_from_keras(spec.get("config"), custom_objects, source)
+        return {"class_name": "Sequential", "config": cfg}, conversion
+    if name in ("Model", "Functional"):
+        cfg, conversion = functional_from_keras(spec.get("config") or {}, custom_objects, source)
+        return {"class_name": "Model", "config": cfg}, conversion
+    raise ValueError(
+        f"{source}: model class '{name}' is not a Keras 2 model configuration (Sequential or Model)"
+    )
+
+
+def functional_from_keras(
+    config: dict, custom_objects: dict | None = None, source: str = "the file"
+) -> tuple[dict, Conversion]:
+    """A Keras 2 functional ``Model`` config (``layers`` with ``inbound_nodes``, ``input_layers``,
+    ``output_layers``): every layer config converted as in :func:`layer_from_keras`; nested models
+    recursively; a channels_first model rebuilt channels-last (inputs included)."""
+    conversion = Conversion(source=source)
+    cf_out: dict[str, bool] = {}  # layer name -> its output is channels-first in the file
+    flattened_cf: dict[str, str] = {}  # Flatten name that flattened channels-first maps -> itself
+    feeds_cf: set[str] = set()  # InputLayers whose images go into channels-first layers
+    layers = []
+    for spec in config.get("layers") or []:
+        name, cls = spec.get("name"), spec.get("class_name")
+        raw = spec.get("config") or {}
+        sources = [ref[0] for node in spec.get("inbound_nodes") or [] for ref in node]
+        spec_cf = raw.get("data_format") == "channels_first"
+        in_cf = any(cf_out.get(s, False) for s in sources)
+        if cls in ("Sequential", "Model", "Functional"):
+            converted, sub = model_from_keras({"class_name": cls, "config": raw}, custom_objects, source)
+            _merge(conversion, sub)
+        else:
+            converted = layer_from_keras({"class_name": cls, "config": raw}, conversion, custom_objects)
+        if spec_cf:
+            feeds_cf.update(s for s in sources)
+        if cls == "Flatten":
+            if in_cf and not spec_cf:
+                flattened_cf[name] = name
+            cf_out[name] = False
+        elif cls == "Dense":
+            flat = [s for s in sources if s in flattened_cf]
+            if flat:
+                conversion.dense_after_flatten[name] = flat[0]
+            cf_out[name] = False
+        else:
+            cf_out[name] = spec_cf or in_cf
+        layers.append({**spec, "class_name": converted["class_name"], "config": converted["config"]})
+    if conversion.channels_first:
+        for spec in layers:
+            if spec["class_name"] == "InputLayer" and spec["name"] in feeds_cf:
+                shape = spec["config"].get("batch_input_shape")
+                if shape is not None:
+                    spec["config"] = {
+                        **spec["config"],
+                        "batch_input_shape": _channels_last_shape(list(shape)),
+                    }
+    return {**config, "layers": layers}, conversion
 
 
 def sequential_to_keras(config: dict) -> dict:
