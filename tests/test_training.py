@@ -550,8 +550,8 @@ def test_no_host_sync_per_batch_when_nobody_reads_batch_logs(monkeypatch):
         for name in ("item", "tolist", "__bool__", "__float__", "__int__", "cpu", "numpy"):
             real = getattr(torch.Tensor, name)
 
-            def counted(self, *a, _real=real, **k):
-                calls[0] += 1
+            def counted(self, *a, _real=real, _calls=calls, **k):
+                _calls[0] += 1
                 return _real(self, *a, **k)
             monkeypatch.setattr(torch.Tensor, name, counted)
         x, y = _blobs(batches * 10)
