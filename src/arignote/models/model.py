@@ -16,6 +16,7 @@ expect probabilities, as in Keras: end the network with a softmax.)
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -180,7 +181,10 @@ class Model(GeneratorMethods):
             from arignote import devices, parallel
             from arignote.precision import Precision
 
-            chosen = devices.configured_devices()
+            # multi_gpu_model(model, gpus=N) names this model's GPUs as the device flag would
+            spec = getattr(self, "device_spec", None)
+            with config.override(device=spec) if spec else contextlib.nullcontext():
+                chosen = devices.configured_devices()
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
             devices.prepare(device, layout=getattr(strategy, "layout", None))
