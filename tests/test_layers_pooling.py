@@ -43,10 +43,10 @@ def _fresh_names():
 
 
 def run(layer, x: np.ndarray) -> np.ndarray:
-    layer.build(x.shape[1:])
+    layer.build((None, *x.shape[1:]))
     with torch.no_grad():
         y = layer(torch.tensor(x))
-    assert tuple(layer.compute_output_shape(x.shape[1:])) == y.shape[1:]
+    assert tuple(layer.compute_output_shape((None, *x.shape[1:]))) == (None, *y.shape[1:])
     return y.numpy()
 
 
@@ -107,7 +107,7 @@ def test_global_pooling_all_ranks_and_formats():
     y = GlobalAveragePooling1D()(torch.tensor(x1), mask=mask).numpy()
     np.testing.assert_allclose(y[0], x1[0, :2].mean(0), rtol=1e-6)
     with pytest.raises(ValueError, match="expects 2-D inputs with channels"):
-        GlobalMaxPooling2D().build((4, 3))
+        GlobalMaxPooling2D().build((None, 4, 3))
 
 
 def test_zero_padding_all_ranks():
@@ -137,7 +137,7 @@ def test_cropping_all_ranks():
     x3 = RNG.standard_normal((1, 4, 4, 5, 1)).astype(np.float32)
     np.testing.assert_array_equal(run(Cropping3D(), x3), x3[:, 1:3, 1:3, 1:4])
     with pytest.raises(ValueError, match="leaves nothing"):
-        Cropping1D((3, 3)).build((6, 2))
+        Cropping1D((3, 3)).build((None, 6, 2))
 
 
 def test_upsampling_nearest_and_bilinear():

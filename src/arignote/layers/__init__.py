@@ -21,12 +21,11 @@ Example::
 
 from arignote.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
 from arignote.layers.base import (
+    InputSpec,
     Layer,
     deserialize,
-    from_internal,
     reset_name_counters,
     serialize,
-    to_internal,
 )
 from arignote.layers.convolutional import (
     Conv1D,
@@ -155,6 +154,6 @@ __all__ = [
     "Reshape", "SeparableConv1D", "SeparableConv2D", "Softmax", "SpatialDropout1D", "SpatialDropout2D",
     "SpatialDropout3D", "Subtract", "ThresholdedReLU", "UnsupportedLayerError", "UpSampling1D",
     "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "add", "average",
-    "concatenate", "deserialize", "dot", "from_internal", "maximum", "minimum", "multiply",
-    "reset_name_counters", "serialize", "subtract", "to_internal",
+    "concatenate", "deserialize", "dot", "maximum", "minimum", "multiply",
+    "reset_name_counters", "serialize", "subtract", "InputSpec",
 ]

@@ -253,16 +253,10 @@ class KerasWeights:
         return out
 
 
-def _full(shape: Any) -> Any:
-    """A per-sample shape (today's Layer contract) as a batch-first Keras shape; lists map."""
-    if isinstance(shape, list):
-        return [_full(s) for s in shape]
-    return (None, *tuple(shape))
-
-
 class KerasLayer(KerasWeights):
     """Mixin of every built-in layer: Keras 2 shapes (batch first, ``None`` batch) in
-    :meth:`build_keras` / :meth:`output_shape_keras`, bridged to the base ``Layer``'s per-sample hooks;
+    :meth:`build_keras` / :meth:`output_shape_keras`, which are the base ``Layer``'s ``build`` /
+    ``compute_output_shape`` (the Keras 2 contract of :mod:`arignote.layers.base`);
     ``get_config`` serializes initializers, regularizers, constraints and activations as Keras 2 does;
     ``losses`` holds the weight penalties plus the activity penalty of the last call."""
 
@@ -283,12 +277,14 @@ class KerasLayer(KerasWeights):
         """The batch-first output shape (override; default: unchanged)."""
         return input_shape
 
-    def _build(self, input_shape: tuple) -> None:
-        self.build_keras(_full(input_shape))
+    def build(self, input_shape: Any) -> None:
+        if self.built:  # built-in layers keep their weights when built again
+            return
+        self.build_keras(input_shape)
+        super().build(input_shape)
 
     def compute_output_shape(self, input_shape: Any) -> Any:
-        out = self.output_shape_keras(_full(input_shape))
-        return [tuple(o)[1:] for o in out] if isinstance(out, list) else tuple(out)[1:]
+        return self.output_shape_keras(input_shape)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         """Keras 2: layers that support masking pass the mask on; others refuse one."""
@@ -317,10 +313,9 @@ class KerasLayer(KerasWeights):
     def get_config(self) -> dict:
         """Keras 2 ``get_config``: base fields plus ``_config_keys``, objects in their serialized form."""
         cfg: dict[str, Any] = {"name": self.name, "trainable": self.trainable}
-        if self.dtype_name:
-            cfg["dtype"] = self.dtype_name
-        if self.input_shape_hint is not None:
-            cfg["batch_input_shape"] = [None, *self.input_shape_hint]
+        if self.batch_input_shape is not None:
+            cfg["batch_input_shape"] = list(self.batch_input_shape)
+        cfg["dtype"] = self.dtype
         for key in self._config_keys:
             value = getattr(self, key, None)
             if key.endswith("_initializer"):

@@ -9,8 +9,7 @@ Example::
 
     >>> import torch
     >>> d = Dense(3, activation="softmax", input_dim=4)
-    >>> d.build((4,))
-    >>> d(torch.ones(2, 4)).shape
+    >>> d(torch.ones(2, 4)).shape   # built on first call
     torch.Size([2, 3])
 """
 
@@ -34,6 +33,7 @@ from arignote.layers._util import (
     regularizer_arg,
 )
 from arignote.layers.base import Layer, positive_int
+from arignote.layers.input_layer import Input, InputLayer
 
 __all__ = [
     "InputLayer",
@@ -52,35 +52,6 @@ __all__ = [
     "SpatialDropout2D",
     "SpatialDropout3D",
 ]
-
-
-class InputLayer(Layer):
-    """Declares the per-sample input shape of a model; passes its input through.
-
-    Example::
-
-        >>> Input(shape=(28, 28, 1)).input_shape_hint
-        (28, 28, 1)
-    """
-
-    _name_prefix = "input"  # Keras names these input_1, input_2, ...
-
-    def __init__(self, input_shape: Any = None, batch_input_shape: Any = None, **kwargs: Any) -> None:
-        if input_shape is None and batch_input_shape is None:
-            raise ValueError(
-                "Input needs shape=..., e.g. Input(shape=(32, 32, 3)) (per sample, no batch dim)"
-            )
-        super().__init__(input_shape=input_shape, batch_input_shape=batch_input_shape, **kwargs)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x
-
-
-def Input(
-    shape: Any = None, batch_shape: Any = None, name: str | None = None, dtype: str | None = None
-) -> InputLayer:
-    """Keras ``Input(shape=...)``: an :class:`InputLayer` to put first in a ``Sequential``."""
-    return InputLayer(input_shape=shape, batch_input_shape=batch_shape, name=name, dtype=dtype)
 
 
 class Dense(KerasLayer, Layer):

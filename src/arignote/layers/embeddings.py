@@ -53,7 +53,8 @@ class Embedding(KerasLayer, Layer):
         input_length: Any = None,
         **kwargs: Any,
     ) -> None:
-        if input_length is not None and "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
+        if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
+            # Keras 2: (input_length,), or (None,) when the length is unknown (summary shows None)
             length = tuple(input_length) if isinstance(input_length, (list, tuple)) else (input_length,)
             kwargs["input_shape"] = length
         super().__init__(**kwargs)

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from arignote.layers._util import KerasLayer, _full
+from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
 
 __all__ = [
@@ -84,12 +84,8 @@ class _Merge(KerasLayer, Layer):
         return f"{type(self).__name__} '{self.name}'"
 
     def build(self, input_shape: Any) -> None:
-        # a list of per-sample shapes (the base Layer builds from one shape)
-        if self.built:
-            return
-        self.build_keras(_full([tuple(s) for s in _shapes(input_shape, self._where(), self._exactly)]))
-        self.built_input_shape = [tuple(s) for s in input_shape]
-        self.built = True
+        # a list of batch-first shapes
+        super().build([tuple(s) for s in _shapes(input_shape, self._where(), self._exactly)])
 
     def output_shape_keras(self, input_shape: Any) -> tuple:
         shapes = _shapes(input_shape, self._where(), self._exactly)
