@@ -81,6 +81,7 @@ class Launcher:
         self._old_wakeup_fd = -1
         self._old_handlers: dict[int, object] = {}
         self._old_excepthook = None
+        self.diagnose: Callable[[], str] | None = None  # names a stalled rank (parallel.heartbeat module)
 
     # ------------------------------------------------------------------ start
 
@@ -228,6 +229,9 @@ class Launcher:
         if _in_collective(tb):
             text += (f" in a collective: another rank stopped answering for parallel.timeout="
                      f"{self.timeout:g}s or left the job")
+            stalled = self.diagnose() if self.diagnose is not None else ""
+            if stalled:
+                text += f"; {stalled}"
         self.fail(text, restartable=not issubclass(tp, KeyboardInterrupt))
 
     def _restore_wakeup(self) -> None:
