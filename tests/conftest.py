@@ -41,9 +41,10 @@ def _forget_prepared_devices() -> None:
 
 @pytest.fixture(autouse=True)
 def isolated_config(monkeypatch):
-    """A fresh flag registry per test, blind to the developer's rc files and ARIGNOTE_FLAGS, and a
+    """A fresh flag registry per test, blind to the developer's rc files, keras.json and ARIGNOTE_FLAGS, and a
     fresh ``prepare()`` state (banner not yet printed)."""
     monkeypatch.setenv("ARIGNOTERC", "")
+    monkeypatch.setenv("KERAS_HOME", "/nonexistent/keras-home")  # blind to ~/.keras/keras.json
     monkeypatch.delenv("ARIGNOTE_FLAGS", raising=False)
     monkeypatch.delenv("THEANO_FLAGS", raising=False)
     config.reload()

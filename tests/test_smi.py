@@ -321,3 +321,61 @@ def test_cpu_use_excludes_our_own_process(monkeypatch):
     monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 2)
     assert nvml.host_snapshot(cpu_interval=0.03).cpu_percent == 35.0  # 60% of 2 threads minus 25%
     assert nvml._CPU_WINDOW["start"] > 0  # a new window started
+
+
+# --------------------------------------------------------------------------- GPU processes' jobs (issue 19)
+
+
+def _run_record(lease_dir, pid, **kw):
+    """A status record of a running fit by ``pid`` (as the RunStatus callback writes it)."""
+
+    import psutil
+
+    from arignote.share import status
+
+    start = psutil.Process(pid).create_time() + 0.5  # the record is younger than its process
+    rec = {"format": status.FORMAT, "pid": pid, "start": start, "state": "running", "user": "me",
+           "host": __import__("socket").gethostname(), "script": "train_cnn.py", "epoch": 2, "epochs": 10,
+           "step": 5, "steps": 20, "eta": 252.0, "command": "python train_cnn.py", "devices": ["cuda:0"]}
+    rec.update(kw)
+    folder = lease_dir / "runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"run-{os.getuid()}-{pid}-{int(start * 1000)}.json").write_text(json.dumps(rec))
+    return rec
+
+
+def test_smi_shows_the_job_of_arignote_processes(lease_dir, tmp_path, capsys):
+    me = os.getpid()
+    s = snap(gpu(0, processes=(nvml.GPUProcess(me, "me", 1 << 30, "python train_cnn.py"),
+                               nvml.GPUProcess(2**22 + 5, "bob", 1 << 30, "jupyter-lab"))))
+    inv = write(tmp_path / "inv.json", s)
+    _run_record(lease_dir, me)
+    assert cli.main(["smi", "--inventory", str(inv)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.strip() == "Processes")
+    assert cells(lines[head + 1]) == ["GPU", "PID", "Type", "User", "GPU Mem", "Command", "Job"]
+    rows = [cells(line) for line in lines[head + 3:] if line.strip()]
+    job = "train_cnn.py epoch 3/10 ETA 4m12s"
+    assert rows == [["0", str(me), "C", "me", "1024 MiB", "python train_cnn.py", job],
+                    ["0", str(2**22 + 5), "C", "bob", "1024 MiB", "jupyter-lab", "-"]]
+    assert cli.main(["smi", "--json", "--inventory", str(inv)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    job = data["gpus"][0]["processes"][0]["job"]
+    assert (job["script"], job["epoch"], job["epochs"], job["eta"], job["pid"]) == (
+        "train_cnn.py", 2, 10, 252.0, me)
+    assert job["text"] == "train_cnn.py epoch 3/10 ETA 4m12s"
+    assert data["gpus"][0]["processes"][1]["job"] is None
+    assert [r["pid"] for r in data["runs"]] == [me]
+    assert nvml.from_json(json.dumps(data)) == s  # the extra keys do not disturb --inventory
+
+
+def test_smi_without_runs_has_no_job_column_and_ignores_finished_runs(lease_dir, tmp_path, capsys):
+    me = os.getpid()
+    proc = nvml.GPUProcess(me, "me", 1 << 30, "python x.py")
+    inv = write(tmp_path / "inv.json", snap(gpu(0, processes=(proc,))))
+    _run_record(lease_dir, me, state="finished", ended=__import__("time").time())
+    assert cli.main(["smi", "--inventory", str(inv)]) == 0
+    assert "Job" not in capsys.readouterr().out
+    assert cli.main(["smi", "--json", "--inventory", str(inv)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"] == [] and data["gpus"][0]["processes"][0]["job"] is None

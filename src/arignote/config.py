@@ -18,6 +18,7 @@ import configparser
 import contextlib
 import contextvars
 import difflib
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -101,11 +102,15 @@ _FLAG_LIST = [
          "how many times a failed data-parallel job is restarted (resumes with BackupAndRestore)"),
     Flag("share.lease_dir", _t.text, "", "directory of GPU lease files (default: <tmp>/arignote-leases)",
          env="ARIGNOTE_LEASE_DIR"),
+    Flag("share.status", _t.parse_bool, True,
+         "every fit (rank 0) keeps a status record in <lease dir>/runs for `arignote dash` and `smi`"),
     Flag("datasets.dir", _t.text, "", "first directory searched for datasets (default ~/.arignote/datasets)",
          env="ARIGNOTE_DATA"),
     Flag("metrics.names", _t.choice("2.3", "2.2"), "2.3",
          "metric names printed and stored: 2.3 as written in compile (accuracy, mae), 2.2 as Keras "
          "2.0-2.2 (acc, mean_absolute_error); logs and History answer both"),
+    Flag("image_data_format", _t.choice("channels_last", "channels_first"), "channels_last",
+         "default data_format of image layers (also read from Keras's ~/.keras/keras.json)"),
 ]
 
 FLAGS: dict[str, Flag] = {f.name: f for f in _FLAG_LIST}
@@ -265,6 +270,24 @@ def _read_rc(path: str, values: dict[str, tuple[Any, str]], notes: list[str]) ->
             values[name] = (_convert(name, raw, where, notes), where)
 
 
+def _read_keras_json(values: dict[str, tuple[Any, str]], notes: list[str]) -> None:
+    """``image_data_format`` from Keras's own config (``$KERAS_HOME/keras.json``, default
+    ``~/.keras/keras.json``), below arignote's rc files: a Keras user's setting carries over."""
+    home = environ("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    path = os.path.join(home, "keras.json")
+    if not os.path.exists(path):
+        return
+    shown = _display_path(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{shown} cannot be read as JSON ({exc}); fix or remove it") from None
+    if isinstance(data, dict) and "image_data_format" in data:
+        values["image_data_format"] = (_convert("image_data_format", data["image_data_format"], shown, notes),
+                                       shown)
+
+
 def _find_line(lines: list[str], section: str, key: str) -> int:
     in_section = False
     for number, line in enumerate(lines, 1):
@@ -281,6 +304,7 @@ def _load() -> tuple[dict[str, tuple[Any, str]], list[str]]:
         return _lock_free_state["loaded"]
     values: dict[str, tuple[Any, str]] = {}
     notes: list[str] = []
+    _read_keras_json(values, notes)
     for path in _rc_paths():
         if os.path.exists(path):
             _read_rc(path, values, notes)
@@ -338,14 +362,24 @@ def _code_values(kwargs: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 # --------------------------------------------------------------------------- public API
 
 
+def _read(name: str) -> tuple[Any, str]:
+    """The lookup behind the public readers. A bad rc file or ``ARIGNOTE_FLAGS`` is found by the first
+    read in the process, whichever it is; its :class:`ConfigError` carries the whole story (flag,
+    value, source, what is accepted), so the registry's own frames are cut from the traceback."""
+    try:
+        return _lookup(_canonical(name, "code"))
+    except ConfigError as exc:
+        raise exc.with_traceback(None) from None
+
+
 def get(name: str) -> Any:
     """The current value of flag ``name`` (dotted, e.g. ``memory.preallocate``)."""
-    return _lookup(_canonical(name, "code"))[0]
+    return _read(name)[0]
 
 
 def source(name: str) -> str:
     """Where flag ``name``'s value came from: ``default``, ``path:line``, ``ARIGNOTE_FLAGS``, ``code``."""
-    return _lookup(_canonical(name, "code"))[1]
+    return _read(name)[1]
 
 
 def configure(**kwargs: Any) -> None:
@@ -370,7 +404,7 @@ def flags() -> list[FlagValue]:
     """Every flag with its value, source and doc, in declaration order (what ``arignote config`` prints)."""
     out = []
     for flag in FLAGS.values():
-        value, src = _lookup(flag.name)
+        value, src = _read(flag.name)
         out.append(FlagValue(flag.name, value, src, flag.doc, flag.default, flag.kind))
     return out
 

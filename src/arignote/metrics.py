@@ -35,6 +35,8 @@ __all__ = [
     "Metric",
     "Mean",
     "get",
+    "serialize",
+    "deserialize",
     "categorical_accuracy",
     "sparse_categorical_accuracy",
     "binary_accuracy",
@@ -216,3 +218,34 @@ def get(
     if callable(identifier):
         return Metric(identifier)
     raise ValueError(f"a metric is a name such as 'accuracy', a function or a Metric, got {identifier!r}")
+
+
+def serialize(metric: str | Callable | Metric) -> str:
+    """The name Keras 2 stores for a metric (a function's ``__name__``, a :class:`Metric`'s name)."""
+    if isinstance(metric, str):
+        return metric
+    if isinstance(metric, _Accumulator):
+        return metric.name
+    name = getattr(metric, "__name__", None)
+    if name is None:
+        raise ValueError(f"Cannot serialize metric {metric!r}: it has no __name__")
+    return name
+
+
+def deserialize(name: str, custom_objects: dict | None = None) -> Callable:
+    """The metric function stored as ``name`` (``custom_objects`` first, then metric and loss names).
+
+    ``'acc'``/``'accuracy'`` need the loss to pick binary/categorical/sparse: :func:`get` does that.
+
+    Example::
+
+        >>> deserialize("binary_accuracy") is binary_accuracy
+        True
+    """
+    if custom_objects and name in custom_objects:
+        return custom_objects[name]
+    if name in _FUNCTIONS:
+        return _FUNCTIONS[name]
+    if name in ("acc", "accuracy"):
+        return categorical_accuracy
+    return get(name).fn

@@ -71,6 +71,16 @@ class DataParallel:
         return f"DataParallel(rank={self.rank}, world_size={self.world_size}, device='{self.device}', " \
                f"backend='{self.backend}')"
 
+    @property
+    def layout(self) -> str:
+        """The banner's line for the job: ``data parallel: 2 processes x 1 thread (gloo)`` on the CPU,
+        ``data parallel: 4 processes, one GPU each (nccl)`` on GPUs."""
+        if self.device.type == "cuda":
+            return f"data parallel: {self.world_size} processes, one GPU each ({self.backend})"
+        n = torch.get_num_threads()
+        threads = f"{n} thread{'' if n == 1 else 's'}"
+        return f"data parallel: {self.world_size} processes x {threads} ({self.backend})"
+
     def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
         """DDP around ``module`` (already on ``self.device``); rank 0's weights are broadcast."""
         spread = len({p.device for p in module.parameters()}) > 1  # placement contexts
