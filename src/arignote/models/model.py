@@ -38,7 +38,10 @@ class Model(GeneratorMethods):
     Attributes: ``module`` (the torch module), ``device`` (``torch.device`` once placed),
     ``optimizer`` (an :mod:`arignote.optimizers` optimizer after ``compile``), ``history``,
     ``stop_training``, ``resume_epoch`` (set by BackupAndRestore through
-    :meth:`load_training_state`), ``epochs_done``.
+    :meth:`load_training_state`), ``epochs_done`` (finished epochs; an interrupted one does not
+    count), ``epoch_interrupted`` (True in ``on_epoch_end`` of an epoch that ``stop_training`` cut
+    short), ``device_stats`` (the last epoch's device memory peaks: ``cpu_peak_rss_mib``,
+    ``cuda0_peak_allocated_mib``...; also shown in the progress line).
     """
 
     def __init__(self, module: torch.nn.Module | None = None, name: str | None = None) -> None:
@@ -55,6 +58,8 @@ class Model(GeneratorMethods):
         self.stop_training = False
         self.resume_epoch: int | None = None
         self.epochs_done = 0
+        self.epoch_interrupted = False  # the last epoch ended early (stop_training during its batches)
+        self.device_stats: dict[str, float] = {}  # the last epoch's device figures (DeviceStatsMonitor)
         self.history = History()
         self._trainer: Trainer | None = None
         self._placed = False
@@ -252,13 +257,17 @@ class Model(GeneratorMethods):
 
     def _fit_callbacks(self, callbacks: list | None, verbose: int, plan: Any, trainer: Trainer) -> list:
         """The user's callbacks with fit's defaults around them, each default only when the user did
-        not pass one of its kind: a device-stats monitor first (its figures in the progress line),
+        not pass one of its kind: a device-stats monitor first (``model.device_stats`` and the
+        progress line, not the logs),
         a ``ProgbarLogger`` (``verbose``, rank 0) and a ``History`` (last, as Keras 2)."""
         from arignote.callbacks.device_stats import DeviceStatsMonitor
         from arignote.callbacks.progbar import ProgbarLogger
 
         user = list(callbacks or [])
-        cbs: list = [] if any(isinstance(cb, DeviceStatsMonitor) for cb in user) else [DeviceStatsMonitor()]
+        # device figures for the progress line and model.device_stats, never in History/CSV logs
+        # (the user's own DeviceStatsMonitor puts them in the logs on purpose)
+        cbs: list = ([] if any(isinstance(cb, DeviceStatsMonitor) for cb in user)
+                     else [DeviceStatsMonitor(into_logs=False, utilization=False)])
         if verbose and trainer.strategy.is_main and not any(isinstance(cb, ProgbarLogger) for cb in user):
             cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
         history = next((cb for cb in user if isinstance(cb, History)), None)

@@ -72,6 +72,14 @@ def _compile_config(model: Any) -> str | None:
     return json.dumps({"loss": loss, "metrics": metrics, "optimizer": opt_config})
 
 
+def _model_classes() -> dict:
+    """What rebuilds each Keras model class name (the functional ``Model`` once it has ``from_config``)."""
+    from arignote.models.model import Model
+    from arignote.models.sequential import Sequential
+
+    return {"Sequential": Sequential, "Model": Model}
+
+
 def is_hdf5_name(filepath: Any) -> bool:
     """True for the names that get a Keras 2 HDF5 file: ``.h5``, ``.hdf5``, ``.keras`` (any case)."""
     return os.fspath(filepath).lower().endswith(saving.HDF5_EXTENSIONS)
@@ -192,7 +200,7 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
     path = os.fspath(filepath)
     if saving.is_hdf5(path):
         with _load_errors(path):
-            return saving.load_model(path, {"Sequential": Sequential}, custom_objects, compile)
+            return saving.load_model(path, _model_classes(), custom_objects, compile)
     _checkpoint_or_error(path)
     obj = _read(filepath)
     if obj["format"] == WEIGHTS_FORMAT:
@@ -328,14 +336,13 @@ def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any
         >>> model_from_json(text).layers[0].name
         'd'
     """
-    from arignote.models.sequential import Sequential
 
     try:
         spec = json.loads(json_string)
     except json.JSONDecodeError as err:
         raise ValueError(f"model_from_json: not JSON ({err}); pass the text to_json() returned") from None
     model, conversion = keras_hdf5.model_from_config(spec, custom_objects, "model_from_json",
-                                                      {"Sequential": Sequential})
+                                                      _model_classes())
     if conversion.channels_first:
         raise ValueError("model_from_json: a channels_first model; arignote rebuilds it channels_last, which "
                          "needs its weights converted too: load the whole model from its .h5 file instead")
