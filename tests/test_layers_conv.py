@@ -34,11 +34,12 @@ def _fresh_names():
 
 
 def run(layer, x: np.ndarray, training: bool = False) -> np.ndarray:
-    layer.build(x.shape[1:])
+    if not layer.built:
+        layer.build((None, *x.shape[1:]))
     layer.train(training)
     with torch.no_grad():
         y = layer(torch.tensor(x))
-    assert tuple(layer.compute_output_shape(x.shape[1:])) == y.shape[1:]
+    assert tuple(layer.compute_output_shape((None, *x.shape[1:]))) == (None, *y.shape[1:])
     return y.numpy()
 
 
@@ -73,18 +74,21 @@ def tf_same_pad(x, k_shape, strides, dilation=None):
     return np.pad(x, [*pads, (0, 0)])
 
 
-@pytest.mark.parametrize("cls,shape,kwargs", [
-    (Conv1D, (9, 3), {"kernel_size": 3}),
-    (Conv1D, (9, 3), {"kernel_size": 2, "strides": 2, "padding": "same"}),
-    (Conv2D, (7, 6, 3), {"kernel_size": (3, 2), "strides": (2, 1), "padding": "same"}),
-    (Conv2D, (7, 7, 2), {"kernel_size": 3, "dilation_rate": 2}),
-    (Conv3D, (5, 4, 6, 2), {"kernel_size": (2, 3, 2), "padding": "same"}),
-    (Conv3D, (5, 5, 5, 2), {"kernel_size": 2, "strides": 2}),
-])
+@pytest.mark.parametrize(
+    "cls,shape,kwargs",
+    [
+        (Conv1D, (9, 3), {"kernel_size": 3}),
+        (Conv1D, (9, 3), {"kernel_size": 2, "strides": 2, "padding": "same"}),
+        (Conv2D, (7, 6, 3), {"kernel_size": (3, 2), "strides": (2, 1), "padding": "same"}),
+        (Conv2D, (7, 7, 2), {"kernel_size": 3, "dilation_rate": 2}),
+        (Conv3D, (5, 4, 6, 2), {"kernel_size": (2, 3, 2), "padding": "same"}),
+        (Conv3D, (5, 5, 5, 2), {"kernel_size": 2, "strides": 2}),
+    ],
+)
 def test_conv_matches_numpy_channels_last(cls, shape, kwargs):
     x = RNG.standard_normal((2, *shape)).astype(np.float32)
     c = cls(4, **kwargs)
-    c.build(shape)
+    c.build((None, *shape))
     k, b = randomize(c)
     assert k.shape == (*c.kernel_size, shape[-1], 4) and c.weight_names() == ["kernel", "bias"]
     y = run(c, x)
@@ -97,8 +101,8 @@ def test_conv_channels_first_equals_transposed_channels_last(cls, shape):
     x = RNG.standard_normal((2, *shape)).astype(np.float32)
     cf = cls(3, 3, padding="same", strides=2, data_format="channels_first")
     cl = cls(3, 3, padding="same", strides=2)
-    cf.build(shape)
-    cl.build((*shape[1:], shape[0]))
+    cf.build((None, *shape))
+    cl.build((None, *shape[1:], shape[0]))
     cl.set_weights(randomize(cf))  # the same Keras weights in both layouts
     last = (0, *range(2, x.ndim), 1)
     y_cf = run(cf, x)
@@ -130,7 +134,7 @@ def test_data_format_default_comes_from_backend_and_keras_json(tmp_path, monkeyp
 def test_conv1d_causal_and_bad_arguments():
     x = RNG.standard_normal((2, 6, 2)).astype(np.float32)
     c = Conv1D(3, 3, padding="causal", dilation_rate=2)
-    c.build((6, 2))
+    c.build((None, 6, 2))
     k, b = randomize(c)
     xp = np.pad(x, ((0, 0), (4, 0), (0, 0)))
     np.testing.assert_allclose(run(c, x), np_conv(xp, k, b, (1,), (2,)), rtol=1e-4, atol=1e-4)
@@ -141,7 +145,7 @@ def test_conv1d_causal_and_bad_arguments():
     with pytest.raises(ValueError, match="kernel_size"):
         Conv3D(3, (3, 3))
     with pytest.raises(ValueError, match="channel dimension"):
-        Conv2D(2, 3).build((None, None, None))
+        Conv2D(2, 3).build((None, None, None, None))
 
 
 def np_conv_transpose(x, k, b, strides, out_sizes, pad_before):
@@ -150,7 +154,7 @@ def np_conv_transpose(x, k, b, strides, out_sizes, pad_before):
     rank = k.ndim - 2
     full = [(x.shape[1 + i] - 1) * strides[i] + k.shape[i] for i in range(rank)]
     y = np.zeros((x.shape[0], *[max(f, o + p) for f, o, p in zip(full, out_sizes, pad_before)], k.shape[-2]))
-    for pos in itertools.product(*(range(n) for n in x.shape[1:1 + rank])):
+    for pos in itertools.product(*(range(n) for n in x.shape[1 : 1 + rank])):
         for kpos in itertools.product(*(range(n) for n in k.shape[:rank])):
             dst = tuple(pos[i] * strides[i] + kpos[i] for i in range(rank))
             y[(slice(None), *dst)] += x[(slice(None), *pos)] @ k[kpos].T
@@ -158,17 +162,20 @@ def np_conv_transpose(x, k, b, strides, out_sizes, pad_before):
     return y[index] + b
 
 
-@pytest.mark.parametrize("kwargs,expect", [
-    ({"kernel_size": 3, "strides": 2, "padding": "same"}, ((10, 8), (0, 0))),  # TF pads (k-s)//2 = 0
-    ({"kernel_size": 3, "strides": 2, "padding": "valid"}, ((11, 9), (0, 0))),
-    ({"kernel_size": 4, "strides": 2, "padding": "same"}, ((10, 8), (1, 1))),
-    ({"kernel_size": 2, "strides": 3, "padding": "valid"}, ((15, 12), (0, 0))),  # k < s: zero rows
-    ({"kernel_size": 3, "strides": 2, "padding": "valid", "output_padding": 1}, ((12, 10), (0, 0))),
-])
+@pytest.mark.parametrize(
+    "kwargs,expect",
+    [
+        ({"kernel_size": 3, "strides": 2, "padding": "same"}, ((10, 8), (0, 0))),  # TF pads (k-s)//2 = 0
+        ({"kernel_size": 3, "strides": 2, "padding": "valid"}, ((11, 9), (0, 0))),
+        ({"kernel_size": 4, "strides": 2, "padding": "same"}, ((10, 8), (1, 1))),
+        ({"kernel_size": 2, "strides": 3, "padding": "valid"}, ((15, 12), (0, 0))),  # k < s: zero rows
+        ({"kernel_size": 3, "strides": 2, "padding": "valid", "output_padding": 1}, ((12, 10), (0, 0))),
+    ],
+)
 def test_conv2d_transpose_matches_tensorflow_semantics(kwargs, expect):
     x = RNG.standard_normal((2, 5, 4, 3)).astype(np.float32)
     c = Conv2DTranspose(2, **kwargs)
-    c.build((5, 4, 3))
+    c.build((None, 5, 4, 3))
     k, b = randomize(c)
     assert k.shape == (*c.kernel_size, 2, 3)  # Keras: (kh, kw, filters, in)
     y = run(c, x)
@@ -180,15 +187,16 @@ def test_conv2d_transpose_matches_tensorflow_semantics(kwargs, expect):
 def test_conv3d_transpose_and_channels_first():
     x = RNG.standard_normal((1, 3, 2, 3, 2)).astype(np.float32)
     c = Conv3DTranspose(2, 2, strides=2, padding="same")
-    c.build(x.shape[1:])
+    c.build((None, *x.shape[1:]))
     k, b = randomize(c)
     y = run(c, x)
     assert y.shape == (1, 6, 4, 6, 2)
-    np.testing.assert_allclose(y, np_conv_transpose(x, k, b, (2, 2, 2), (6, 4, 6), (0, 0, 0)), rtol=1e-4,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        y, np_conv_transpose(x, k, b, (2, 2, 2), (6, 4, 6), (0, 0, 0)), rtol=1e-4, atol=1e-4
+    )
     cf = Conv3DTranspose(2, 2, strides=2, padding="same", data_format="channels_first")
     xf = np.ascontiguousarray(x.transpose(0, 4, 1, 2, 3))
-    cf.build(xf.shape[1:])
+    cf.build((None, *xf.shape[1:]))
     cf.set_weights([k, b])
     np.testing.assert_allclose(run(cf, xf).transpose(0, 2, 3, 4, 1), y, rtol=1e-5, atol=1e-5)
     with pytest.raises(ValueError, match="output padding"):
@@ -201,8 +209,8 @@ def np_depthwise(x, dk, strides=(1, 1)):
     outs = []
     for ch in range(c):
         for j in range(m):
-            k = dk[:, :, ch:ch + 1, j:j + 1]
-            outs.append(np_conv(x[..., ch:ch + 1], k, 0.0, strides))
+            k = dk[:, :, ch : ch + 1, j : j + 1]
+            outs.append(np_conv(x[..., ch : ch + 1], k, 0.0, strides))
     y = np.concatenate(outs, axis=-1)
     assert y.shape[0] == n and y.shape[-1] == c * m
     return y
@@ -211,7 +219,7 @@ def np_depthwise(x, dk, strides=(1, 1)):
 def test_depthwise_conv2d_matches_numpy():
     x = RNG.standard_normal((2, 6, 5, 3)).astype(np.float32)
     d = DepthwiseConv2D((3, 2), depth_multiplier=2)
-    d.build(x.shape[1:])
+    d.build((None, *x.shape[1:]))
     dk, b = randomize(d)
     assert dk.shape == (3, 2, 3, 2) and b.shape == (6,) and d.weight_names() == ["depthwise_kernel", "bias"]
     np.testing.assert_allclose(run(d, x), np_depthwise(x, dk) + b, rtol=1e-4, atol=1e-4)
@@ -221,53 +229,60 @@ def test_depthwise_conv2d_matches_numpy():
 def test_separable_conv2d_and_1d_match_depthwise_then_pointwise():
     x = RNG.standard_normal((2, 7, 6, 3)).astype(np.float32)
     s = SeparableConv2D(4, 3, strides=2, depth_multiplier=2, activation="relu")
-    s.build(x.shape[1:])
+    s.build((None, *x.shape[1:]))
     dk, pk, b = randomize(s)
     assert s.weight_names() == ["depthwise_kernel", "pointwise_kernel", "bias"] and pk.shape == (1, 1, 6, 4)
     ref = np.maximum(np_depthwise(x, dk, (2, 2)) @ pk[0, 0] + b, 0)
     np.testing.assert_allclose(run(s, x), ref, rtol=1e-4, atol=1e-4)
     xs = RNG.standard_normal((2, 8, 3)).astype(np.float32)
     s1 = SeparableConv1D(2, 3, padding="same")
-    s1.build(xs.shape[1:])
+    s1.build((None, *xs.shape[1:]))
     dk, pk, b = randomize(s1)
     xp = tf_same_pad(xs, (3,), (1,))
-    dw = np.concatenate([np_conv(xp[..., c:c + 1], dk[:, c:c + 1, :], 0.0, (1,)) for c in range(3)], axis=-1)
+    dw = np.concatenate(
+        [np_conv(xp[..., c : c + 1], dk[:, c : c + 1, :], 0.0, (1,)) for c in range(3)], axis=-1
+    )
     np.testing.assert_allclose(run(s1, xs), dw @ pk[0] + b, rtol=1e-4, atol=1e-4)
 
 
 def test_locally_connected_1d_and_2d_match_numpy():
     x = RNG.standard_normal((2, 7, 3)).astype(np.float32)
     lc = LocallyConnected1D(4, 3, strides=2)
-    lc.build(x.shape[1:])
+    lc.build((None, *x.shape[1:]))
     k, b = randomize(lc)
     assert k.shape == (3, 9, 4) and b.shape == (3, 4)
-    ref = np.stack([x[:, 2 * i:2 * i + 3].reshape(2, -1) @ k[i] for i in range(3)], axis=1) + b
+    ref = np.stack([x[:, 2 * i : 2 * i + 3].reshape(2, -1) @ k[i] for i in range(3)], axis=1) + b
     np.testing.assert_allclose(run(lc, x), ref, rtol=1e-4, atol=1e-4)
     xi = RNG.standard_normal((2, 4, 5, 2)).astype(np.float32)
     for fmt in ("channels_last", "channels_first"):
         data = xi if fmt == "channels_last" else np.ascontiguousarray(xi.transpose(0, 3, 1, 2))
         l2 = LocallyConnected2D(3, (2, 3), data_format=fmt)
-        l2.build(data.shape[1:])
+        l2.build((None, *data.shape[1:]))
         k, b = randomize(l2)
         assert k.shape == (3 * 3, 2 * 3 * 2, 3) and b.shape == (3, 3, 3)
         ref = np.zeros((2, 3, 3, 3))
         for r, c in itertools.product(range(3), range(3)):
-            patch = xi[:, r:r + 2, c:c + 3, :]  # (kh, kw, C) flattening for channels_last
+            patch = xi[:, r : r + 2, c : c + 3, :]  # (kh, kw, C) flattening for channels_last
             if fmt == "channels_first":
                 patch = patch.transpose(0, 3, 1, 2)  # (C, kh, kw)
             ref[:, r, c] = patch.reshape(2, -1) @ k[r * 3 + c]
         y = run(l2, data)
         y = y if fmt == "channels_last" else y.transpose(0, 2, 3, 1)
         np.testing.assert_allclose(y, ref + b, rtol=1e-4, atol=1e-4)
-    with pytest.raises(ValueError, match="only \"valid\""):
+    with pytest.raises(ValueError, match='only "valid"'):
         LocallyConnected1D(2, 3, padding="same")
 
 
 def test_regularizers_and_constraints_on_conv_weights():
-    c = Conv2D(2, 3, kernel_regularizer=regularizers.l2(0.1), bias_regularizer="l1",
-               kernel_constraint=constraints.MaxNorm(0.5, axis=[0, 1, 2]),
-               activity_regularizer=regularizers.l1(1.0))
-    c.build((5, 5, 3))
+    c = Conv2D(
+        2,
+        3,
+        kernel_regularizer=regularizers.l2(0.1),
+        bias_regularizer="l1",
+        kernel_constraint=constraints.MaxNorm(0.5, axis=[0, 1, 2]),
+        activity_regularizer=regularizers.l1(1.0),
+    )
+    c.build((None, 5, 5, 3))
     k, b = randomize(c)
     penalties = c.losses
     assert len(penalties) == 2
@@ -287,6 +302,6 @@ def test_regularizers_and_constraints_on_conv_weights():
 
 def test_conv_kernel_property_is_the_keras_layout_view():
     c = Conv2D(5, (3, 2))
-    c.build((6, 6, 4))
+    c.build((None, 6, 6, 4))
     assert tuple(c.kernel.shape) == (3, 2, 4, 5) and tuple(c.weight.shape) == (5, 4, 3, 2)
     assert c.kernel.data_ptr() == c.weight.data_ptr()

@@ -56,24 +56,28 @@ def t(a):
 
 def test_elementwise_merges_and_functional_forms():
     a, b, c = (RNG.standard_normal((2, 3)).astype(np.float32) for _ in range(3))
-    cases = [(Add(), layers.add, a + b + c), (Multiply(), layers.multiply, a * b * c),
-             (Average(), layers.average, (a + b + c) / 3),
-             (Maximum(), layers.maximum, np.maximum(np.maximum(a, b), c)),
-             (Minimum(), layers.minimum, np.minimum(np.minimum(a, b), c))]
+    cases = [
+        (Add(), layers.add, a + b + c),
+        (Multiply(), layers.multiply, a * b * c),
+        (Average(), layers.average, (a + b + c) / 3),
+        (Maximum(), layers.maximum, np.maximum(np.maximum(a, b), c)),
+        (Minimum(), layers.minimum, np.minimum(np.minimum(a, b), c)),
+    ]
     for layer, fn, ref in cases:
         np.testing.assert_allclose(layer([t(a), t(b), t(c)]).numpy(), ref, rtol=1e-6)
         np.testing.assert_allclose(fn([t(a), t(b), t(c)]).numpy(), ref, rtol=1e-6)
-        assert layer.compute_output_shape([(3,), (3,), (3,)]) == (3,)
+        assert layer.compute_output_shape([(None, 3), (None, 3), (None, 3)]) == (None, 3)
     np.testing.assert_allclose(layers.subtract([t(a), t(b)]).numpy(), a - b)
     with pytest.raises(ValueError, match="exactly 2 inputs"):
         Subtract()([t(a), t(b), t(c)])
     with pytest.raises(ValueError, match="list of inputs"):
         Add()(t(a))
     with pytest.raises(ValueError, match="could not be broadcast"):
-        Add().compute_output_shape([(3,), (4,)])
-    # Keras 2 broadcasting: a (N, 3) input against (N, 3, 2) gets a trailing unit axis
-    big = RNG.standard_normal((2, 3, 2)).astype(np.float32)
-    np.testing.assert_allclose(Add()([t(big), t(a)]).numpy(), big + a[..., None], rtol=1e-6)
+        Add().compute_output_shape([(None, 3), (None, 4)])
+    # Keras 2 broadcasting: a (N, 3) input against (N, 4, 3) gets a unit axis after the batch axis
+    big = RNG.standard_normal((2, 4, 3)).astype(np.float32)
+    np.testing.assert_allclose(Add()([t(big), t(a)]).numpy(), big + a[:, None], rtol=1e-6)
+    assert Add().compute_output_shape([(None, 4, 3), (None, 3)]) == (None, 4, 3)
 
 
 def test_concatenate_axes_shapes_and_masks():
@@ -81,10 +85,10 @@ def test_concatenate_axes_shapes_and_masks():
     b = RNG.standard_normal((2, 3, 5)).astype(np.float32)
     np.testing.assert_array_equal(layers.concatenate([t(a), t(b)]).numpy(), np.concatenate([a, b], -1))
     np.testing.assert_array_equal(Concatenate(axis=1)([t(a), t(a)]).numpy(), np.concatenate([a, a], 1))
-    assert Concatenate().compute_output_shape([(3, 4), (3, 5)]) == (3, 9)
-    assert Concatenate(axis=1).compute_output_shape([(3, 4), (None, 4)]) == (None, 4)
+    assert Concatenate().compute_output_shape([(None, 3, 4), (None, 3, 5)]) == (None, 3, 9)
+    assert Concatenate(axis=1).compute_output_shape([(None, 3, 4), (None, None, 4)]) == (None, None, 4)
     with pytest.raises(ValueError, match="matching shapes"):
-        Concatenate().compute_output_shape([(3, 4), (2, 5)])
+        Concatenate().compute_output_shape([(None, 3, 4), (None, 2, 5)])
     m = torch.tensor([[True, False, True], [True, True, False]])
     got = Concatenate().compute_mask([t(a), t(b)], [m, None])
     assert torch.equal(got, m)
@@ -100,27 +104,31 @@ def test_dot_batched_and_normalized():
     np.testing.assert_allclose(got, cos, rtol=1e-5)
     x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
     y = RNG.standard_normal((2, 6, 4)).astype(np.float32)
-    np.testing.assert_allclose(Dot(axes=(2, 2))([t(x), t(y)]).numpy(), np.einsum("nak,nbk->nab", x, y),
-                               rtol=1e-5, atol=1e-6)
-    assert Dot(axes=2).compute_output_shape([(3, 4), (6, 4)]) == (3, 6)
-    assert Dot(axes=1).compute_output_shape([(5,), (5,)]) == (1,)
+    np.testing.assert_allclose(
+        Dot(axes=(2, 2))([t(x), t(y)]).numpy(), np.einsum("nak,nbk->nab", x, y), rtol=1e-5, atol=1e-6
+    )
+    assert Dot(axes=2).compute_output_shape([(None, 3, 4), (None, 6, 4)]) == (None, 3, 6)
+    assert Dot(axes=1).compute_output_shape([(None, 5), (None, 5)]) == (None, 1)
     with pytest.raises(ValueError, match="axes"):
         Dot(axes="x")
 
 
 def test_merge_layer_builds_from_a_list_of_shapes():
     layer = Add()
-    layer.build([(3,), (3,)])
+    layer.build([(None, 3), (None, 3)])
     assert layer.built
 
 
 def test_lambda_arguments_output_shape_mask_and_config():
-    lam = Lambda(lambda x, p: x ** p, arguments={"p": 2})
+    lam = Lambda(lambda x, p: x**p, arguments={"p": 2})
     assert lam(t([[3.0]])).item() == 9.0
-    assert lam.compute_output_shape((4,)) == (4,)  # found by a probe run
+    assert lam.compute_output_shape((None, 4)) == (None, 4)  # found by a probe run
     halves = Lambda(lambda x: x[:, : x.shape[1] // 2], output_shape=lambda s: (s[0], s[1] // 2))
-    assert halves.compute_output_shape((6,)) == (3,)
-    assert Lambda(lambda x: x.sum(1, keepdim=True), output_shape=(1,)).compute_output_shape((6,)) == (1,)
+    assert halves.compute_output_shape((None, 6)) == (None, 3)
+    assert Lambda(lambda x: x.sum(1, keepdim=True), output_shape=(1,)).compute_output_shape((None, 6)) == (
+        None,
+        1,
+    )
     masked = Lambda(lambda x: x, mask=lambda inputs, mask: inputs > 0)
     assert masked.compute_mask(t([[1.0, -1.0]])).tolist() == [[True, False]]
     cfg = json.loads(json.dumps(layers.serialize(lam)))
@@ -142,19 +150,19 @@ def test_masking_permute_repeat_vector():
     y = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
     p = Permute((3, 1, 2))
     np.testing.assert_array_equal(p(t(y)).numpy(), y.transpose(0, 3, 1, 2))
-    assert p.compute_output_shape((3, 4, 5)) == (5, 3, 4)
+    assert p.compute_output_shape((None, 3, 4, 5)) == (None, 5, 3, 4)
     with pytest.raises(ValueError, match="permutation"):
         Permute((0, 1))
     r = RepeatVector(3)
     v = RNG.standard_normal((2, 4)).astype(np.float32)
     np.testing.assert_array_equal(r(t(v)).numpy(), np.repeat(v[:, None], 3, 1))
-    assert r.compute_output_shape((4,)) == (3, 4)
+    assert r.compute_output_shape((None, 4)) == (None, 3, 4)
 
 
 def test_dense_on_3d_and_masks_pass_through():
     d = Dense(2, activation="tanh", use_bias=False)
     x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
-    d.build((3, 4))
+    d.build((None, 3, 4))
     (k,) = d.get_weights()
     np.testing.assert_allclose(d(t(x)).detach().numpy(), np.tanh(x @ k), rtol=1e-5, atol=1e-6)
     mask = torch.ones(2, 3, dtype=torch.bool)
@@ -197,15 +205,18 @@ def test_advanced_activations_match_numpy():
     np.testing.assert_allclose(LeakyReLU()(t(x)).numpy(), np.where(x > 0, x, 0.3 * x), rtol=1e-6)
     np.testing.assert_allclose(ELU(0.5)(t(x)).numpy(), np.where(x > 0, x, 0.5 * (np.exp(x) - 1)), rtol=1e-6)
     np.testing.assert_allclose(ThresholdedReLU(1.0)(t(x)).numpy(), np.where(x > 1.0, x, 0.0))
-    np.testing.assert_allclose(ReLU(max_value=6.0, negative_slope=0.1, threshold=0.5)(t(x)).numpy(),
-                               np.where(x >= 6, 6, np.where(x > 0.5, x, 0.1 * (x - 0.5))), rtol=1e-6)
+    np.testing.assert_allclose(
+        ReLU(max_value=6.0, negative_slope=0.1, threshold=0.5)(t(x)).numpy(),
+        np.where(x >= 6, 6, np.where(x > 0.5, x, 0.1 * (x - 0.5))),
+        rtol=1e-6,
+    )
     e = np.exp(x - x.max())
     np.testing.assert_allclose(Softmax()(t(x)).numpy(), e / e.sum(), rtol=1e-5)
     with pytest.raises(ValueError, match="negative"):
         ReLU(max_value=-1)
     p = PReLU(alpha_initializer="ones", shared_axes=[1, 2])
     img = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
-    p.build(img.shape[1:])
+    p.build((None, *img.shape[1:]))
     assert p.get_weights()[0].shape == (1, 1, 5) and p.weight_names() == ["alpha"]
     alpha = RNG.uniform(0, 1, (1, 1, 5)).astype(np.float32)
     p.set_weights([alpha])
@@ -231,8 +242,21 @@ def test_noise_layers_statistics_and_eval_identity():
         assert torch.equal(layer(z), z)
 
 
-@pytest.mark.parametrize("module", ["core", "convolutional", "pooling", "recurrent", "merge", "embeddings",
-                                    "normalization", "noise", "advanced_activations", "local"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "core",
+        "convolutional",
+        "pooling",
+        "recurrent",
+        "merge",
+        "embeddings",
+        "normalization",
+        "noise",
+        "advanced_activations",
+        "local",
+    ],
+)
 def test_keras2_module_paths_import(module):
     importlib.import_module(f"arignote.layers.{module}")
 

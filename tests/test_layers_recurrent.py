@@ -12,8 +12,7 @@ import pytest
 import torch
 
 from arignote import activations, backend, layers
-from arignote.layers import GRU, LSTM, Embedding, Masking
-from arignote.layers import _rnn_cells, recurrent
+from arignote.layers import GRU, LSTM, Embedding, Masking, _rnn_cells, recurrent
 from arignote.layers.recurrent import RNN, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, StackedRNNCells
 
 RNG = np.random.default_rng(4)
@@ -44,8 +43,8 @@ def np_lstm(x, kernel, recurrent, bias, act=np.tanh, rec_act=sigmoid, h=None, c=
     out = []
     for s in range(t):
         z = x[:, s] @ kernel + h @ recurrent + bias
-        i, f, o = rec_act(z[:, :u]), rec_act(z[:, u:2 * u]), rec_act(z[:, 3 * u:])
-        c = f * c + i * act(z[:, 2 * u:3 * u])
+        i, f, o = rec_act(z[:, :u]), rec_act(z[:, u : 2 * u]), rec_act(z[:, 3 * u :])
+        c = f * c + i * act(z[:, 2 * u : 3 * u])
         h = o * act(c)
         out.append(h)
     return np.stack(out, 1), h, c
@@ -58,11 +57,13 @@ def np_gru(x, kernel, recurrent, bias, reset_after, act=np.tanh, rec_act=sigmoid
     for s in range(t):
         xi = x[:, s] @ kernel + (bias[0] if reset_after else bias)
         z = rec_act(xi[:, :u] + h @ recurrent[:, :u] + (bias[1][:u] if reset_after else 0))
-        r = rec_act(xi[:, u:2 * u] + h @ recurrent[:, u:2 * u] + (bias[1][u:2 * u] if reset_after else 0))
+        r = rec_act(
+            xi[:, u : 2 * u] + h @ recurrent[:, u : 2 * u] + (bias[1][u : 2 * u] if reset_after else 0)
+        )
         if reset_after:
-            hh = act(xi[:, 2 * u:] + r * (h @ recurrent[:, 2 * u:] + bias[1][2 * u:]))
+            hh = act(xi[:, 2 * u :] + r * (h @ recurrent[:, 2 * u :] + bias[1][2 * u :]))
         else:
-            hh = act(xi[:, 2 * u:] + (r * h) @ recurrent[:, 2 * u:])
+            hh = act(xi[:, 2 * u :] + (r * h) @ recurrent[:, 2 * u :])
         h = z * h + (1 - z) * hh
         out.append(h)
     return np.stack(out, 1), h
@@ -77,7 +78,7 @@ def np_simple(x, kernel, recurrent, bias, act=np.tanh):
 
 
 def setup(layer, x, scale=0.3):
-    layer.build(x.shape[1:])
+    layer.build((None, *x.shape[1:]))
     ws = [w + RNG.standard_normal(w.shape).astype(np.float32) * scale for w in layer.get_weights()]
     layer.set_weights(ws)
     return [w.astype(np.float64) for w in ws]
@@ -92,12 +93,18 @@ def run(layer, x, **kwargs):
 X = RNG.standard_normal((3, 5, 4)).astype(np.float32)
 
 
-@pytest.mark.parametrize("kwargs,acts,fused", [
-    ({}, (np.tanh, sigmoid), True),
-    ({"activation": "relu"}, (relu, sigmoid), False),
-    ({"recurrent_activation": "hard_sigmoid", "activation": "softsign"}, (lambda v: v / (1 + abs(v)), hard_sigmoid),
-     False),
-])
+@pytest.mark.parametrize(
+    "kwargs,acts,fused",
+    [
+        ({}, (np.tanh, sigmoid), True),
+        ({"activation": "relu"}, (relu, sigmoid), False),
+        (
+            {"recurrent_activation": "hard_sigmoid", "activation": "softsign"},
+            (lambda v: v / (1 + abs(v)), hard_sigmoid),
+            False,
+        ),
+    ],
+)
 def test_lstm_matches_keras_equations_with_any_activation(kwargs, acts, fused, monkeypatch):
     lstm = LSTM(6, return_sequences=True, **kwargs)
     ws = setup(lstm, X)
@@ -129,13 +136,16 @@ def test_simple_rnn(act, np_act):
     ws = setup(rnn, X)
     _, h = np_simple(X.astype(np.float64), *ws, act=np_act)
     np.testing.assert_allclose(run(rnn, X), h, rtol=1e-4, atol=1e-5)
-    assert rnn.compute_output_shape((5, 4)) == (5,)
+    assert rnn.compute_output_shape((None, 5, 4)) == (None, 5)
 
 
 def test_loop_path_equals_fused_path():
     # an all-true mask forces the general loop; the numbers must not change
-    for layer in (LSTM(4, return_sequences=True), GRU(4, reset_after=True, return_sequences=True),
-                  SimpleRNN(4, return_sequences=True)):
+    for layer in (
+        LSTM(4, return_sequences=True),
+        GRU(4, reset_after=True, return_sequences=True),
+        SimpleRNN(4, return_sequences=True),
+    ):
         setup(layer, X)
         mask = torch.ones(3, 5, dtype=torch.bool)
         np.testing.assert_allclose(run(layer, X, mask=mask), run(layer, X), rtol=1e-5, atol=1e-6)
@@ -149,7 +159,7 @@ def test_return_state_go_backwards_initial_state():
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)  # outputs in processing (reversed) order
     np.testing.assert_allclose(h, rh, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(c, rc, rtol=1e-4, atol=1e-5)
-    assert lstm.compute_output_shape((5, 4)) == [(5, 4), (4,), (4,)]
+    assert lstm.compute_output_shape((None, 5, 4)) == [(None, 5, 4), (None, 4), (None, 4)]
     h0 = RNG.standard_normal((3, 4)).astype(np.float32)
     c0 = RNG.standard_normal((3, 4)).astype(np.float32)
     fwd = LSTM(4)
@@ -168,7 +178,7 @@ def test_stateful_carries_states_and_resets():
     whole = LSTM(4)
     ws = setup(whole, X)
     s = LSTM(4, stateful=True)
-    s.build((5, 4))
+    s.build((None, 5, 4))
     s.set_weights([w.astype(np.float32) for w in ws])
     run(s, X[:, :3])
     np.testing.assert_allclose(run(s, X[:, 3:]), run(whole, X), rtol=1e-4, atol=1e-5)
@@ -244,8 +254,8 @@ def test_recurrent_dropout_uses_the_loop_with_one_mask_per_sequence(monkeypatch)
         xi = X[:, s].astype(np.float64) @ kernel + bias
         hm = h * m
         z = sigmoid(xi[:, :u] + hm @ recurrent_k[:, :u])
-        r = sigmoid(xi[:, u:2 * u] + hm @ recurrent_k[:, u:2 * u])
-        hh = np.tanh(xi[:, 2 * u:] + (r * hm) @ recurrent_k[:, 2 * u:])
+        r = sigmoid(xi[:, u : 2 * u] + hm @ recurrent_k[:, u : 2 * u])
+        hh = np.tanh(xi[:, 2 * u :] + (r * hm) @ recurrent_k[:, 2 * u :])
         h = z * h + (1 - z) * hh
         outs.append(h)
     np.testing.assert_allclose(y, np.stack(outs, 1), rtol=1e-4, atol=1e-5)
@@ -254,11 +264,11 @@ def test_recurrent_dropout_uses_the_loop_with_one_mask_per_sequence(monkeypatch)
 def test_rnn_wrapper_with_cells_stacked_and_a_user_cell():
     cells = [LSTMCell(4), GRUCell(3)]
     stacked = RNN(cells, return_sequences=True)
-    stacked.build((5, 4))
+    stacked.build((None, 5, 4))
     assert isinstance(stacked.cell, StackedRNNCells) and len(stacked.get_weights()) == 6
     first, second = LSTM(4, return_sequences=True), GRU(3, return_sequences=True)
-    first.build((5, 4))
-    second.build((5, 4))
+    first.build((None, 5, 4))
+    second.build((None, 5, 4))
     first.set_weights(stacked.get_weights()[:3])
     second.set_weights(stacked.get_weights()[3:])
     with torch.no_grad():
@@ -273,8 +283,9 @@ def test_rnn_wrapper_with_cells_stacked_and_a_user_cell():
 
         def build(self, input_shape):
             self.kernel = self.add_weight("kernel", (input_shape[-1], self.units), initializer="uniform")
-            self.recurrent_kernel = self.add_weight("recurrent_kernel", (self.units, self.units),
-                                                    initializer="uniform")
+            self.recurrent_kernel = self.add_weight(
+                "recurrent_kernel", (self.units, self.units), initializer="uniform"
+            )
             self.built = True
 
         def call(self, inputs, states):
@@ -282,7 +293,7 @@ def test_rnn_wrapper_with_cells_stacked_and_a_user_cell():
             return output, [output]
 
     user = RNN(MinimalRNNCell(3), return_sequences=True)
-    user.build((5, 4))
+    user.build((None, 5, 4))
     k = user.cell.kernel.detach().numpy().astype(np.float64)
     rk = user.cell.recurrent_kernel.detach().numpy().astype(np.float64)
     ref, _ = np_simple(X.astype(np.float64), k, rk, 0.0, act=lambda v: v)
@@ -295,13 +306,23 @@ def test_rnn_wrapper_with_cells_stacked_and_a_user_cell():
 
 def test_cells_step_api_and_identity_recurrent_init():
     cell = SimpleRNNCell(3, recurrent_initializer="identity", activation=None)
-    cell.build((2,))
+    cell.build(
+        (
+            None,
+            2,
+        )
+    )
     np.testing.assert_array_equal(cell.get_weights()[1], np.eye(3))
     x = torch.tensor([[1.0, 2.0]])
     out, states = cell.call(x, [torch.zeros(1, 3)])
     np.testing.assert_allclose(out.detach().numpy(), x.numpy() @ cell.get_weights()[0], rtol=1e-6)
     lstm_cell = LSTMCell(2, recurrent_initializer="identity")
-    lstm_cell.build((2,))
+    lstm_cell.build(
+        (
+            None,
+            2,
+        )
+    )
     np.testing.assert_array_equal(lstm_cell.get_weights()[1], np.tile(np.eye(2), (1, 4)))
     assert lstm_cell.get_weights()[2].tolist() == [0, 0, 1, 1, 0, 0, 0, 0]
 
@@ -318,5 +339,164 @@ def test_recurrent_config_round_trip_and_attributes():
     with pytest.raises(ValueError, match="recurrent_dropout"):
         LSTM(2, recurrent_dropout="x")
     with pytest.raises(ValueError, match="sequences"):
-        LSTM(4).build((10,))
+        LSTM(4).build(
+            (
+                None,
+                10,
+            )
+        )
     assert math.isclose(LSTM(2, dropout=1.5).dropout, 1.0)
+
+
+# --------------------------------------------------------------------------- wrappers, ConvLSTM2D, CuDNN
+
+
+def test_time_distributed_applies_the_layer_to_every_step():
+    from arignote.layers import Conv2D, Dense, TimeDistributed
+
+    td = TimeDistributed(Dense(3, activation="relu"))
+    ws = setup(td, X)
+    ref = np.maximum(X.astype(np.float64) @ ws[0] + ws[1], 0)
+    np.testing.assert_allclose(run(td, X), ref, rtol=1e-5, atol=1e-6)
+    assert td.compute_output_shape((None, 5, 4)) == (None, 5, 3) and td.weight_names() == ["kernel", "bias"]
+    imgs = RNG.standard_normal((2, 3, 6, 6, 2)).astype(np.float32)
+    tc = TimeDistributed(Conv2D(4, 3))
+    tc.build((None, 3, 6, 6, 2))
+    y = run(tc, imgs)
+    with torch.no_grad():
+        per_step = [tc.layer(torch.tensor(imgs[:, s])).numpy() for s in range(3)]
+    np.testing.assert_allclose(y, np.stack(per_step, 1), rtol=1e-5, atol=1e-6)
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    assert td.compute_mask(torch.tensor(X), mask) is mask
+    clone = layers.deserialize(json.loads(json.dumps(layers.serialize(td))))
+    assert type(clone.layer).__name__ == "Dense" and clone.layer.units == 3
+
+
+@pytest.mark.parametrize("merge_mode", ["concat", "sum", "mul", "ave", None])
+def test_bidirectional_merges_forward_and_reversed_backward(merge_mode):
+    from arignote.layers import Bidirectional
+
+    bi = Bidirectional(LSTM(3, return_sequences=True), merge_mode=merge_mode)
+    ws = setup(bi, X)
+    assert bi.forward_layer.name.startswith("forward_lstm") and bi.backward_layer.name.startswith(
+        "backward_lstm"
+    )
+    fwd, _, _ = np_lstm(X.astype(np.float64), *ws[:3])
+    bwd, _, _ = np_lstm(X[:, ::-1].astype(np.float64), *ws[3:])
+    bwd = bwd[:, ::-1]  # Keras 2 reverses the backward sequence back before merging
+    expected = {
+        "concat": np.concatenate([fwd, bwd], -1),
+        "sum": fwd + bwd,
+        "mul": fwd * bwd,
+        "ave": (fwd + bwd) / 2,
+        None: [fwd, bwd],
+    }[merge_mode]
+    got = run(bi, X)
+    if merge_mode is None:
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5)
+    else:
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)
+    assert len(bi.get_weights()) == 6 and sum(1 for _ in bi.parameters()) == 6
+
+
+def test_bidirectional_last_output_states_and_config():
+    from arignote.layers import Bidirectional
+
+    bi = Bidirectional(GRU(3, return_state=True))
+    ws = setup(bi, X)
+    out, hf, hb = run(bi, X)
+    _, rf = np_gru(X.astype(np.float64), *ws[:3], reset_after=False)
+    _, rb = np_gru(X[:, ::-1].astype(np.float64), *ws[3:], reset_after=False)
+    np.testing.assert_allclose(out, np.concatenate([rf, rb], -1), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(hb, rb, rtol=1e-4, atol=1e-5)
+    assert bi.compute_output_shape((None, 5, 4)) == [(None, 6), (None, 3), (None, 3)]
+    cfg = json.loads(json.dumps(layers.serialize(bi)))
+    clone = layers.deserialize(cfg)
+    assert (
+        clone.merge_mode == "concat" and clone.forward_layer.units == 3 and clone.backward_layer.go_backwards
+    )
+    with pytest.raises(ValueError, match="merge mode"):
+        Bidirectional(LSTM(2), merge_mode="max")
+    with pytest.raises(ValueError, match="recurrent layer"):
+        Bidirectional(layers.Dense(2))
+
+
+def np_conv_same(x, k):
+    """'same' stride-1 2-D convolution, NHWC x and (kh, kw, in, out) k, TensorFlow padding."""
+    kh, kw = k.shape[:2]
+    xp = np.pad(
+        x, ((0, 0), ((kh - 1) // 2, kh - 1 - (kh - 1) // 2), ((kw - 1) // 2, kw - 1 - (kw - 1) // 2), (0, 0))
+    )
+    y = np.zeros((*x.shape[:3], k.shape[-1]))
+    for i in range(kh):
+        for j in range(kw):
+            y += xp[:, i : i + x.shape[1], j : j + x.shape[2]] @ k[i, j]
+    return y
+
+
+@pytest.mark.parametrize("fmt", ["channels_last", "channels_first"])
+def test_conv_lstm_2d_matches_numpy(fmt):
+    from arignote.layers import ConvLSTM2D
+
+    seq = RNG.standard_normal((2, 3, 5, 4, 2)).astype(np.float32)
+    data = seq if fmt == "channels_last" else np.ascontiguousarray(seq.transpose(0, 1, 4, 2, 3))
+    layer = ConvLSTM2D(3, (3, 2), padding="same", return_sequences=True, data_format=fmt)
+    ws = setup(layer, data)
+    kernel, rec, bias = ws
+    assert kernel.shape == (3, 2, 2, 12) and rec.shape == (3, 2, 3, 12) and bias.shape == (12,)
+    h = np.zeros((2, 5, 4, 3))
+    c = np.zeros_like(h)
+    outs = []
+    for s in range(3):
+        z = np_conv_same(seq[:, s].astype(np.float64), kernel) + bias + np_conv_same(h, rec)
+        i, f, g, o = (z[..., n * 3 : (n + 1) * 3] for n in range(4))
+        c = hard_sigmoid(f) * c + hard_sigmoid(i) * np.tanh(g)
+        h = hard_sigmoid(o) * np.tanh(c)
+        outs.append(h)
+    y = run(layer, data)
+    ref = np.stack(outs, 1)
+    if fmt == "channels_first":
+        y = y.transpose(0, 1, 3, 4, 2)
+    np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-5)
+    assert ConvLSTM2D(3, 3).compute_output_shape((None, 3, 5, 4, 2)) == (None, 3, 2, 3)
+
+
+def test_cudnn_layers_refuse_cpu_and_match_the_portable_formula_shapes():
+    from arignote.layers import CuDNNGRU, CuDNNLSTM
+
+    lstm = CuDNNLSTM(4, return_sequences=True)
+    lstm.build((None, 5, 4))
+    assert [w.shape for w in lstm.get_weights()] == [(4, 16), (4, 16), (32,)]
+    assert lstm.get_weights()[2][20:24].tolist() == [1, 1, 1, 1]  # Keras 2: recurrent forget bias = 1
+    gru = CuDNNGRU(3)
+    gru.build((None, 5, 4))
+    assert [w.shape for w in gru.get_weights()] == [(4, 9), (3, 9), (18,)]
+    with pytest.raises(RuntimeError, match="GRU\\(units, reset_after=True"):
+        gru(torch.tensor(X))
+    with pytest.raises(RuntimeError, match="CUDA GPU"):
+        lstm(torch.tensor(X))
+    # the same numbers as GRU(reset_after=True) given the same weights (the loop path runs on CPU)
+    ref = GRU(3, reset_after=True)
+    ref.build((None, 5, 4))
+    k, r, b = gru.get_weights()
+    ref.set_weights([k, r, b.reshape(2, 9)])
+    with torch.no_grad():
+        got = layers.RNN.call(gru, torch.tensor(X))
+        np.testing.assert_allclose(got.numpy(), ref(torch.tensor(X)).numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.gpu
+def test_cudnn_lstm_on_gpu_equals_lstm():
+    from arignote.layers import CuDNNLSTM
+
+    lstm = CuDNNLSTM(4, return_sequences=True)
+    lstm.build((None, 5, 4))
+    ref = LSTM(4, return_sequences=True)
+    ref.build((None, 5, 4))
+    k, r, b = lstm.get_weights()
+    ref.set_weights([k, r, b[:16] + b[16:]])
+    x = torch.tensor(X)
+    with torch.no_grad():
+        got = lstm.to("cuda")(x.to("cuda")).cpu()
+    np.testing.assert_allclose(got.numpy(), ref(x).detach().numpy(), rtol=1e-4, atol=1e-5)

@@ -33,6 +33,7 @@ COMMANDS = {
     "doctor": "doctor_cmd",
     "smi": "smi_cmd",
     "run": "run_cmd",
+    "dash": "dash_cmd",
     "bench": "bench_cmd",
     "demo": "demo_cmd",
     "selftest": "selftest_cmd",

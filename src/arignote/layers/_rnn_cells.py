@@ -51,16 +51,42 @@ class _Cell(KerasLayer, Layer):
     """Shared arguments and weights of the built-in cells."""
 
     gates = 1
-    _config_keys = ("units", "activation", "use_bias", "kernel_initializer", "recurrent_initializer",
-                    "bias_initializer", "kernel_regularizer", "recurrent_regularizer", "bias_regularizer",
-                    "kernel_constraint", "recurrent_constraint", "bias_constraint", "dropout", "recurrent_dropout")
+    _config_keys = (
+        "units",
+        "activation",
+        "use_bias",
+        "kernel_initializer",
+        "recurrent_initializer",
+        "bias_initializer",
+        "kernel_regularizer",
+        "recurrent_regularizer",
+        "bias_regularizer",
+        "kernel_constraint",
+        "recurrent_constraint",
+        "bias_constraint",
+        "dropout",
+        "recurrent_dropout",
+    )
 
-    def __init__(self, units: int, activation: Any = "tanh", use_bias: bool = True,
-                 kernel_initializer: Any = "glorot_uniform", recurrent_initializer: Any = "orthogonal",
-                 bias_initializer: Any = "zeros", kernel_regularizer: Any = None, recurrent_regularizer: Any = None,
-                 bias_regularizer: Any = None, kernel_constraint: Any = None, recurrent_constraint: Any = None,
-                 bias_constraint: Any = None, dropout: float = 0.0, recurrent_dropout: float = 0.0,
-                 implementation: int = 2, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        units: int,
+        activation: Any = "tanh",
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        recurrent_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        recurrent_constraint: Any = None,
+        bias_constraint: Any = None,
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
+        implementation: int = 2,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
         where = f"{type(self).__name__} '{self.name}'"
         self.units = positive_int(units, "units", where)
@@ -108,16 +134,37 @@ class _Cell(KerasLayer, Layer):
     def build_keras(self, input_shape: tuple) -> None:
         input_dim = tuple(input_shape)[-1]
         if input_dim is None:
-            raise ValueError(f"{type(self).__name__} '{self.name}': the input feature size must be known, "
-                             f"got input shape {tuple(input_shape)}")
+            raise ValueError(
+                f"{type(self).__name__} '{self.name}': the input feature size must be known, "
+                f"got input shape {tuple(input_shape)}"
+            )
         g, u = self.gates, self.units
-        self.new_weight("kernel", (input_dim, g * u), self.kernel_initializer, (1, 0), self.kernel_regularizer,
-                        self.kernel_constraint)
-        self.new_weight("recurrent_kernel", (u, g * u), self._recurrent_init(), (1, 0), self.recurrent_regularizer,
-                        self.recurrent_constraint, attr="recurrent_weight")
+        self.new_weight(
+            "kernel",
+            (input_dim, g * u),
+            self.kernel_initializer,
+            (1, 0),
+            self.kernel_regularizer,
+            self.kernel_constraint,
+        )
+        self.new_weight(
+            "recurrent_kernel",
+            (u, g * u),
+            self._recurrent_init(),
+            (1, 0),
+            self.recurrent_regularizer,
+            self.recurrent_constraint,
+            attr="recurrent_weight",
+        )
         if self.use_bias:
-            self.new_weight("bias", self._bias_shape(), self._bias_init(), None, self.bias_regularizer,
-                            self.bias_constraint)
+            self.new_weight(
+                "bias",
+                self._bias_shape(),
+                self._bias_init(),
+                None,
+                self.bias_regularizer,
+                self.bias_constraint,
+            )
 
     def _bias_shape(self) -> tuple:
         return (self.gates * self.units,)
@@ -130,7 +177,11 @@ class _Cell(KerasLayer, Layer):
         """Input and recurrent dropout masks for one batch (None outside training or at rate 0)."""
         count = self.gates if self.implementation == 1 else 1
         dp = dropout_mask(x, self.dropout, count) if training and 0 < self.dropout < 1 else None
-        rec = dropout_mask(h, self.recurrent_dropout, count) if training and 0 < self.recurrent_dropout < 1 else None
+        rec = (
+            dropout_mask(h, self.recurrent_dropout, count)
+            if training and 0 < self.recurrent_dropout < 1
+            else None
+        )
         return dp, rec
 
     def project(self, x: torch.Tensor, dp: list | None) -> torch.Tensor:
@@ -158,16 +209,15 @@ class _Cell(KerasLayer, Layer):
         dp, rec = self.masks(inputs, states[0], bool(training))
         return self.step(self.project(inputs.unsqueeze(1), dp)[:, 0], states, rec)
 
-    def forward(self, inputs: torch.Tensor, states: Any, training: Any = None) -> tuple[torch.Tensor, list]:
-        return self.call(inputs, states, training)
-
     def fused(self, x: torch.Tensor, states: list, training: bool) -> tuple[torch.Tensor, list] | None:
         """The whole sequence through torch's fused kernel, or None when this configuration has none."""
         return None
 
     def fusable(self, training: bool) -> bool:
         """Whether :meth:`fused` applies (no recurrent dropout in training, per-gate masks...)."""
-        if training and (0 < self.recurrent_dropout < 1 or (self.implementation == 1 and 0 < self.dropout < 1)):
+        if training and (
+            0 < self.recurrent_dropout < 1 or (self.implementation == 1 and 0 < self.dropout < 1)
+        ):
             return False
         return self._fused_activations()
 
@@ -203,8 +253,14 @@ class GRUCell(_Cell):
     _config_keys = (*_Cell._config_keys, "recurrent_activation", "implementation", "reset_after")
     _TORCH_ORDER = (1, 0, 2)  # torch's r, z, n from Keras's z, r, h
 
-    def __init__(self, units: int, activation: Any = "tanh", recurrent_activation: Any = "sigmoid",
-                 reset_after: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        units: int,
+        activation: Any = "tanh",
+        recurrent_activation: Any = "sigmoid",
+        reset_after: bool = False,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(units, activation, **kwargs)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.reset_after = bool(reset_after)
@@ -215,14 +271,14 @@ class GRUCell(_Cell):
     def _input_bias(self) -> torch.Tensor | None:
         if self.bias is None:
             return None
-        return self.bias[0] if self.reset_after else self.bias
+        return self.bias.view(2, -1)[0] if self.reset_after else self.bias
 
     def step(self, xp: torch.Tensor, states: list, rec: list | None) -> tuple[torch.Tensor, list]:
         h, u = states[0], self.units
         xz, xr, xh = xp.split(u, -1)
         wz, wr, wh = self.recurrent_weight.split(u, 0)
         if self.reset_after:
-            rb = self.bias[1].split(u, 0) if self.bias is not None else (None, None, None)
+            rb = self.bias.view(2, -1)[1].split(u, 0) if self.bias is not None else (None, None, None)
             z = self.recurrent_activation(xz + F.linear(self._rec(h, rec, 0), wz, rb[0]))
             r = self.recurrent_activation(xr + F.linear(self._rec(h, rec, 1), wr, rb[1]))
             hh = self.activation(xh + r * F.linear(self._rec(h, rec, 2), wh, rb[2]))
@@ -234,8 +290,11 @@ class GRUCell(_Cell):
         return out, [out]
 
     def _fused_activations(self) -> bool:
-        return (self.reset_after and self.activation is activations.tanh
-                and self.recurrent_activation is activations.sigmoid)
+        return (
+            self.reset_after
+            and self.activation is activations.tanh
+            and self.recurrent_activation is activations.sigmoid
+        )
 
     def _torch_blocks(self, t: torch.Tensor) -> torch.Tensor:
         parts = t.split(self.units, 0)
@@ -244,7 +303,8 @@ class GRUCell(_Cell):
     def fused(self, x: torch.Tensor, states: list, training: bool) -> tuple[torch.Tensor, list] | None:
         params = [self._torch_blocks(self.weight), self._torch_blocks(self.recurrent_weight)]
         if self.use_bias:
-            params += [self._torch_blocks(self.bias[0]), self._torch_blocks(self.bias[1])]
+            b = self.bias.view(2, -1)
+            params += [self._torch_blocks(b[0]), self._torch_blocks(b[1])]
         out, h = torch.gru(x, states[0].unsqueeze(0), params, self.use_bias, 1, 0.0, training, False, True)
         return out, [h[0]]
 
@@ -257,8 +317,14 @@ class LSTMCell(_Cell):
     gates = 4
     _config_keys = (*_Cell._config_keys, "recurrent_activation", "unit_forget_bias", "implementation")
 
-    def __init__(self, units: int, activation: Any = "tanh", recurrent_activation: Any = "sigmoid",
-                 unit_forget_bias: bool = True, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        units: int,
+        activation: Any = "tanh",
+        recurrent_activation: Any = "sigmoid",
+        unit_forget_bias: bool = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(units, activation, **kwargs)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.unit_forget_bias = bool(unit_forget_bias)
@@ -282,7 +348,9 @@ class LSTMCell(_Cell):
         if rec is None or len(rec) == 1:
             z = xp + F.linear(self._rec(h, rec, 0), self.recurrent_weight)
         else:
-            z = xp + torch.cat([F.linear(h * m, w) for m, w in zip(rec, self.recurrent_weight.split(self.units))], -1)
+            z = xp + torch.cat(
+                [F.linear(h * m, w) for m, w in zip(rec, self.recurrent_weight.split(self.units))], -1
+            )
         i, f, g, o = z.split(self.units, -1)
         i, f, o = self.recurrent_activation(i), self.recurrent_activation(f), self.recurrent_activation(o)
         c = f * c + i * self.activation(g)
@@ -335,13 +403,10 @@ class StackedRNNCells(KerasLayer, Layer):
         new_states, i = [], 0
         for cell in self.cells:
             n = _count(cell.state_size)
-            inputs, s = cell.call(inputs, list(states[i:i + n]), training=training)
+            inputs, s = cell.call(inputs, list(states[i : i + n]), training=training)
             new_states.extend(s if isinstance(s, (list, tuple)) else [s])
             i += n
         return inputs, new_states
-
-    def forward(self, inputs: torch.Tensor, states: list, training: Any = None) -> tuple[torch.Tensor, list]:
-        return self.call(inputs, states, training)
 
     def _keras_weights(self) -> list[torch.Tensor]:
         return [w for cell in self.cells for w in cell._keras_weights()]
@@ -378,12 +443,10 @@ def _count(size: Any) -> int:
 
 
 def build_cell(cell: Any, input_dim: int) -> None:
-    """Build a cell for ``input_dim`` features (a built-in one with Keras shapes; a user's Keras-style
-    cell through its own ``build``)."""
+    """Build a cell for ``(batch, input_dim)`` inputs, as Keras 2's ``RNN.build`` does."""
     if getattr(cell, "built", False):
         return
-    if isinstance(cell, KerasLayer):
-        cell.build_keras((None, input_dim))
-        cell.built_input_shape, cell.built = (input_dim,), True
+    if hasattr(cell, "_build_once"):
+        cell._build_once((None, input_dim))
     else:
-        cell.build((input_dim,))
+        cell.build((None, input_dim))

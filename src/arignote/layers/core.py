@@ -9,8 +9,7 @@ Example::
 
     >>> import torch
     >>> d = Dense(3, activation="softmax", input_dim=4)
-    >>> d.build((4,))
-    >>> d(torch.ones(2, 4)).shape
+    >>> d(torch.ones(2, 4)).shape   # built on first call
     torch.Size([2, 3])
 """
 
@@ -34,6 +33,7 @@ from arignote.layers._util import (
     regularizer_arg,
 )
 from arignote.layers.base import Layer, positive_int
+from arignote.layers.input_layer import Input, InputLayer
 
 __all__ = [
     "InputLayer",
@@ -52,35 +52,6 @@ __all__ = [
     "SpatialDropout2D",
     "SpatialDropout3D",
 ]
-
-
-class InputLayer(Layer):
-    """Declares the per-sample input shape of a model; passes its input through.
-
-    Example::
-
-        >>> Input(shape=(28, 28, 1)).input_shape_hint
-        (28, 28, 1)
-    """
-
-    _name_prefix = "input"  # Keras names these input_1, input_2, ...
-
-    def __init__(self, input_shape: Any = None, batch_input_shape: Any = None, **kwargs: Any) -> None:
-        if input_shape is None and batch_input_shape is None:
-            raise ValueError(
-                "Input needs shape=..., e.g. Input(shape=(32, 32, 3)) (per sample, no batch dim)"
-            )
-        super().__init__(input_shape=input_shape, batch_input_shape=batch_input_shape, **kwargs)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x
-
-
-def Input(
-    shape: Any = None, batch_shape: Any = None, name: str | None = None, dtype: str | None = None
-) -> InputLayer:
-    """Keras ``Input(shape=...)``: an :class:`InputLayer` to put first in a ``Sequential``."""
-    return InputLayer(input_shape=shape, batch_input_shape=batch_shape, name=name, dtype=dtype)
 
 
 class Dense(KerasLayer, Layer):
@@ -154,7 +125,7 @@ class Dense(KerasLayer, Layer):
     def output_shape_keras(self, input_shape: tuple) -> tuple:
         return (*tuple(input_shape)[:-1], self.units)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return self._activity(self.activation(F.linear(x, self.weight, self.bias)))
 
 
@@ -168,7 +139,7 @@ class Activation(KerasLayer, Layer):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return self.activation(x)
 
 
@@ -191,7 +162,7 @@ class Flatten(KerasLayer, Layer):
             )
         return (shape[0], math.prod(shape[1:]))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         if self.data_format == "channels_first" and x.dim() > 2:
             x = x.permute(0, *range(2, x.dim()), 1)
         return x.reshape(x.shape[0], -1)
@@ -224,7 +195,7 @@ class Reshape(KerasLayer, Layer):
             )
         return (shape[0], *(total // known if d == -1 else d for d in self.target_shape))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x.reshape(x.shape[0], *self.target_shape)
 
 
@@ -251,7 +222,7 @@ class Permute(KerasLayer, Layer):
         )
         return (shape[0], *(shape[d] for d in self.dims))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x.permute(0, *self.dims)
 
 
@@ -268,5 +239,5 @@ class RepeatVector(KerasLayer, Layer):
         shape = check_rank(tuple(input_shape), 2, f"RepeatVector '{self.name}'", "vectors (batch, features)")
         return (shape[0], self.n, shape[1])
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x.unsqueeze(1).expand(x.shape[0], self.n, x.shape[1])

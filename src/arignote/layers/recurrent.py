@@ -62,20 +62,37 @@ class RNN(KerasLayer, Layer):
     supports_masking = True
     _config_keys = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll")
 
-    def __init__(self, cell: Any, return_sequences: bool = False, return_state: bool = False,
-                 go_backwards: bool = False, stateful: bool = False, unroll: bool = False, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        cell: Any,
+        return_sequences: bool = False,
+        return_state: bool = False,
+        go_backwards: bool = False,
+        stateful: bool = False,
+        unroll: bool = False,
+        **kwargs: Any,
+    ) -> None:
         if isinstance(cell, (list, tuple)):
             cell = StackedRNNCells(list(cell))
         if not hasattr(cell, "call"):
             raise ValueError(f"`cell` should have a `call` method. The RNN was passed: {cell!r}")
         if not hasattr(cell, "state_size"):
-            raise ValueError("The RNN cell should have an attribute `state_size` (an int or a tuple of ints, "
-                             "one per state)")
+            raise ValueError(
+                "The RNN cell should have an attribute `state_size` (an int or a tuple of ints, "
+                "one per state)"
+            )
         super().__init__(**kwargs)
         self.cell = cell
         self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
         self.go_backwards, self.stateful, self.unroll = bool(go_backwards), bool(stateful), bool(unroll)
         self._states: list[torch.Tensor] | None = None
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        initial_state = kwargs.pop("initial_state", None)
+        if initial_state is not None:  # Keras 2: the states become extra inputs of the call
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+            inputs = [inputs, *states]
+        return super().__call__(inputs, *args, **kwargs)
 
     @property
     def output_size(self) -> int:
@@ -93,22 +110,24 @@ class RNN(KerasLayer, Layer):
         super().build(input_shape)
 
     def build_keras(self, input_shape: tuple) -> None:
-        shape = check_rank(tuple(input_shape), 3, f"{type(self).__name__} '{self.name}'",
-                           "sequences (batch, timesteps, features)")
+        shape = check_rank(
+            tuple(input_shape),
+            3,
+            f"{type(self).__name__} '{self.name}'",
+            "sequences (batch, timesteps, features)",
+        )
         build_cell(self.cell, shape[-1])
 
     def output_shape_keras(self, input_shape: Any) -> Any:
         if isinstance(input_shape, list):
             input_shape = input_shape[0]
         shape = tuple(input_shape)
-        out = (shape[0], shape[1], self.output_size) if self.return_sequences else (shape[0], self.output_size)
+        out = (
+            (shape[0], shape[1], self.output_size) if self.return_sequences else (shape[0], self.output_size)
+        )
         if self.return_state:
             return [out, *[(shape[0], s) for s in _sizes(self.cell)]]
         return out
-
-    def compute_output_shape(self, input_shape: Any) -> Any:
-        out = self.output_shape_keras((None, *tuple(input_shape)))
-        return [tuple(o)[1:] for o in out] if isinstance(out, list) else tuple(out)[1:]
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if isinstance(mask, list):
@@ -131,7 +150,9 @@ class RNN(KerasLayer, Layer):
             return
         states = states if isinstance(states, (list, tuple)) else [states]
         if len(states) != len(_sizes(self.cell)):
-            raise ValueError(f"Layer '{self.name}' expects {len(_sizes(self.cell))} states, got {len(states)}")
+            raise ValueError(
+                f"Layer '{self.name}' expects {len(_sizes(self.cell))} states, got {len(states)}"
+            )
         self._states = [torch.as_tensor(s, dtype=self._param_dtype()) for s in states]
 
     def _initial(self, x: torch.Tensor, initial_state: Any) -> list[torch.Tensor]:
@@ -139,19 +160,23 @@ class RNN(KerasLayer, Layer):
         if initial_state is not None:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
             if len(states) != len(sizes):
-                raise ValueError(f"Layer '{self.name}' expects {len(sizes)} initial states (sizes {sizes}), "
-                                 f"got {len(states)}")
+                raise ValueError(
+                    f"Layer '{self.name}' expects {len(sizes)} initial states (sizes {sizes}), "
+                    f"got {len(states)}"
+                )
             return states
         if self.stateful and self._states is not None:
             if self._states[0].shape[0] != x.shape[0]:
-                raise ValueError(f"stateful layer '{self.name}' carries states for batches of "
-                                 f"{self._states[0].shape[0]} samples, got {x.shape[0]}; use the same batch "
-                                 "size every time (Keras 2: batch_input_shape) or call reset_states() first")
+                raise ValueError(
+                    f"stateful layer '{self.name}' carries states for batches of "
+                    f"{self._states[0].shape[0]} samples, got {x.shape[0]}; use the same batch "
+                    "size every time (Keras 2: batch_input_shape) or call reset_states() first"
+                )
             return [s.to(x.device, x.dtype) for s in self._states]
         return self.get_initial_state(x)
 
     # ---------------------------------------------------------------------------- running
-    def forward(self, inputs: Any, mask: Any = None, training: Any = None, initial_state: Any = None) -> Any:
+    def call(self, inputs: Any, mask: Any = None, training: Any = None, initial_state: Any = None) -> Any:
         if isinstance(inputs, (list, tuple)):  # Keras 2: [x, *initial_states]
             inputs, initial_state = inputs[0], list(inputs[1:]) or initial_state
             mask = mask[0] if isinstance(mask, list) else mask
@@ -212,15 +237,6 @@ class RNN(KerasLayer, Layer):
     def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
         self.cell._set_keras_weights(weights)
 
-    def apply_constraints(self) -> None:
-        for cell in getattr(self.cell, "cells", [self.cell]):
-            if hasattr(cell, "apply_constraints"):
-                cell.apply_constraints()
-
-    def weight_penalties(self) -> list[torch.Tensor]:
-        return [p for cell in getattr(self.cell, "cells", [self.cell]) for p in getattr(cell, "weight_penalties",
-                                                                                       list)()]
-
     def get_config(self) -> dict:
         cfg = super().get_config()
         if type(self) is RNN:
@@ -248,8 +264,20 @@ class _Wrapped(RNN):
 
     def __init__(self, units: int, **kwargs: Any) -> None:
         rnn = {k: kwargs.pop(k) for k in self._rnn_args if k in kwargs}
-        layer = {k: kwargs.pop(k) for k in ("name", "input_shape", "input_dim", "batch_input_shape", "batch_size",
-                                            "dtype", "trainable", "activity_regularizer") if k in kwargs}
+        layer = {
+            k: kwargs.pop(k)
+            for k in (
+                "name",
+                "input_shape",
+                "input_dim",
+                "batch_input_shape",
+                "batch_size",
+                "dtype",
+                "trainable",
+                "activity_regularizer",
+            )
+            if k in kwargs
+        }
         activity = layer.pop("activity_regularizer", None)
         cell = self._cell_cls(units, dtype=layer.get("dtype"), **kwargs)
         super().__init__(cell, **rnn, **layer)
@@ -271,9 +299,22 @@ def _delegate(*names: str):
     return deco
 
 
-_COMMON = ("units", "activation", "use_bias", "kernel_initializer", "recurrent_initializer", "bias_initializer",
-           "kernel_regularizer", "recurrent_regularizer", "bias_regularizer", "kernel_constraint",
-           "recurrent_constraint", "bias_constraint", "dropout", "recurrent_dropout")
+_COMMON = (
+    "units",
+    "activation",
+    "use_bias",
+    "kernel_initializer",
+    "recurrent_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "recurrent_regularizer",
+    "bias_regularizer",
+    "kernel_constraint",
+    "recurrent_constraint",
+    "bias_constraint",
+    "dropout",
+    "recurrent_dropout",
+)
 
 
 @_delegate(*_COMMON)

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from arignote.layers._util import KerasLayer, _full, check_rank
+from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
 
 __all__ = ["Wrapper", "TimeDistributed", "Bidirectional"]
@@ -33,7 +33,7 @@ def _takes(layer: Any, name: str) -> bool:
 def _build(layer: Any, full_shape: tuple) -> None:
     """Build a wrapped layer from a batch-first shape (built-in layers and users' layers alike)."""
     if not layer.built:
-        layer.build(tuple(full_shape)[1:])
+        layer._build_once(tuple(full_shape))
 
 
 class Wrapper(KerasLayer, Layer):
@@ -53,13 +53,6 @@ class Wrapper(KerasLayer, Layer):
 
     def weight_names(self) -> list[str]:
         return list(getattr(self.layer, "weight_names", list)())
-
-    def apply_constraints(self) -> None:
-        if hasattr(self.layer, "apply_constraints"):
-            self.layer.apply_constraints()
-
-    def weight_penalties(self) -> list:
-        return list(getattr(self.layer, "losses", []))
 
     def get_config(self) -> dict:
         cfg = super().get_config()
@@ -82,16 +75,18 @@ class TimeDistributed(Wrapper):
     def build_keras(self, input_shape: tuple) -> None:
         shape = tuple(input_shape)
         if len(shape) < 3:
-            raise ValueError(f"TimeDistributed '{self.name}': the input should be at least 3D (batch, timesteps, "
-                             f"...), got input shape {shape}")
+            raise ValueError(
+                f"TimeDistributed '{self.name}': the input should be at least 3D (batch, timesteps, "
+                f"...), got input shape {shape}"
+            )
         _build(self.layer, (shape[0], *shape[2:]))
 
     def output_shape_keras(self, input_shape: tuple) -> tuple:
         shape = tuple(input_shape)
-        inner = self.layer.compute_output_shape(tuple(shape[2:]))
-        return (shape[0], shape[1], *tuple(inner))
+        inner = self.layer.compute_output_shape((shape[0], *shape[2:]))
+        return (shape[0], shape[1], *tuple(inner)[1:])
 
-    def forward(self, x: torch.Tensor, mask: Any = None, training: Any = None) -> torch.Tensor:
+    def call(self, x: torch.Tensor, mask: Any = None, training: Any = None) -> torch.Tensor:
         n, t = x.shape[0], x.shape[1]
         kwargs = {}
         if mask is not None and _takes(self.layer, "mask"):
@@ -108,13 +103,21 @@ class Bidirectional(Wrapper):
     supports_masking = True
     _config_keys = ("merge_mode",)
 
-    def __init__(self, layer: Any, merge_mode: str | None = "concat", weights: Any = None, **kwargs: Any) -> None:
+    def __init__(
+        self, layer: Any, merge_mode: str | None = "concat", weights: Any = None, **kwargs: Any
+    ) -> None:
         if merge_mode not in ("sum", "mul", "ave", "concat", None):
-            raise ValueError(f"Invalid merge mode {merge_mode!r}. Merge mode should be one of "
-                             "{'sum', 'mul', 'ave', 'concat', None}")
+            raise ValueError(
+                f"Invalid merge mode {merge_mode!r}. Merge mode should be one of "
+                "{'sum', 'mul', 'ave', 'concat', None}"
+            )
         if not hasattr(layer, "go_backwards"):
-            raise ValueError(f"Bidirectional wraps a recurrent layer (LSTM, GRU, SimpleRNN, RNN...), got {layer!r}")
+            raise ValueError(
+                f"Bidirectional wraps a recurrent layer (LSTM, GRU, SimpleRNN, RNN...), got {layer!r}"
+            )
         super().__init__(layer, **kwargs)
+        del self._modules["layer"]  # registered as forward_layer below (one state_dict entry)
+        object.__setattr__(self, "layer", layer)
         config = layer.get_config()
         config["go_backwards"] = not config["go_backwards"]
         config["name"] = "backward_" + layer.name
@@ -126,13 +129,21 @@ class Bidirectional(Wrapper):
         self.return_state = layer.return_state
         self._initial_weights = weights
 
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        initial_state = kwargs.pop("initial_state", None)
+        if initial_state is not None:  # Keras 2: the states become extra inputs of the call
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+            inputs = [inputs, *states]
+        return super().__call__(inputs, *args, **kwargs)
+
     @property
     def layers(self) -> list:
         return [self.forward_layer, self.backward_layer]
 
     def build_keras(self, input_shape: tuple) -> None:
-        shape = check_rank(tuple(input_shape), 3, f"Bidirectional '{self.name}'", "sequences (batch, timesteps, "
-                           "features)")
+        shape = check_rank(
+            tuple(input_shape), 3, f"Bidirectional '{self.name}'", "sequences (batch, timesteps, features)"
+        )
         _build(self.forward_layer, shape)
         _build(self.backward_layer, shape)
         if self._initial_weights is not None:
@@ -151,7 +162,7 @@ class Bidirectional(Wrapper):
         everything = outputs + states
         return everything if len(everything) > 1 else everything[0]
 
-    def forward(self, x: Any, mask: Any = None, training: Any = None, initial_state: Any = None) -> Any:
+    def call(self, x: Any, mask: Any = None, training: Any = None, initial_state: Any = None) -> Any:
         if isinstance(x, (list, tuple)):
             x, initial_state = x[0], list(x[1:]) or initial_state
         fwd_state = bwd_state = None
@@ -203,14 +214,8 @@ class Bidirectional(Wrapper):
 
     def weight_names(self) -> list[str]:
         return [f"forward_{n}" for n in self.forward_layer.weight_names()] + [
-            f"backward_{n}" for n in self.backward_layer.weight_names()]
-
-    def apply_constraints(self) -> None:
-        self.forward_layer.apply_constraints()
-        self.backward_layer.apply_constraints()
-
-    def weight_penalties(self) -> list:
-        return list(self.forward_layer.losses) + list(self.backward_layer.losses)
+            f"backward_{n}" for n in self.backward_layer.weight_names()
+        ]
 
     def get_config(self) -> dict:
         cfg = super().get_config()
@@ -218,6 +223,3 @@ class Bidirectional(Wrapper):
         layer_cfg["name"] = layer_cfg["name"].removeprefix("forward_")
         cfg["layer"] = {"class_name": cfg["layer"]["class_name"], "config": layer_cfg}
         return cfg
-
-
-_ = _full

@@ -70,8 +70,13 @@ class Model(GeneratorMethods):
         """Per-sample input shape the model takes (None when unknown, e.g. a wrapped module)."""
         return None
 
-    def output_shape(self) -> tuple | None:
-        """Per-sample output shape (None when unknown)."""
+    def _sample_output_shape(self) -> tuple | None:
+        """Per-sample output shape (None when unknown or several outputs)."""
+        return None
+
+    @property
+    def output_shape(self) -> Any:
+        """Keras ``model.output_shape`` with the batch dim (None when unknown, e.g. a wrapped module)."""
         return None
 
     @property
@@ -162,7 +167,8 @@ class Model(GeneratorMethods):
         if self.compiled and self._metric_ids:
             from arignote import metrics as metrics_mod
 
-            self.metrics_list = [metrics_mod.get(m, self.loss, self.output_shape()) for m in self._metric_ids]
+            out = self._sample_output_shape()
+            self.metrics_list = [metrics_mod.get(m, self.loss, out) for m in self._metric_ids]
             self._metric_ids = []
         if self._trainer is None:
             from arignote import devices, parallel

@@ -114,6 +114,6 @@ def _tensors(obj: Any, label: str) -> list[tuple[str, torch.Tensor]]:
 def for_model(model: Any, name: str, targets: bool = True) -> Callable[[Any, Any, int], None]:
     """The :class:`BatchCheck` for ``model``'s input shape, loss and output shape (what it knows)."""
     expected = model.expected_input_shape() if hasattr(model, "expected_input_shape") else None
-    output = model.output_shape() if targets and hasattr(model, "output_shape") else None
+    output = model._sample_output_shape() if targets and hasattr(model, "_sample_output_shape") else None
     loss = getattr(model, "loss", None) if targets else None
     return BatchCheck(name, expected, loss, output)

@@ -99,7 +99,7 @@ def check_queue_args(validation_steps: Any, validation_freq: Any, max_queue_size
 def _check_targets(model: Any, y: Any, what: str) -> None:
     from arignote import losses
 
-    out = model.output_shape()
+    out = model._sample_output_shape()
     if out is None or y is None or model.loss is None:
         return
     try:
