@@ -151,11 +151,12 @@ def test_wrapped_module_weights_in_state_dict_order():
 # ----------------------------------------------------------------------------- save / load
 
 
-def test_save_and_load_model_any_extension(tmp_path):
+def test_save_and_load_model_checkpoint_extension(tmp_path):
+    # any name but .h5/.hdf5/.keras (Keras 2 HDF5, tests/test_keras2_h5_*.py) gets arignote's checkpoint
     x, y = _data()
     m = _mlp()
     m.fit(x, y, epochs=2, verbose=0)
-    path = tmp_path / "model.h5"
+    path = tmp_path / "model.ckpt"
     m.save(str(path))
     assert checkpoint.is_checkpoint(str(path))
     torch.load(str(path), weights_only=True)  # plain data only

@@ -204,6 +204,9 @@ def test_read_runs_reports_bad_records_and_keeps_good_ones(tmp_path):
     _write(runs_dir, f"run-{uid}-{me}-4.json", {"format": status.FORMAT, "pid": me})
     _write(runs_dir, f"run-{uid}-999-5.json", _record())  # pid in the name differs from the record's
     (runs_dir / f"run-{uid}-{me}-6.json").mkdir()  # unreadable
+    os.mkfifo(runs_dir / f"run-{uid}-{me}-7.json")  # would block a naive reader forever
+    secret = _write(tmp_path, "secret.json", _record())
+    (runs_dir / f"run-{uid}-{me}-8.json").symlink_to(secret)  # a link to a file only root may read
     _write(runs_dir, "notes.txt", "ignored")
     runs, problems = status.read_runs(runs_dir)
     assert [(r["file"], r["state"]) for r in runs] == [(f"run-{uid}-{me}-1.json", "running")]
@@ -212,7 +215,9 @@ def test_read_runs_reports_bad_records_and_keeps_good_ones(tmp_path):
     assert got["3.json"] == "unknown state 'exploded'"
     assert got["4.json"] == "missing start, state, user"
     assert "does not match its name" in got["5.json"]
-    assert got["6.json"].startswith("cannot be read")
+    assert got["6.json"] == "cannot be read: Is a directory"
+    assert got["7.json"] == "cannot be read: not a regular file"
+    assert got["8.json"] == "cannot be read: a symbolic link"
 
 
 @pytest.mark.skipif(os.getuid() != 0, reason="planting a file under another uid needs root (chown)")
@@ -277,3 +282,22 @@ def test_a_fit_that_raised_is_marked_failed_by_the_next_fit(lease_dir):
     model.fit(x, y, epochs=1, batch_size=8, verbose=0)
     states = sorted((r["state"], r["error"]) for r in records(lease_dir))
     assert states == [("failed", "an exception left fit (a later fit started)"), ("finished", None)]
+
+
+@pytest.mark.multiproc
+def test_data_parallel_fit_keeps_one_record_from_rank_0(lease_dir, tmp_path):
+    from parallel_helpers import FIT_SCRIPT
+
+    script = tmp_path / "train_ddp.py"
+    script.write_text(FIT_SCRIPT)
+    env = env_for(lease_dir)
+    for key in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
+        env.pop(key, None)
+    proc = subprocess.run([sys.executable, str(script), str(tmp_path), "2", "2"], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (rec,) = records(lease_dir)  # rank 1 writes none
+    assert rec["world_size"] == 2 and rec["state"] == "finished" and rec["script"] == "train_ddp.py"
+    assert len(rec["history"]["loss"]) == 2 and rec["devices"] == ["cpu"]
+    history = json.loads((tmp_path / "history.json").read_text())["history"]
+    assert rec["history"]["loss"] == pytest.approx(history["loss"])

@@ -56,9 +56,14 @@ def test_unreadable_lease_record_is_reported(lease_dir):
     lease_dir.mkdir(mode=0o1777)
     (lease_dir / f"gpu-box-abc.{os.getuid()}.{os.getpid()}.json").mkdir()
     (lease_dir / f"gpu-box-def.{os.getuid()}.{os.getpid()}.json").write_text("{")
+    os.mkfifo(lease_dir / f"gpu-box-fifo.{os.getuid()}.{os.getpid()}.json")  # must not block smi or run
     problems: list = []
     assert current_leases(problems=problems) == []
-    assert sorted(p["problem"].split(" (")[0] for p in problems) == ["lease record cannot be read"] * 2
+    assert sorted(p["problem"] for p in problems) == [
+        "lease record cannot be read (Is a directory)",
+        "lease record cannot be read (not a regular file)",
+        "lease record cannot be read (not valid JSON: Expecting property name enclosed in double quotes: "
+        "line 1 column 2 (char 1))"]
     assert current_leases() == []  # selection keeps ignoring them silently
 
 

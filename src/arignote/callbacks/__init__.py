@@ -24,6 +24,7 @@ from arignote.callbacks.lr import LearningRateScheduler, ReduceLROnPlateau
 from arignote.callbacks.model_checkpoint import ModelCheckpoint
 from arignote.callbacks.progbar import ProgbarLogger
 from arignote.callbacks.remote import RemoteMonitor
+from arignote.callbacks.status import RunStatus
 from arignote.callbacks.stopping import EarlyStopping, TerminateOnNaN
 
 __all__ = [
@@ -41,6 +42,7 @@ __all__ = [
     "ModelCheckpoint",
     "ProgbarLogger",
     "ReduceLROnPlateau",
+    "RunStatus",
     "RemoteMonitor",
     "TensorBoard",
     "TerminateOnNaN",

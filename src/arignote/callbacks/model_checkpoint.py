@@ -3,7 +3,8 @@
 Keras 2 semantics: ``filepath`` is formatted with ``epoch`` (1-based) and the logs, so
 ``weights.{epoch:02d}-{val_loss:.2f}.h5`` gives ``weights.03-0.42.h5``; with ``save_best_only`` the
 file is written only when ``monitor`` improves. Files are written by ``model.save`` /
-``model.save_weights`` (atomic, checksummed, whatever the extension) on rank 0 only.
+``model.save_weights`` on rank 0 only, atomically: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``
+names, arignote's checksummed checkpoint for any other.
 
 Beyond Keras, a checkpoint is never made of a bad state: weights holding NaN/Inf are not saved (a
 warning names the tensors and the last good file, which stays), and an epoch that ended early

@@ -134,6 +134,20 @@ def _alive(pid: int, start: float) -> bool:
     return created <= start + 1.0
 
 
+def read_record(path: Path, limit: int = 1 << 20) -> tuple[int, Any]:
+    """(file owner uid, parsed JSON) of a record in a shared directory, read safely: a symlink is
+    not followed, a FIFO or other non-regular file is refused without blocking, and a file over
+    ``limit`` bytes is refused. Raises OSError (unreadable, refused) or ValueError (not JSON)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit // 1024} KiB")
+        return st.st_uid, json.loads(fh.read(limit + 1).decode("utf-8"))
+
+
 def current_leases(directory: Path | None = None, problems: list[dict[str, str]] | None = None
                    ) -> list[LeaseInfo]:
     """Leases held right now on this host, by any user (``nvidia-smi``'s process list, for leases).
@@ -153,8 +167,7 @@ def current_leases(directory: Path | None = None, problems: list[dict[str, str]]
             continue
         path = directory / name
         try:
-            owner = os.lstat(path).st_uid
-            data = json.loads(path.read_text(encoding="utf-8"))
+            owner, data = read_record(path)
             info = LeaseInfo(str(data["key"]), int(data["index"]), int(data["pid"]), str(data["user"]),
                              str(data["host"]), float(data["start"]), str(data["command"]), int(m.group(1)))
         except FileNotFoundError:

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from arignote.share.leases import _alive, _user, lease_dir
+from arignote.share.leases import _alive, _user, lease_dir, read_record
 
 __all__ = ["waiting", "current_queue"]
 
@@ -72,8 +72,7 @@ def current_queue(directory: Path | None = None, problems: list[dict[str, str]] 
             continue
         path = directory / name
         try:
-            owner = os.lstat(path).st_uid
-            data = json.loads(path.read_text(encoding="utf-8"))
+            owner, data = read_record(path)
             pid, since = int(data["pid"]), float(data["since"])
         except FileNotFoundError:
             continue

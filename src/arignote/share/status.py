@@ -28,6 +28,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -39,7 +40,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from arignote.share.leases import _alive, lease_dir
+from arignote.share.leases import _alive, lease_dir, read_record
 from arignote.share.select import ShareError
 
 __all__ = ["FORMAT", "KEEP_SECONDS", "INTERVAL", "status_dir", "record_path", "write_record", "read_runs",
@@ -179,12 +180,12 @@ def read_runs(directory: Path | None = None, hours: float = KEEP_SECONDS / 3600,
             continue
         path = directory / name
         try:
-            owner = os.lstat(path).st_uid
-            data = json.loads(path.read_text(encoding="utf-8"))
+            owner, data = read_record(path, limit=8 << 20)
         except FileNotFoundError:
             continue  # removed between listing and reading
         except OSError as exc:
-            problems.append({"file": name, "problem": f"cannot be read: {exc.strerror or exc}"})
+            why = "a symbolic link" if exc.errno == errno.ELOOP else exc.strerror or exc
+            problems.append({"file": name, "problem": f"cannot be read: {why}"})
             continue
         except ValueError as exc:
             problems.append({"file": name, "problem": f"not valid JSON ({exc})"})
