@@ -274,6 +274,8 @@ class _Wrapped(RNN):
                 "batch_size",
                 "dtype",
                 "trainable",
+                "weights",
+                "input_dtype",
                 "activity_regularizer",
             )
             if k in kwargs
