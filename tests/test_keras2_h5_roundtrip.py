@@ -430,7 +430,7 @@ def test_to_json_and_model_from_json_round_trip():
     rebuilt = model_from_json(text)
     assert [type(a) for a in rebuilt.layers] == [type(b) for b in model.layers]
     assert rebuilt.layers[2].get_config()["activation"] == "softmax"
-    assert rebuilt.output_shape() == model.output_shape()
+    assert rebuilt.output_shape == model.output_shape
     with pytest.raises(ValueError, match="not JSON"):
         model_from_json("nope")
 

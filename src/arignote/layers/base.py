@@ -267,7 +267,7 @@ class Layer(nn.Module):
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # built-in layers only: a user's class (even one named Dense) needs custom_objects, as in Keras
-        if cls.__module__.startswith(("arignote.layers", "arignote.graph")):
+        if cls.__module__.startswith("arignote.layers"):
             _REGISTRY[cls.__name__] = cls
         # built-in layers may define forward(x, mask=None) directly instead of call
         entry = cls.call if cls.forward is Layer.forward else cls.forward

@@ -254,13 +254,13 @@ def _dense_fix_shapes(model: Any, conversion: keras_config.Conversion) -> dict[s
     by_name = {layer.name: layer for layer in model.layers}
     out = {}
     for dense, flatten in conversion.dense_after_flatten.items():
-        shape = getattr(by_name.get(flatten), "built_input_shape", None)
+        shape = getattr(by_name.get(flatten), "_built_input_shape", None)  # with the batch dim
         if shape is None:
             raise ValueError(
                 f"cannot reorder the weights of Dense '{dense}': the input shape of Flatten "
                 f"'{flatten}' is unknown"
             )
-        out[dense] = tuple(shape)
+        out[dense] = tuple(shape)[1:]
     return out
 
 
