@@ -476,14 +476,21 @@ def test_cudnn_layers_refuse_cpu_and_match_the_portable_formula_shapes():
         gru(torch.tensor(X))
     with pytest.raises(RuntimeError, match="CUDA GPU"):
         lstm(torch.tensor(X))
-    # the same numbers as GRU(reset_after=True) given the same weights (the loop path runs on CPU)
-    ref = GRU(3, reset_after=True)
-    ref.build((None, 5, 4))
-    k, r, b = gru.get_weights()
-    ref.set_weights([k, r, b.reshape(2, 9)])
-    with torch.no_grad():
-        got = layers.RNN.call(gru, torch.tensor(X))
-        np.testing.assert_allclose(got.numpy(), ref(torch.tensor(X)).numpy(), rtol=1e-5, atol=1e-6)
+    # Keras 2's CuDNN kernels are cuDNN's memory; with the HDF5 loader's (Keras 2's) conversion the plain
+    # layers compute the same function (the fused kernel runs on CPU when called past the device check)
+    from arignote.saving import layouts
+
+    for cudnn, plain, gates in (
+        (lstm, LSTM(4, return_sequences=True), 4),
+        (gru, GRU(3, reset_after=True), 3),
+    ):
+        cudnn.set_weights([RNG.standard_normal(w.shape).astype(np.float32) for w in cudnn.get_weights()])
+        plain.build((None, 5, 4))
+        plain.set_weights(layouts.cudnn_to_plain(cudnn.get_weights(), gates))
+        with torch.no_grad():
+            got = layers.RNN.call(cudnn, torch.tensor(X))
+            np.testing.assert_allclose(got.numpy(), plain(torch.tensor(X)).numpy(), rtol=1e-5, atol=1e-5)
+        assert not np.allclose(cudnn.get_weights()[0], plain.get_weights()[0])
 
 
 @pytest.mark.gpu
@@ -494,8 +501,10 @@ def test_cudnn_lstm_on_gpu_equals_lstm():
     lstm.build((None, 5, 4))
     ref = LSTM(4, return_sequences=True)
     ref.build((None, 5, 4))
-    k, r, b = lstm.get_weights()
-    ref.set_weights([k, r, b[:16] + b[16:]])
+    from arignote.saving import layouts
+
+    lstm.set_weights([RNG.standard_normal(w.shape).astype(np.float32) for w in lstm.get_weights()])
+    ref.set_weights(layouts.cudnn_to_plain(lstm.get_weights(), 4))
     x = torch.tensor(X)
     with torch.no_grad():
         got = lstm.to("cuda")(x.to("cuda")).cpu()

@@ -5,8 +5,10 @@ portable layer that computes the same function (``LSTM`` / ``GRU(reset_after=Tru
 no dropout, tanh/sigmoid only (cuDNN's fixed formulas).
 
 Weights (Keras order ``[kernel, recurrent_kernel, bias]``; torch tensors as in
-:mod:`arignote.layers._rnn_cells`): ``kernel`` ``(in, gates * units)``, ``recurrent_kernel``
-``(units, gates * units)``, and one flat ``bias``: CuDNNLSTM ``(8 * units,)`` = input bias then
+:mod:`arignote.layers._rnn_cells`, gate blocks in Keras order): ``kernel`` ``(in, gates * units)`` and
+``recurrent_kernel`` ``(units, gates * units)`` hold, per gate, cuDNN's memory as Keras 2's CuDNN
+layers do (torch block ``(units, n)`` read row-major as ``(n, units)``; not a transpose), and one flat
+``bias``: CuDNNLSTM ``(8 * units,)`` = input bias then
 recurrent bias (gates ``i, f, c, o``), CuDNNGRU ``(6 * units,)`` = input bias then recurrent bias
 (gates ``z, r, h``).
 
@@ -29,7 +31,38 @@ from arignote.layers.recurrent import RNN, _delegate
 __all__ = ["CuDNNLSTM", "CuDNNGRU"]
 
 
-class _CuDNNLSTMCell(LSTMCell):
+def _keras_blocks(w: torch.Tensor, gates: int) -> torch.Tensor:
+    """torch ``(gates * units, n)`` -> Keras CuDNN ``(n, gates * units)``: each gate block's memory read
+    row-major as ``(n, units)`` (Keras 2 hands cuDNN each ``(n, units)`` kernel block flattened)."""
+    n, u = w.shape[1], w.shape[0] // gates
+    return w.reshape(gates, n, u).permute(1, 0, 2).reshape(n, gates * u)
+
+
+def _torch_blocks(k: torch.Tensor, gates: int) -> torch.Tensor:
+    """The inverse of :func:`_keras_blocks`."""
+    n, u = k.shape[0], k.shape[1] // gates
+    return k.reshape(n, gates, u).permute(1, 0, 2).reshape(gates * u, n)
+
+
+class _CuDNNLayout:
+    """Keras 2's CuDNN kernels are cuDNN's own memory (not transposed LSTM kernels): the weights a
+    ``CuDNNLSTM``/``CuDNNGRU`` file holds load as they are (the HDF5 loader converts them for
+    ``LSTM``/``GRU``, as Keras 2 does)."""
+
+    gates = 4
+
+    def _keras_weights(self) -> list[torch.Tensor]:
+        out = [_keras_blocks(self.weight, self.gates), _keras_blocks(self.recurrent_weight, self.gates)]
+        return out + ([self.bias] if self.bias is not None else [])
+
+    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
+        for t, w in zip((self.weight, self.recurrent_weight), weights[:2]):
+            t.copy_(_torch_blocks(w.to(t.dtype), self.gates))
+        if self.bias is not None:
+            self.bias.copy_(weights[2])
+
+
+class _CuDNNLSTMCell(_CuDNNLayout, LSTMCell):
     def _bias_shape(self) -> tuple:
         return (8 * self.units,)
 
@@ -56,7 +89,9 @@ class _CuDNNLSTMCell(LSTMCell):
         return out, [h[0], c[0]]
 
 
-class _CuDNNGRUCell(GRUCell):
+class _CuDNNGRUCell(_CuDNNLayout, GRUCell):
+    gates = 3
+
     def _bias_shape(self) -> tuple:
         return (6 * self.units,)
 
