@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from arignote import activations, backend, layers
-from arignote.layers import GRU, LSTM, Embedding, Masking, _rnn_cells, recurrent
+from arignote.layers import GRU, LSTM, Embedding, Masking, _rnn_base, _rnn_cells
 from arignote.layers.recurrent import RNN, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, StackedRNNCells
 
 RNG = np.random.default_rng(4)
@@ -227,7 +227,7 @@ def test_dropout_masks_are_per_sequence_and_fused_keeps_input_dropout(monkeypatc
     lstm = LSTM(4, dropout=0.5, return_sequences=True)
     ws = setup(lstm, X)
     fixed = torch.tensor(RNG.integers(0, 2, (3, 4)).astype(np.float32) * 2)
-    monkeypatch.setattr(recurrent, "dropout_mask", lambda like, rate, count: [fixed] * count)
+    monkeypatch.setattr(_rnn_base, "dropout_mask", lambda like, rate, count: [fixed] * count)
     calls = []
     monkeypatch.setattr(torch, "lstm", lambda *a, _f=torch.lstm: calls.append(1) or _f(*a))
     lstm.train()
@@ -509,3 +509,46 @@ def test_cudnn_lstm_on_gpu_equals_lstm():
     with torch.no_grad():
         got = lstm.to("cuda")(x.to("cuda")).cpu()
     np.testing.assert_allclose(got.numpy(), ref(x).detach().numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_padded_masks_stay_on_the_fused_kernel_and_match_the_loop(monkeypatch):
+    x = X.copy()
+    x[0, 3:] = 0.0  # 'post' padding
+    x[1, :2] = 0.0  # 'pre' padding (pad_sequences' default)
+    mask = torch.tensor(np.any(x != 0, axis=-1))
+    holes = mask.clone()
+    holes[2, 1] = False  # a gap in the middle: not a padded sequence
+    for make in (
+        lambda: GRU(4, reset_after=True, return_sequences=True),
+        lambda: LSTM(4, return_sequences=True, go_backwards=True),
+        lambda: SimpleRNN(4, return_sequences=True),
+    ):
+        layer = make()
+        setup(layer, x)
+        fused_name = {"GRU": "gru", "LSTM": "lstm", "SimpleRNN": "rnn_tanh"}[type(layer).__name__]
+        calls = []
+        original = getattr(torch, fused_name)
+        monkeypatch.setattr(torch, fused_name, lambda *a, _f=original, _c=calls: _c.append(1) or _f(*a))
+        fast = run(layer, x, mask=mask)
+        assert calls, type(layer).__name__
+        calls.clear()
+        with torch.no_grad():  # the loop, step by step, on the same layer
+            xs = torch.tensor(x)
+            m = mask
+            if layer.go_backwards:
+                xs, m = xs.flip(1), m.flip(1)
+            states = layer.get_initial_state(xs)
+            cell = layer.cell
+            projected = cell.project(xs, None)
+            prev, outs = torch.zeros(3, 4), []
+            for s in range(5):
+                out, new = cell.step(projected[:, s], states, None)
+                keep = m[:, s].unsqueeze(-1)
+                out = torch.where(keep, out, prev)
+                states = [torch.where(keep, a, b) for a, b in zip(new, states)]
+                prev = out
+                outs.append(out)
+        np.testing.assert_allclose(fast, torch.stack(outs, 1).numpy(), rtol=1e-5, atol=1e-6)
+        run(layer, x, mask=holes)
+        assert not calls  # a mask with a gap takes the loop
+        monkeypatch.setattr(torch, fused_name, original)

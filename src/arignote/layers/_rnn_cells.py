@@ -1,4 +1,4 @@
-"""Recurrent cells (Keras 2 ``SimpleRNNCell``, ``GRUCell``, ``LSTMCell``, ``StackedRNNCells``).
+"""Recurrent cells (Keras 2 ``SimpleRNNCell``, ``GRUCell``, ``LSTMCell``; stacking is in ``_rnn_base``).
 
 A cell holds the weights and computes one step, ``call(inputs, states, training=None) ->
 (output, new_states)``, as in Keras 2. The ``RNN`` layer runs a whole sequence either through
@@ -32,7 +32,7 @@ from arignote import activations, initializers
 from arignote.layers._util import KerasLayer, constraint_arg, initializer_arg, regularizer_arg
 from arignote.layers.base import Layer, positive_int
 
-__all__ = ["SimpleRNNCell", "GRUCell", "LSTMCell", "StackedRNNCells"]
+__all__ = ["SimpleRNNCell", "GRUCell", "LSTMCell", "dropout_mask"]
 
 
 def _prob(value: Any, what: str, where: str) -> float:
@@ -367,86 +367,3 @@ class LSTMCell(_Cell):
         hx = (states[0].unsqueeze(0), states[1].unsqueeze(0))
         out, h, c = torch.lstm(x, hx, params, self.use_bias, 1, 0.0, training, False, True)
         return out, [h[0], c[0]]
-
-
-class StackedRNNCells(KerasLayer, Layer):
-    """Several cells run as one (Keras 2): the output of each is the input of the next; the states
-    are the cells' states in order."""
-
-    def __init__(self, cells: list, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        for cell in cells:
-            if not hasattr(cell, "call") or not hasattr(cell, "state_size"):
-                raise ValueError(f"StackedRNNCells: every cell needs call() and state_size, got {cell!r}")
-        self.cells = torch.nn.ModuleList(cells)
-
-    @property
-    def state_size(self) -> list:
-        sizes: list = []
-        for cell in self.cells:
-            s = cell.state_size
-            sizes.extend(s if isinstance(s, (list, tuple)) else [s])
-        return sizes
-
-    @property
-    def output_size(self) -> int:
-        last = self.cells[-1]
-        return getattr(last, "output_size", None) or _first(last.state_size)
-
-    def build_keras(self, input_shape: tuple) -> None:
-        dim = tuple(input_shape)[-1]
-        for cell in self.cells:
-            build_cell(cell, dim)
-            dim = getattr(cell, "output_size", None) or _first(cell.state_size)
-
-    def call(self, inputs: torch.Tensor, states: list, training: Any = None) -> tuple[torch.Tensor, list]:
-        new_states, i = [], 0
-        for cell in self.cells:
-            n = _count(cell.state_size)
-            inputs, s = cell.call(inputs, list(states[i : i + n]), training=training)
-            new_states.extend(s if isinstance(s, (list, tuple)) else [s])
-            i += n
-        return inputs, new_states
-
-    def _keras_weights(self) -> list[torch.Tensor]:
-        return [w for cell in self.cells for w in cell._keras_weights()]
-
-    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        for cell in self.cells:
-            n = len(cell._keras_weights())
-            cell._set_keras_weights(weights[:n])
-            weights = weights[n:]
-
-    def weight_names(self) -> list[str]:
-        return [n for cell in self.cells for n in getattr(cell, "weight_names", list)()]
-
-    def get_config(self) -> dict:
-        cfg = super().get_config()
-        cfg["cells"] = [{"class_name": type(c).__name__, "config": c.get_config()} for c in self.cells]
-        return cfg
-
-    @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None) -> StackedRNNCells:
-        from arignote.layers.base import deserialize
-
-        config = dict(config)
-        cells = [deserialize(c, custom_objects) for c in config.pop("cells")]
-        return cls(cells, **config)
-
-
-def _first(size: Any) -> int:
-    return size[0] if isinstance(size, (list, tuple)) else size
-
-
-def _count(size: Any) -> int:
-    return len(size) if isinstance(size, (list, tuple)) else 1
-
-
-def build_cell(cell: Any, input_dim: int) -> None:
-    """Build a cell for ``(batch, input_dim)`` inputs, as Keras 2's ``RNN.build`` does."""
-    if getattr(cell, "built", False):
-        return
-    if hasattr(cell, "_build_once"):
-        cell._build_once((None, input_dim))
-    else:
-        cell.build((None, input_dim))

@@ -24,9 +24,10 @@ from typing import Any
 
 import torch
 
+from arignote.layers._rnn_base import RNN
+from arignote.layers._rnn_base import delegate as _delegate
 from arignote.layers._rnn_cells import GRUCell, LSTMCell
 from arignote.layers._util import regularizer_arg
-from arignote.layers.recurrent import RNN, _delegate
 
 __all__ = ["CuDNNLSTM", "CuDNNGRU"]
 
