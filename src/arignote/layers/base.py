@@ -53,6 +53,7 @@ from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers.activations import name_of
 from arignote.precision import dtype_of
+from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
     "Layer",
@@ -648,7 +649,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
     if not isinstance(spec, dict) or "class_name" not in spec:
         raise ValueError(f"a serialized layer is a dict with 'class_name' and 'config', got {spec!r}")
     name = spec["class_name"]
-    classes = {**_REGISTRY, **(custom_objects or {})}
+    classes = {**_REGISTRY, **get_custom_objects(), **(custom_objects or {})}
     cls = classes.get(name)
     if cls is None or name.startswith("_"):
         close = difflib.get_close_matches(name, list(classes), n=1, cutoff=0.6)
