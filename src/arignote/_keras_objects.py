@@ -66,8 +66,12 @@ def serialize_keras_object(instance: Any) -> Any:
     return serialize_object(instance)
 
 
-def deserialize_keras_object(identifier: Any, module_objects: dict | None = None,
-                             custom_objects: dict | None = None, printable_module_name: str = "object") -> Any:
+def deserialize_keras_object(
+    identifier: Any,
+    module_objects: dict | None = None,
+    custom_objects: dict | None = None,
+    printable_module_name: str = "object",
+) -> Any:
     """Keras 2 ``utils.generic_utils.deserialize_keras_object`` (which ``keras.layers`` re-exports):
     ``identifier`` (a name or a config dict) looked up in ``custom_objects`` then ``module_objects``."""
     return deserialize_object(identifier, dict(module_objects or {}), custom_objects, printable_module_name)
