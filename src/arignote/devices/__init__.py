@@ -36,7 +36,7 @@ _NAMES = {
     "gpu_device_name": "inventory", "cudnn_version": "inventory",
     "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",
     "rank_by_free_memory": "spec",
-    "configured_devices": "setup", "prepare": "setup", "rank": "setup",
+    "configured_devices": "setup", "prepare": "setup", "rank": "setup", "host_cache": "setup",
     "Versions": "banner",
 }
 
