@@ -18,7 +18,7 @@ from typing import Any
 
 from arignote import config
 from arignote.config import ConfigError
-from arignote.devices import cpu
+from arignote.devices import DEVICE_ORDER, cpu
 from arignote.devices.info import CPUInfo, Device, Inventory
 from arignote.devices.inventory import current_inventory
 from arignote.devices.spec import DeviceError, Selector, parse_spec, resolve
@@ -148,6 +148,8 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
 
         extra.append("Precision " + Precision.from_config(dev).describe())
     extra.extend(banner.setting_notes([dev], config.get))
+    if dev.is_cuda and DEVICE_ORDER.too_late:
+        extra.append(DEVICE_ORDER.note())
     if config.get("print_active_device") and rank() == 0:
         if not dev.is_cuda:  # show the thread count cpu.threads just set
             info = CPUInfo(inv.cpu_name, cpu.threads(), inv.cpu_memory, inv.cpu_free_memory)
