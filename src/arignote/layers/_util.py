@@ -306,7 +306,10 @@ class KerasLayer(KerasWeights):
     @property
     def losses(self) -> list:
         """Regularization penalties (weights now, activity of the last call), as Keras's ``layer.losses``."""
-        out = self.weight_penalties()
+        return self._own_losses()
+
+    def _own_losses(self) -> list:
+        out = self.weight_penalties() + super()._own_losses()
         act = self.__dict__.get("_activity_loss")
         return out + ([act] if act is not None else [])
 

@@ -443,6 +443,13 @@ class Layer(nn.Module):
         """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
         to schedule; kept so Keras 2 layers run."""
 
+    def _own_losses(self) -> list:
+        """This layer's own losses (not its sublayers'): what a model sums over its modules."""
+        out = [fn(p) for p, fn in self._regularizers]
+        out += [loss() if callable(loss) else loss for loss in self._added_losses
+                if not isinstance(loss, KerasTensor)]
+        return out + self._call_losses
+
     @property
     def updates(self) -> list:
         return []
@@ -451,14 +458,7 @@ class Layer(nn.Module):
     def losses(self) -> list:
         """Regularization penalties of the current weights, added losses, and the last call's losses
         (this layer and the layers inside it)."""
-        out: list = []
-        for module in self.modules():
-            if isinstance(module, Layer):
-                out += [fn(p) for p, fn in module._regularizers]
-                out += [loss() if callable(loss) else loss for loss in module._added_losses
-                        if not isinstance(loss, KerasTensor)]
-                out += module._call_losses
-        return out
+        return [loss for m in self.modules() if isinstance(m, Layer) for loss in m._own_losses()]
 
     @property
     def weights(self) -> list:

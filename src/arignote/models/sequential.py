@@ -198,6 +198,23 @@ class Sequential(Model):
     def input_shape(self) -> tuple | None:
         return self._batch_input_shape()
 
+    # a Sequential used as a layer of a functional model
+    @property
+    def built(self) -> bool:
+        return self._graph is not None
+
+    def _build_once(self, input_shape: Any) -> None:
+        self._ensure_built(tuple(input_shape)[1:])
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        shape = tuple(input_shape)
+        for layer in self.layers:
+            shape = tuple(layer.compute_output_shape(shape))
+        return shape
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return None
+
     @property
     def inputs(self) -> list:
         self._ensure_built(None)
