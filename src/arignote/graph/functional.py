@@ -215,6 +215,8 @@ class Functional:
     def __call__(self, inputs: Any, **kwargs: Any) -> Any:
         if is_symbolic(inputs):
             return symbolic_call(self, inputs, kwargs)
+        if isinstance(self.module, GraphModule):
+            kwargs.setdefault("packed", False)
         return self.module(inputs, **kwargs)
 
     @property

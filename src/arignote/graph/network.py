@@ -55,6 +55,10 @@ def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[lis
             raise ValueError(f"Output tensors to a Model must be the output of an arignote layer, got {t!r}")
         layer, node_index, _ = t._keras_history
         node = layer._inbound_nodes[node_index]
+        if not node.inbound_layers:  # an Input that is not among the model's inputs
+            raise ValueError(f"Graph disconnected: cannot obtain value for tensor {t} at layer "
+                             f"\"{layer.name}\". The following previous layers were accessed without issue: "
+                             f"{[lay.name for _, lay in sorted(layer_index.values(), key=lambda p: p[0])]}")
         if id(node) in in_progress:
             raise ValueError(f"The tensor {t} at layer \"{layer.name}\" is part of a cycle.")
         if id(node) in finished:
@@ -168,10 +172,13 @@ class GraphModule(nn.Module):
             for t in node.output_tensors:
                 slots[id(t)] = len(slots)
                 outs.append(slots[id(t)])
+            kwargs = dict(node.arguments)
+            if isinstance(module, GraphModule):
+                kwargs["packed"] = False  # a model used as a layer hands its outputs on as a list
             mask_in = any(m is not None for m in node.input_masks)
             mask_out = any(m is not None for m in node.output_masks)
             masked = masked or mask_in or mask_out
-            plan.append((module, ins, node.input_structure, dict(node.arguments), tuple(outs),
+            plan.append((module, ins, node.input_structure, kwargs, tuple(outs),
                          node.output_structure is not None, mask_in and node.outbound_layer._call_takes_mask,
                          mask_out, node.outbound_layer))
         self.layers = nn.ModuleList(modules)
@@ -210,9 +217,13 @@ class GraphModule(nn.Module):
         raise ValueError(f"the model has {self.n_inputs} inputs {self.input_names}: pass a list of "
                          f"{self.n_inputs} arrays (or a dict keyed by input name)")
 
-    def forward(self, x: Any) -> Any:
+    def forward(self, x: Any, packed: bool | None = None) -> Any:
+        """Outputs for ``x``; several outputs leave packed side by side when the input came as one
+        tensor (what ``fit``/``predict`` feed), as a list otherwise (``packed`` forces either)."""
+        state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
         values: list = [None] * self.n_slots
-        packed = self.n_inputs > 1 and isinstance(x, torch.Tensor)
+        if packed is None:
+            packed = isinstance(x, torch.Tensor)
         values[:self.n_inputs] = self._inputs(x)
         if self.masked:
             self._run_masked(values)

@@ -395,7 +395,12 @@ class Model(Functional, GeneratorMethods):
 
     def _pack(self, x: Any, y: Any, targets: bool = False) -> tuple[Any, Any]:
         """Several inputs (outputs) of a functional model as one packed array (see graph.network).
-        A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets."""
+        A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
+        1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
+        output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``)."""
+        if (targets and self.compiled and functional._is_custom(self.loss) and y is not None
+                and getattr(y, "ndim", None) == 1):
+            y = y.reshape(-1, 1)
         if not self._is_graph:
             return x, y
         if len(self.inputs) > 1 and isinstance(x, (list, tuple, dict)):

@@ -24,6 +24,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from arignote.graph import state
 from arignote.graph.tensor import KerasTensor
 from arignote.layers.base import Layer
 from arignote.layers.input_layer import Input, InputLayer
@@ -42,6 +43,7 @@ class _Stack(nn.Module):
         self.mask_plan: list[bool] | None = None  # per layer: does its output carry a mask
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
         plan = self.mask_plan
         if plan is None:
             for layer in self.layers:
