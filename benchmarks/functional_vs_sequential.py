@@ -72,7 +72,8 @@ def main() -> None:
     s, f = statistics.median(times["sequential"]), statistics.median(times["functional"])
     print(f"samples {args.samples}, batch {args.batch}, {args.rounds} rounds, {args.threads} thread(s), "
           f"torch {torch.__version__}")
-    print(f"sequential {s:.3f} s/epoch, functional {f:.3f} s/epoch, ratio (sequential/functional) {s / f:.3f}")
+    print(f"sequential {s:.3f} s/epoch, functional {f:.3f} s/epoch, "
+          f"ratio (sequential/functional) {s / f:.3f}")
 
 
 if __name__ == "__main__":

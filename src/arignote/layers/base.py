@@ -47,6 +47,7 @@ import torch
 from torch import nn
 
 from arignote import config, constraints, initializers, regularizers
+from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
@@ -648,7 +649,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
     if not isinstance(spec, dict) or "class_name" not in spec:
         raise ValueError(f"a serialized layer is a dict with 'class_name' and 'config', got {spec!r}")
     name = spec["class_name"]
-    classes = {**_REGISTRY, **(custom_objects or {})}
+    classes = {**_REGISTRY, **GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
     cls = classes.get(name)
     if cls is None or name.startswith("_"):
         close = difflib.get_close_matches(name, list(classes), n=1, cutoff=0.6)

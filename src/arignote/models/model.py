@@ -16,6 +16,7 @@ expect probabilities, as in Keras: end the network with a softmax.)
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -23,6 +24,7 @@ import torch
 
 from arignote import config
 from arignote.callbacks.base import CallbackList, History
+from arignote.callbacks.stopping import TerminateOnNaN
 from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.layers.base import Layer
@@ -39,7 +41,10 @@ class Model(Functional, GeneratorMethods):
     Attributes: ``module`` (the torch module), ``device`` (``torch.device`` once placed),
     ``optimizer`` (an :mod:`arignote.optimizers` optimizer after ``compile``), ``history``,
     ``stop_training``, ``resume_epoch`` (set by BackupAndRestore through
-    :meth:`load_training_state`), ``epochs_done``.
+    :meth:`load_training_state`), ``epochs_done`` (finished epochs; an interrupted one does not
+    count), ``epoch_interrupted`` (True in ``on_epoch_end`` of an epoch that ``stop_training`` cut
+    short), ``device_stats`` (the last epoch's device memory peaks: ``cpu_peak_rss_mib``,
+    ``cuda0_peak_allocated_mib``...; also shown in the progress line).
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -65,6 +70,8 @@ class Model(Functional, GeneratorMethods):
         self.stop_training = False
         self.resume_epoch: int | None = None
         self.epochs_done = 0
+        self.epoch_interrupted = False  # the last epoch ended early (stop_training during its batches)
+        self.device_stats: dict[str, float] = {}  # the last epoch's device figures (DeviceStatsMonitor)
         self.history = History()
         self._trainer: Trainer | None = None
         self._placed = False
@@ -233,10 +240,13 @@ class Model(Functional, GeneratorMethods):
             from arignote import devices, parallel
             from arignote.precision import Precision
 
-            chosen = devices.configured_devices()
+            # multi_gpu_model(model, gpus=N) names this model's GPUs as the device flag would
+            spec = getattr(self, "device_spec", None)
+            with config.override(device=spec) if spec else contextlib.nullcontext():
+                chosen = devices.configured_devices()
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
-            devices.prepare(device)
+            devices.prepare(device, layout=getattr(strategy, "layout", None))
             precision = Precision.from_config(strategy.device)
             if not self._placed or self.device != strategy.device:
                 self._place(strategy.device)
@@ -281,11 +291,7 @@ class Model(Functional, GeneratorMethods):
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
         if steps_per_epoch is None and getattr(train, "length", None) is not None:
-            # the steps of this rank: its share of a Sequence's batches, or its DataLoader / list
-            from arignote.parallel.sharding import padded_length
-
-            world = trainer.strategy.world_size
-            plan.steps = padded_length(train.length, world) if train.indexable else train.length
+            plan.steps = train.length  # global batches: the same for any number of processes
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
@@ -303,27 +309,38 @@ class Model(Functional, GeneratorMethods):
                   "do_validation": val is not None,
                   "metrics": trainer.metric_names
                   + ([f"val_{k}" for k in trainer.metric_names] if val is not None else [])}
-        self.history = History()
-        from arignote.callbacks.device_stats import DeviceStatsMonitor
-
-        # device memory peaks (and GPU utilization) go into every epoch's logs and History (issue 5);
-        # first in the list so the progress line shows them
-        cbs: list = [DeviceStatsMonitor()]
-        if verbose and trainer.strategy.is_main:
-            from arignote.callbacks.progbar import ProgbarLogger
-
-            cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
-        cbs += list(callbacks or []) + [self.history]
-        if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
-            from arignote.callbacks.status import RunStatus
-
-            cbs.append(RunStatus())
+        cbs = self._fit_callbacks(callbacks, verbose, plan, trainer)
         cblist = CallbackList(cbs, model=self, params=params)
+        trainer.skip_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in cblist)
         trainer.fit(train, val, epochs=epochs, initial_epoch=initial_epoch, batch_size=batch_size,
                     shuffle=shuffle, steps_per_epoch=steps_per_epoch,
                     validation_batch_size=validation_batch_size or batch_size, callbacks=cblist,
                     validation_freq=validation_freq)
         return self.history
+
+    def _fit_callbacks(self, callbacks: list | None, verbose: int, plan: Any, trainer: Trainer) -> list:
+        """The user's callbacks with fit's defaults around them, each default only when the user did
+        not pass one of its kind: a device-stats monitor first (``model.device_stats`` and the
+        progress line, not the logs),
+        a ``ProgbarLogger`` (``verbose``, rank 0) and a ``History`` (last, as Keras 2)."""
+        from arignote.callbacks.device_stats import DeviceStatsMonitor
+        from arignote.callbacks.progbar import ProgbarLogger
+
+        user = list(callbacks or [])
+        # device figures for the progress line and model.device_stats, never in History/CSV logs
+        # (the user's own DeviceStatsMonitor puts them in the logs on purpose)
+        cbs: list = ([] if any(isinstance(cb, DeviceStatsMonitor) for cb in user)
+                     else [DeviceStatsMonitor(into_logs=False, utilization=False)])
+        if verbose and trainer.strategy.is_main and not any(isinstance(cb, ProgbarLogger) for cb in user):
+            cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
+        history = next((cb for cb in user if isinstance(cb, History)), None)
+        self.history = history if history is not None else History()
+        cbs += user + ([] if history is not None else [self.history])
+        if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
+            from arignote.callbacks.status import RunStatus
+
+            cbs.append(RunStatus())
+        return cbs
 
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: int = 1,
                  callbacks: list | None = None, steps: int | None = None, max_queue_size: int = 10,
@@ -367,22 +384,26 @@ class Model(Functional, GeneratorMethods):
         return out.numpy()
 
     def train_on_batch(self, x: Any, y: Any) -> Any:
-        """One optimizer step on one batch; returns its loss (and metrics) like ``evaluate``."""
-        trainer, xb, yb = self._one_batch(x, y)
+        """One optimizer step on one batch (the global batch: each rank runs its rows under data
+        parallel); returns its loss (and metrics) like ``evaluate``."""
+        trainer, xb, yb, rows, total = self._one_batch(x, y)
+        if trainer.world == 1:
+            rows = total = None
         self.module.train()
         trainer.reset_state()
-        trainer.train_step(xb, yb)
+        trainer.train_step(xb, yb, rows, total)
         return self._scalars(trainer)
 
     def test_on_batch(self, x: Any, y: Any) -> Any:
         """Loss (and metrics) on one batch without updating the weights."""
-        trainer, xb, yb = self._one_batch(x, y)
+        trainer, xb, yb, rows, _ = self._one_batch(x, y)
         was = self.module.training
         self.module.eval()
         trainer.reset_state()
         try:
             with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
-                trainer.test_step(xb, yb)
+                if rows:
+                    trainer.test_step(xb, yb)
         finally:
             self.module.train(was)
         return self._scalars(trainer)
@@ -421,13 +442,13 @@ class Model(Functional, GeneratorMethods):
             y = np.zeros((len(x), 1), dtype=np.float32)  # the loss reads no targets
         return x, y
 
-    def _one_batch(self, x: Any, y: Any) -> tuple[Trainer, Any, Any]:
+    def _one_batch(self, x: Any, y: Any) -> tuple[Trainer, Any, Any, int, int]:
         x, y = self._pack(x, y, targets=True)
         plan = inputs.plan_eval(self, x, y, None)
         trainer = self._get_trainer(plan.sample_shape)
         data = inputs.load_eval(plan, trainer)
-        xb, yb = next(iter(data.batches(None, max(1, data.n))))
-        return trainer, xb, yb
+        xb, yb, rows, total = next(iter(data.rank_batches(None, max(1, data.n), trainer.world, trainer.rank)))
+        return trainer, xb, yb, rows, total
 
     @staticmethod
     def _scalars(trainer: Trainer) -> Any:
