@@ -23,7 +23,7 @@ import torch
 from torch import nn
 
 from arignote.graph.network import GraphModule, Packing, topology
-from arignote.graph.node import symbolic_call
+from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
 from arignote.layers.base import Layer, auto_name, deserialize, serialize, shape_of
 
@@ -75,8 +75,8 @@ def construction_args(args: tuple, kwargs: dict) -> tuple[str, dict]:
         what = inputs if inputs is not None else outputs
         raise TypeError("Model(inputs, outputs) takes the symbolic tensors of the functional API (from "
                         f"arignote.layers.Input and layers called on them), got {type(what).__name__}; "
-                        "to train "
-                        "a torch module use Model(my_module), for a layer stack Sequential([...])")
+                        "to train a torch.nn.Module use Model(my_module), for a layer stack "
+                        "Sequential([...])")
     return "graph", {"inputs": inputs, "outputs": outputs, "name": name}
 
 
@@ -121,6 +121,10 @@ class Functional:
         self.output_names = [t._keras_history[0].name for t in self.outputs]
         self._compile_graph()
         self.name = name or auto_name("model")
+        # Keras 2: a model's node 0 is its own inputs -> outputs; calls as a layer are nodes 1, 2, ...
+        node = Node(self, self.inputs, self.outputs, [t._keras_mask for t in self.inputs],
+                    [t._keras_mask for t in self.outputs])
+        node.internal = True
 
     def _compile_graph(self, extra: list | None = None) -> None:
         out_struct = self._output_structure if isinstance(self._output_structure, dict) else None
@@ -143,7 +147,8 @@ class Functional:
         module = getattr(self, "module", None)
         if isinstance(module, _CallModule):
             return [m for m in module.children() if isinstance(m, Layer) or hasattr(m, "name")]
-        return []
+        raise AttributeError(f"this Model wraps a torch module ({type(module).__name__}), which has no Keras "
+                             "layers: use model.module")
 
     def get_layer(self, name: str | None = None, index: int | None = None) -> Any:
         """Keras 2 ``get_layer(name=None, index=None)``."""
@@ -253,17 +258,11 @@ class Functional:
         return sum(layer.count_trainable_params() for layer in self.layers)
 
     def get_output_at(self, node_index: int) -> Any:
-        nodes = self._inbound_nodes
-        if node_index == 0 and not nodes:
-            return self.output
-        out = nodes[node_index].output_tensors
+        out = self._inbound_nodes[node_index].output_tensors
         return out[0] if len(out) == 1 else out
 
     def get_input_at(self, node_index: int) -> Any:
-        nodes = self._inbound_nodes
-        if node_index == 0 and not nodes:
-            return self.input
-        ins = nodes[node_index].input_tensors
+        ins = self._inbound_nodes[node_index].input_tensors
         return ins[0] if len(ins) == 1 else ins
 
     # ------------------------------------------------------------------ config (Keras 2 model_config)
@@ -277,7 +276,7 @@ class Functional:
         node_ids: dict[int, int] = {}  # node -> its index among the nodes kept in this model
         kept = {id(n) for n in self._order}
         for layer in self._layers:
-            k = 0
+            k = 1 if _skips_first_node(layer) else 0  # Keras 2 does not save a model's own node
             for node in layer._inbound_nodes:
                 if id(node) in kept or not node.inbound_layers:
                     node_ids[id(node)] = k
@@ -373,6 +372,11 @@ class Functional:
         total = self.count_params()
         trainable = self.count_trainable_params()
         summary.print_summary(summary.render_graph(rows, total, trainable, title=self.name), print_fn)
+
+
+def _skips_first_node(layer: Any) -> bool:
+    nodes = getattr(layer, "_inbound_nodes", [])
+    return bool(nodes) and getattr(nodes[0], "internal", False)
 
 
 def pack_data(model: Any, x: Any, names: list[str], what: str) -> Any:
