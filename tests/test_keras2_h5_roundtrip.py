@@ -129,6 +129,7 @@ def test_written_file_has_keras2_layout(tmp_path):
         first, second = config["config"]["layers"][:2]  # an explicit InputLayer first, as tf.keras writes
         assert first["class_name"] == "InputLayer" and first["config"]["batch_input_shape"] == [None, 3]
         assert second["class_name"] == "Dense" and "batch_input_shape" not in second["config"]
+        assert config["config"]["build_input_shape"] == [None, 3]
         training = json.loads(f.attrs["training_config"])
         assert training["optimizer_config"]["class_name"] == "Adam"
         assert training["loss"] == "mean_squared_error"
