@@ -431,8 +431,7 @@ def _loss_layers(model: Any) -> list:
         if not isinstance(m, Layer):
             continue
         builtin = type(m).__module__.startswith("arignote.layers")
-        table = m.__dict__.get("_weight_table", [])
-        if (not builtin or m._regularizers or m._added_losses or any(row[3] is not None for row in table)
+        if (not builtin or m._regularizers or m._added_losses
                 or getattr(m, "activity_regularizer", None) is not None):
             out.append(m)
     return out

@@ -659,4 +659,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
             else " Pass custom_objects={'Name': cls} for your own layers."
         )
         raise ValueError(f"unknown layer class '{name}'.{hint}")
-    return cls.from_config(dict(spec.get("config", {})))
+    config = dict(spec.get("config", {}))
+    if "custom_objects" in inspect.signature(cls.from_config).parameters:  # wrappers, Lambda, RNN cells
+        return cls.from_config(config, custom_objects=custom_objects)
+    return cls.from_config(config)
