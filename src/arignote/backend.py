@@ -12,20 +12,16 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from arignote import config
-from arignote.backend_ops import *  # noqa: F403 - Keras's backend is one flat namespace
-from arignote.backend_ops import __all__ as _OPS
-from arignote.graph.kfunction import function, gradients, learning_phase, set_learning_phase
+from arignote._backend_names import GRAPH_FUNCTIONS, TENSOR_FUNCTIONS
 from arignote.hyperparameter import HyperParameter
 
 __all__ = [
-    *_OPS,
-    "function",
-    "gradients",
-    "learning_phase",
-    "set_learning_phase",
+    *TENSOR_FUNCTIONS,
+    *GRAPH_FUNCTIONS,
     "backend",
     "image_data_format",
     "set_image_data_format",
@@ -136,3 +132,17 @@ def batch_set_value(pairs: Any) -> None:
     """``set_value(x, v)`` for each ``(x, v)`` pair."""
     for x, value in pairs:
         set_value(x, value)
+
+
+# the tensor functions (K.sum, K.dot, K.function, ...) load torch: they arrive on first use, so that
+# `import arignote.backend` (image_data_format, floatx) stays light
+_LAZY = {**{name: "arignote.backend_ops" for name in TENSOR_FUNCTIONS},
+         **{name: "arignote.graph.kfunction" for name in GRAPH_FUNCTIONS}}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'arignote.backend' has no attribute '{name}'")
