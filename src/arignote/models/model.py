@@ -27,7 +27,6 @@ from arignote.callbacks.base import CallbackList, History
 from arignote.callbacks.stopping import TerminateOnNaN
 from arignote.graph import functional
 from arignote.graph.functional import Functional
-from arignote.layers.base import Layer
 from arignote.models import saving
 from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
@@ -170,7 +169,8 @@ class Model(Functional, GeneratorMethods):
             self._metric_ids = list(metrics or [])
         if self._is_graph:
             self.module.keep_values = functional._is_custom(loss)  # a custom loss may read graph tensors
-        self.loss_fn = functional.with_model_losses(self, base) if self._has_layers() else base
+        needs_wrapper = self._is_graph or bool(self._model_losses)
+        self.loss_fn = functional.with_model_losses(self, base) if needs_wrapper else base
         self.metrics_names = ["loss", *[m.name for m in self.metrics_list]]
         self._compile_args = {"optimizer": optimizer, "loss": loss, "metrics": metrics if multi else
                               list(metrics or [])}
@@ -179,9 +179,6 @@ class Model(Functional, GeneratorMethods):
         self._trainer = None
         if self._placed:
             self.optimizer.build(list(self.module.parameters()))
-
-    def _has_layers(self) -> bool:
-        return self.module is not None and any(isinstance(m, Layer) for m in self.module.modules())
 
     @property
     def compiled(self) -> bool:
