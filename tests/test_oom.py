@@ -535,3 +535,19 @@ def test_a_cublas_allocation_failure_is_split_like_an_oom():
     with pytest.raises(RuntimeError, match="shapes"):
         guard.step(x, y, lambda *a: (_ for _ in ()).throw(RuntimeError("shapes differ")), opt.step,
                    opt.zero_grad)
+
+
+def test_recovery_keeps_a_preallocation(monkeypatch):
+    """free_memory must not hand memory.preallocate's block back to the driver (CPU-side logic)."""
+    from arignote import memory
+    from arignote.devices import cuda as cuda_dev
+
+    emptied = []
+    monkeypatch.setattr(cuda_dev, "empty_cache", lambda: emptied.append(1))
+    held = memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30, preallocate=0.5, preallocate_bytes=4 << 30)
+    monkeypatch.setitem(memory._applied, "cuda:0", held)
+    oom.free_memory("cuda:0")
+    assert emptied == []
+    monkeypatch.setitem(memory._applied, "cuda:0", memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30))
+    oom.free_memory("cuda:0")
+    assert emptied == [1]

@@ -134,15 +134,20 @@ def memory_figures(device: torch.device | str | None) -> str:
 
 
 def free_memory(device: torch.device | str | None) -> None:
-    """Return what a failed attempt held to the GPU driver: collect reference cycles (a traceback can
-    pin tensors), then empty the caching allocator (devices/cuda.py). On the CPU, reference counting
-    already returned it, so this does nothing (a full ``gc.collect`` costs ~0.1-0.3 s there)."""
+    """Return what a failed attempt held: collect reference cycles (a traceback can pin tensors),
+    then empty the caching allocator (devices/cuda.py) unless ``memory.preallocate`` holds memory
+    for this process: emptying the cache would hand the preallocated block back to the driver, and
+    the freed tensors are reusable from the cache anyway. On the CPU, reference counting already
+    returned it, so this does nothing (a full ``gc.collect`` costs ~0.1-0.3 s there)."""
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if dev.type == "cuda":
+        from arignote import memory
         from arignote.devices import cuda as cuda_dev
 
         gc.collect()
-        cuda_dev.empty_cache()
+        held = memory.applied(f"cuda:{_cuda_index(dev)}")
+        if held is None or not held.preallocate_bytes:
+            cuda_dev.empty_cache()
 
 
 def _advice(device: torch.device | str | None) -> str:

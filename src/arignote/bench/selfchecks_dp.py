@@ -1,0 +1,127 @@
+"""Self-test items for data parallel on GPUs (``arignote selftest``; they need 2 GPUs).
+
+Each item runs in its own ``python -m arignote.bench.selfchecks NAME`` process; with ``device=all``
+fit re-runs that command for the other ranks, so every function here runs on every rank and only
+rank 0 reports. None of them could be run where they were written (no GPU there).
+
+Example::
+
+    $ arignote selftest     # ... PASS data-parallel-weights  NCCL weights = one process's (max diff 2e-07)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["dp_weights", "dp_out_of_memory", "bf16_gpu", "dp_preallocation_after_oom"]
+
+
+def _expect(cond: bool, message: str) -> None:
+    if not cond:
+        raise AssertionError(message)
+
+
+def _data(n: int = 512, width: int = 64) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(0)
+    return rng.normal(size=(n, width)).astype("float32"), rng.normal(size=(n, 8)).astype("float32")
+
+
+def _model(width: int = 64, hidden: int = 256) -> Any:
+    import torch
+
+    from arignote.models import Model
+
+    torch.manual_seed(0)
+    net = torch.nn.Sequential(torch.nn.Linear(width, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, 8))
+    model = Model(net)
+    model.compile("sgd", "mse")
+    return model
+
+
+def _train(flags: dict[str, Any], batch: int = 128, hook: Any = None) -> Any:
+    import torch
+
+    from arignote import config
+
+    config.configure(**{"print_active_device": False, "dnn.deterministic": True, **flags})
+    x, y = _data()
+    model = _model()
+    if hook is not None:
+        hook(model)
+    torch.manual_seed(1)
+    model.fit(x, y, batch_size=batch, epochs=2, shuffle=True, verbose=0)
+    return model
+
+
+def _max_diff(a: list, b: list) -> float:
+    return max(float(np.max(np.abs(np.asarray(u, dtype=float) - np.asarray(v, dtype=float))))
+               for u, v in zip(a, b))
+
+
+def dp_weights() -> str:
+    """NCCL data parallel over 2 GPUs ends with the weights of one process on one GPU."""
+    one = _train({"device": "cuda0"}).get_weights()
+    two = _train({"device": "cuda0,cuda1"})
+    _expect(two.strategy.world_size == 2 and two.strategy.backend == "nccl", f"strategy {two.strategy!r}")
+    diff = _max_diff(one, two.get_weights())
+    _expect(diff < 1e-4, f"2-GPU weights differ from 1-GPU weights by {diff:.2e}")
+    return f"NCCL weights = one process's (max diff {diff:.1e})"
+
+
+def _cap_rank_1(model: Any) -> None:
+    """On rank 1: cap the allocator so that a step at the full local batch does not fit but a
+    quarter of it does (measured with a trial step of the bare module first)."""
+    import torch
+
+    from arignote.devices import cuda, rank
+
+    if rank() != 1:
+        return
+    dev = torch.device("cuda", 1)
+    net = model.module.to(dev)
+    x = torch.zeros((64, 64), device=dev)
+    cuda.synchronize(1)
+    base, _ = cuda.memory_in_use(1)
+    cuda.reset_peak_memory(1)
+    net(x).sum().backward()
+    peak, _ = cuda.peak_memory(1)
+    net.zero_grad(set_to_none=True)
+    _, total = cuda.mem_get_info(1)
+    reserved = cuda.memory_in_use(1)[1]
+    cuda.set_memory_fraction(min(1.0, (reserved + 0.4 * (peak - base)) / total), 1)
+
+
+def dp_out_of_memory() -> str:
+    """A real out-of-memory on one of 2 GPUs under data parallel: both ranks agree on k, recover,
+    and end with one process's weights."""
+    one = _train({"device": "cuda0"}).get_weights()
+    two = _train({"device": "cuda0,cuda1"}, hook=_cap_rank_1)
+    guard = two._trainer.oom
+    _expect(guard.k > 1, f"no out-of-memory happened (k={guard.k}): the cap did not bite")
+    diff = _max_diff(one, two.get_weights())
+    _expect(diff < 1e-4, f"after recovery the weights differ from one process's by {diff:.2e}")
+    return f"rank 1 ran out, every rank went to k={guard.k}, weights = one process's (max diff {diff:.1e})"
+
+
+def bf16_gpu() -> str:
+    """Training with precision=mixed-bf16 on a GPU (autocast bf16, no grad scaler)."""
+    model = _train({"device": "cuda0", "precision": "mixed-bf16"})
+    losses = model.history.history["loss"]
+    _expect(all(np.isfinite(losses)) and losses[-1] < losses[0], f"bf16 losses {losses}")
+    return f"bf16 loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+
+
+def dp_preallocation_after_oom() -> str:
+    """memory.preallocate=0.5 still holds its block after an (injected) out-of-memory recovery."""
+    from arignote.devices import cuda
+
+    model = _train({"device": "cuda0", "memory.preallocate": 0.5, "memory.oom_inject_above": 32})
+    _expect(model._trainer.oom.k > 1, "the injected out-of-memory did not split the batch")
+    _, reserved = cuda.memory_in_use(0)
+    _, total = cuda.mem_get_info(0)
+    _expect(reserved >= 0.45 * total,
+            f"only {reserved >> 20} MiB reserved of {total >> 20} MiB after recovery")
+    k = model._trainer.oom.k
+    return f"{reserved >> 20} MiB still reserved of {total >> 20} MiB after recovering at k={k}"
