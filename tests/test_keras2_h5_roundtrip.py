@@ -126,10 +126,15 @@ def test_written_file_has_keras2_layout(tmp_path):
         assert f.attrs["backend"] == b"tensorflow" and f.attrs["keras_version"] == b"2.3.1"
         config = json.loads(f.attrs["model_config"])
         assert config["class_name"] == "Sequential"
-        first = config["config"]["layers"][0]
-        assert first["class_name"] == "Dense" and first["config"]["batch_input_shape"] == [None, 3]
+        first, second = config["config"]["layers"][:2]  # an explicit InputLayer first, as tf.keras writes
+        assert first["class_name"] == "InputLayer" and first["config"]["batch_input_shape"] == [None, 3]
+        assert second["class_name"] == "Dense" and "batch_input_shape" not in second["config"]
+        assert config["config"]["build_input_shape"] == [None, 3]
         training = json.loads(f.attrs["training_config"])
-        assert training["optimizer_config"]["class_name"] == "Adam" and training["loss"] == "mse"
+        assert training["optimizer_config"]["class_name"] == "Adam"
+        assert training["loss"] == "mean_squared_error"
+        assert training["optimizer_config"]["config"]["learning_rate"] == pytest.approx(0.001)
+        assert "lr" not in training["optimizer_config"]["config"]
         assert training["metrics"] == ["mae"]
         g = f["model_weights"]
         assert list(g.attrs["layer_names"]) == [b"dense_1", b"bn", b"flat", b"dense_2"]
@@ -427,6 +432,7 @@ def test_to_json_and_model_from_json_round_trip():
     spec = json.loads(text)
     assert spec["class_name"] == "Sequential" and spec["keras_version"] == "2.3.1"
     assert spec["config"]["layers"][0]["config"]["batch_input_shape"] == [None, 5, 5, 1]
+    assert spec["config"]["layers"][0]["class_name"] == "InputLayer"
     rebuilt = model_from_json(text)
     assert [type(a) for a in rebuilt.layers] == [type(b) for b in model.layers]
     assert rebuilt.layers[2].get_config()["activation"] == "softmax"
@@ -497,3 +503,21 @@ def test_hdf5_save_is_atomic_and_truncated_files_are_named(tmp_path, monkeypatch
     path.write_bytes(good[: len(good) // 2])
     with pytest.raises(ValueError, match="m.h5: an HDF5 file that h5py cannot open"):
         load_model(str(path))
+
+
+def test_custom_object_scope_serves_load_model(tmp_path):
+    from arignote.utils import CustomObjectScope
+
+    def my_loss(y_true, y_pred):
+        return ((y_true - y_pred) ** 2).mean(dim=-1)
+
+    model = Sequential([Dense(2, input_shape=(3,))])
+    model.compile("sgd", my_loss)
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    with h5py.File(path, "r") as f:
+        assert json.loads(f.attrs["training_config"])["loss"] == "my_loss"
+    with CustomObjectScope({"my_loss": my_loss}):
+        loaded = load_model(path)
+    assert loaded.compiled and loaded.loss is my_loss
+    assert load_model(path, custom_objects={"my_loss": my_loss}).loss is my_loss
