@@ -22,7 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from arignote.bench.selfchecks_dp import bf16_gpu, dp_out_of_memory, dp_preallocation_after_oom, dp_weights
+from arignote.bench.selfchecks_dp import (
+    bf16_gpu,
+    dp_out_of_memory,
+    dp_preallocation_after_oom,
+    dp_weights,
+    dp_with_placement,
+)
 
 MARK = "@@selftest "
 MiB = 1 << 20
@@ -345,6 +351,8 @@ CHECKS = [
     Check("mixed-bf16", 1, "training with precision=mixed-bf16 on a GPU", bf16_gpu),
     Check("preallocate-after-oom", 1, "memory.preallocate still held after an OOM recovery",
           dp_preallocation_after_oom),
+    Check("placement-data-parallel", 4, "placement contexts inside each data-parallel replica's GPUs",
+          dp_with_placement),
 ]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["dp_weights", "dp_out_of_memory", "bf16_gpu", "dp_preallocation_after_oom"]
+__all__ = ["dp_weights", "dp_out_of_memory", "bf16_gpu", "dp_preallocation_after_oom", "dp_with_placement"]
 
 
 def _expect(cond: bool, message: str) -> None:
@@ -125,3 +125,28 @@ def dp_preallocation_after_oom() -> str:
             f"only {reserved >> 20} MiB reserved of {total >> 20} MiB after recovery")
     k = model._trainer.oom.k
     return f"{reserved >> 20} MiB still reserved of {total >> 20} MiB after recovering at k={k}"
+
+
+def dp_with_placement() -> str:
+    """Placement + data parallel on 4 GPUs: 2 replicas, each with its layers on its own 2 GPUs."""
+    from arignote import config
+    from arignote.devices import current_inventory
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+    from arignote.parallel.placement import device
+
+    config.configure(device="all", contexts="dev0->cuda0;dev1->cuda1", print_active_device=False)
+    x, y = _data()
+    model = Sequential()
+    with device("dev0"):
+        model.add(Dense(256, activation="tanh", input_shape=(64,)))
+    with device("dev1"):
+        model.add(Dense(8))
+    model.compile("sgd", "mse")
+    model.fit(x, y, batch_size=128, epochs=1, verbose=0)
+    strategy, n = model.strategy, len(current_inventory().gpus)
+    _expect(strategy.world_size == n // 2, f"{strategy.world_size} replicas for {n} GPUs, expected {n // 2}")
+    where = sorted({str(p.device) for p in model.module.parameters()})
+    own = [f"cuda:{2 * strategy.rank + i}" for i in range(2)]
+    _expect(where == own, f"replica {strategy.rank}'s parameters on {where}, expected {own}")
+    return f"{strategy.world_size} replicas of 2 GPUs each, layers on each replica's own GPUs"
