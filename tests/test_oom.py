@@ -485,18 +485,6 @@ def test_real_oom_on_the_gpu_recovers_with_the_full_batch_gradient():
     assert "allocated" in oom.memory_figures("cuda:0")
 
 
-class _HalvingStrategy:
-    """all_reduce_mean as if the other rank sent zeros and no failure: the mean halves everything."""
-
-    world_size, is_main = 2, True
-
-    def all_reduce_mean(self, t):
-        return t / 2
-
-    def agree_max(self, value):
-        return value
-
-
 def test_cublas_cudnn_and_nccl_allocation_failures_count_as_out_of_memory():
     from torch.distributed import DistBackendError
 
