@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from arignote import layers as L
+from arignote.devices import cuda
 from arignote.models import Sequential, load_model
 
 RNG = np.random.RandomState(11)
@@ -127,11 +128,14 @@ def test_every_layer_type_round_trips_through_keras2_hdf5(name, tmp_path):
     assert got == {k: v for k, v in model.layers[-1].get_config().items() if k != "batch_input_shape"}
     for a, b in zip(loaded.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
-    np.testing.assert_allclose(
-        loaded.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6, atol=1e-6
-    )
     wpath = str(tmp_path / "w.h5")
     model.save_weights(wpath)
     fresh, _ = _build(name)
     fresh.load_weights(wpath)
-    np.testing.assert_allclose(fresh.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-6, atol=1e-6)
+    for a, b in zip(fresh.get_weights(), model.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    if name.startswith("CuDNN") and not cuda.is_available():
+        return  # the weights went through the file; running a CuDNN layer needs a GPU (as in Keras 2)
+    expected = model.predict(x, verbose=0)
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), expected, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(fresh.predict(x, verbose=0), expected, rtol=1e-6, atol=1e-6)

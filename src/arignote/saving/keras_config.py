@@ -95,9 +95,11 @@ class Conversion:
 
 
 def _accepted(cls: type) -> set[str] | None:
-    """Constructor keywords ``cls`` takes (following ``**kwargs`` up its bases), or None when it takes
-    anything (a user's class with ``**kwargs``)."""
-    names: set[str] = set()
+    """Constructor keywords ``cls`` takes (following ``**kwargs`` up its bases, plus the keys its
+    ``get_config`` writes, which it also takes: ``_config_keys``, e.g. a cell's arguments a recurrent
+    layer forwards), or None when it takes anything (a user's class with ``**kwargs``)."""
+    ours = cls.__module__.startswith("arignote.")
+    names: set[str] = set(getattr(cls, "_config_keys", ())) if ours else set()
     for klass in cls.__mro__:
         if "__init__" not in vars(klass):
             continue
