@@ -14,7 +14,7 @@ import torch
 
 from arignote import config
 from arignote.sizes import format_mib
-from arignote.training import oom
+from arignote.training import oom, oom_selftest
 from arignote.training.batch_size import SearchResult, TrainingSnapshot, auto_batch_size, search_batch_size
 from arignote.training.memory_plan import (
     MemoryPlan,
@@ -473,13 +473,13 @@ def test_memory_figures_on_cpu_and_free_memory_runs():
 
 
 def test_selftest_real_oom_skips_without_a_gpu():
-    ok, detail = oom.selftest_real_oom("cpu")
+    ok, detail = oom_selftest.selftest_real_oom("cpu")
     assert not ok and detail.startswith("skipped:") and "CUDA" in detail
 
 
 @pytest.mark.gpu
 def test_real_oom_on_the_gpu_recovers_with_the_full_batch_gradient():
-    ok, detail = oom.selftest_real_oom("cuda:0")
+    ok, detail = oom_selftest.selftest_real_oom("cuda:0")
     assert ok, detail
     assert "recovered as" in detail
     assert "allocated" in oom.memory_figures("cuda:0")

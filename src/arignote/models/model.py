@@ -25,6 +25,7 @@ import torch
 from arignote import config
 from arignote.callbacks.base import CallbackList, History
 from arignote.callbacks.stopping import TerminateOnNaN
+from arignote.models import saving
 from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
 from arignote.training.loop import Trainer
@@ -390,28 +391,20 @@ class Model(GeneratorMethods):
 
     def save_weights(self, filepath: str) -> None:
         """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint."""
-        from arignote.models import saving
-
         saving.save_weights(self, filepath)
 
     def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
         """Load weights written by :meth:`save_weights` or :meth:`save`, or by Keras 2 (HDF5; there also
         ``by_name=True`` and ``skip_mismatch=True`` as in Keras 2)."""
-        from arignote.models import saving
-
         saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch)
 
     def save(self, filepath: str, include_optimizer: bool = True) -> None:
         """Architecture + weights + optimizer state in one file: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``
         names, arignote's checkpoint for any other."""
-        from arignote.models import saving
-
         saving.save_model(self, filepath, include_optimizer=include_optimizer)
 
     def to_json(self, **kwargs: Any) -> str:
         """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
-        from arignote.models import saving
-
         return saving.to_json(self, **kwargs)
 
     def training_state(self) -> dict[str, Any]:

@@ -35,7 +35,7 @@ from arignote.sizes import format_mib
 from arignote.training.oom_inject import OOMInjector, make_injector
 
 __all__ = ["OOMGuard", "OOMInjector", "StepFns", "UnsplittableOOMError", "make_injector", "micro_slices",
-           "take", "batch_len", "next_k", "memory_figures", "free_memory", "selftest_real_oom",
+           "take", "batch_len", "next_k", "memory_figures", "free_memory",
            "is_out_of_memory", "STOPPED"]
 
 # Sent by a rank that cannot split further, so every rank raises together instead of hanging.
@@ -484,14 +484,3 @@ class OOMGuard:
             f"Memory: {figures}. Set memory.on_oom=raise to stop instead.",
             file=self.stream if self.stream is not None else sys.stderr,
         )
-
-
-# --------------------------------------------------------------------------- self-test on a GPU
-
-
-def selftest_real_oom(device: torch.device | str) -> tuple[bool, str]:
-    """Provoke a real out-of-memory on ``device`` under a small ``memory.limit`` and check that a
-    step recovers by splitting, with the same gradients as a split-free step. ``(ok, detail)``."""
-    from arignote.training.oom_selftest import selftest_real_oom as run
-
-    return run(device)
