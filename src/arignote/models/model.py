@@ -496,6 +496,12 @@ class Model(Functional, GeneratorMethods):
             return Functional.count_params(self)
         return sum(p.numel() for p in self.module.parameters())
 
+    def reset_states(self) -> None:
+        """Keras 2 ``model.reset_states()``: zero the carried states of every stateful layer."""
+        for layer in getattr(self, "layers", []):
+            if getattr(layer, "stateful", False) and hasattr(layer, "reset_states"):
+                layer.reset_states()
+
     def save_weights(self, filepath: str) -> None:
         """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint."""
         saving.save_weights(self, filepath)
