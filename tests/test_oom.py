@@ -485,18 +485,6 @@ def test_real_oom_on_the_gpu_recovers_with_the_full_batch_gradient():
     assert "allocated" in oom.memory_figures("cuda:0")
 
 
-class _HalvingStrategy:
-    """all_reduce_mean as if the other rank sent zeros and no failure: the mean halves everything."""
-
-    world_size, is_main = 2, True
-
-    def all_reduce_mean(self, t):
-        return t / 2
-
-    def agree_max(self, value):
-        return value
-
-
 def test_cublas_cudnn_and_nccl_allocation_failures_count_as_out_of_memory():
     from torch.distributed import DistBackendError
 
@@ -535,3 +523,19 @@ def test_a_cublas_allocation_failure_is_split_like_an_oom():
     with pytest.raises(RuntimeError, match="shapes"):
         guard.step(x, y, lambda *a: (_ for _ in ()).throw(RuntimeError("shapes differ")), opt.step,
                    opt.zero_grad)
+
+
+def test_recovery_keeps_a_preallocation(monkeypatch):
+    """free_memory must not hand memory.preallocate's block back to the driver (CPU-side logic)."""
+    from arignote import memory
+    from arignote.devices import cuda as cuda_dev
+
+    emptied = []
+    monkeypatch.setattr(cuda_dev, "empty_cache", lambda: emptied.append(1))
+    held = memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30, preallocate=0.5, preallocate_bytes=4 << 30)
+    monkeypatch.setitem(memory._applied, "cuda:0", held)
+    oom.free_memory("cuda:0")
+    assert emptied == []
+    monkeypatch.setitem(memory._applied, "cuda:0", memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30))
+    oom.free_memory("cuda:0")
+    assert emptied == [1]

@@ -75,3 +75,8 @@ def deserialize_keras_object(
     """Keras 2 ``utils.generic_utils.deserialize_keras_object`` (which ``keras.layers`` re-exports):
     ``identifier`` (a name or a config dict) looked up in ``custom_objects`` then ``module_objects``."""
     return deserialize_object(identifier, dict(module_objects or {}), custom_objects, printable_module_name)
+
+
+# the global custom-object registry (Keras 2 ``get_custom_objects()``); here, in a module without
+# imports, so that layers.base can read it without loading arignote.utils
+GLOBAL_CUSTOM_OBJECTS: dict[str, Any] = {}

@@ -12,8 +12,10 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
+from arignote._backend_names import GRAPH_FUNCTIONS, TENSOR_FUNCTIONS
 from arignote.backend_common import (
     epsilon,
     floatx,
@@ -27,6 +29,8 @@ from arignote.backend_common import (
 from arignote.hyperparameter import HyperParameter
 
 __all__ = [
+    *TENSOR_FUNCTIONS,
+    *GRAPH_FUNCTIONS,
     "backend",
     "image_data_format",
     "set_image_data_format",
@@ -99,3 +103,17 @@ def batch_set_value(pairs: Any) -> None:
     """``set_value(x, v)`` for each ``(x, v)`` pair."""
     for x, value in pairs:
         set_value(x, value)
+
+
+# the tensor functions (K.sum, K.dot, K.function, ...) load torch: they arrive on first use, so that
+# `import arignote.backend` (image_data_format, floatx) stays light
+_LAZY = {**{name: "arignote.backend_ops" for name in TENSOR_FUNCTIONS},
+         **{name: "arignote.graph.kfunction" for name in GRAPH_FUNCTIONS}}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'arignote.backend' has no attribute '{name}'")
