@@ -129,11 +129,11 @@ FLOORS = {
     # 4 numerics: Keras's building blocks, the functional graph, data, file formats
     "activations": 4, "initializers": 4, "constraints": 4, "regularizers": 4, "backend": 4, "losses": 4,
     "metrics": 4, "optimizers": 4, "graph": 4, "layers": 4, "utils": 4, "datasets": 4,
-    "preprocessing": 4, "saving": 4,
+    "preprocessing": 4, "saving": 4, "backend_ops": 4, "_backend_names": 4,
     # 5 engine: strategies, callbacks, the training loop
     "parallel": 5, "callbacks": 5, "training": 5,
     # 6 models: what users build and fit
-    "models": 6, "wrappers": 6,
+    "models": 6, "wrappers": 6, "engine": 6,
     # 7 tools: monitoring, dashboard, benchmarks and self-tests
     "monitor": 7, "dash": 7, "bench": 7,
     # 8 entry points
@@ -147,6 +147,7 @@ KNOWN_UPWARD = {
     ("arignote.devices.setup", "arignote.share"),  # device=free:N picks GPUs through the lease policy
     ("arignote.devices.banner", "arignote"),  # the banner's version line reads arignote.__version__
     ("arignote.bench.selfchecks", "arignote"),  # checks the public top-level names
+    ("arignote.graph.functional", "arignote.models.summary"),  # summary()'s table rendering
 }
 
 
