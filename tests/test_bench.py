@@ -40,7 +40,8 @@ def test_torch_and_arignote_models_have_the_keras_parameter_counts(name):
 def test_lstm_models_match_each_other_and_keras_up_to_torchs_second_bias():
     torch_net = models.torch_model("lstm")
     assert models.count_params(torch_net) == models.SPECS["lstm"].params + 4 * 128
-    assert models.arignote_model("lstm").count_params() == models.count_params(torch_net)
+    # arignote's LSTM has Keras's single bias: Keras's count
+    assert models.arignote_model("lstm").count_params() == models.SPECS["lstm"].params
 
 
 def test_torch_cnn_maps_a_cifar_batch_to_ten_logits():
@@ -453,7 +454,7 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
     assert line.split()[:2] == ["SKIP", "data-parallel-nccl"]
     assert line.endswith("not tested: needs 2 GPUs, this machine has 1")
     assert "SKIP  placement" in out
-    assert "15 passed, 1 failed, 2 not tested" in out
+    assert "17 passed, 1 failed, 5 not tested" in out  # + mixed-bf16, preallocate-after-oom; 3 DP items
     assert cli.main(["selftest", "--only", "nope"]) == 2
 
 

@@ -129,6 +129,7 @@ def test_written_file_has_keras2_layout(tmp_path):
         first, second = config["config"]["layers"][:2]  # an explicit InputLayer first, as tf.keras writes
         assert first["class_name"] == "InputLayer" and first["config"]["batch_input_shape"] == [None, 3]
         assert second["class_name"] == "Dense" and "batch_input_shape" not in second["config"]
+        assert config["config"]["build_input_shape"] == [None, 3]
         training = json.loads(f.attrs["training_config"])
         assert training["optimizer_config"]["class_name"] == "Adam"
         assert training["loss"] == "mean_squared_error"
@@ -194,15 +195,15 @@ def test_sgd_momentum_state_round_trip(tmp_path):
     np.testing.assert_allclose(loaded.get_weights()[0], model.get_weights()[0], rtol=1e-5, atol=1e-7)
 
 
-def test_lstm_optimizer_state_has_no_keras_layout_and_says_so(tmp_path):
+def test_lstm_optimizer_state_is_saved_in_keras_layout(tmp_path):
+    # LSTM's Keras weights are views of its parameters, so its Adam moments have a Keras layout too
     model = Sequential([LSTM(2, input_shape=(3, 2))])
     model.compile("adam", "mse")
     model.fit(RNG.rand(4, 3, 2).astype("float32"), RNG.rand(4, 2).astype("float32"), epochs=1, verbose=0)
     path = str(tmp_path / "lstm.h5")
-    with pytest.warns(UserWarning, match="lstm.*no Keras 2 layout"):
-        model.save(path)
+    model.save(path)
     with h5py.File(path, "r") as f:
-        assert "optimizer_weights" not in f and "training_config" in f.attrs
+        assert "optimizer_weights" in f and "training_config" in f.attrs
     assert load_model(path).compiled
 
 
@@ -311,7 +312,8 @@ def test_chunked_layer_names_are_read(tmp_path):
 
 def test_cudnn_lstm_and_gru_weights_load_into_plain_layers(tmp_path):
     for cls, gates in ((LSTM, 4), (GRU, 3)):
-        ref = Sequential([cls(3, input_shape=(4, 2), name="rnn")])
+        kwargs = {"reset_after": True} if cls is GRU else {}  # CuDNNGRU's formula (Keras 2 converts to it)
+        ref = Sequential([cls(3, input_shape=(4, 2), name="rnn", **kwargs)])
         _randomize(ref)
         cudnn = layouts.plain_to_cudnn(ref.layers[0].get_weights(), gates)
         assert cudnn[2].shape == (2 * gates * 3,)
@@ -324,7 +326,7 @@ def test_cudnn_lstm_and_gru_weights_load_into_plain_layers(tmp_path):
             g.attrs["weight_names"] = np.array([b"rnn/kernel:0", b"rnn/recurrent_kernel:0", b"rnn/bias:0"])
             for n, w in zip(("rnn/kernel:0", "rnn/recurrent_kernel:0", "rnn/bias:0"), cudnn):
                 g.create_dataset(n, data=w)
-        model = Sequential([cls(3, input_shape=(4, 2), name="rnn")])
+        model = Sequential([cls(3, input_shape=(4, 2), name="rnn", **kwargs)])
         model.load_weights(path)
         x = _x((4, 2))
         np.testing.assert_allclose(

@@ -233,3 +233,4 @@ def symbolic_call(layer: Any, inputs: Any, kwargs: dict) -> Any:
          input_structure=inputs if not single else None,
          output_structure=structure if isinstance(structure, (list, tuple)) else None)
     return out_struct
+

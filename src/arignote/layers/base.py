@@ -46,14 +46,14 @@ import numpy as np
 import torch
 from torch import nn
 
-from arignote import config, constraints, initializers, regularizers
+from arignote import backend_common, config, constraints, initializers, regularizers
+from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers.activations import name_of
 from arignote.precision import dtype_of
-from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
     "Layer",
@@ -64,7 +64,6 @@ __all__ = [
     "unknown_argument_error",
 ]
 
-_NAME_COUNTS: dict[str, int] = {}
 _REGISTRY: dict[str, type] = {}
 
 # kwargs every layer accepts (Keras 2 ``Layer.__init__``; input_dim as the layers that take it)
@@ -73,8 +72,8 @@ _BASE_KWARGS = ("name", "input_shape", "input_dim", "batch_input_shape", "batch_
 
 
 def reset_name_counters() -> None:
-    """Restart auto names at ``dense_1`` etc. (``backend.clear_session()`` calls this)."""
-    _NAME_COUNTS.clear()
+    """Restart auto names at ``dense_1`` etc. (what ``backend.clear_session()`` does)."""
+    backend_common.reset_uids()
 
 
 def _snake_case(name: str) -> str:
@@ -85,8 +84,7 @@ def _snake_case(name: str) -> str:
 
 def auto_name(prefix: str) -> str:
     """``prefix_N`` with N counting from 1 per prefix (Keras's ``K.get_uid``)."""
-    _NAME_COUNTS[prefix] = _NAME_COUNTS.get(prefix, 0) + 1
-    return f"{prefix}_{_NAME_COUNTS[prefix]}"
+    return f"{prefix}_{backend_common.get_uid(prefix)}"
 
 
 def _auto_name(cls: type) -> str:
@@ -444,6 +442,13 @@ class Layer(nn.Module):
         """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
         to schedule; kept so Keras 2 layers run."""
 
+    def _own_losses(self) -> list:
+        """This layer's own losses (not its sublayers'): what a model sums over its modules."""
+        out = [fn(p) for p, fn in self._regularizers]
+        out += [loss() if callable(loss) else loss for loss in self._added_losses
+                if not isinstance(loss, KerasTensor)]
+        return out + self._call_losses
+
     @property
     def updates(self) -> list:
         return []
@@ -452,14 +457,7 @@ class Layer(nn.Module):
     def losses(self) -> list:
         """Regularization penalties of the current weights, added losses, and the last call's losses
         (this layer and the layers inside it)."""
-        out: list = []
-        for module in self.modules():
-            if isinstance(module, Layer):
-                out += [fn(p) for p, fn in module._regularizers]
-                out += [loss() if callable(loss) else loss for loss in module._added_losses
-                        if not isinstance(loss, KerasTensor)]
-                out += module._call_losses
-        return out
+        return [loss for m in self.modules() if isinstance(m, Layer) for loss in m._own_losses()]
 
     @property
     def weights(self) -> list:
@@ -649,7 +647,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
     if not isinstance(spec, dict) or "class_name" not in spec:
         raise ValueError(f"a serialized layer is a dict with 'class_name' and 'config', got {spec!r}")
     name = spec["class_name"]
-    classes = {**_REGISTRY, **get_custom_objects(), **(custom_objects or {})}
+    classes = {**_REGISTRY, **GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
     cls = classes.get(name)
     if cls is None or name.startswith("_"):
         close = difflib.get_close_matches(name, list(classes), n=1, cutoff=0.6)
@@ -659,4 +657,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
             else " Pass custom_objects={'Name': cls} for your own layers."
         )
         raise ValueError(f"unknown layer class '{name}'.{hint}")
-    return cls.from_config(dict(spec.get("config", {})))
+    config = dict(spec.get("config", {}))
+    if "custom_objects" in inspect.signature(cls.from_config).parameters:  # wrappers, Lambda, RNN cells
+        return cls.from_config(config, custom_objects=custom_objects)
+    return cls.from_config(config)

@@ -95,9 +95,11 @@ class Conversion:
 
 
 def _accepted(cls: type) -> set[str] | None:
-    """Constructor keywords ``cls`` takes (following ``**kwargs`` up its bases), or None when it takes
-    anything (a user's class with ``**kwargs``)."""
-    names: set[str] = set()
+    """Constructor keywords ``cls`` takes (following ``**kwargs`` up its bases, plus the keys its
+    ``get_config`` writes, which it also takes: ``_config_keys``, e.g. a cell's arguments a recurrent
+    layer forwards), or None when it takes anything (a user's class with ``**kwargs``)."""
+    ours = cls.__module__.startswith("arignote.")
+    names: set[str] = set(getattr(cls, "_config_keys", ())) if ours else set()
     for klass in cls.__mro__:
         if "__init__" not in vars(klass):
             continue
@@ -163,6 +165,15 @@ def _channels_last_shape(shape: list) -> list:
     return [shape[0], *shape[2:], shape[1]] if len(shape) >= 3 else shape
 
 
+def _auto_input_layer(specs: list) -> bool:
+    if len(specs) < 2 or not all(isinstance(s, dict) for s in specs[:2]):
+        return False
+    if specs[0].get("class_name") != "InputLayer":
+        return False
+    first, second = specs[0].get("config") or {}, specs[1].get("config") or {}
+    return first.get("name") == f"{second.get('name')}_input"
+
+
 def sequential_from_keras(
     config: Any, custom_objects: dict | None = None, source: str = "the file"
 ) -> tuple[dict, Conversion]:
@@ -172,9 +183,9 @@ def sequential_from_keras(
         config = {"layers": config}
     conversion = Conversion(source=source)
     specs = [dict(s) if isinstance(s, dict) else s for s in (config.get("layers") or [])]
-    if len(specs) > 1 and isinstance(specs[0], dict) and specs[0].get("class_name") == "InputLayer":
-        # tf.keras 2 (and arignote) write the input as an explicit InputLayer: put its shape on the first
-        # real layer, which is how Keras 2.3.1 wrote it
+    if _auto_input_layer(specs):
+        # tf.keras 2 (and arignote) write the input as an InputLayer named '<first layer>_input', which
+        # Sequential.layers does not list: put its shape on the first real layer, as Keras 2.3.1 wrote it
         cfg = specs[0].get("config") or {}
         shape = cfg.get("batch_input_shape", cfg.get("batch_shape"))
         first = dict(specs[1].get("config") or {})
@@ -213,7 +224,7 @@ def sequential_from_keras(
         build = list(build)
         if conversion.channels_first:
             build = _channels_last_shape(build)
-        out["build_input_shape"] = build[1:]
+        out["build_input_shape"] = build  # with the batch dimension, as Keras 2 and arignote write it
     return out, conversion
 
 
@@ -317,5 +328,5 @@ def sequential_to_keras(config: dict) -> dict:
         layers.append({"class_name": spec["class_name"], "config": cfg})
     out: dict[str, Any] = {"name": config.get("name"), "layers": layers}
     if config.get("build_input_shape") is not None:
-        out["build_input_shape"] = [None, *config["build_input_shape"]]
+        out["build_input_shape"] = list(config["build_input_shape"])  # already with the batch dimension
     return out

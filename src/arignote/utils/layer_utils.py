@@ -16,7 +16,9 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["print_summary"]
+from arignote.graph.tensor import get_source_inputs  # torch-free
+
+__all__ = ["print_summary", "count_params", "get_source_inputs", "convert_all_kernels_in_model"]
 
 
 def print_summary(model: Any, line_length: int | None = None, positions: Any = None,
@@ -35,3 +37,14 @@ def print_summary(model: Any, line_length: int | None = None, positions: Any = N
                              f"{type(model).__name__}.summary; remove it")
         kwargs[name] = value
     model.summary(**kwargs)
+
+
+def count_params(weights: Any) -> int:
+    """Total number of scalars in a list of weights (tensors or arrays)."""
+    return int(sum(w.numel() if hasattr(w, "numel") else int(getattr(w, "size", 0)) for w in weights))
+
+
+def convert_all_kernels_in_model(model: Any) -> None:
+    """Not needed: arignote converts Theano-ordered kernels when it loads a Keras 2 HDF5 file."""
+    raise ValueError("convert_all_kernels_in_model is not needed in arignote: Theano-ordered kernels are "
+                     "converted when a Keras 2 .h5 file is loaded (arignote.models.load_model)")
