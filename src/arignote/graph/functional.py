@@ -106,18 +106,6 @@ def model_losses(model: Any) -> list:
     return out
 
 
-def _subclass(base: type, name: str) -> type:
-    """The loaded subclass of ``base`` called ``name`` (``models.Sequential``): models/ sits floors above
-    graph/ and imports it, so graph/ finds the class it needs this way instead of importing it back."""
-    todo = list(base.__subclasses__())
-    while todo:
-        cls = todo.pop()
-        if cls.__name__ == name and cls.__module__.startswith("arignote."):
-            return cls
-        todo.extend(cls.__subclasses__())
-    raise ValueError(f"a '{name}' model in the config, but arignote.models is not imported")
-
-
 class Functional:
     """Mixin of ``Model``: everything that needs the graph (see the module doc)."""
 
@@ -325,7 +313,9 @@ class Functional:
             if spec["class_name"] in ("Model", "Functional"):
                 layer = cls._functional_from_config(spec["config"], custom_objects)
             elif spec["class_name"] == "Sequential":
-                layer = _subclass(Functional, "Sequential").from_config(spec["config"], custom_objects)
+                # Sequential subclasses Model: found among cls's subclasses (no import back up)
+                sequential = next(c for c in cls.__subclasses__() if c.__name__ == "Sequential")
+                layer = sequential.from_config(spec["config"], custom_objects)
             else:
                 layer = deserialize({"class_name": spec["class_name"], "config": spec["config"]},
                                     custom_objects)
