@@ -32,11 +32,11 @@ def arignote_cnn() -> nn.Sequential:
         L.Conv2D(64, (3, 3)), L.Activation("relu"), L.MaxPooling2D((2, 2)), L.Dropout(0.25),
         L.Flatten(), L.Dense(512), L.Activation("relu"), L.Dropout(0.5), L.Dense(10),
     ]  # fmt: skip
-    shape = (32, 32, 3)
+    shape = (None, 32, 32, 3)
     for layer in stack:
         layer.build(shape)
         shape = layer.compute_output_shape(shape)
-    return nn.Sequential(*stack).to(memory_format=torch.channels_last)
+    return nn.Sequential(*stack).to(memory_format=torch.channels_last)  # takes Keras NHWC batches
 
 
 def torch_cnn() -> nn.Sequential:
@@ -67,7 +67,8 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     torch.manual_seed(0)
     b = args.batch
-    x = torch.randn(b, 32, 32, 3).permute(0, 3, 1, 2)  # Keras NHWC data seen as channels-last NCHW
+    x_nhwc = torch.randn(b, 32, 32, 3)  # Keras NHWC data (what arignote layers take)
+    x = x_nhwc.permute(0, 3, 1, 2)  # the same memory seen as channels-last NCHW (what torch.nn takes)
     labels = torch.randint(0, 10, (b,))
     onehot = torch.eye(10)[labels]
     ours, plain = arignote_cnn(), torch_cnn()
@@ -75,11 +76,11 @@ def main() -> None:
 
     def step_ours():
         ours.zero_grad(set_to_none=True)
-        losses.categorical_crossentropy(onehot, torch.softmax(ours(x), -1)).backward()
+        losses.categorical_crossentropy(onehot, torch.softmax(ours(x_nhwc), -1)).backward()
 
     def step_fused():
         ours.zero_grad(set_to_none=True)
-        fused(onehot, ours(x)).backward()
+        fused(onehot, ours(x_nhwc)).backward()
 
     def step_plain():
         plain.zero_grad(set_to_none=True)

@@ -1,8 +1,8 @@
 """Shared test setup: the ``gpu`` marker skips without CUDA, and every test gets a clean config.
 
 No test reads the developer's ``~/.arignoterc`` or ``ARIGNOTE_FLAGS``: the autouse fixture points
-``ARIGNOTERC`` at a file that does not exist under the test's tmp dir and reloads the registry
-before and after the test.
+``ARIGNOTERC`` at no file (the empty list: a missing file would be warned about), unsets
+``THEANO_FLAGS`` and reloads the registry before and after the test.
 """
 
 from __future__ import annotations
@@ -40,11 +40,13 @@ def _forget_prepared_devices() -> None:
 
 
 @pytest.fixture(autouse=True)
-def isolated_config(monkeypatch, tmp_path):
-    """A fresh flag registry per test, blind to the developer's rc files and ARIGNOTE_FLAGS, and a
+def isolated_config(monkeypatch):
+    """A fresh flag registry per test, blind to the developer's rc files, keras.json and ARIGNOTE_FLAGS, and a
     fresh ``prepare()`` state (banner not yet printed)."""
-    monkeypatch.setenv("ARIGNOTERC", str(tmp_path / "no-such-arignoterc"))
+    monkeypatch.setenv("ARIGNOTERC", "")
+    monkeypatch.setenv("KERAS_HOME", "/nonexistent/keras-home")  # blind to ~/.keras/keras.json
     monkeypatch.delenv("ARIGNOTE_FLAGS", raising=False)
+    monkeypatch.delenv("THEANO_FLAGS", raising=False)
     config.reload()
     _forget_prepared_devices()
     yield

@@ -38,7 +38,7 @@ def write(path: Path, snapshot: Snapshot) -> Path:
 def child_env(lease_dir: Path) -> dict[str, str]:
     env = dict(os.environ)
     env["ARIGNOTE_LEASE_DIR"] = str(lease_dir)
-    env["ARIGNOTERC"] = str(lease_dir / "no-rc")
+    env["ARIGNOTERC"] = ""  # read no rc file
     env.pop("ARIGNOTE_FLAGS", None)
     return env
 

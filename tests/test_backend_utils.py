@@ -9,11 +9,12 @@ from arignote import backend, config, layers
 from arignote.utils import np_utils, to_categorical
 
 
-def test_image_data_format_is_channels_last():
+def test_image_data_format_defaults_to_channels_last_and_can_be_set():
     assert backend.image_data_format() == "channels_last"
-    backend.set_image_data_format("channels_last")
-    with pytest.raises(ValueError, match=r"transpose\(0, 2, 3, 1\)"):
-        backend.set_image_data_format("channels_first")
+    backend.set_image_data_format("channels_first")
+    assert backend.image_data_format() == "channels_first" and config.source("image_data_format") == "code"
+    with pytest.raises(ValueError, match="channels_last"):
+        backend.set_image_data_format("nhwc")
 
 
 def test_floatx_goes_through_config():

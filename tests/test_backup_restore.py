@@ -67,7 +67,7 @@ def _start(tmp_path, name, backup_dir, kill_epoch=-1, kill_batch=-1):
     script = tmp_path / "train.py"
     script.write_text(SCRIPT)
     out = tmp_path / f"{name}.ckpt"
-    env = dict(os.environ, ARIGNOTERC=str(tmp_path / "none"))
+    env = dict(os.environ, ARIGNOTERC="")
     env.pop("ARIGNOTE_FLAGS", None)
     proc = subprocess.Popen([sys.executable, str(script), str(backup_dir), str(out), str(kill_epoch),
                              str(kill_batch), str(EPOCHS)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -252,3 +252,103 @@ def test_keep_more_copies_and_rng_restore_switch(tmp_path):
         cb.on_train_begin()
         assert torch.equal(torch.rand(3), expected_torch) is restore
         assert np.array_equal(np.random.rand(3), expected_numpy) is restore
+
+
+# ---------------------------------------------------------------- a stopped epoch is not a finished epoch
+
+
+def test_nan_weights_are_never_backed_up_and_the_backups_are_kept(tmp_path, capsys):
+    backup_dir = tmp_path / "b"
+    cb = BackupAndRestore(backup_dir)  # delete_checkpoint=True: kept anyway, they are the resume point
+    drive(FakeModel(), [cb], [{"loss": 1.0}] * 3, weights=[1, 2, float("nan")])
+    assert _backups(backup_dir) == ["backup-epoch-000001.ckpt", "backup-epoch-000002.ckpt"]
+    err = capsys.readouterr().err
+    assert ("BackupAndRestore: not backing up: the weights after epoch 3 are not finite (NaN/Inf in weight, "
+            f"bias); the last good backup {backup_dir / 'backup-epoch-000002.ckpt'} (2 epochs done) "
+            "is kept") in err
+    assert f"keeping the backups in {backup_dir} because the weights after epoch 3 are not finite" in err
+    model = FakeModel()
+    ran = drive(model, [BackupAndRestore(backup_dir)], [{"loss": 1.0}] * 4)
+    assert ran == [2, 3]  # resumed after the last good epoch, not after the NaN one
+    assert not backup_dir.exists()  # that run finished: backups deleted
+
+
+def test_an_interrupted_epoch_is_not_recorded_as_done(tmp_path, capsys):
+    from arignote.callbacks import Callback
+
+    class Interrupt(Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.epoch_interrupted = epoch == 2
+
+    backup_dir = tmp_path / "b"
+    drive(FakeModel(), [Interrupt(), BackupAndRestore(backup_dir)], [{"loss": 1.0}] * 3, weights=[1, 2, 3])
+    assert _backups(backup_dir) == ["backup-epoch-000001.ckpt", "backup-epoch-000002.ckpt"]
+    assert "not backing up: epoch 3 was interrupted before its end" in capsys.readouterr().err
+    saved = checkpoint.load(backup_dir / "backup-epoch-000002.ckpt")
+    assert saved["epochs_done"] == 2 and torch.all(saved["training_state"]["module"]["weight"] == 2)
+
+
+def test_a_backup_with_nan_weights_is_skipped_on_restore(tmp_path, capsys):
+    # e.g. written by an arignote without this check: never a resume point
+    backup_dir = tmp_path / "b"
+    drive(FakeModel(), [BackupAndRestore(backup_dir, delete_checkpoint=False)], [{"loss": 1.0}] * 2,
+          weights=[1, 2])
+    newest = backup_dir / "backup-epoch-000002.ckpt"
+    saved = checkpoint.load(newest)
+    saved["training_state"]["module"]["bias"].fill_(float("nan"))
+    checkpoint.save(newest, saved)
+    model = FakeModel()
+    ran = drive(model, [BackupAndRestore(backup_dir)], [{"loss": 1.0}] * 3)
+    assert ran == [1, 2]
+    err = capsys.readouterr().err
+    assert f"skipping backup {newest}: BackupAndRestore: backup {newest} holds non-finite weights" in err
+
+
+def test_hostile_backup_contents_are_checkpoint_errors(tmp_path):
+    backup_dir = tmp_path / "b"
+    backup_dir.mkdir()
+    bad = backup_dir / "backup-epoch-000001.ckpt"
+    for contents, reason in [
+        ({"format": "arignote-backup/1", "epochs_done": "3", "training_state": {}}, "epochs_done='3'"),
+        ({"format": "arignote-backup/1", "epochs_done": 1, "training_state": [1, 2]}, "does not fit"),
+        ({"format": "arignote-backup/1", "epochs_done": 1, "training_state": {"module": {"x": 1}}},
+         "does not fit"),
+    ]:
+        checkpoint.save(bad, contents)
+        with pytest.raises(checkpoint.CheckpointError,
+                           match=f"every backup in {backup_dir} is unusable.*{reason}"):
+            drive(FakeModel(), [BackupAndRestore(backup_dir)], [{"loss": 1.0}])
+
+
+def test_directories_in_the_way_are_named_up_front(tmp_path):
+    backup_dir = tmp_path / "b"
+    drive(FakeModel(), [BackupAndRestore(backup_dir, delete_checkpoint=False)], [{"loss": 1.0}])
+    (backup_dir / "backup-epoch-000003.ckpt").mkdir()
+    with pytest.raises(checkpoint.CheckpointError,
+                       match=r"backup-epoch-000003.ckpt is a directory; that name is where the backup "
+                             r"of epoch 3 goes"):
+        drive(FakeModel(), [BackupAndRestore(backup_dir)], [{"loss": 1.0}] * 4)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(checkpoint.CheckpointError, match="backup_dir .*file is a file, not a directory"):
+        drive(FakeModel(), [BackupAndRestore(tmp_path / "file")], [{"loss": 1.0}])
+
+
+def test_backup_save_failure_names_the_last_good_backup(tmp_path, monkeypatch):
+    import errno
+
+    backup_dir = tmp_path / "b"
+    real_save = checkpoint.save
+
+    def full_after_one(path, obj):
+        if str(path).endswith("000002.ckpt"):
+            raise checkpoint.save_error(str(path), errno.ENOSPC)
+        real_save(path, obj)
+
+    monkeypatch.setattr(checkpoint, "save", full_after_one)
+    with pytest.raises(checkpoint.CheckpointSaveError) as info:
+        drive(FakeModel(), [BackupAndRestore(backup_dir)], [{"loss": 1.0}] * 3)
+    msg = str(info.value)
+    assert msg.startswith("BackupAndRestore: could not back up epoch 2: cannot save checkpoint ")
+    assert "No space left on device (ENOSPC)" in msg and info.value.errno == errno.ENOSPC
+    last = backup_dir / "backup-epoch-000001.ckpt"
+    assert msg.endswith(f"the last good backup {last} (1 epochs done) is intact")

@@ -53,7 +53,7 @@ def test_two_ranks_only_rank0_writes_and_both_resume(tmp_path):
     script.write_text(DDP_SCRIPT)
     env = {k: v for k, v in os.environ.items()
            if k not in ("ARIGNOTE_FLAGS", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")}
-    env["ARIGNOTERC"] = str(tmp_path / "no-rc")
+    env["ARIGNOTERC"] = ""  # read no rc file
 
     def run(epochs, delete, tag):
         proc = subprocess.run([sys.executable, str(script), str(tmp_path), str(epochs), delete, tag],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import math
 import os
 
@@ -497,3 +498,111 @@ def test_tensorboard_histogram_freq_and_batch_updates(tmp_path):
     acc = _scalars(tmp_path)
     assert [e.step for e in acc.Histograms("weight")] == [0, 2]  # every 2nd epoch
     assert [e.step for e in acc.Scalars("batch_loss")] == [4, 8, 12, 16, 20, 24]  # every batch
+
+
+# ------------------------------------------------------------------------- NaN safety, save failures
+
+
+class _Interrupt(Callback):
+    """Marks the listed epochs as interrupted (what the loop does when stop_training cut them short)."""
+
+    def __init__(self, epochs):
+        super().__init__()
+        self.epochs = set(epochs)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.model.epoch_interrupted = epoch in self.epochs
+
+
+def test_model_checkpoint_never_replaces_a_finite_file_with_nan_weights(tmp_path):
+    last = tmp_path / "last.h5"
+    cb_every, cb_last = ModelCheckpoint(str(tmp_path / "e{epoch:02d}.h5")), ModelCheckpoint(str(last))
+    with pytest.warns(RuntimeWarning) as caught:
+        drive(FakeModel(), [cb_every, cb_last], [{"loss": 1.0}] * 4, weights=[1, 2, math.nan, 4])
+    assert sorted(os.listdir(tmp_path)) == ["e01.h5", "e02.h5", "e04.h5", "last.h5"]
+    assert all(np.all(w == 4) for w in checkpoint.load(last)["weights"])  # finite again: saved
+    messages = [str(w.message) for w in caught]
+    assert any(m.startswith("ModelCheckpoint: the weights at epoch 3 are not finite (NaN/Inf in weight, "
+                            f"bias); not saving {tmp_path / 'e03.h5'}; the last good checkpoint "
+                            f"{tmp_path / 'e02.h5'} is kept") for m in messages), messages
+    assert cb_every.last_saved == str(tmp_path / "e04.h5")
+
+
+def test_model_checkpoint_best_only_keeps_best_when_weights_turn_nan(tmp_path):
+    path = tmp_path / "best.h5"
+    cb = ModelCheckpoint(str(path), save_best_only=True)
+    with pytest.warns(RuntimeWarning, match="not finite"):
+        drive(FakeModel(), [cb], _val_loss(0.5, 0.4, 0.1), weights=[1, 2, math.inf])
+    assert all(np.all(w == 2) for w in checkpoint.load(path)["weights"])
+    assert cb.best == 0.4  # the NaN epoch did not become the best one
+
+
+def test_model_checkpoint_does_not_save_an_interrupted_epoch(tmp_path, capsys):
+    drive(FakeModel(), [_Interrupt({1}), ModelCheckpoint(str(tmp_path / "e{epoch:02d}.h5"))],
+          [{"loss": 1.0}] * 2)
+    assert sorted(os.listdir(tmp_path)) == ["e01.h5"]
+    assert (f"ModelCheckpoint: epoch 2 was interrupted before its end; not saving it as a finished epoch "
+            f"(the last good checkpoint {tmp_path / 'e01.h5'} is kept)") in capsys.readouterr().err
+
+
+def test_model_checkpoint_save_failure_names_the_file_cause_and_last_good(tmp_path):
+    (tmp_path / "e02.h5").mkdir()  # a directory where epoch 2's file goes
+    with pytest.raises(checkpoint.CheckpointSaveError) as info:
+        drive(FakeModel(), [ModelCheckpoint(str(tmp_path / "e{epoch:02d}.h5"))], [{"loss": 1.0}] * 3)
+    msg = str(info.value)
+    assert msg.startswith(f"ModelCheckpoint: could not save epoch 2: cannot save checkpoint "
+                          f"{tmp_path / 'e02.h5'}: Is a directory (EISDIR)")
+    assert msg.endswith(f"the last checkpoint it saved, {tmp_path / 'e01.h5'}, is intact")
+    assert info.value.errno == errno.EISDIR
+    assert checkpoint.load(tmp_path / "e01.h5")["kind"] == "model"
+
+
+def test_model_checkpoint_cleans_temporary_files_of_killed_saves(tmp_path):
+    old = [tmp_path / ".e03.h5.abcd1234.tmp", tmp_path / ".e07.h5.zz99zz99.tmp"]
+    fresh, foreign = tmp_path / ".e05.h5.q1w2e3r4.tmp", tmp_path / ".notes.txt.abcd1234.tmp"
+    for f in [*old, foreign]:
+        f.write_bytes(b"partial")
+        os.utime(f, (1, 1))  # written long before this run started
+
+    class SaveInProgress(Callback):  # another process saving e05.h5 right now: not a leftover
+        def on_train_begin(self, logs=None):
+            fresh.write_bytes(b"partial")
+
+    cb = ModelCheckpoint(str(tmp_path / "e{epoch:02d}.h5"))
+    drive(FakeModel(), [cb, SaveInProgress()], [{"loss": 1.0}])
+    assert sorted(os.listdir(tmp_path)) == sorted([fresh.name, foreign.name, "e01.h5"])
+
+
+def test_terminate_on_nan_restore_rolls_back_weights_and_optimizer():
+    model = FakeModel()
+    batches = [[{"loss": 1.0}], [{"loss": 0.9}], [{"loss": math.nan}], [{"loss": 0.5}]]
+    cb = TerminateOnNaN(restore=True)
+
+    class Diverge(Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if logs["loss"] != logs["loss"]:
+                self.model.bump(math.nan)
+
+    model.epochs_done = 0
+
+    class Count(Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            self.model.epochs_done = epoch + 1
+
+    epochs = [{"loss": 1.0}, {"loss": 0.9}, {"loss": math.nan}, {"loss": 0.5}]
+    ran = drive(model, [Count(), Diverge(), cb], epochs, batch_logs=batches, weights=[1, 2, 3, 4])
+    assert ran == [0, 1, 2] and cb.terminated_at == (2, 0)
+    assert all(np.all(w == 2) for w in model.get_weights())  # the end of epoch 2, the last good one
+    assert cb.restored_from == 2 and model.epochs_done == 2
+    with pytest.raises(ValueError, match="restore='yes' must be True or False"):
+        TerminateOnNaN(restore="yes")
+
+
+def test_terminate_on_nan_restore_without_a_finished_epoch_restores_the_start():
+    model = FakeModel()
+    start = model.get_weights()
+    cb = TerminateOnNaN(restore=True)
+    drive(model, [cb], [{"loss": math.nan}], weights=[math.nan])
+    for a, b in zip(model.get_weights(), start):
+        np.testing.assert_array_equal(a, b)
+    assert cb.restored_from == 0

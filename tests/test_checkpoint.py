@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import re
+import subprocess
+import sys
 import zipfile
 
 import numpy as np
@@ -61,7 +65,7 @@ def test_failed_write_keeps_the_old_file(tmp_path, monkeypatch):
         raise OSError("disk full")
 
     monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError, match="disk full"):
+    with pytest.raises(checkpoint.CheckpointSaveError, match="disk full.*previous state.ckpt is intact"):
         checkpoint.save(path, {"v": 2})
     monkeypatch.undo()
     assert checkpoint.load(path) == {"v": 1}
@@ -151,3 +155,132 @@ def test_payload_that_needs_code_execution_is_refused(tmp_path):
     checkpoint.save(path, {"obj": np.array([1, "a"], dtype=object)})
     with pytest.raises(CheckpointError, match="weights_only"):
         checkpoint.load(path)
+
+
+# ---------------------------------------------------------------- every save failure is named
+
+
+def test_full_disk_during_the_write_is_named_and_the_old_file_kept(tmp_path, monkeypatch):
+    # the kernel's own ENOSPC: the temporary file is /dev/full, where every write fails
+    path = tmp_path / "e02.h5"
+    checkpoint.save(path, {"v": 1})
+    real_mkstemp = checkpoint.tempfile.mkstemp
+    made = []
+
+    def full_disk(prefix, suffix, dir):
+        fd, tmp = real_mkstemp(prefix=prefix, suffix=suffix, dir=dir)
+        made.append(tmp)
+        os.dup2(os.open("/dev/full", os.O_WRONLY), fd)
+        return fd, tmp
+
+    monkeypatch.setattr(checkpoint.tempfile, "mkstemp", full_disk)
+    with pytest.raises(checkpoint.CheckpointSaveError) as info:
+        checkpoint.save(path, {"w": torch.ones(1000)})
+    monkeypatch.undo()
+    err = info.value
+    assert err.errno == errno.ENOSPC and err.filename == str(path)
+    assert str(err).startswith(f"cannot save checkpoint {path}: No space left on device (ENOSPC)")
+    assert str(err).endswith("the previous e02.h5 is intact")
+    assert isinstance(err.__cause__, (OSError, RuntimeError))  # what torch raised is kept as the cause
+    assert checkpoint.load(path) == {"v": 1}
+    assert made and not os.path.exists(made[0])  # the temporary file is gone
+    assert sorted(os.listdir(tmp_path)) == ["e02.h5"]
+
+
+@pytest.mark.parametrize("code,name,hint", [
+    (errno.EDQUOT, "EDQUOT", "quota"),
+    (errno.EROFS, "EROFS", "read-only"),
+    (errno.EACCES, "EACCES", "permission"),
+    (errno.EFBIG, "EFBIG", "file-size limit"),
+])
+def test_each_os_cause_is_named_with_its_errno_and_a_hint(tmp_path, monkeypatch, code, name, hint):
+    path = tmp_path / "w.ckpt"
+
+    def fail(fd):
+        raise OSError(code, os.strerror(code))
+
+    monkeypatch.setattr(checkpoint.os, "fsync", fail)
+    with pytest.raises(checkpoint.CheckpointSaveError) as info:
+        checkpoint.save(path, {"v": 2})
+    monkeypatch.undo()
+    assert info.value.errno == code
+    assert f"{os.strerror(code)} ({name})" in str(info.value) and hint in str(info.value)
+    assert str(info.value).endswith("nothing was written there")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_directory_in_place_of_the_file_is_named_before_writing(tmp_path):
+    (tmp_path / "best.h5").mkdir()
+    with pytest.raises(checkpoint.CheckpointSaveError,
+                       match=r"best.h5: Is a directory \(EISDIR\); a directory has that name") as info:
+        checkpoint.save(tmp_path / "best.h5", {"v": 1})
+    assert info.value.errno == errno.EISDIR
+    assert os.listdir(tmp_path) == ["best.h5"]
+    with pytest.raises(CheckpointError, match="best.h5 is a directory, not a checkpoint file"):
+        checkpoint.load(tmp_path / "best.h5")
+
+
+def test_a_file_in_place_of_the_directory_is_named(tmp_path):
+    (tmp_path / "ckpt").write_text("not a directory")
+    with pytest.raises(checkpoint.CheckpointSaveError, match=r"ckpt/w.ckpt: .*\(E(EXIST|NOTDIR)\)"):
+        checkpoint.save(tmp_path / "ckpt" / "w.ckpt", {"v": 1})
+
+
+def test_too_little_free_space_is_refused_before_writing(tmp_path, monkeypatch):
+    path = tmp_path / "w.ckpt"
+    checkpoint.save(path, {"v": 1})
+    class Tiny:
+        f_frsize, f_bavail, f_bfree = 4096, 1, 1
+
+    monkeypatch.setattr(checkpoint.os, "statvfs", lambda d: Tiny)
+    with pytest.raises(checkpoint.CheckpointSaveError, match=r"No space left on device \(ENOSPC\) \(it needs "
+                       r"at least 40.\d KB, 4096 bytes free in .*previous w.ckpt is intact") as info:
+        checkpoint.save(path, {"w": torch.ones(10_000)})
+    assert info.value.errno == errno.ENOSPC
+    monkeypatch.undo()
+    assert checkpoint.load(path) == {"v": 1} and os.listdir(tmp_path) == ["w.ckpt"]
+
+
+_FSIZE = """
+import io, os, resource, signal, sys, torch
+from arignote import checkpoint
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)   # a write past the limit then fails with EFBIG
+path, margin = sys.argv[1], int(sys.argv[2])
+checkpoint.save(path, {"v": 1})
+obj = {"w": torch.ones(25_000)}
+raw = io.BytesIO(); torch.save(obj, raw)
+resource.setrlimit(resource.RLIMIT_FSIZE, (len(raw.getvalue()) + margin, resource.RLIM_INFINITY))
+try:
+    checkpoint.save(path, obj)
+except checkpoint.CheckpointSaveError as exc:
+    print(exc.errno, exc)
+"""
+
+
+@pytest.mark.parametrize("margin,when", [(-100, "before writing"), (20, "while writing")])
+def test_file_size_limit_is_named_in_a_real_process(tmp_path, margin, when):
+    # RLIMIT_FSIZE is the full disk we can make without root tricks: the kernel refuses the write.
+    # A margin below the payload is caught by the check before writing; a margin above the
+    # payload but below the file's size fails inside torch's zip writer.
+    script = tmp_path / "fsize.py"
+    script.write_text(_FSIZE)
+    path = tmp_path / "out" / "e03.h5"
+    out = subprocess.run([sys.executable, str(script), str(path), str(margin)], capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    code, _, message = out.stdout.strip().partition(" ")
+    assert int(code) == errno.EFBIG, out.stdout
+    assert message.startswith(f"cannot save checkpoint {path}: File too large (EFBIG)")
+    assert ("the file-size limit is" in message) == (when == "before writing")
+    assert message.endswith("the previous e03.h5 is intact")
+    assert checkpoint.load(path) == {"v": 1}
+    assert os.listdir(path.parent) == ["e03.h5"]
+
+
+def test_temporary_files_finds_what_killed_saves_left(tmp_path):
+    for name in (".e03.h5.abcd1234.tmp", ".e04.h5.k_9x0zzz.tmp", ".other.ckpt.abcd1234.tmp", "e03.h5",
+                 ".e03.h5.short.tmp"):
+        (tmp_path / name).write_bytes(b"x")
+    assert checkpoint.temporary_files(tmp_path, "e03.h5") == [str(tmp_path / ".e03.h5.abcd1234.tmp")]
+    assert [os.path.basename(p) for p in checkpoint.temporary_files(tmp_path, re.compile(r"e\d+\.h5"))] == [
+        ".e03.h5.abcd1234.tmp", ".e04.h5.k_9x0zzz.tmp"]

@@ -177,7 +177,9 @@ def test_bad_floatx_from_code_names_flag_and_choices(bad):
 
 
 @pytest.mark.parametrize("flag,value", [("memory.limit", "-1"), ("cpu.threads", "-2"), ("cpu.threads", "1.5"),
-                                        ("dnn.benchmark", "maybe"), ("device", ""), ("precision", "fp8")])
+                                        ("dnn.benchmark", "maybe"), ("device", ""), ("precision", "fp8"),
+                                        ("cpu.processes", "0"), ("parallel.timeout", "0"),
+                                        ("memory.host_cache", "50%"), ("memory.limit", "1MiB")])
 def test_bad_values_raise(monkeypatch, flag, value):
     monkeypatch.setenv("ARIGNOTE_FLAGS", f"{flag}={value}")
     with pytest.raises(ConfigError, match=rf"flag '{flag}' \(from ARIGNOTE_FLAGS\)"):
@@ -261,7 +263,7 @@ def test_rc_continuation_line_cannot_smuggle_a_device(rc, capsys):
 
 
 def test_real_cli_process_exits_2(tmp_path):
-    env = {**os.environ, "ARIGNOTE_FLAGS": "floatX=float33", "ARIGNOTERC": str(tmp_path / "none")}
+    env = {**os.environ, "ARIGNOTE_FLAGS": "floatX=float33", "ARIGNOTERC": ""}
     proc = subprocess.run([sys.executable, "-m", "arignote", "config"], env=env, capture_output=True,
                           text=True, timeout=60)
     assert proc.returncode == 2
@@ -271,27 +273,227 @@ def test_real_cli_process_exits_2(tmp_path):
 # --------------------------------------------------------------------------- arignote config
 
 
-def test_config_command_table_shows_values_and_sources(rc, monkeypatch, capsys):
+def test_config_command_table_shows_values_sources_and_docs(rc, monkeypatch, capsys):
     path = rc("[memory]\npreallocate = 0.8\n")
-    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=cuda1,floatX=float32")
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=cpu,floatX=float32")
     config.reload()
     code, out, _ = run_cli(capsys, "config")
     assert code == 0
-    lines = {line.split()[0]: line.split() for line in out.splitlines()}
-    assert lines["device"][1:] == ["'cuda1'", "ARIGNOTE_FLAGS"]
+    rows = [line for line in out.splitlines() if not line.startswith(("    ", "note:"))]
+    lines = {line.split()[0]: line.split() for line in rows}
+    assert lines["device"][1:] == ["'cpu'", "ARIGNOTE_FLAGS"]
     assert lines["memory.preallocate"][1:] == ["0.8", f"{path}:2"]
     assert lines["precision"][1:] == ["'fp32'", "default"]
     assert len(lines) == len(config.FLAGS)
+    # each flag's doc on the line under it
+    text = out.splitlines()
+    for name, flag in config.FLAGS.items():
+        row = next(i for i, line in enumerate(text) if line.split()[0] == name)
+        assert text[row + 1] == f"    {flag.doc}"
 
 
 def test_config_json(rc, monkeypatch, capsys):
-    path = rc("[global]\ndevice = gpu1\n")
+    path = rc("[global]\ndevice = gpu63\n")
     monkeypatch.setenv("ARIGNOTE_FLAGS", "memory.limit=0.5")
     config.reload()
-    code, out, _ = run_cli(capsys, "config", "--json")
-    assert code == 0
+    code, out, err = run_cli(capsys, "config", "--json")
+    assert code == 2 and "cuda63" in err  # no such GPU here: what fit would refuse, exit 2
     rows = {r["name"]: r for r in json.loads(out)}
-    assert rows["device"]["value"] == "cuda1" and rows["device"]["source"] == f"{path}:2"
+    assert rows["device"]["value"] == "cuda63" and rows["device"]["source"] == f"{path}:2"
     assert rows["memory.limit"] == {"name": "memory.limit", "value": 0.5, "source": "ARIGNOTE_FLAGS",
-                                    "type": "float", "default": 0.0, "doc": config.FLAGS["memory.limit"].doc}
+                                    "type": "size", "default": 0.0, "doc": config.FLAGS["memory.limit"].doc}
     assert rows["dnn.enabled"]["type"] == "auto|true|false"
+
+
+# --------------------------------------------------------------------------- rc comments, sizes, non-finite
+
+
+def test_rc_inline_comments_are_stripped(rc):
+    rc("[global]\ndevice = cpu   ; the laptop\nfloatX = float32 # as Theano\n"
+       "[memory]\npreallocate = 0.8      # a Theano user's [gpuarray] preallocate = 0.8 works too\n"
+       "[share]\nlease_dir = /tmp/a#b\n")
+    assert config.get("device") == "cpu" and config.get("floatX") == "float32"
+    assert config.get("memory.preallocate") == 0.8
+    assert config.get("share.lease_dir") == "/tmp/a#b"  # a '#' not after a space is part of the value
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("0.5", 0.5), ("50%", 0.5), ("10GiB", 10240.0), ("8192MiB", 8192.0), ("8192", 8192.0),
+    ("1.5 GB", 1430.51), ("0", 0.0),
+])
+def test_memory_limit_reads_every_size_form(monkeypatch, text, expected):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", f"memory.limit={text}")
+    assert config.get("memory.limit") == pytest.approx(expected, abs=0.01)
+
+
+def test_memory_flags_share_one_size_grammar():
+    with config.override(memory_preallocate="80%", memory_host_cache="2GiB"):
+        assert config.get("memory.preallocate") == 0.8 and config.get("memory.host_cache") == 2048
+    with config.override(memory_preallocate=-1):  # negative: caching off, as Theano
+        assert config.get("memory.preallocate") == -1.0
+    with config.override(memory_host_cache="512MiB"):
+        assert config.get("memory.host_cache") == 512
+
+
+def test_bare_small_size_is_read_as_mib_with_a_warning(monkeypatch, capsys):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "memory.limit=8")
+    assert config.get("memory.limit") == 8.0
+    err = capsys.readouterr().err
+    assert "memory.limit=8 (from ARIGNOTE_FLAGS) is read as 8 MiB; write 8GiB" in err
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "memory.limit=8MiB")
+    config.reload()
+    config.get("memory.limit")
+    assert "read as" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flag", [name for name, f in config.FLAGS.items()
+                                  if f.kind in ("int", "float", "size")])
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", float("nan"), float("inf")])
+def test_non_finite_numbers_rejected_for_every_numeric_flag(flag, value):
+    with pytest.raises(ConfigError, match=rf"flag '{flag}'"):
+        with config.override(**{flag: value}):
+            pass
+
+
+def test_numeric_flags_found():  # the parametrization above covers them all
+    numeric = {n for n, f in config.FLAGS.items() if f.kind in ("int", "float", "size")}
+    assert {"memory.preallocate", "memory.limit", "memory.host_cache", "parallel.timeout",
+            "cpu.processes", "cpu.threads", "parallel.restarts"} <= numeric
+
+
+# --------------------------------------------------------------------------- warnings about sources
+
+
+def test_missing_file_in_arignoterc_is_a_warning(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ARIGNOTERC", str(tmp_path / "typo-arignoterc"))
+    config.reload()
+    assert config.get("device") == "auto"
+    assert capsys.readouterr().err.count("ARIGNOTERC names") == 1
+    assert any("typo-arignoterc" in n for n in config.notices())
+    monkeypatch.setenv("ARIGNOTERC", "")  # explicitly no rc file: silent
+    config.reload()
+    config.get("device")
+    assert capsys.readouterr().err == ""
+
+
+def test_default_rc_missing_is_silent(tmp_path, monkeypatch, capsys):
+    monkeypatch.delenv("ARIGNOTERC")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    config.reload()
+    config.get("device")
+    assert capsys.readouterr().err == ""
+
+
+def test_theano_flags_set_and_unused_is_one_warning(monkeypatch, capsys):
+    monkeypatch.setenv("THEANO_FLAGS", "device=cuda0,floatX=float32")
+    config.reload()
+    for _ in range(3):
+        config.get("device")
+    err = capsys.readouterr().err
+    assert err.count("THEANO_FLAGS is set") == 1 and "arignote config --from-theano" in err
+    assert config.get("device") == "auto"  # not read
+
+
+# --------------------------------------------------------------------------- arignote config checks
+
+
+def test_config_applies_fits_checks_exit_2(monkeypatch, capsys):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=cpu,floatX=float64,precision=mixed-bf16")
+    config.reload()
+    code, _, err = run_cli(capsys, "config")
+    assert code == 2
+    assert "precision=mixed-bf16 (from ARIGNOTE_FLAGS)" in err and "set floatX=float32" in err
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=cpu,cpu.processes=0")
+    config.reload()
+    code, _, err = run_cli(capsys, "config")
+    assert code == 2 and "flag 'cpu.processes'" in err and "must be > 0" in err
+
+
+def test_config_check_uses_the_strategy_layout_rules(monkeypatch):
+    from arignote.commands import config_cmd
+    from arignote.devices import Device
+
+    monkeypatch.setattr("arignote.devices.configured_devices",
+                        lambda lease=True: [Device("cuda", 0), Device("cuda", 1)])
+    monkeypatch.setattr("arignote.memory.plan_for", lambda d: None)
+    monkeypatch.setattr("arignote.precision.Precision.from_config", classmethod(lambda cls, d: None))
+    with config.override(cpu_processes=2):
+        errors, notes = config_cmd.check()
+    assert len(errors) == 1 and "cpu.processes=2 (code) applies to device=cpu" in errors[0]
+    assert notes == []  # GPUs: no machine notes
+
+
+def test_settings_without_effect_on_cpu_get_one_note(monkeypatch, capsys):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "device=cpu,precision=mixed-fp16,memory.limit=0.5")
+    config.reload()
+    code, out, _ = run_cli(capsys, "config")
+    assert code == 0
+    assert out.count("note: precision=mixed-fp16 on cpu") == 1
+    assert out.count("memory.preallocate and memory.limit apply to GPUs only") == 1
+
+
+# --------------------------------------------------------------------------- arignote config --from-theano
+
+THEANORC = """[global]
+device = cuda1
+floatX = float32
+mode = FAST_RUN
+optimizer_including = cudnn
+
+[gpuarray]
+preallocate = 0.8   # the seed's setting
+
+[dnn]
+enabled = True
+
+[dnn.conv]
+algo_fwd = time_once
+algo_bwd_filter = deterministic
+
+[nvcc]
+fastmath = True
+"""
+
+
+def test_from_theano_writes_an_equivalent_arignoterc(tmp_path, monkeypatch, capsys):
+    theanorc = tmp_path / "theanorc"
+    theanorc.write_text(THEANORC)
+    monkeypatch.setenv("THEANORC", str(theanorc))
+    monkeypatch.setenv("THEANO_FLAGS", "device=gpu0,lib.cnmem=0.5,contexts=dev0->cuda0;dev1->cuda1")
+    out_path = tmp_path / "arignoterc"
+    code, out, _ = run_cli(capsys, "config", "--from-theano", "--output", str(out_path))
+    assert code == 0 and f"wrote {out_path}" in out
+    for key in ("mode", "optimizer_including", "nvcc.fastmath"):  # listed with a reason
+        assert f"no equivalent: {key} = " in out
+    # the file reads back (inline comments and all) as the settings Theano would have used
+    monkeypatch.setenv("ARIGNOTERC", str(out_path))
+    monkeypatch.delenv("THEANO_FLAGS")
+    config.reload()
+    assert config.get("device") == "cuda0"  # THEANO_FLAGS wins over .theanorc, gpu0 read as cuda0
+    assert config.get("floatX") == "float32"
+    assert config.get("memory.preallocate") == 0.5  # lib.cnmem from THEANO_FLAGS came last
+    assert config.get("dnn.enabled") == "true" and config.get("dnn.benchmark") is True
+    assert config.get("dnn.deterministic") is True
+    assert config.get("contexts") == "dev0->cuda0;dev1->cuda1"
+    text = out_path.read_text()
+    assert "# no equivalent in arignote" in text and "#   mode = FAST_RUN" in text
+    # an existing file is not replaced without --force
+    code, _, err = run_cli(capsys, "config", "--from-theano", "--output", str(out_path))
+    assert code == 2 and "--force" in err
+
+
+def test_from_theano_lists_bad_values_and_prints_to_stdout(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("THEANORC", str(tmp_path / "none"))
+    monkeypatch.setenv("THEANO_FLAGS", "floatX=float8,device=opencl0:0,dnn.conv.algo_fwd=small")
+    code, out, _ = run_cli(capsys, "config", "--from-theano", "--output", "-")
+    assert code == 0
+    assert "#   floatX = float8 (THEANO_FLAGS): not a valid floatX" in out
+    assert "#   device = opencl0:0 (THEANO_FLAGS): OpenCL devices are not supported" in out
+    assert "#   dnn.conv.algo_fwd = small" in out
+    assert "\n[global]" not in out  # nothing convertible
+
+
+def test_from_theano_without_theano_settings(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("THEANORC", str(tmp_path / "none"))
+    code, _, err = run_cli(capsys, "config", "--from-theano", "--output", "-")
+    assert code == 1 and "no Theano settings found" in err

@@ -11,7 +11,7 @@ import pytest
 
 
 def _demo(tmp_path, *args):
-    env = dict(os.environ, ARIGNOTE_FLAGS="device=cpu", ARIGNOTERC=str(tmp_path / "none"))
+    env = dict(os.environ, ARIGNOTE_FLAGS="device=cpu", ARIGNOTERC="")
     return subprocess.run([sys.executable, "-m", "arignote", "demo", *args], capture_output=True, text=True,
                           env=env, timeout=280, check=False)
 

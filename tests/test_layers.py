@@ -29,30 +29,28 @@ from arignote.layers import (
     GlobalMaxPooling1D,
     GlobalMaxPooling2D,
     Input,
+    InputLayer,  # noqa: E402
     LeakyReLU,
     MaxPooling1D,
     MaxPooling2D,
     Reshape,
     ZeroPadding2D,
-    from_internal,
-    to_internal,
 )
 
 RNG = np.random.default_rng(0)
 
 
 def run(layer, x_keras: np.ndarray, training: bool = False) -> np.ndarray:
-    """Build ``layer`` for x's per-sample shape, run it on internal tensors, return Keras-order numpy."""
-    layer.build(x_keras.shape[1:])
+    """Run ``layer`` on a Keras-layout batch (built on first call, batch dim None), return numpy."""
     layer.train(training)
-    x = to_internal(torch.tensor(x_keras))
     with torch.no_grad():
-        y = layer(x)
-    return from_internal(y).numpy()
+        y = layer(torch.tensor(x_keras))
+    assert layer.built
+    return y.numpy()
 
 
 def check_shape(layer, x_keras: np.ndarray, y: np.ndarray) -> None:
-    assert layer.compute_output_shape(x_keras.shape[1:]) == y.shape[1:]
+    assert layer.compute_output_shape((None, *x_keras.shape[1:])) == (None, *y.shape[1:])
 
 
 @pytest.fixture(autouse=True)
@@ -64,16 +62,26 @@ def _fresh_names():
 # --------------------------------------------------------------------------- internal layout
 
 
-def test_to_internal_is_zero_copy_channels_last():
+def test_conv2d_sees_a_channels_last_memory_view_without_copy():
+    # Keras-layout NHWC tensors travel between layers; the NCHW view given to torch is channels-last memory
     x = torch.randn(2, 5, 6, 3)
-    xi = to_internal(x)
-    assert xi.shape == (2, 3, 5, 6)
-    assert xi.data_ptr() == x.data_ptr()
-    assert xi.is_contiguous(memory_format=torch.channels_last)
-    back = from_internal(xi)
-    assert back.is_contiguous() and torch.equal(back, x)
-    flat = torch.randn(4, 7)
-    assert to_internal(flat) is flat and from_internal(flat) is flat
+    c = Conv2D(4, 3, padding="same")
+    c.build((None, 5, 6, 3))
+    seen = {}
+    orig = F.conv2d
+
+    def spy(inp, *args, **kwargs):
+        seen["ptr"], seen["cl"] = inp.data_ptr(), inp.is_contiguous(memory_format=torch.channels_last)
+        return orig(inp, *args, **kwargs)
+
+    import arignote.layers._conv as conv_mod
+    conv_mod._CONV[2] = spy
+    try:
+        y = c(x)
+    finally:
+        conv_mod._CONV[2] = orig
+    assert seen == {"ptr": x.data_ptr(), "cl": True}
+    assert y.shape == (2, 5, 6, 4) and y.is_contiguous()
 
 
 # --------------------------------------------------------------------------- Dense
@@ -83,7 +91,7 @@ def test_dense_matches_numpy_with_keras_layout_weights():
     d = Dense(3, activation="relu", input_dim=4)
     assert d.input_shape_hint == (4,)
     x = RNG.standard_normal((5, 4)).astype(np.float32)
-    d.build((4,))
+    d.build((None, 4,))
     kernel = RNG.standard_normal((4, 3)).astype(np.float32)
     bias = RNG.standard_normal(3).astype(np.float32)
     d.set_weights([kernel, bias])
@@ -96,7 +104,7 @@ def test_dense_matches_numpy_with_keras_layout_weights():
 
 def test_dense_default_init_is_glorot_uniform_and_zero_bias():
     d = Dense(300)
-    d.build((200,))
+    d.build((None, 200,))
     limit = math.sqrt(6 / (200 + 300))
     w = d.weight.detach().numpy()
     assert np.abs(w).max() <= limit
@@ -124,12 +132,12 @@ def test_dense_on_images_applies_to_channels():
 
 def test_build_is_idempotent_and_trainable_false_freezes():
     d = Dense(4)
-    d.build((3,))
+    d.build((None, 3,))
     w = d.weight
-    d.build((3,))
+    d.build((None, 3,))
     assert d.weight is w
     frozen = Dense(4, trainable=False)
-    frozen.build((3,))
+    frozen.build((None, 3,))
     assert not any(p.requires_grad for p in frozen.parameters())
 
 
@@ -170,7 +178,7 @@ def tf_same_pad(x, k, s):
 def test_conv2d_matches_numpy(kwargs, shape):
     c = Conv2D(4, activation="linear", **kwargs)
     x = RNG.standard_normal(shape).astype(np.float32)
-    c.build(shape[1:])
+    c.build((None, *shape[1:]))
     k = RNG.standard_normal((*c.kernel_size, shape[-1], 4)).astype(np.float32)
     b = RNG.standard_normal(4).astype(np.float32)
     c.set_weights([k, b])
@@ -182,18 +190,18 @@ def test_conv2d_matches_numpy(kwargs, shape):
 
 def test_conv2d_keeps_channels_last_and_activation():
     c = Conv2D(8, (3, 3), padding="same", activation="relu", input_shape=(6, 6, 3))
-    c.build((6, 6, 3))
-    x = to_internal(torch.randn(2, 6, 6, 3))
+    c.build((None, 6, 6, 3))
+    x = torch.randn(2, 6, 6, 3)
     y = c(x)
-    assert y.is_contiguous(memory_format=torch.channels_last)
-    assert (y >= 0).all()
-    ref = F.relu(F.conv2d(x.contiguous(), c.weight, c.bias, padding=1))
+    assert y.shape == (2, 6, 6, 8) and (y >= 0).all()
+    ref = F.relu(F.conv2d(x.permute(0, 3, 1, 2).contiguous(), c.weight, c.bias, padding=1))
+    ref = ref.permute(0, 2, 3, 1)
     torch.testing.assert_close(y, ref)
 
 
 def test_conv2d_init_and_weight_layout():
     c = Conv2D(32, (3, 3))
-    c.build((8, 8, 16))
+    c.build((None, 8, 8, 16))
     k, b = c.get_weights()
     assert k.shape == (3, 3, 16, 32) and b.shape == (32,)
     limit = math.sqrt(6 / (16 * 9 + 32 * 9))
@@ -202,11 +210,11 @@ def test_conv2d_init_and_weight_layout():
 
 
 def test_conv2d_bad_input():
-    with pytest.raises(ValueError, match="expects images"):
-        Conv2D(4, 3).build((784,))
-    with pytest.raises(ValueError, match="channels_first.*transpose"):
-        Conv2D(4, 3, data_format="channels_first")
-    with pytest.raises(ValueError, match="padding must be 'valid' or 'same'"):
+    with pytest.raises(ValueError, match="expects 2-D inputs with channels"):
+        Conv2D(4, 3).build((None, 784,))
+    with pytest.raises(ValueError, match="data_format must be 'channels_first' or 'channels_last'"):
+        Conv2D(4, 3, data_format="nchw")
+    with pytest.raises(ValueError, match="padding must be one of 'valid', 'same'"):
         Conv2D(4, 3, padding="full")
     with pytest.raises(ValueError, match="filters"):
         Conv2D(0, 3)
@@ -266,7 +274,7 @@ def test_zero_padding():
     y = run(z, x)
     np.testing.assert_array_equal(y, np.pad(x, ((0, 0), (1, 2), (0, 3), (0, 0))))
     check_shape(z, x, y)
-    assert ZeroPadding2D(1).compute_output_shape((3, 4, 2)) == (5, 6, 2)
+    assert ZeroPadding2D(1).compute_output_shape((None, 3, 4, 2)) == (None, 5, 6, 2)
     with pytest.raises(ValueError, match="padding"):
         ZeroPadding2D("x")
 
@@ -277,11 +285,12 @@ def test_flatten_uses_keras_hwc_order():
     y = run(f, x)
     np.testing.assert_array_equal(y, x.reshape(2, -1))
     check_shape(f, x, y)
-    assert f.image_layer
     v = RNG.standard_normal((2, 3, 4)).astype(np.float32)
     f2 = Flatten()
     np.testing.assert_array_equal(run(f2, v), v.reshape(2, -1))
-    assert not f2.image_layer
+    # channels_first images flatten in channels-last order (Keras 2)
+    cf = Flatten(data_format="channels_first")
+    np.testing.assert_array_equal(run(cf, x), x.transpose(0, 2, 3, 1).reshape(2, -1))
 
 
 def test_reshape_to_image_and_back():
@@ -289,9 +298,9 @@ def test_reshape_to_image_and_back():
     r = Reshape((2, 3, 4))
     y = run(r, x)
     np.testing.assert_array_equal(y, x.reshape(2, 2, 3, 4))
-    assert Reshape((-1, 4)).compute_output_shape((24,)) == (6, 4)
+    assert Reshape((-1, 4)).compute_output_shape((None, 24)) == (None, 6, 4)
     with pytest.raises(ValueError, match="cannot reshape"):
-        Reshape((5, 5)).compute_output_shape((24,))
+        Reshape((5, 5)).compute_output_shape((None, 24))
 
 
 # --------------------------------------------------------------------------- activation, dropout
@@ -341,8 +350,9 @@ def test_dropout_train_and_eval():
     assert 0.22 < zero < 0.28
     np.testing.assert_allclose(y[y != 0], 1 / 0.75, rtol=1e-6)
     np.testing.assert_array_equal(run(d, x, training=False), x)
+    assert Dropout(1.5).rate == 1.0  # Keras 2 clips the rate
     with pytest.raises(ValueError, match="rate"):
-        Dropout(1.5)
+        Dropout("half")
 
 
 # --------------------------------------------------------------------------- batch norm
@@ -351,20 +361,20 @@ def test_dropout_train_and_eval():
 def test_batchnorm_images_matches_torch_batchnorm2d():
     bn = BatchNormalization(input_shape=(4, 5, 3))
     x = RNG.standard_normal((8, 4, 5, 3)).astype(np.float32) * 3 + 1
-    bn.build((4, 5, 3))
+    bn.build((None, 4, 5, 3))
     ref = torch.nn.BatchNorm2d(3, eps=1e-3, momentum=0.01)
     with torch.no_grad():
-        bn.weight.uniform_(0.5, 1.5)
-        bn.bias.uniform_(-1, 1)
-        ref.weight.copy_(bn.weight)
-        ref.bias.copy_(bn.bias)
+        bn.gamma.uniform_(0.5, 1.5)
+        bn.beta.uniform_(-1, 1)
+        ref.weight.copy_(bn.gamma)
+        ref.bias.copy_(bn.beta)
     xt = torch.tensor(x)
     y = run(bn, x, training=True)
     ref.train()
     y_ref = ref(xt.permute(0, 3, 1, 2).contiguous()).permute(0, 2, 3, 1).detach().numpy()
     np.testing.assert_allclose(y, y_ref, rtol=1e-4, atol=1e-5)
-    torch.testing.assert_close(bn.running_mean, ref.running_mean)
-    torch.testing.assert_close(bn.running_var, ref.running_var)
+    torch.testing.assert_close(bn.moving_mean, ref.running_mean)
+    torch.testing.assert_close(bn.moving_variance, ref.running_var)
     # eval: (x - moving_mean) / sqrt(moving_var + eps) * gamma + beta (Keras formula)
     gamma, beta, mm, mv = bn.get_weights()
     y_eval = run(bn, x, training=False)
@@ -378,13 +388,18 @@ def test_batchnorm_vectors_and_sequences_keras_momentum():
     y = run(bn, x, training=True)
     np.testing.assert_allclose(y, (x - x.mean(0)) / np.sqrt(x.var(0) + 1e-3), rtol=1e-4, atol=1e-5)
     # Keras: moving = momentum * moving + (1 - momentum) * batch
-    np.testing.assert_allclose(bn.running_mean.numpy(), 0.1 * x.mean(0), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(bn.moving_mean.numpy(), 0.1 * x.mean(0), rtol=1e-5, atol=1e-6)
     s = RNG.standard_normal((4, 6, 3)).astype(np.float32)
     ys = run(BatchNormalization(center=False, scale=False), s, training=True)
     mean, var = s.mean((0, 1)), s.var((0, 1))
     np.testing.assert_allclose(ys, (s - mean) / np.sqrt(var + 1e-3), rtol=1e-4, atol=1e-5)
-    with pytest.raises(ValueError, match="last axis"):
-        BatchNormalization(axis=1).build((4, 4, 3))
+    # channels_first images: axis=1 normalizes dim 1
+    xc = RNG.standard_normal((8, 3, 4, 5)).astype(np.float32)
+    yc = run(BatchNormalization(axis=1), xc, training=True)
+    mean, var = xc.mean((0, 2, 3), keepdims=True), xc.var((0, 2, 3), keepdims=True)
+    np.testing.assert_allclose(yc, (xc - mean) / np.sqrt(var + 1e-3), rtol=1e-4, atol=1e-4)
+    with pytest.raises(ValueError, match="out of range"):
+        BatchNormalization(axis=4).build((None, 4, 4, 3))
 
 
 # --------------------------------------------------------------------------- embedding, RNNs
@@ -399,8 +414,8 @@ def test_embedding_lookup_and_init():
     assert w.shape == (20, 4) and np.abs(w).max() <= 0.05
     np.testing.assert_array_equal(y, w[idx])
     check_shape(e, idx, y)
-    with pytest.raises(ValueError, match="mask_zero"):
-        Embedding(10, 2, mask_zero=True)
+    m = Embedding(10, 2, mask_zero=True)
+    assert m.compute_mask(torch.tensor([[0, 3]])).tolist() == [[False, True]]
 
 
 def sigmoid(x):
@@ -442,7 +457,7 @@ def keras_gru_reset_after(x, kernel, recurrent, bias):
 def test_rnn_matches_keras_equations(cls, ref):
     x = RNG.standard_normal((3, 5, 4)).astype(np.float32)
     seq = cls(6, return_sequences=True)
-    seq.build((5, 4))
+    seq.build((None, 5, 4))
     weights = [w + RNG.standard_normal(w.shape).astype(np.float32) * 0.3 for w in seq.get_weights()]
     seq.set_weights(weights)
     np.testing.assert_allclose(seq.get_weights()[0], weights[0], rtol=1e-6)
@@ -451,7 +466,7 @@ def test_rnn_matches_keras_equations(cls, ref):
     np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
     check_shape(seq, x, y)
     last = cls(6)
-    last.build((5, 4))
+    last.build((None, 5, 4))
     last.set_weights(weights)
     y_last = run(last, x)
     np.testing.assert_allclose(y_last, expected[:, -1], rtol=1e-4, atol=1e-5)
@@ -460,7 +475,7 @@ def test_rnn_matches_keras_equations(cls, ref):
 
 def test_lstm_default_init_unit_forget_bias():
     lstm = LSTM(4)
-    lstm.build((7, 3))
+    lstm.build((None, 7, 3))
     kernel, recurrent, bias = lstm.get_weights()
     assert kernel.shape == (3, 16) and recurrent.shape == (4, 16) and bias.shape == (16,)
     np.testing.assert_array_equal(bias, np.r_[np.zeros(4), np.ones(4), np.zeros(8)])
@@ -474,7 +489,7 @@ def test_rnn_unsupported_options():
     with pytest.raises(ValueError, match="Dropout layer"):
         LSTM(4, dropout=0.2)
     with pytest.raises(ValueError, match="sequences"):
-        LSTM(4).build((10,))
+        LSTM(4).build((None, 10,))
 
 
 # --------------------------------------------------------------------------- names, config, errors
@@ -508,7 +523,7 @@ ALL_LAYERS = [
     (lambda: LSTM(3, return_sequences=True), (4, 2)),
     (lambda: GRU(3), (4, 2)),
     (lambda: Reshape((2, 2)), (4,)),
-    (lambda: Input(shape=(3, 3, 1)), (3, 3, 1)),
+    (lambda: InputLayer(input_shape=(3, 3, 1)), (3, 3, 1)),
     (lambda: Conv1D(3, 2, padding="causal", dilation_rate=2, activation="relu"), (6, 2)),
     (lambda: MaxPooling1D(2, padding="same"), (5, 2)),
     (lambda: AveragePooling1D(3, strides=1), (5, 2)),
@@ -525,12 +540,12 @@ def test_serialize_roundtrip_same_outputs(make, shape):
     clone = layers.deserialize(json.loads(json.dumps(cfg)))
     assert type(clone) is type(layer) and clone.get_config() == layer.get_config()
     assert clone.input_shape_hint == layer.input_shape_hint
-    layer.build(shape)
-    clone.build(shape)
+    layer.build((None, *shape))
+    clone.build((None, *shape))
     clone.set_weights(layer.get_weights())
     x = RNG.integers(0, 10, (2, *shape)).astype(np.float32)
     np.testing.assert_allclose(run(clone, x), run(layer, x), rtol=1e-6)
-    assert layer.compute_output_shape(shape) == run(layer, x).shape[1:]
+    assert layer.compute_output_shape((None, *shape)) == (None, *run(layer, x).shape[1:])
     assert layer.device_context is None
 
 
@@ -551,7 +566,7 @@ def test_bad_arguments_name_the_fix():
 
 def test_set_weights_checks_shapes():
     d = Dense(3)
-    d.build((2,))
+    d.build((None, 2,))
     with pytest.raises(ValueError, match=r"weight 0 has shape \(2, 3\)"):
         d.set_weights([np.zeros((3, 2)), np.zeros(3)])
     with pytest.raises(ValueError, match="expects 2 weight arrays"):
@@ -563,7 +578,7 @@ def test_floatx_float64_parameters():
 
     with config.override(floatX="float64"):
         d = Dense(2)
-        d.build((3,))
+        d.build((None, 3,))
     assert d.weight.dtype == torch.float64
 
 
@@ -608,25 +623,13 @@ def test_keras_style_custom_layer():
         pass
 
     assert type(layers.deserialize({"class_name": "Dense", "config": {"units": 2}})) is layers.Dense
-    with pytest.raises(NotImplementedError, match="must define call"):
-        layers.Layer()(torch.zeros(1))
-
-
-def test_image_layer_flags_tell_where_images_enter_and_leave():
-    image = (Conv2D(2, 3), MaxPooling2D(), AveragePooling2D(), GlobalAveragePooling2D(), ZeroPadding2D())
-    for layer in image:
-        assert layer.image_layer, type(layer).__name__
-    for layer in (Dense(2), Dropout(0.1), Activation("relu"), LSTM(2), Embedding(3, 2)):
-        assert not layer.image_layer, type(layer).__name__
-    bn_img, bn_vec = BatchNormalization(), BatchNormalization()
-    bn_img.build((4, 4, 2))
-    bn_vec.build((4,))
-    assert bn_img.image_layer and not bn_vec.image_layer
+    x = torch.ones(2, 3)
+    assert layers.Layer()(x) is x  # Keras 2's base call is the identity
 
 
 def test_trainable_can_be_toggled_after_build():
     d = Dense(3)
-    d.build((2,))
+    d.build((None, 2,))
     d.trainable = False
     assert not any(p.requires_grad for p in d.parameters()) and d.get_config()["trainable"] is False
     d.trainable = True
@@ -659,15 +662,16 @@ def numpy_conv1d(x, k, b, stride=1, dilation=1):
 def test_conv1d_matches_numpy(kwargs, pad):
     x = RNG.standard_normal((2, 9, 3)).astype(np.float32)
     c = Conv1D(4, **kwargs)
-    c.build((9, 3))
-    k = RNG.standard_normal((c.kernel_size, 3, 4)).astype(np.float32)
+    c.build((None, 9, 3))
+    k = RNG.standard_normal((c.kernel_size[0], 3, 4)).astype(np.float32)
     bias = RNG.standard_normal(4).astype(np.float32)
     c.set_weights([k, bias])
     y = run(c, x)
     if pad is None:  # TF 'same': total = (ceil(9/2) - 1) * 2 + 3 - 9 = 2
         pad = (1, 1)
     xp = np.pad(x, ((0, 0), pad, (0, 0)))
-    np.testing.assert_allclose(y, numpy_conv1d(xp, k, bias, c.strides, c.dilation_rate), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(y, numpy_conv1d(xp, k, bias, c.strides[0], c.dilation_rate[0]), rtol=1e-4,
+                               atol=1e-4)
     check_shape(c, x, y)
 
 
@@ -681,12 +685,50 @@ def test_pooling_1d_and_global():
     np.testing.assert_allclose(ya[:, 3], x[:, 6], rtol=1e-6)  # the last window holds one real step
     np.testing.assert_allclose(run(GlobalMaxPooling1D(), x), x.max(1))
     np.testing.assert_allclose(run(GlobalAveragePooling1D(), x), x.mean(1), rtol=1e-6)
-    with pytest.raises(ValueError, match="expects sequences"):
-        MaxPooling1D().build((4, 4, 3))
+    with pytest.raises(ValueError, match="expects 1-D inputs with channels"):
+        MaxPooling1D().build((None, 4, 4, 3))
 
 
 def test_leaky_relu():
     x = np.array([[-2.0, 0.0, 3.0]], dtype=np.float32)
     np.testing.assert_allclose(run(LeakyReLU(), x), [[-0.6, 0.0, 3.0]], rtol=1e-6)
-    with pytest.raises(ValueError, match="alpha"):
-        LeakyReLU(-1)
+    np.testing.assert_allclose(run(LeakyReLU(alpha=0.5), x), [[-1.0, 0.0, 3.0]], rtol=1e-6)
+
+
+def test_layers_build_on_first_call_from_torch_numpy_and_symbolic():
+    d = Dense(8)
+    assert d(torch.zeros(2, 32)).shape == (2, 8)  # issue 20: used to be "'Dense' has no attribute 'weight'"
+    assert d.built and d.input_shape == (None, 32) and d.get_weights()[0].shape == (32, 8)
+    c = Conv2D(4, 3)
+    y = c(np.zeros((1, 6, 6, 2)))  # numpy in (float64 -> floatX), torch out
+    assert isinstance(y, torch.Tensor) and y.shape == (1, 4, 4, 4) and y.dtype == torch.float32
+    e = Dense(3)
+    out = e(Input(shape=(5,)))
+    assert e.built and out.shape == (None, 3) and e.get_weights()[0].shape == (5, 3)
+
+
+def test_custom_layer_gets_the_batch_dim_like_keras2():
+    seen = []
+
+    class MyLayer(layers.Layer):
+        def __init__(self, output_dim, **kwargs):
+            self.output_dim = output_dim  # before super().__init__, as Keras 2 examples do
+            super().__init__(**kwargs)
+
+        def build(self, input_shape):
+            seen.append(input_shape)
+            assert len(input_shape) == 2  # the Keras 2 custom-layer idiom
+            self.kernel = self.add_weight(name="kernel", shape=(input_shape[1], self.output_dim),
+                                          initializer="ones", trainable=True)
+            super().build(input_shape)
+
+        def call(self, x):
+            return x @ self.kernel
+
+        def compute_output_shape(self, input_shape):
+            return (input_shape[0], self.output_dim)
+
+    layer = MyLayer(2)
+    y = layer(torch.ones(3, 4))
+    assert seen == [(None, 4)] and torch.equal(y, torch.full((3, 2), 4.0))
+    assert layer(Input(shape=(4,))).shape == (None, 2)

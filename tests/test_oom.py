@@ -13,11 +13,11 @@ import pytest
 import torch
 
 from arignote import config
+from arignote.sizes import format_mib
 from arignote.training import oom
 from arignote.training.batch_size import SearchResult, TrainingSnapshot, auto_batch_size, search_batch_size
 from arignote.training.memory_plan import (
     MemoryPlan,
-    fmt_bytes,
     measure_saved_bytes,
     optimizer_state_bytes,
     parameter_bytes,
@@ -414,9 +414,10 @@ def test_plan_arithmetic_and_verdict():
     assert _plan(available=None).fits is None and "unknown" in _plan(available=None).render()
 
 
-def test_fmt_bytes():
-    shown = [fmt_bytes(n) for n in (512, 1536, 3 << 20, 5 << 30)]
-    assert shown == ["512 B", "1.50 KiB", "3.00 MiB", "5.00 GiB"]
+def test_plan_sizes_in_mib():
+    # one formatter (arignote.sizes.format_mib): MiB as nvidia-smi, decimals only for small sizes
+    shown = [format_mib(n) for n in (512, 1536, 3 << 20, 5 << 30)]
+    assert shown == ["0.000488 MiB", "0.00146 MiB", "3.00 MiB", "5120 MiB"]
 
 
 def test_parameter_and_optimizer_bytes():

@@ -173,7 +173,6 @@ def test_one_cpu_process_is_single_device():
 
 
 @pytest.mark.parametrize("flags, devices, match", [
-    ({"cpu_processes": 0}, ["cpu"], "cpu.processes=0"),
     ({}, ["cpu", "cuda:0"], "all GPUs or one cpu"),
     ({"cpu_processes": 2}, ["cuda:0", "cuda:1"], "drop cpu.processes"),
     ({}, [], "no device"),
@@ -191,11 +190,12 @@ def test_cpu_processes_inside_pytest_is_refused_before_anything_starts():
     assert ddp.active() is None
 
 
-def test_zero_timeout_is_refused():
-    from arignote.parallel import ddp
-
-    with config.override(cpu_processes=2, parallel_timeout=0), pytest.raises(ConfigError, match="timeout"):
-        ddp.data_parallel(["cpu"], 2)
+@pytest.mark.parametrize("flags, match", [({"cpu_processes": 0}, "flag 'cpu.processes'"),
+                                          ({"parallel_timeout": 0}, "flag 'parallel.timeout'")])
+def test_zero_processes_or_timeout_refused_where_the_flag_is_set(flags, match):
+    # refused by the flag's own type, so `arignote config` and fit refuse them alike (exit 2)
+    with pytest.raises(ConfigError, match=match + ".*must be > 0"):
+        config.override(**flags).__enter__()
 
 
 # ---------------------------------------------------------------------------- launcher monitor

@@ -91,7 +91,7 @@ def test_busy_without_wait_fails_at_once_listing_the_holder(lease_dir, tmp_path,
         err = capfd.readouterr().err
         assert code == 1 and time.monotonic() - t0 < 5
         assert "GPU 0 (Test GPU): leased by" in err and f"pid {holder.pid}" in err
-        assert "GPU 1 (Test GPU): 1.0 GiB free < 2.0 GiB asked" in err
+        assert "GPU 1 (Test GPU): 1024 MiB free < 2048 MiB asked" in err
         code = cli.main(["run", "--wait", "--timeout", "0.3", "--poll", "0.05", "--inventory", str(inv),
                          "--min-free-memory", "2GiB", "--", "true"])
         assert code == 1 and "gave up after waiting 0.3 s" in capfd.readouterr().err

@@ -57,20 +57,20 @@ def test_table_renders_gpus_processes_leases_and_na():
     s = nvml.load(FOUR_GPUS)
     text = monitor.render_text(s, [_lease(s, 1)], width=160)
     lines = text.splitlines()
-    assert lines[0] == "CPU 37.5% of 64 threads (load 24.10)  RAM 128.0GiB / 503.8GiB"
+    assert lines[0] == "CPU 37.5% of 64 threads (load 24.10)  RAM 131072 / 515891 MiB"
     assert "gpu-box  driver 550.54.15  CUDA 12.4" in lines[1]
     assert cells(lines[2]) == ["GPU", "Name", "Bus-Id", "Temp", "Power", "Memory", "Util", "Lease"]
     rows = [cells(line) for line in lines if "NVIDIA A100" in line]
     assert [r[0] for r in rows] == ["0", "1", "2", "3"]  # nvidia-smi order
-    assert rows[0] == ["0", "NVIDIA A100-SXM4-40GB", "00000000:07:00.0", "61C", "287/400W", "37.0/40.0GiB",
-                       "98%", "-"]
+    assert rows[0] == ["0", "NVIDIA A100-SXM4-40GB", "00000000:07:00.0", "61C", "287/400W",
+                       "37888 / 40960 MiB", "98%", "-"]
     assert rows[1][7].startswith("carol pid 4242 since ")
-    assert rows[3][3:8] == ["n/a", "n/a", "0.0/40.0GiB", "n/a", "-"]  # unsupported readings
+    assert rows[3][3:8] == ["n/a", "n/a", "4 / 40960 MiB", "n/a", "-"]  # unsupported readings
     head = [line.strip() for line in lines].index("Processes")
     assert cells(lines[head + 1]) == ["GPU", "PID", "Type", "User", "GPU Mem", "Command"]
     procs = [cells(line) for line in lines[head + 3:] if line.strip()]
-    assert procs == [["0", "41203", "C", "alice", "36.9GiB", "python train_gpt.py --bs 64"],
-                     ["2", "5120", "C", "bob", "11.9GiB", "jupyter-lab"],
+    assert procs == [["0", "41203", "C", "alice", "37824 MiB", "python train_gpt.py --bs 64"],
+                     ["2", "5120", "C", "bob", "12224 MiB", "jupyter-lab"],
                      ["2", "5200", "G", "n/a", "n/a", "n/a"]]
 
 
@@ -90,7 +90,7 @@ def test_no_driver_prints_host_and_one_reason_line():
     s = nvml.Snapshot(hostname="laptop", time=0.0, host=nvml.HostSnapshot(4, 3.0, 0.5, 1 << 30, 8 << 30),
                       nvml_error="no NVIDIA driver found: libnvidia-ml.so.1 could not be loaded")
     assert monitor.render_text(s).splitlines() == [
-        "CPU 3% of 4 threads (load 0.50)  RAM 1.0GiB / 8.0GiB",
+        "CPU 3% of 4 threads (load 0.50)  RAM 1024 / 8192 MiB",
         "no NVIDIA driver found: libnvidia-ml.so.1 could not be loaded",
     ]
 
@@ -206,7 +206,7 @@ def test_snapshot_through_nvml_with_unsupported_readings(monkeypatch):
     assert (gone.user, gone.gpu_memory, gone.command) == (NA, NA, NA)  # no such process: n/a
     text = monitor.render_text(s)
     row1 = next(line for line in text.splitlines() if "00000000:02:00.0" in line)
-    assert cells(row1)[3:7] == ["51C", "n/a", "2.0/16.0GiB", "n/a"]
+    assert cells(row1)[3:7] == ["51C", "n/a", "2048 / 16384 MiB", "n/a"]
 
 
 def test_snapshot_without_driver_is_a_value_not_an_exception(monkeypatch):
@@ -321,3 +321,61 @@ def test_cpu_use_excludes_our_own_process(monkeypatch):
     monkeypatch.setattr(psutil, "cpu_count", lambda logical=True: 2)
     assert nvml.host_snapshot(cpu_interval=0.03).cpu_percent == 35.0  # 60% of 2 threads minus 25%
     assert nvml._CPU_WINDOW["start"] > 0  # a new window started
+
+
+# --------------------------------------------------------------------------- GPU processes' jobs (issue 19)
+
+
+def _run_record(lease_dir, pid, **kw):
+    """A status record of a running fit by ``pid`` (as the RunStatus callback writes it)."""
+
+    import psutil
+
+    from arignote.share import status
+
+    start = psutil.Process(pid).create_time() + 0.5  # the record is younger than its process
+    rec = {"format": status.FORMAT, "pid": pid, "start": start, "state": "running", "user": "me",
+           "host": __import__("socket").gethostname(), "script": "train_cnn.py", "epoch": 2, "epochs": 10,
+           "step": 5, "steps": 20, "eta": 252.0, "command": "python train_cnn.py", "devices": ["cuda:0"]}
+    rec.update(kw)
+    folder = lease_dir / "runs"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"run-{os.getuid()}-{pid}-{int(start * 1000)}.json").write_text(json.dumps(rec))
+    return rec
+
+
+def test_smi_shows_the_job_of_arignote_processes(lease_dir, tmp_path, capsys):
+    me = os.getpid()
+    s = snap(gpu(0, processes=(nvml.GPUProcess(me, "me", 1 << 30, "python train_cnn.py"),
+                               nvml.GPUProcess(2**22 + 5, "bob", 1 << 30, "jupyter-lab"))))
+    inv = write(tmp_path / "inv.json", s)
+    _run_record(lease_dir, me)
+    assert cli.main(["smi", "--inventory", str(inv)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = next(i for i, line in enumerate(lines) if line.strip() == "Processes")
+    assert cells(lines[head + 1]) == ["GPU", "PID", "Type", "User", "GPU Mem", "Command", "Job"]
+    rows = [cells(line) for line in lines[head + 3:] if line.strip()]
+    job = "train_cnn.py epoch 3/10 ETA 4m12s"
+    assert rows == [["0", str(me), "C", "me", "1024 MiB", "python train_cnn.py", job],
+                    ["0", str(2**22 + 5), "C", "bob", "1024 MiB", "jupyter-lab", "-"]]
+    assert cli.main(["smi", "--json", "--inventory", str(inv)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    job = data["gpus"][0]["processes"][0]["job"]
+    assert (job["script"], job["epoch"], job["epochs"], job["eta"], job["pid"]) == (
+        "train_cnn.py", 2, 10, 252.0, me)
+    assert job["text"] == "train_cnn.py epoch 3/10 ETA 4m12s"
+    assert data["gpus"][0]["processes"][1]["job"] is None
+    assert [r["pid"] for r in data["runs"]] == [me]
+    assert nvml.from_json(json.dumps(data)) == s  # the extra keys do not disturb --inventory
+
+
+def test_smi_without_runs_has_no_job_column_and_ignores_finished_runs(lease_dir, tmp_path, capsys):
+    me = os.getpid()
+    proc = nvml.GPUProcess(me, "me", 1 << 30, "python x.py")
+    inv = write(tmp_path / "inv.json", snap(gpu(0, processes=(proc,))))
+    _run_record(lease_dir, me, state="finished", ended=__import__("time").time())
+    assert cli.main(["smi", "--inventory", str(inv)]) == 0
+    assert "Job" not in capsys.readouterr().out
+    assert cli.main(["smi", "--json", "--inventory", str(inv)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["runs"] == [] and data["gpus"][0]["processes"][0]["job"] is None

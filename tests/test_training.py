@@ -223,9 +223,11 @@ def test_images_are_channels_last_and_conv_weights_too():
     conv = m.layers[0]
     assert conv.weight.is_contiguous(memory_format=torch.channels_last)
     seen = {}
+    # layers take and return Keras NHWC tensors; contiguous NHWC is NCHW in channels_last memory,
+    # the layout the convolution kernels get
     handle = conv.register_forward_hook(lambda mod, inp, out: seen.update(
-        inp=inp[0].is_contiguous(memory_format=torch.channels_last),
-        out=out.is_contiguous(memory_format=torch.channels_last)))
+        inp=inp[0].permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last),
+        out=out.permute(0, 3, 1, 2).is_contiguous(memory_format=torch.channels_last)))
     m.predict(x[:4])
     handle.remove()
     assert seen == {"inp": True, "out": True}

@@ -20,7 +20,8 @@ from typing import Any
 
 from arignote import config
 from arignote import devices as _devices  # noqa: F401 - cheap (no torch): sets CUDA_DEVICE_ORDER early
-from arignote.config import ConfigError, configure, override
+from arignote.config import configure, override
+from arignote.errors import ArignoteError, ConfigError
 
 __version__ = "0.1.0"
 
@@ -36,10 +37,10 @@ _LAZY = {
 _SUBMODULES = {
     "backend", "callbacks", "datasets", "devices", "layers", "losses", "metrics", "models",
     "optimizers", "utils", "share", "monitor", "parallel", "memory", "precision", "bench", "training",
-    "preprocessing",
+    "preprocessing", "errors", "sizes",
 }
 
-__all__ = ["config", "configure", "override", "ConfigError", *sorted(_LAZY)]
+__all__ = ["config", "configure", "override", "ArignoteError", "ConfigError", *sorted(_LAZY)]
 
 
 def __getattr__(name: str) -> Any:

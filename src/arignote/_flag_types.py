@@ -12,8 +12,11 @@ Example::
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
+
+from arignote import sizes
 
 
 def parse_bool(text: Any) -> bool:
@@ -30,7 +33,10 @@ def parse_bool(text: Any) -> bool:
 def parse_float(text: Any) -> float:
     if isinstance(text, bool):
         raise ValueError("expected a number")
-    return float(text)
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError("expected a finite number")
+    return value
 
 
 def parse_int(text: Any) -> int:
@@ -46,6 +52,16 @@ def non_negative(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
         value = parse(text)
         if value < 0:
             raise ValueError("must be >= 0")
+        return value
+
+    return check
+
+
+def positive(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    def check(text: Any) -> Any:
+        value = parse(text)
+        if value <= 0:
+            raise ValueError("must be > 0")
         return value
 
     return check
@@ -78,8 +94,44 @@ def device(text: Any) -> str:
     return s
 
 
+def _size(text: Any, what: str) -> float:
+    try:
+        return sizes.mib_or_fraction(sizes.parse_size(text))
+    except ValueError as exc:
+        raise ValueError(f"{exc}; {what}") from None
+
+
+def preallocate(text: Any) -> float:
+    """``memory.preallocate``: a size (fraction, %, MiB, GiB...), ``0`` grow on demand, ``< 0`` no caching."""
+    if not isinstance(text, bool):
+        try:
+            value = float(str(text).strip()) if isinstance(text, str) else float(text)
+        except ValueError:
+            value = None
+        if value is not None and math.isfinite(value) and value < 0:
+            return value
+    return _size(text, "memory.preallocate takes 0 (grow on demand), a size, or a negative number "
+                 "(no caching)")
+
+
+preallocate.kind = "size"  # type: ignore[attr-defined]
+
+
 def limit(text: Any) -> float:
-    value = parse_float(text)
-    if value < 0:
-        raise ValueError("must be 0 (no cap), a fraction in (0, 1] or MiB > 1")
-    return value
+    """``memory.limit``: ``0`` (no cap) or a size: a fraction, a percentage, MiB, GiB..."""
+    return _size(text, "memory.limit takes 0 (no cap) or a size")
+
+
+limit.kind = "size"  # type: ignore[attr-defined]
+
+
+def mib(text: Any) -> int:
+    """An absolute size in whole MiB (``memory.host_cache``): ``1024``, ``512MiB``, ``1GiB``."""
+    size = sizes.parse_size(text)
+    if size.nbytes is None and size.fraction != 0:
+        raise ValueError(f"{text!r} is a fraction, but this flag takes an absolute size such as 1GiB or "
+                         "512MiB")
+    return (size.nbytes or 0) // sizes.MiB
+
+
+mib.kind = "size"  # type: ignore[attr-defined]

@@ -41,17 +41,17 @@ def backend() -> str:
 
 
 def image_data_format() -> str:
-    """Always ``'channels_last'``: arignote's image API is Keras's default layout (N, H, W, C)."""
-    return "channels_last"
+    """The default ``data_format`` of image layers: ``'channels_last'`` (Keras's default) or
+    ``'channels_first'`` (Theano's ordering), from :func:`set_image_data_format`, the
+    ``image_data_format`` flag, or ``~/.keras/keras.json``."""
+    return config.get("image_data_format")
 
 
 def set_image_data_format(data_format: str) -> None:
-    """Accepts ``'channels_last'`` only; channels-first data should be transposed once at load time."""
-    if data_format != "channels_last":
-        raise ValueError(
-            f"image data format {data_format!r} is not supported: arignote takes channels_last images "
-            "(N, H, W, C); transpose channels-first arrays with x.transpose(0, 2, 3, 1)"
-        )
+    """Set the default image layout for layers built afterwards (Keras 2 ``K.set_image_data_format``)."""
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"Unknown data_format: {data_format!r}; use 'channels_last' or 'channels_first'")
+    config.configure(image_data_format=data_format)
 
 
 def floatx() -> str:

@@ -24,10 +24,12 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import io
 import os
 import pickle
+import re
 import tempfile
 import zipfile
 from collections.abc import Callable
@@ -35,13 +37,136 @@ from typing import IO, Any
 
 import torch
 
-__all__ = ["FORMAT", "CheckpointError", "save", "load", "is_checkpoint", "atomic_write_bytes"]
+try:  # POSIX only: the file-size limit (ulimit -f) is checked before a save when it is known
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
+
+from arignote.errors import ArignoteError, CheckpointError
+
+__all__ = ["FORMAT", "CheckpointError", "CheckpointSaveError", "save", "load", "is_checkpoint",
+           "atomic_write_bytes", "temporary_files", "save_error"]
 
 FORMAT = "arignote-checkpoint/1"
 
 
-class CheckpointError(ValueError):
-    """A checkpoint file that cannot be used: missing, truncated, corrupt or not an arignote checkpoint."""
+class CheckpointSaveError(ArignoteError, OSError):
+    """A checkpoint that could not be written: disk full, quota, file too large, read-only, a
+    directory in the way. The message names the file, the cause (the OS's words and the errno name)
+    and what is kept; ``errno`` and ``filename`` are set as on any ``OSError``.
+
+    Example::
+
+        >>> err = save_error("/ckpt/e03.h5", errno.ENOSPC)
+        >>> str(err), err.errno == errno.ENOSPC
+        ('cannot save checkpoint /ckpt/e03.h5: No space left on device (ENOSPC); free space on that disk \
+or save to another one; nothing was written there', True)
+    """
+
+    def __init__(self, message: str, code: int | None = None, path: str | None = None) -> None:
+        super().__init__(message)
+        self.errno = code  # type: ignore[misc]
+        self.filename = path
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+# What to do about each cause, in one phrase.
+_HINTS = {
+    errno.ENOSPC: "free space on that disk or save to another one",
+    errno.EDQUOT: "your disk quota is used up: delete files or ask for a larger quota",
+    errno.EFBIG: "the file-size limit (ulimit -f) or the file system's maximum file size is smaller "
+                 "than the checkpoint",
+    errno.EROFS: "that file system is mounted read-only: save to a writable directory",
+    errno.EACCES: "no permission to write there: save to a directory you own",
+    errno.EPERM: "no permission to write there: save to a directory you own",
+    errno.EISDIR: "a directory has that name: remove it or choose another file name",
+    errno.ENOTDIR: "a part of the path is a file, not a directory",
+}
+
+
+def _kept(path: str) -> str:
+    if os.path.isfile(path):
+        return f"the previous {os.path.basename(path)} is intact"
+    return "nothing was written there"
+
+
+def save_error(path: str, code: int | None, detail: str = "") -> CheckpointSaveError:
+    """The one message every save failure gets: path, cause with errno name, hint, what is kept
+    (also used by writers of other formats, e.g. HDF5, for their ``OSError``)."""
+    if code is not None:
+        cause = f"{os.strerror(code)} ({errno.errorcode.get(code, code)})"
+    else:
+        cause = "the write failed"
+    hint = _HINTS.get(code, "") if code is not None else ""
+    parts = [f"cannot save checkpoint {path}: {cause}"]
+    if detail:
+        parts[0] += f" ({detail})"
+    if hint:
+        parts.append(hint)
+    parts.append(_kept(path))
+    return CheckpointSaveError("; ".join(parts), code, path)
+
+
+def _mb(n: float) -> str:
+    if n < 10 * 2**10:
+        return f"{int(n)} bytes"
+    if n < 10 * 2**20:
+        return f"{n / 2**10:.1f} KB"
+    return f"{n / 2**20:.1f} MB"
+
+
+def _check_destination(path: str, directory: str, size: int | None) -> None:
+    """Cheap checks before writing: a directory in the way, a missing parent, too little space
+    (for the payload alone, a lower bound of the file), a file-size limit below it."""
+    if os.path.isdir(path):
+        raise save_error(path, errno.EISDIR)
+    try:
+        os.makedirs(directory, exist_ok=True)
+    except OSError as exc:
+        raise save_error(path, exc.errno, f"creating {directory}") from None
+    if size is None:
+        return
+    try:
+        st = os.statvfs(directory)
+    except (OSError, AttributeError):  # no statvfs (Windows) or an odd file system: just try
+        st = None
+    if st is not None and st.f_frsize:
+        blocks = st.f_bfree if hasattr(os, "geteuid") and os.geteuid() == 0 else st.f_bavail
+        free = blocks * st.f_frsize
+        if size > free:
+            raise save_error(path, errno.ENOSPC, f"it needs at least {_mb(size)}, {_mb(free)} free in "
+                                                  f"{directory}")
+    if resource is not None:
+        limit = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+        if limit != resource.RLIM_INFINITY and size > limit:
+            raise save_error(path, errno.EFBIG, f"it needs at least {_mb(size)}, the file-size limit "
+                                                 f"is {_mb(limit)}")
+
+
+class _RecordingFile:
+    """The temporary file as torch's zip writer sees it: remembers the OSError of a failed write,
+    which torch reports only as ``RuntimeError: ... unexpected pos``."""
+
+    def __init__(self, fh: IO[bytes]) -> None:
+        self.fh = fh
+        self.error: OSError | None = None
+
+    def write(self, data: Any) -> int:
+        try:
+            return self.fh.write(data)
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.fh.flush()
+        except OSError as exc:
+            self.error = self.error or exc
+            raise
 
 
 def _fsync_dir(directory: str) -> None:
@@ -60,25 +185,40 @@ def _fsync_dir(directory: str) -> None:
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, rename, fsync dir.
+    A failure raises :class:`CheckpointSaveError` and leaves the previous file intact.
 
     Example::
 
         >>> atomic_write_bytes("/tmp/arignote-doc.bin", b"abc")
     """
-    _atomic_write(path, lambda fh: fh.write(data))
+    _atomic_write(path, lambda fh: fh.write(data), len(data))
 
 
-def _atomic_write(path: str | os.PathLike[str], write: Callable[[IO[bytes]], Any]) -> None:
+def _atomic_write(path: str | os.PathLike[str], write: Callable[[Any], Any], size: int | None = None) -> None:
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    _check_destination(path, directory, size)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise save_error(path, exc.errno, f"creating a temporary file in {directory}") from None
+    recorder = None
     try:
         with os.fdopen(fd, "wb") as fh:
-            write(fh)
+            recorder = _RecordingFile(fh)
+            write(recorder)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        # torch's zip writer turns a failed write into RuntimeError("... unexpected pos ..."): the
+        # recorder kept the OSError underneath (ENOSPC, EFBIG, EDQUOT ...)
+        cause = recorder.error if recorder is not None and recorder.error is not None else exc
+        if isinstance(cause, OSError):
+            raise save_error(path, cause.errno, "" if cause.errno else _first_line(cause)) from exc
+        raise save_error(path, None, f"{type(exc).__name__}: {_first_line(exc)}") from exc
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
@@ -90,6 +230,11 @@ def save(path: str | os.PathLike[str], obj: Any) -> None:
     """Save ``obj`` (tensors, numpy arrays, state dicts, numbers, strings, lists, dicts) to ``path``
     atomically. Objects that ``torch.load(weights_only=True)`` cannot rebuild (arbitrary classes)
     are refused by :func:`load`, so keep checkpoints to plain data.
+
+    A save that fails (disk full, quota, file-size limit, read-only file system, a directory named
+    like the file) raises :class:`CheckpointSaveError` naming the path, the cause and what is kept;
+    the previous file at ``path`` is never damaged and the temporary file is removed. Free space and
+    the file-size limit are checked before writing.
 
     Example::
 
@@ -103,7 +248,37 @@ def save(path: str | os.PathLike[str], obj: Any) -> None:
         "sha256": hashlib.sha256(raw).hexdigest(),
         "payload": torch.frombuffer(raw, dtype=torch.uint8),
     }
-    _atomic_write(path, lambda fh: torch.save(wrapper, fh))  # streamed into the temporary file
+    # streamed into the temporary file; the payload's size is a lower bound of the file's
+    _atomic_write(path, lambda fh: torch.save(wrapper, fh), len(raw))
+
+
+def temporary_files(directory: str | os.PathLike[str], name: str | re.Pattern[str]) -> list[str]:
+    """Temporary files that interrupted saves (killed before their rename) left in ``directory``,
+    for target file names equal to ``name`` (a string) or matching it (a compiled pattern).
+
+    Example::
+
+        >>> temporary_files("/tmp/no-such-dir", "w.ckpt")
+        []
+    """
+    directory = os.fspath(directory) or "."
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return []
+    found = []
+    for n in names:
+        match = _TEMPORARY.match(n)
+        if not match:
+            continue
+        target = match.group(1)
+        if (target == name) if isinstance(name, str) else bool(name.fullmatch(target)):
+            found.append(os.path.join(directory, n))
+    return sorted(found)
+
+
+# ".<target name>.<8 characters of tempfile.mkstemp>.tmp"
+_TEMPORARY = re.compile(r"^\.(.+)\.[a-z0-9_]{8}\.tmp$")
 
 
 # What torch.load raises on a damaged or foreign file (it has no single exception type for it).
@@ -124,6 +299,8 @@ def load(path: str | os.PathLike[str], map_location: Any = "cpu") -> Any:
         [1, 2]
     """
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise CheckpointError(f"checkpoint {path} is a directory, not a checkpoint file")
     if not os.path.isfile(path):
         raise CheckpointError(f"checkpoint {path}: no such file")
     size = os.path.getsize(path)

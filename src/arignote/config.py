@@ -18,6 +18,7 @@ import configparser
 import contextlib
 import contextvars
 import difflib
+import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -25,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from arignote import _flag_types as _t
+from arignote.errors import ConfigError
 
 __all__ = [
     "ConfigError",
@@ -40,10 +42,6 @@ __all__ = [
     "reload",
     "environ",
 ]
-
-
-class ConfigError(ValueError):
-    """A flag name or value that arignote cannot use; the message names the flag, value and source."""
 
 
 # --------------------------------------------------------------------------- the registry
@@ -64,6 +62,8 @@ class Flag:
         options = getattr(self.parse, "options", None)
         if options:
             return "|".join(options)
+        if getattr(self.parse, "kind", None):
+            return self.parse.kind
         return {bool: "bool", int: "int", float: "float"}.get(type(self.default), "str")
 
 
@@ -74,11 +74,12 @@ _FLAG_LIST = [
          "dtype of parameters and of float inputs"),
     Flag("precision", _t.choice("fp32", "mixed-fp16", "mixed-bf16"), "fp32",
          "mixed precision: autocast to fp16 (with grad scaling) or bf16; fp32 disables it"),
-    Flag("memory.preallocate", _t.parse_float, 0.0,
-         "0 grow on demand; 0<x<=1 reserve that fraction of device memory; x>1 that many MiB; "
-         "x<0 disable caching"),
-    Flag("memory.limit", _t.limit, 0.0, "hard per-process cap: 0 none, 0<x<=1 a fraction, x>1 MiB"),
-    Flag("memory.host_cache", _t.non_negative(_t.parse_int), 1024,
+    Flag("memory.preallocate", _t.preallocate, 0.0,
+         "0 grow on demand; reserve a size: a fraction (0.8 or 80%) of device memory, 4096 or 4096MiB, "
+         "10GiB; x<0 disable caching"),
+    Flag("memory.limit", _t.limit, 0.0,
+         "hard per-process cap: 0 none, or a size: a fraction (0.5 or 50%), MiB (8192 or 8192MiB), 8GiB"),
+    Flag("memory.host_cache", _t.mib, 1024,
          "MiB of freed host memory malloc keeps for reuse (glibc; fewer page faults on CPU); "
          "0 returns it to the OS at once"),
     Flag("memory.on_oom", _t.choice("split", "raise"), "split",
@@ -91,17 +92,25 @@ _FLAG_LIST = [
     Flag("dnn.deterministic", _t.parse_bool, False, "use only deterministic cuDNN algorithms"),
     Flag("cpu.threads", _t.non_negative(_t.parse_int), 0,
          "intra-op threads per process (0: torch's default)"),
-    Flag("cpu.processes", _t.parse_int, 1, "with device=cpu, number of data-parallel CPU processes (gloo)"),
+    Flag("cpu.processes", _t.positive(_t.parse_int), 1,
+         "with device=cpu, number of data-parallel CPU processes (gloo)"),
     Flag("print_active_device", _t.parse_bool, True, "print the startup banner on first use (rank 0)"),
     Flag("contexts", _t.text, "", "placement contexts, e.g. dev0->cuda0;dev1->cuda1"),
-    Flag("parallel.timeout", _t.non_negative(_t.parse_float), 30.0,
+    Flag("parallel.timeout", _t.positive(_t.parse_float), 30.0,
          "seconds the other ranks wait before stopping when one rank fails"),
     Flag("parallel.restarts", _t.non_negative(_t.parse_int), 0,
          "how many times a failed data-parallel job is restarted (resumes with BackupAndRestore)"),
     Flag("share.lease_dir", _t.text, "", "directory of GPU lease files (default: <tmp>/arignote-leases)",
          env="ARIGNOTE_LEASE_DIR"),
+    Flag("share.status", _t.parse_bool, True,
+         "every fit (rank 0) keeps a status record in <lease dir>/runs for `arignote dash` and `smi`"),
     Flag("datasets.dir", _t.text, "", "first directory searched for datasets (default ~/.arignote/datasets)",
          env="ARIGNOTE_DATA"),
+    Flag("metrics.names", _t.choice("2.3", "2.2"), "2.3",
+         "metric names printed and stored: 2.3 as written in compile (accuracy, mae), 2.2 as Keras "
+         "2.0-2.2 (acc, mean_absolute_error); logs and History answer both"),
+    Flag("image_data_format", _t.choice("channels_last", "channels_first"), "channels_last",
+         "default data_format of image layers (also read from Keras's ~/.keras/keras.json)"),
 ]
 
 FLAGS: dict[str, Flag] = {f.name: f for f in _FLAG_LIST}
@@ -169,9 +178,21 @@ def _convert(name: str, raw: Any, where: str, notes: list[str]) -> Any:
     if name == "device" and isinstance(raw, str):
         raw = _theano_device(raw, where, notes)
     try:
-        return flag.parse(raw)
+        value = flag.parse(raw)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"bad value {raw!r} for flag '{name}' (from {where}): {exc}. {flag.doc}") from None
+    if name in ("memory.preallocate", "memory.limit") and 1 < value < 64 and _is_bare_number(raw):
+        notes.append(f"warning: {name}={raw} (from {where}) is read as {value:g} MiB; write {value:g}GiB "
+                     f"if you meant GiB, or {value:g}MiB to keep it")
+    return value
+
+
+def _is_bare_number(raw: Any) -> bool:
+    try:
+        float(raw)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(raw, bool)
 
 
 def _theano_device(spec: str, where: str, notes: list[str]) -> str:
@@ -215,7 +236,8 @@ def _display_path(path: str) -> str:
 
 def _read_rc(path: str, values: dict[str, tuple[Any, str]], notes: list[str]) -> None:
     shown = _display_path(path)
-    parser = configparser.ConfigParser(interpolation=None, strict=True)
+    # inline comments ("preallocate = 0.8   # why") as .theanorc allows; "#" or ";" after a space
+    parser = configparser.ConfigParser(interpolation=None, strict=True, inline_comment_prefixes=("#", ";"))
     parser.optionxform = str  # keep floatX's case
     try:
         with open(path, encoding="utf-8") as fh:
@@ -248,6 +270,24 @@ def _read_rc(path: str, values: dict[str, tuple[Any, str]], notes: list[str]) ->
             values[name] = (_convert(name, raw, where, notes), where)
 
 
+def _read_keras_json(values: dict[str, tuple[Any, str]], notes: list[str]) -> None:
+    """``image_data_format`` from Keras's own config (``$KERAS_HOME/keras.json``, default
+    ``~/.keras/keras.json``), below arignote's rc files: a Keras user's setting carries over."""
+    home = environ("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
+    path = os.path.join(home, "keras.json")
+    if not os.path.exists(path):
+        return
+    shown = _display_path(path)
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{shown} cannot be read as JSON ({exc}); fix or remove it") from None
+    if isinstance(data, dict) and "image_data_format" in data:
+        values["image_data_format"] = (_convert("image_data_format", data["image_data_format"], shown, notes),
+                                       shown)
+
+
 def _find_line(lines: list[str], section: str, key: str) -> int:
     in_section = False
     for number, line in enumerate(lines, 1):
@@ -264,9 +304,15 @@ def _load() -> tuple[dict[str, tuple[Any, str]], list[str]]:
         return _lock_free_state["loaded"]
     values: dict[str, tuple[Any, str]] = {}
     notes: list[str] = []
+    _read_keras_json(values, notes)
     for path in _rc_paths():
         if os.path.exists(path):
             _read_rc(path, values, notes)
+        elif environ("ARIGNOTERC") is not None:
+            notes.append(f"warning: ARIGNOTERC names {_display_path(path)}, which does not exist; ignored")
+    if environ("THEANO_FLAGS"):
+        notes.append("warning: THEANO_FLAGS is set but arignote reads ARIGNOTE_FLAGS; run "
+                     "'arignote config --from-theano' to convert it (and ~/.theanorc) to ~/.arignoterc")
     for flag in FLAGS.values():
         if flag.env and environ(flag.env):
             values[flag.name] = (_convert(flag.name, environ(flag.env), flag.env, notes), flag.env)

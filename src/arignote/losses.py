@@ -52,6 +52,7 @@ __all__ = [
     "kld",
     "get",
     "serialize",
+    "deserialize",
     "check_targets",
     "name_of",
 ]
@@ -200,6 +201,19 @@ def name_of(loss: str | Callable) -> str:
 def serialize(loss: str | Callable) -> str:
     """The name to store in a saved model (Keras stores the loss by name)."""
     return name_of(loss)
+
+
+def deserialize(name: str | Callable, custom_objects: dict | None = None) -> Callable:
+    """The loss function stored as ``name`` (``custom_objects`` first, as in Keras 2).
+
+    Example::
+
+        >>> deserialize("mse") is mean_squared_error
+        True
+    """
+    if isinstance(name, str) and custom_objects and name in custom_objects:
+        return custom_objects[name]
+    return get(name)
 
 
 # --------------------------------------------------------------------------- fused with the output activation

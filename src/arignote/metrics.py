@@ -9,7 +9,9 @@ parallel code can all-reduce; :meth:`Metric.result_from` turns a (reduced) state
 Keras semantics of ``'acc'``/``'accuracy'`` (chosen by :func:`get` from the loss and output):
 binary (threshold 0.5) when the loss is ``binary_crossentropy`` or the output has width 1;
 sparse (argmax vs integer label) for ``sparse_categorical_crossentropy``; categorical (argmax
-vs argmax) otherwise. The metric is logged under the name the user wrote (``acc`` or ``accuracy``).
+vs argmax) otherwise. The metric is logged under the name the user wrote (``acc`` or ``accuracy``),
+as Keras 2.3; with the ``metrics.names=2.2`` flag under Keras 2.0-2.2's name (``acc``,
+``mean_absolute_error``). See :mod:`arignote.metric_names`.
 
 Example::
 
@@ -27,12 +29,14 @@ from collections.abc import Callable
 
 import torch
 
-from arignote import losses
+from arignote import losses, metric_names
 
 __all__ = [
     "Metric",
     "Mean",
     "get",
+    "serialize",
+    "deserialize",
     "categorical_accuracy",
     "sparse_categorical_accuracy",
     "binary_accuracy",
@@ -191,17 +195,19 @@ def get(
     """A fresh :class:`Metric` for a Keras metric name, a function, or a Metric (returned as is).
 
     Names: ``acc``/``accuracy`` (resolved with ``loss``/``output_shape``), the ``*_accuracy`` family,
-    and any loss name (``mse``, ``mae``, ``binary_crossentropy``...), logged under the given name.
+    and any loss name (``mse``, ``mae``, ``binary_crossentropy``...), logged under the given name
+    (Keras 2.2's function name with the ``metrics.names=2.2`` flag).
     """
     if isinstance(identifier, (Metric, Mean)):
         return identifier
     if isinstance(identifier, str):
+        name = metric_names.logged_name(identifier)
         if identifier in ("acc", "accuracy"):
-            return Metric(accuracy_for(loss, output_shape), name=identifier)
+            return Metric(accuracy_for(loss, output_shape), name=name)
         if identifier in _FUNCTIONS:
-            return Metric(_FUNCTIONS[identifier], name=identifier)
+            return Metric(_FUNCTIONS[identifier], name=name)
         try:
-            return Metric(losses.get(identifier), name=identifier)
+            return Metric(losses.get(identifier), name=name)
         except ValueError:
             valid = ["acc", "accuracy", *_FUNCTIONS, *losses._NAMES]
             close = difflib.get_close_matches(identifier, valid, n=1, cutoff=0.5)
@@ -212,3 +218,34 @@ def get(
     if callable(identifier):
         return Metric(identifier)
     raise ValueError(f"a metric is a name such as 'accuracy', a function or a Metric, got {identifier!r}")
+
+
+def serialize(metric: str | Callable | Metric) -> str:
+    """The name Keras 2 stores for a metric (a function's ``__name__``, a :class:`Metric`'s name)."""
+    if isinstance(metric, str):
+        return metric
+    if isinstance(metric, _Accumulator):
+        return metric.name
+    name = getattr(metric, "__name__", None)
+    if name is None:
+        raise ValueError(f"Cannot serialize metric {metric!r}: it has no __name__")
+    return name
+
+
+def deserialize(name: str, custom_objects: dict | None = None) -> Callable:
+    """The metric function stored as ``name`` (``custom_objects`` first, then metric and loss names).
+
+    ``'acc'``/``'accuracy'`` need the loss to pick binary/categorical/sparse: :func:`get` does that.
+
+    Example::
+
+        >>> deserialize("binary_accuracy") is binary_accuracy
+        True
+    """
+    if custom_objects and name in custom_objects:
+        return custom_objects[name]
+    if name in _FUNCTIONS:
+        return _FUNCTIONS[name]
+    if name in ("acc", "accuracy"):
+        return categorical_accuracy
+    return get(name).fn

@@ -16,46 +16,28 @@ from __future__ import annotations
 import io
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import TYPE_CHECKING, Any
 
 from arignote.devices.nvml import NA, Snapshot, to_dict
+from arignote.share.status import job_summary, job_text, jobs_by_pid
+from arignote.sizes import format_mib, format_used_total
 
 if TYPE_CHECKING:  # rich loads only when a table is drawn: `smi --json` never pays for it
     from rich.console import Console, Group
     from rich.table import Table
 
-__all__ = ["render", "render_text", "to_json", "host_line", "gpu_table", "process_table", "watch",
-           "fmt_bytes"]
-
-
-def fmt_bytes(n: Any) -> str:
-    """Bytes as nvidia-smi users read them: ``512MiB``, ``37.0GiB``; NA -> ``n/a``."""
-    if n is NA or n is None:
-        return "n/a"
-    if n >= 1024**3:
-        return f"{n / 1024**3:.1f}GiB"
-    return f"{n / 1024**2:.0f}MiB"
+__all__ = ["render", "render_text", "to_json", "host_line", "gpu_table", "process_table", "watch"]
 
 
 def _pct(value: Any) -> str:
     return "n/a" if value is NA else f"{value:g}%"
 
 
-def _pair(used: Any, total: Any, unit: Callable[[Any], str]) -> str:
-    # "37.0GiB / 40.0GiB"; one n/a side still shows the other, both n/a is one "n/a"
-    if used is NA and total is NA:
-        return "n/a"
-    return f"{unit(used)} / {unit(total)}"
-
-
 def _memory(used: Any, total: Any) -> str:
-    """``37.0/40.0GiB`` (used in the total's unit, so the column stays narrow); n/a parts shown."""
-    if total is NA or total < 1024**3:
-        return _pair(used, total, fmt_bytes)
-    shown = "n/a" if used is NA else f"{used / 1024**3:.1f}"
-    return f"{shown}/{total / 1024**3:.1f}GiB"
+    """``37888 / 40960 MiB`` as nvidia-smi's Memory-Usage column; n/a parts shown."""
+    return format_used_total(None if used is NA else used, None if total is NA else total)
 
 
 def _power(draw: Any, limit: Any) -> str:
@@ -95,7 +77,7 @@ def host_line(snapshot: Snapshot) -> str:
     cpu = f"CPU {_pct(h.cpu_percent)} of {h.cpu_count} threads"
     if h.load_average is not NA:
         cpu += f" (load {h.load_average:.2f})"
-    return f"{cpu}  RAM {_pair(h.memory_used, h.memory_total, fmt_bytes)}"
+    return f"{cpu}  RAM {_memory(h.memory_used, h.memory_total)}"
 
 
 def _title(snapshot: Snapshot) -> str:
@@ -138,29 +120,42 @@ def gpu_table(snapshot: Snapshot, leases: Sequence[Any] = ()) -> Table:
     return table
 
 
-def process_table(snapshot: Snapshot) -> Table:
-    """``nvidia-smi``'s process table: GPU, PID, type, user, GPU memory, command line."""
+def _jobs(snapshot: Snapshot, runs: Sequence[Mapping[str, Any]]) -> dict[int, Mapping[str, Any]]:
+    """GPU process pid -> its arignote run (status records, :mod:`arignote.share.status`)."""
+    if not runs:
+        return {}
+    return jobs_by_pid({p.pid for g in snapshot.gpus for p in g.processes}, runs)
+
+
+def process_table(snapshot: Snapshot, runs: Sequence[Mapping[str, Any]] = ()) -> Table:
+    """``nvidia-smi``'s process table: GPU, PID, type, user, GPU memory, command line; and a Job
+    column (script, epoch, ETA) when some process is an arignote run."""
     from rich import box
     from rich.table import Table
     from rich.text import Text
 
     table = Table(title="Processes", title_justify="left", expand=False, box=box.SIMPLE_HEAD,
                   pad_edge=False, show_edge=False, collapse_padding=True)
-    for name, justify in (("GPU", "right"), ("PID", "right"), ("Type", "left"), ("User", "left"),
-                          ("GPU Mem", "right"), ("Command", "left")):
-        table.add_column(name, justify=justify, no_wrap=name != "Command",  # type: ignore[arg-type]
-                         overflow="fold", min_width=16 if name == "Command" else None)
+    jobs = _jobs(snapshot, runs)
+    columns = [("GPU", "right"), ("PID", "right"), ("Type", "left"), ("User", "left"),
+               ("GPU Mem", "right"), ("Command", "left")] + ([("Job", "left")] if jobs else [])
+    for name, justify in columns:
+        table.add_column(name, justify=justify, no_wrap=name not in ("Command", "Job"),  # type: ignore[arg-type]
+                         overflow="fold", min_width=16 if name in ("Command", "Job") else None)
     for g in snapshot.gpus:
         for p in g.processes:
-            table.add_row(str(g.index), str(p.pid), p.kind, Text(str(p.user)), fmt_bytes(p.gpu_memory),
-                          Text(str(p.command)))
+            job = [Text(job_text(jobs[p.pid]) if p.pid in jobs else "-")] if jobs else []
+            table.add_row(str(g.index), str(p.pid), p.kind, Text(str(p.user)), format_mib(p.gpu_memory),
+                          Text(str(p.command)), *job)
     if not table.rows:
         table.add_row("", "", "", "", "", "no running processes found")
     return table
 
 
-def render(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True) -> Group:
-    """Everything ``arignote smi`` prints for one machine, as one rich renderable."""
+def render(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True,
+           runs: Sequence[Mapping[str, Any]] = ()) -> Group:
+    """Everything ``arignote smi`` prints for one machine, as one rich renderable; ``runs`` (status
+    records) name the job of each GPU process that is an arignote run."""
     from rich.console import Group
     from rich.text import Text
 
@@ -170,51 +165,61 @@ def render(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = Tru
     if snapshot.gpus:
         parts.append(gpu_table(snapshot, leases))
         if processes:
-            parts.append(process_table(snapshot))
+            parts.append(process_table(snapshot, runs))
     elif not snapshot.nvml_error:
         parts.append(Text("no GPUs found by the NVIDIA driver"))
     return Group(*parts)
 
 
 def render_text(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True,
-                width: int = 140) -> str:
+                width: int = 140, runs: Sequence[Mapping[str, Any]] = ()) -> str:
     """:func:`render` as plain text (no colour), the way tests and log files see it."""
     from rich.console import Console
 
     console = Console(width=width, color_system=None, force_terminal=False, file=io.StringIO())
-    console.print(render(snapshot, leases, processes))
+    console.print(render(snapshot, leases, processes, runs))
     return console.file.getvalue()  # type: ignore[attr-defined]
 
 
 def to_json(snapshot: Snapshot, leases: Sequence[Any] = (), processes: bool = True,
-            indent: int | None = 2) -> str:
-    """The snapshot as JSON (``nvml.from_json`` reads it back) plus a ``leases`` list for scripts."""
+            indent: int | None = 2, runs: Sequence[Mapping[str, Any]] = ()) -> str:
+    """The snapshot as JSON (``nvml.from_json`` reads it back) plus, for scripts, a ``leases`` list,
+    a ``job`` on each GPU process (its arignote run, else null) and ``runs``: every running run."""
     data = to_dict(snapshot)
-    if not processes:
-        for gpu in data["gpus"]:
+    jobs = _jobs(snapshot, runs)
+    for gpu in data["gpus"]:
+        if not processes:
             gpu["processes"] = []
+        for proc in gpu["processes"]:
+            proc["job"] = job_summary(jobs[proc["pid"]]) if proc["pid"] in jobs else None
     data["leases"] = [asdict(x) for x in leases]
+    data["runs"] = [job_summary(r) for r in runs if r.get("state") == "running"]
     return json.dumps(data, indent=indent)
 
 
-def watch(read: Callable[[], tuple[Snapshot, Sequence[Any]]], interval: float = 2.0, processes: bool = True,
+def watch(read: Callable[[], tuple], interval: float = 2.0, processes: bool = True,
           console: Console | None = None, iterations: int | None = None) -> None:
     """Live view (``watch -n 2 nvidia-smi``): redraw every ``interval`` s until Ctrl-C.
 
-    ``read`` returns a fresh ``(snapshot, leases)``; ``iterations`` bounds the loop (tests).
+    ``read`` returns a fresh ``(snapshot, leases)`` or ``(snapshot, leases, runs)``; ``iterations``
+    bounds the loop (tests).
     """
     from rich.console import Console
     from rich.live import Live
 
     console = console or Console()
-    snap, leases = read()
     count = 1
     try:
-        with Live(render(snap, leases, processes), console=console, auto_refresh=False) as live:
+        with Live(render(*_parts(read(), processes)), console=console, auto_refresh=False) as live:
             while iterations is None or count < iterations:
                 time.sleep(interval)
-                snap, leases = read()
-                live.update(render(snap, leases, processes), refresh=True)
+                live.update(render(*_parts(read(), processes)), refresh=True)
                 count += 1
     except KeyboardInterrupt:
         pass
+
+
+def _parts(read: tuple, processes: bool) -> tuple:
+    """``render``'s arguments from what a ``watch`` reader returned (2 or 3 items)."""
+    snap, leases, *rest = read
+    return (snap, leases, processes, rest[0] if rest else ())

@@ -41,7 +41,7 @@ import torch
 from arignote.hyperparameter import HyperParameter
 
 __all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "get", "serialize",
-           "sgd", "rmsprop", "adam", "adadelta", "adagrad"]  # fmt: skip
+           "deserialize", "sgd", "rmsprop", "adam", "adadelta", "adagrad"]  # fmt: skip
 
 
 def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | None = None) -> float:
@@ -399,3 +399,11 @@ def get(identifier: str | Optimizer | dict) -> Optimizer:
 def serialize(optimizer: Optimizer) -> dict:
     """``{"class_name": "Adam", "config": {...}}`` (Keras format)."""
     return {"class_name": type(optimizer).__name__, "config": optimizer.get_config()}
+
+
+def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
+    """An optimizer from :func:`serialize`'s ``{"class_name", "config"}`` (``custom_objects`` first)."""
+    name = config.get("class_name") if isinstance(config, dict) else None
+    if custom_objects and name in custom_objects:
+        return custom_objects[name].from_config(config.get("config", {}))
+    return get(config)

@@ -22,6 +22,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from arignote.errors import ArignoteError
+
 __all__ = ["Run", "seconds_per_epoch", "baseline", "table_rows", "render_table", "to_json", "chart_size",
            "write_chart", "ChartUnavailable", "format_bytes"]
 
@@ -29,7 +31,7 @@ RATIO_NOTE = ("time / arignote: the peer's seconds per epoch divided by arignote
               "configuration, runs alternated (above 1.00x: arignote is faster)")
 
 
-class ChartUnavailable(RuntimeError):
+class ChartUnavailable(ArignoteError, RuntimeError):
     """matplotlib is missing: the chart is an optional extra (``pip install 'arignote[chart]'``)."""
 
 

@@ -16,11 +16,10 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from arignote.metric_names import spellings
+
 _MODES = ("auto", "min", "max")
 
-# Keras 2 logs accuracy as ``acc``; Keras 2.3+/tf.keras as ``accuracy``. Either spelling of
-# ``monitor`` finds the other one, so scripts from both eras work.
-_ALIASES = {"acc": "accuracy", "accuracy": "acc", "val_acc": "val_accuracy", "val_accuracy": "val_acc"}
 
 
 def check_mode(mode: str, owner: str) -> str:
@@ -49,8 +48,10 @@ def monitor_value(logs: Mapping[str, Any] | None, monitor: str, owner: str) -> f
     """The value of ``monitor`` in ``logs`` as a float, or None with a warning naming the keys
     that are available (Keras warns and skips the epoch in the same situation)."""
     logs = logs or {}
-    for key in (monitor, _ALIASES.get(monitor)):
-        if key is not None and key in logs:
+    # Keras 2.0-2.2 logged ``acc``/``mean_absolute_error``, Keras 2.3 ``accuracy``/``mae``: any
+    # spelling of ``monitor`` finds the logged one, so scripts from both eras work.
+    for key in (monitor, *spellings(monitor)):
+        if key in logs:
             return float(logs[key])
     available = ", ".join(sorted(logs)) or "none"
     hint = ""

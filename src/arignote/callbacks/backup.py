@@ -8,6 +8,12 @@ verifies (falling back to the previous one, with a notice, when the newest is co
 it on every rank and sets ``model.resume_epoch`` so ``fit`` continues with the first unfinished
 epoch. When training finishes normally the backups are deleted.
 
+A stopped epoch is not a finished epoch: an epoch that ended early (``stop_training`` during its
+batches, e.g. by TerminateOnNaN) or left non-finite weights is never backed up, and its backups are
+kept at the end of training, so a rerun resumes from the last good epoch instead of from NaN
+weights. A failed save (disk full, quota, ...) raises :class:`arignote.checkpoint.CheckpointSaveError`
+naming the file, the cause and the last good backup, which is intact.
+
 Example::
 
     >>> import tempfile
@@ -28,7 +34,7 @@ import numpy as np
 import torch
 
 from arignote import checkpoint
-from arignote.callbacks import _monitor
+from arignote.callbacks import _guard, _monitor
 from arignote.callbacks.base import Callback
 
 __all__ = ["BackupAndRestore"]
@@ -61,6 +67,7 @@ class BackupAndRestore(Callback):
         self.restore_rng = restore_rng
         self.restored_epoch: int | None = None  # epochs finished by the run we resumed, if any
         self.restored_from: str | None = None
+        self._not_saved: str | None = None  # why the last epoch end wrote no backup
 
     def path_for(self, epochs_done: int) -> str:
         """The backup file written after ``epochs_done`` finished epochs."""
@@ -82,23 +89,33 @@ class BackupAndRestore(Callback):
     def on_train_begin(self, logs=None) -> None:
         self.restored_epoch = None
         self.restored_from = None
-        if _monitor.is_main(self.model):
+        self._not_saved = None
+        main = _monitor.is_main(self.model)  # every rank restores; rank 0 alone says so
+        if main:
+            if os.path.exists(self.backup_dir) and not os.path.isdir(self.backup_dir):
+                raise checkpoint.CheckpointError(
+                    f"BackupAndRestore: backup_dir {self.backup_dir} is a file, not a directory; "
+                    "pass another backup_dir or remove that file")
             os.makedirs(self.backup_dir, exist_ok=True)
             self._remove_partial_writes()
         found = self.backups()
+        for epochs_done, path in found:
+            if os.path.isdir(path):  # found now, not when the save of that epoch fails hours later
+                raise checkpoint.CheckpointError(
+                    f"BackupAndRestore: {path} is a directory; that name is where the backup of epoch "
+                    f"{epochs_done} goes: remove or rename the directory")
         if not found:
             return
         problems = []
-        main = _monitor.is_main(self.model)  # every rank restores; rank 0 alone says so
         for epochs_done, path in found:
             try:
                 saved = checkpoint.load(path)
+                self._restore(saved, path)
             except checkpoint.CheckpointError as exc:
                 problems.append(str(exc))
                 if main:
                     _monitor.notice(f"BackupAndRestore: skipping backup {path}: {exc}")
                 continue
-            self._restore(saved, path)
             if problems and main:
                 _monitor.notice(f"BackupAndRestore: resumed from the previous good backup {path} "
                                 f"({epochs_done} epochs done)")
@@ -109,22 +126,32 @@ class BackupAndRestore(Callback):
         )
 
     def _restore(self, saved: Any, path: str) -> None:
+        """Load one backup into the model; every way it can be unusable is a CheckpointError."""
         if not isinstance(saved, dict) or "training_state" not in saved or "epochs_done" not in saved:
             raise checkpoint.CheckpointError(
                 f"BackupAndRestore: {path} is a checkpoint but not a backup written by BackupAndRestore; "
                 f"delete {self.backup_dir} to start from scratch")
+        epochs_done = saved["epochs_done"]
+        if isinstance(epochs_done, bool) or not isinstance(epochs_done, int) or epochs_done < 0:
+            raise checkpoint.CheckpointError(
+                f"BackupAndRestore: {path} records epochs_done={epochs_done!r}, not a whole number >= 0")
         try:
             self.model.load_training_state(saved["training_state"])
-        except (RuntimeError, KeyError, ValueError) as exc:
+        except (RuntimeError, KeyError, ValueError, TypeError, AttributeError, IndexError) as exc:
             first = str(exc).splitlines()[0] if str(exc) else ""
-            raise ValueError(
+            raise checkpoint.CheckpointError(
                 f"BackupAndRestore: backup {path} does not fit this model/optimizer ({type(exc).__name__}: "
                 f"{first}); it belongs to another training job: use another backup_dir or delete "
                 f"{self.backup_dir}"
             ) from None
+        bad = _guard.nonfinite_weights(self.model)
+        if bad:  # written by an older arignote, or by hand: never a resume point
+            raise checkpoint.CheckpointError(
+                f"BackupAndRestore: backup {path} holds non-finite weights (NaN/Inf in "
+                f"{_guard.describe_nonfinite(bad)})")
         if self.restore_rng and saved.get("rng"):
             _set_rng_state(saved["rng"])
-        self.restored_epoch = int(saved["epochs_done"])
+        self.restored_epoch = epochs_done
         self.restored_from = path
         self.model.resume_epoch = self.restored_epoch
         if self.params.get("verbose", 1) and _monitor.is_main(self.model):
@@ -136,13 +163,35 @@ class BackupAndRestore(Callback):
         if not _monitor.is_main(self.model):
             return
         epochs_done = epoch + 1
+        # A stopped epoch is not a finished epoch, and NaN weights are no resume point: the newest
+        # backup stays the last good one, and is kept when training ends.
+        if _guard.epoch_interrupted(self.model):
+            self._not_saved = f"epoch {epochs_done} was interrupted before its end"
+        else:
+            bad = _guard.nonfinite_weights(self.model)
+            self._not_saved = (f"the weights after epoch {epochs_done} are not finite (NaN/Inf in "
+                               f"{_guard.describe_nonfinite(bad)})") if bad else None
+        if self._not_saved is not None:
+            last = self.backups()
+            kept = (f"the last good backup {last[0][1]} ({last[0][0]} epochs done) is kept"
+                    if last else "no backup was written yet, a rerun starts from scratch")
+            _monitor.notice(f"BackupAndRestore: not backing up: {self._not_saved}; {kept}")
+            return
         saved = {
             "format": "arignote-backup/1",
             "epochs_done": epochs_done,
             "training_state": self.model.training_state(),
             "rng": _get_rng_state(),
         }
-        checkpoint.save(self.path_for(epochs_done), saved)
+        try:
+            checkpoint.save(self.path_for(epochs_done), saved)
+        except checkpoint.CheckpointSaveError as exc:
+            last = [b for b in self.backups() if b[0] != epochs_done]
+            kept = (f"the last good backup {last[0][1]} ({last[0][0]} epochs done) is intact"
+                    if last else "there is no earlier backup")
+            raise checkpoint.CheckpointSaveError(
+                f"BackupAndRestore: could not back up epoch {epochs_done}: {exc}; {kept}",
+                exc.errno, exc.filename) from exc
         # Only now that the new copy is complete, drop copies beyond the `keep` newest.
         for _, old in self.backups()[self.keep:]:
             with contextlib.suppress(FileNotFoundError):
@@ -157,6 +206,12 @@ class BackupAndRestore(Callback):
 
     def on_train_end(self, logs=None) -> None:
         if not (self.delete_checkpoint and _monitor.is_main(self.model)):
+            return
+        if self._not_saved is not None:
+            # training stopped on an unfinished epoch or NaN weights: the backups are what is left
+            # to resume from, so they stay (a rerun resumes from the last good one)
+            _monitor.notice(f"BackupAndRestore: keeping the backups in {self.backup_dir} because "
+                            f"{self._not_saved}")
             return
         for _, path in self.backups():
             with contextlib.suppress(FileNotFoundError):

@@ -19,6 +19,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from arignote.metric_names import Logs, as_logs, spellings
+
 __all__ = ["Callback", "CallbackList", "History", "LazyLogs"]
 
 
@@ -77,7 +79,13 @@ _BATCH_HOOKS = {
 
 
 def _overrides(cb: Callback, names: tuple[str, ...]) -> bool:
-    return any(getattr(type(cb), n, None) is not getattr(Callback, n) for n in names)
+    """Whether ``cb`` has its own hook for any of ``names`` (a method of its class or, as
+    LambdaCallback sets them, a function on the instance)."""
+    for n in names:
+        hook = getattr(cb, n, None)
+        if getattr(hook, "__func__", hook) is not getattr(Callback, n):
+            return True
+    return False
 
 
 class CallbackList:
@@ -124,12 +132,13 @@ class CallbackList:
         for cb in self.callbacks:
             getattr(cb, hook)(*args)
 
-    def on_train_begin(self, logs=None): self._call("on_train_begin", logs)
-    def on_train_end(self, logs=None): self._call("on_train_end", logs)
-    def on_epoch_begin(self, epoch, logs=None): self._call("on_epoch_begin", epoch, logs)
-    def on_epoch_end(self, epoch, logs=None): self._call("on_epoch_end", epoch, logs)
-    def on_test_begin(self, logs=None): self._call("on_test_begin", logs)
-    def on_test_end(self, logs=None): self._call("on_test_end", logs)
+    # Plain dicts of logs become metric_names.Logs, which answer both eras' names (acc / accuracy).
+    def on_train_begin(self, logs=None): self._call("on_train_begin", as_logs(logs))
+    def on_train_end(self, logs=None): self._call("on_train_end", as_logs(logs))
+    def on_epoch_begin(self, epoch, logs=None): self._call("on_epoch_begin", epoch, as_logs(logs))
+    def on_epoch_end(self, epoch, logs=None): self._call("on_epoch_end", epoch, as_logs(logs))
+    def on_test_begin(self, logs=None): self._call("on_test_begin", as_logs(logs))
+    def on_test_end(self, logs=None): self._call("on_test_end", as_logs(logs))
     def on_predict_begin(self, logs=None): self._call("on_predict_begin", logs)
     def on_predict_end(self, logs=None): self._call("on_predict_end", logs)
 
@@ -188,7 +197,11 @@ class LazyLogs(Mapping):
         if key in self._fixed:
             return self._fixed[key]
         if key not in self._keys:
-            raise KeyError(key)
+            # another era's spelling of a logged metric (acc for accuracy...)
+            other = next((k for k in spellings(key) if k in self._keys), None)
+            if other is None:
+                raise KeyError(key)
+            key = other
         if self._values is None:
             self._values = self._compute()
         return self._values[key]
@@ -207,17 +220,18 @@ class History(Callback):
     """Records epoch logs: ``history.history["loss"]`` is a list with one float an epoch.
 
     ``fit`` adds one automatically and returns it (also available as ``model.history``).
+    ``history`` answers both eras' metric names (``history.history['acc']`` finds ``accuracy``).
     ``epoch`` lists the epoch indices that ran (they start at ``initial_epoch`` or the resume point).
     """
 
     def __init__(self) -> None:
         super().__init__()
         self.epoch: list[int] = []
-        self.history: dict[str, list[float]] = {}
+        self.history: dict[str, list[float]] = Logs()
 
     def on_train_begin(self, logs=None) -> None:
         self.epoch = []
-        self.history = {}
+        self.history = Logs()
 
     def on_epoch_end(self, epoch, logs=None) -> None:
         self.epoch.append(epoch)

@@ -128,13 +128,17 @@ class TensorBoard(Callback):
 
     def __init__(self, log_dir: str | os.PathLike[str] = "./logs", histogram_freq: int = 0,
                  batch_size: int | None = None, write_graph: bool = True, write_grads: bool = False,
-                 write_images: bool = False, update_freq: str | int = "epoch",
-                 embeddings_freq: int = 0) -> None:
+                 write_images: bool = False, embeddings_freq: int = 0, embeddings_layer_names: Any = None,
+                 embeddings_metadata: Any = None, embeddings_data: Any = None,
+                 update_freq: str | int = "epoch") -> None:
         super().__init__()
         self._writer_class = _summary_writer_class()
         for name, value in (("write_grads", write_grads), ("write_images", write_images),
-                            ("embeddings_freq", embeddings_freq)):
-            if value:
+                            ("embeddings_freq", embeddings_freq),
+                            ("embeddings_layer_names", embeddings_layer_names),
+                            ("embeddings_metadata", embeddings_metadata),
+                            ("embeddings_data", embeddings_data)):
+            if value is not None and value is not False and not (isinstance(value, int) and value == 0):
                 raise ValueError(f"TensorBoard: {name}={value!r} is not supported by arignote; remove it")
         _monitor.whole_number(histogram_freq, "histogram_freq", "TensorBoard", 0, "epochs")
         if update_freq not in ("epoch", "batch"):

@@ -104,14 +104,20 @@ def format_bar(current: int, target: int | None) -> str:
 class ProgbarLogger(Callback):
     """Prints the Keras-format log; ``count_mode`` is ``samples`` (arrays) or ``steps`` (iterables).
 
+    Keras 2's arguments are ``(count_mode, stateful_metrics)``; ``verbose`` and ``stream`` are ours.
+
     ``stream`` defaults to ``sys.stdout``; the bar is only redrawn when the stream is a terminal.
     """
 
-    def __init__(self, count_mode: str = "samples", verbose: int = 1, stream: TextIO | None = None) -> None:
+    def __init__(self, count_mode: str = "samples", stateful_metrics: Any = None, verbose: int = 1,
+                 stream: TextIO | None = None) -> None:
         super().__init__()
         if count_mode not in ("samples", "steps"):
             raise ValueError(f"count_mode must be 'samples' or 'steps', got {count_mode!r}")
         self.count_mode = count_mode
+        # Keras 2 averaged batch values itself except for these; the values shown here are the
+        # loop's exact running means, so every metric is already shown as is.
+        self.stateful_metrics = set(stateful_metrics or ())
         self.verbose = verbose
         self._stream = stream
         self._epoch_start = 0.0

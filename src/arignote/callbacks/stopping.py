@@ -9,10 +9,13 @@ Example::
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
-from arignote.callbacks import _monitor
+import torch
+
+from arignote.callbacks import _guard, _monitor
 from arignote.callbacks.base import Callback
 
 __all__ = ["EarlyStopping", "TerminateOnNaN"]
@@ -91,12 +94,37 @@ class TerminateOnNaN(Callback):
 
     Reading each batch's loss waits for the device once a batch, which is what this check costs;
     the epoch-end loss is checked as well.
+
+    ``restore=True`` (beyond Keras) also rolls the in-memory model back to the last good state when
+    it stops: the weights and optimizer state at the end of the last finished epoch whose weights
+    were finite (or at the start of ``fit`` when no epoch finished), so a script that goes on to
+    ``evaluate``, ``predict`` or ``save`` after a NaN uses usable weights. It costs one host-memory
+    copy of the model's ``state_dict`` and of the optimizer's state (for Adam: about 3 x the
+    weights' size), refreshed at each epoch end (one device-to-host copy of them per epoch).
+    ``restored_from`` is the number of finished epochs the restored state belongs to.
+
+    Example::
+
+        >>> stop = TerminateOnNaN(restore=True)
+        >>> # model.fit(x, y, callbacks=[stop]); after a NaN, model holds the last good epoch's weights
     """
 
-    def __init__(self) -> None:
+    def __init__(self, restore: bool = False) -> None:
         super().__init__()
+        if not isinstance(restore, bool):
+            raise ValueError(f"TerminateOnNaN: restore={restore!r} must be True or False")
+        self.restore = restore
         self.terminated_at: tuple[int, int] | None = None
+        self.restored_from: int | None = None
         self._epoch = 0
+        self._good: dict[str, Any] | None = None  # host copy of the last good state (restore=True)
+        self._good_epochs = 0
+
+    def on_train_begin(self, logs=None) -> None:
+        self.terminated_at = None
+        self.restored_from = None
+        if self.restore:
+            self._keep(int(getattr(self.model, "epochs_done", 0) or 0))
 
     def on_epoch_begin(self, epoch, logs=None) -> None:
         self._epoch = epoch
@@ -119,3 +147,53 @@ class TerminateOnNaN(Callback):
     def on_epoch_end(self, epoch, logs=None) -> None:
         if self.terminated_at is None and self._check((logs or {}).get("loss"), f"Epoch {epoch + 1}"):
             self.terminated_at = (epoch, -1)
+        if not self.restore:
+            return
+        if self.terminated_at is None and not _guard.epoch_interrupted(self.model) \
+                and not _guard.nonfinite_weights(self.model):
+            self._keep(epoch + 1)
+
+    def on_train_end(self, logs=None) -> None:
+        if self.restore and self.terminated_at is not None and self._good is not None:
+            self._roll_back()
+
+    # ------------------------------------------------------------------ restore=True
+
+    def _keep(self, epochs_done: int) -> None:
+        """A host copy of the model's weights and optimizer state (what a roll-back restores)."""
+        module = getattr(self.model, "module", None)
+        if module is None:
+            return
+        state: dict[str, Any] = {"module": _to_host(module.state_dict())}
+        optimizer = getattr(self.model, "optimizer", None)
+        if optimizer is not None and getattr(optimizer, "built", True) and hasattr(optimizer, "state_dict"):
+            try:
+                state["optimizer"] = _to_host(optimizer.state_dict())
+            except (RuntimeError, AttributeError):
+                pass  # an optimizer that never stepped has no state yet
+        self._good, self._good_epochs = state, epochs_done
+
+    def _roll_back(self) -> None:
+        assert self._good is not None
+        self.model.module.load_state_dict(self._good["module"])
+        optimizer = getattr(self.model, "optimizer", None)
+        if "optimizer" in self._good and optimizer is not None:
+            optimizer.load_state_dict(self._good["optimizer"])
+        if hasattr(self.model, "epochs_done"):
+            self.model.epochs_done = self._good_epochs
+        self.restored_from = self._good_epochs
+        if _monitor.is_main(self.model):
+            _monitor.say(f"TerminateOnNaN: restored the weights of the last good state "
+                         f"({self._good_epochs} epochs done)")
+
+
+def _to_host(obj: Any) -> Any:
+    """A deep copy of a state dict with every tensor on the host (a tensor already on the host is
+    copied too: the model keeps training in place)."""
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().to("cpu", copy=True)
+    if isinstance(obj, dict):
+        return {k: _to_host(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_host(v) for v in obj)
+    return copy.deepcopy(obj)

@@ -30,7 +30,8 @@ _FORWARDED = (signal.SIGINT, signal.SIGTERM)
 def add_arguments(parser) -> None:
     parser.add_argument("--gpus", type=int, default=1, metavar="N", help="how many GPUs to lease (default 1)")
     parser.add_argument("--min-free-memory", metavar="SIZE",
-                        help="only GPUs with at least SIZE free, e.g. 10GiB, 512MiB, 1.5GB")
+                        help="only GPUs with at least SIZE free: 10GiB, 512MiB, 25%% or 0.25 of the GPU, "
+                             "4096 (MiB)")
     parser.add_argument("--max-utilization", type=float, metavar="PERCENT",
                         help="only GPUs at most PERCENT busy (0-100)")
     parser.add_argument("--wait", action="store_true",
@@ -79,7 +80,7 @@ def _check(args) -> tuple[list[str], int]:
 
 def _lease(args, command: list[str]):
     """Acquire, telling the user once when it has to wait. Raises NoFreeGPUError/ShareError."""
-    from arignote.share import NoFreeGPUError, acquire
+    from arignote.share import NoFreeGPUError, acquire, queue
 
     kw = dict(min_free_memory=args.min_free_memory, max_utilization=args.max_utilization,
               snapshot=args.inventory, command=" ".join(command))
@@ -89,7 +90,9 @@ def _lease(args, command: list[str]):
         if not args.wait:
             raise
         print(f"arignote run: waiting: {exc.detail}", file=sys.stderr, flush=True)
-    return acquire(args.gpus, wait=True, timeout=args.timeout, poll=args.poll, **kw)
+    # the queue record lets `arignote dash` show who waits, for what and since when
+    with queue.waiting(args.gpus, kw["command"], args.min_free_memory, args.max_utilization):
+        return acquire(args.gpus, wait=True, timeout=args.timeout, poll=args.poll, **kw)
 
 
 def should_forward(signo: int, si_code: int, same_group: bool) -> bool:

@@ -1,4 +1,5 @@
-"""``arignote smi``: who uses which GPU, how hot and how full it is, and which GPUs arignote leases.
+"""``arignote smi``: who uses which GPU, how hot and how full it is, which GPUs arignote leases, and
+the job (script, epoch, ETA) of each GPU process that is an arignote training run.
 
 Never imports torch (NVML through ``nvidia-ml-py``, CPU/RAM through psutil), so it starts fast.
 
@@ -19,8 +20,8 @@ HELP = "show GPUs, their processes and arignote leases (like nvidia-smi; --json,
 
 def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true",
-                        help="print the snapshot as JSON (GPUs, processes, host, leases; "
-                             "n/a readings are null)")
+                        help="print the snapshot as JSON (GPUs, processes with their arignote job, "
+                             "host, leases, running arignote runs; n/a readings are null)")
     parser.add_argument("--watch", nargs="?", type=float, const=2.0, default=None, metavar="SECONDS",
                         help="redraw every SECONDS (default 2) until Ctrl-C")
     parser.add_argument("--no-processes", action="store_true", help="leave out the process table")
@@ -30,9 +31,10 @@ def add_arguments(parser) -> None:
 
 
 def _reader(args):
-    """A function returning a fresh (snapshot, leases)."""
+    """A function returning a fresh (snapshot, leases, runs)."""
     from arignote.devices import nvml
     from arignote.share.leases import current_leases
+    from arignote.share.status import read_runs
 
     def read():
         if args.inventory:
@@ -40,7 +42,8 @@ def _reader(args):
         else:
             # CPU use since start-up (at least 30 ms), then since the previous refresh (--watch)
             snap = nvml.snapshot(processes=not args.no_processes, cpu_interval=0.03)
-        return snap, current_leases()
+        runs, _ = read_runs(hours=0)  # running ones; `arignote dash` shows unreadable records
+        return snap, current_leases(), runs
 
     return read
 
@@ -66,7 +69,7 @@ def run(args) -> int:
         if args.watch is not None:
             monitor.watch(read, interval=args.watch, processes=not args.no_processes)
             return 0
-        snap, leases = read()
+        snap, leases, runs = read()
     except SnapshotFormatError as exc:
         print(f"arignote smi: {exc}", file=sys.stderr)
         return 2
@@ -74,12 +77,12 @@ def run(args) -> int:
         print(f"arignote smi: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(monitor.to_json(snap, leases, processes=not args.no_processes))
+        print(monitor.to_json(snap, leases, processes=not args.no_processes, runs=runs))
     else:
         from rich.console import Console
 
         # piped output is not cut at 80 columns: a log file or `less -S` can show the full table
         width = None if sys.stdout.isatty() else 200
         console = Console(highlight=False, width=width)
-        console.print(monitor.render(snap, leases, processes=not args.no_processes))
+        console.print(monitor.render(snap, leases, processes=not args.no_processes, runs=runs))
     return 0

@@ -3,8 +3,11 @@
 ``mnist``, ``fashion_mnist`` and ``cifar10`` have Keras's ``load_data()`` (same shapes and dtypes),
 read the official file formats, look in ``ARIGNOTE_DATA``, ``~/.arignote/datasets``,
 ``~/.keras/datasets`` and Debian's ``/usr/share/datasets`` before downloading, and verify the
-official hashes. ``digits`` is scikit-learn's real 8x8 digits; :func:`synthetic` makes learnable
-data of any shape without any file.
+official hashes. ``cifar100`` (``label_mode``), ``imdb`` and ``reuters`` (``num_words``, ``skip_top``,
+``maxlen``, ``seed``, ``start_char``, ``oov_char``, ``index_from``, ``get_word_index``) and
+``boston_housing`` go through Keras's ``get_file`` (:mod:`arignote.utils.data_utils`) as Keras 2 did.
+``digits`` is scikit-learn's real 8x8 digits; :func:`synthetic` makes learnable data of any
+shape without any file.
 
 Example::
 
@@ -13,8 +16,9 @@ Example::
     >>> x, y = synthetic(shape=(28, 28, 1), classes=10, samples=64)
 """
 
-from arignote.datasets import cifar10, digits, fashion_mnist, mnist
+from arignote.datasets import boston_housing, cifar10, cifar100, digits, fashion_mnist, imdb, mnist, reuters
 from arignote.datasets._files import DatasetError, search_dirs
 from arignote.datasets.synthetic import synthetic
 
-__all__ = ["DatasetError", "cifar10", "digits", "fashion_mnist", "mnist", "search_dirs", "synthetic"]
+__all__ = ["DatasetError", "boston_housing", "cifar10", "cifar100", "digits", "fashion_mnist", "imdb",
+           "mnist", "reuters", "search_dirs", "synthetic"]

@@ -14,13 +14,14 @@ from __future__ import annotations
 import gzip
 import io
 import pickle
+import zipfile
 from typing import IO, Any
 
 import numpy as np
 
 from arignote.datasets._files import DatasetError
 
-__all__ = ["read_idx", "read_npz", "safe_unpickle"]
+__all__ = ["read_idx", "read_npz", "read_npz_objects", "safe_unpickle"]
 
 _IDX_TYPES = {0x08: np.uint8, 0x09: np.int8, 0x0B: ">i2", 0x0C: ">i4", 0x0D: ">f4", 0x0E: ">f8"}
 
@@ -82,6 +83,8 @@ class _RestrictedUnpickler(pickle.Unpickler):
     _ALLOWED = {
         ("numpy.core.multiarray", "_reconstruct"),
         ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.multiarray", "scalar"),
+        ("numpy._core.multiarray", "scalar"),
         ("numpy", "ndarray"),
         ("numpy", "dtype"),
         ("_codecs", "encode"),
@@ -94,9 +97,9 @@ class _RestrictedUnpickler(pickle.Unpickler):
             import codecs
 
             return codecs.encode
-        if name == "_reconstruct":
+        if name in ("_reconstruct", "scalar"):
             multiarray = getattr(np, "_core", None) or np.core
-            return multiarray.multiarray._reconstruct
+            return getattr(multiarray.multiarray, name)
         return getattr(np, name)
 
 
@@ -115,3 +118,50 @@ def safe_unpickle(fh: IO[bytes], where: str) -> Any:
 def unpickle_bytes(blob: bytes, where: str) -> Any:
     """:func:`safe_unpickle` for bytes in memory (a member read from the .tar.gz)."""
     return safe_unpickle(io.BytesIO(blob), where)
+
+
+def read_npz_objects(path: str, keys: tuple[str, ...]) -> dict[str, np.ndarray]:
+    """The arrays ``keys`` of an ``.npz`` whose arrays may hold Python objects (Keras's imdb.npz and
+    reuters.npz store lists of word ids), unpickled by the restricted unpickler (numpy arrays, lists
+    and numbers only) instead of ``np.load(allow_pickle=True)``, which would run any code in the file."""
+    out = {}
+    try:
+        with zipfile.ZipFile(path) as z:
+            names = {n[:-4]: n for n in z.namelist() if n.endswith(".npy")}
+            missing = [k for k in keys if k not in names]
+            if missing:
+                raise DatasetError(f"{path} lacks arrays {missing} (it has {sorted(names)}); "
+                                   "delete or replace it")
+            for k in keys:
+                with z.open(names[k]) as fh:
+                    blob = fh.read()
+                out[k] = _npy_from_bytes(blob, f"{path}:{k}")
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise DatasetError(f"{path} cannot be read as an npz file ({exc}); "
+                           "delete it and load again") from None
+    return out
+
+
+def _npy_from_bytes(blob: bytes, where: str) -> np.ndarray:
+    fh = io.BytesIO(blob)
+    try:
+        version = np.lib.format.read_magic(fh)
+        read_header = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                       else np.lib.format.read_array_header_2_0)
+        shape, fortran, dtype = read_header(fh)
+    except ValueError as exc:
+        raise DatasetError(f"{where} is not a .npy array ({exc}); delete or replace the file") from None
+    if not dtype.hasobject:
+        return np.load(io.BytesIO(blob), allow_pickle=False)
+    try:
+        array = _RestrictedUnpickler(fh, encoding="latin1").load()
+    except _RefusedGlobal as exc:
+        raise DatasetError(f"{where} refused: {exc}; it is not an official Keras dataset file") from None
+    except (pickle.UnpicklingError, EOFError, ValueError, TypeError, AttributeError, IndexError,
+            KeyError) as exc:
+        raise DatasetError(f"{where} is truncated or damaged ({type(exc).__name__}: {exc}); "
+                           "delete it and load again") from None
+    array = np.asarray(array, dtype=object) if not isinstance(array, np.ndarray) else array
+    if array.shape != tuple(shape):
+        raise DatasetError(f"{where}: the pickled array has shape {array.shape}, the header says {shape}")
+    return array

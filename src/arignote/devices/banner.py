@@ -12,12 +12,12 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from arignote.devices.inventory import CPUInfo, Device
-
-MiB = 1 << 20
+from arignote.sizes import format_mib
 
 
 @dataclass(frozen=True)
@@ -59,11 +59,32 @@ def device_line(device: Device) -> str:
     ``device cpu: <model>, N threads``."""
     if device.is_cuda:
         pci = f" ({device.pci_bus_id})" if device.pci_bus_id else ""
-        return (f"Mapped {device} to {device.name}{pci}, {device.total_memory // MiB} MiB, "
-                f"{device.free_memory // MiB} MiB free")
+        return (f"Mapped {device} to {device.name}{pci}, {format_mib(device.total_memory)}, "
+                f"{format_mib(device.free_memory)} free")
     info = device.info
     threads = f", {info.threads} threads" if isinstance(info, CPUInfo) else ""
     return f"device cpu: {device.name}{threads}"
+
+
+def setting_notes(devices: Sequence[Device], get: Callable[[str], Any]) -> list[str]:
+    """One note per flag that cannot take effect on ``devices`` (``get`` reads a flag, e.g.
+    :func:`arignote.config.get`): what ``fit``'s banner and ``arignote config`` both say.
+
+    >>> setting_notes([Device("cpu")], {"precision": "mixed-fp16"}.get)[0][:40]
+    'note: precision=mixed-fp16 on cpu: float'
+    """
+    if any(d.is_cuda for d in devices):
+        return []
+    notes = []
+    if get("precision") == "mixed-fp16":
+        notes.append("note: precision=mixed-fp16 on cpu: float16 autocast runs but is slow on most CPUs "
+                     "and its gradient scaling guards against nothing there; precision=mixed-bf16 is "
+                     "the CPU's reduced-precision mode")
+    if get("memory.preallocate") or get("memory.limit"):
+        notes.append("note: memory.preallocate and memory.limit apply to GPUs only; nothing to do on cpu")
+    if get("dnn.benchmark") or get("dnn.deterministic") or get("dnn.enabled") == "true":
+        notes.append("note: the dnn.* flags switch cuDNN on GPUs; nothing to do on cpu")
+    return notes
 
 
 def render(devices: Sequence[Device], versions: Versions, plans: Mapping[str, object] | None = None,

@@ -19,6 +19,8 @@ import functools
 from dataclasses import dataclass, field
 from typing import Any
 
+from arignote.errors import DeviceError
+
 MiB = 1 << 20
 
 
@@ -159,8 +161,6 @@ def list_devices(kind: str | None = None, inventory: Inventory | None = None) ->
     plus ``--query-gpu=memory.total,memory.free``).
     """
     if kind not in (None, "cpu", "cuda", "gpu"):
-        from arignote.devices.spec import DeviceError
-
         raise DeviceError(f"list_devices(kind={kind!r}): kind must be None, 'cpu' or 'cuda'")
     inv = inventory if inventory is not None else current_inventory()
     out = []

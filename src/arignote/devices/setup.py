@@ -146,8 +146,7 @@ def prepare(device: Device | str, inventory: Inventory | None = None):
         from arignote.precision import Precision
 
         extra.append("Precision " + Precision.from_config(dev).describe())
-    if not dev.is_cuda and (config.get("memory.preallocate") or config.get("memory.limit")):
-        extra.append("note: memory.preallocate and memory.limit apply to GPUs only; nothing to do on cpu")
+    extra.extend(banner.setting_notes([dev], config.get))
     if config.get("print_active_device") and rank() == 0:
         if not dev.is_cuda:  # show the thread count cpu.threads just set
             info = CPUInfo(inv.cpu_name, cpu.threads(), inv.cpu_memory, inv.cpu_free_memory)

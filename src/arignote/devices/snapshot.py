@@ -22,6 +22,8 @@ import socket
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any
 
+from arignote.errors import ArignoteError
+
 __all__ = [
     "NA",
     "FORMAT",
@@ -75,7 +77,7 @@ class _NAType:
 NA: Any = _NAType()
 
 
-class SnapshotFormatError(ValueError):
+class SnapshotFormatError(ArignoteError, ValueError):
     """An ``--inventory`` / JSON snapshot that is not usable; the message names the file and key."""
 
 

@@ -22,8 +22,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arignote.config import ConfigError
 from arignote.devices.inventory import Device, Inventory, cpu_device, gpu_device
+from arignote.errors import DeviceError
 
 FORMS = "auto, cpu, cuda, cudaN, cuda:N, a list like cuda0,cuda2, all, or free:N"
 _ONE_GPU = re.compile(r"^(?:cuda|gpu)(?::?(\d+))?$")
@@ -31,13 +31,6 @@ _FREE = re.compile(r"^free:(\d+)$")
 
 # select(n, inventory) -> the chosen GPUs (indices or objects with .index), best first
 Selector = Callable[[int, Inventory], Sequence[Any]]
-
-
-class DeviceError(ConfigError):
-    """A device spec that is malformed or that this machine cannot honour; the message names the fix.
-
-    A :class:`ValueError` (through ConfigError), so the CLI reports it and exits 2.
-    """
 
 
 @dataclass(frozen=True)

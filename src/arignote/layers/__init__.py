@@ -1,17 +1,16 @@
-"""Keras 2 layers on PyTorch (``from arignote.layers import Dense, Conv2D, ...``).
+"""Keras 2.3 layers on PyTorch (``from arignote.layers import Dense, Conv2D, ...``).
 
-See :mod:`arignote.layers.base` for the contract the models rely on (``build``,
-``compute_output_shape``, names, config, internal NCHW image tensors).
+Every public name of Keras 2.3's ``keras.layers`` is here with Keras 2 argument names and defaults,
+and Keras 2's module paths import (``arignote.layers.core``, ``.convolutional``, ``.pooling``,
+``.recurrent``, ``.merge``, ``.embeddings``, ``.normalization``, ``.noise``,
+``.advanced_activations``, ``.local``, ``.wrappers``, ``.convolutional_recurrent``,
+``.cudnn_recurrent``). Tensors between layers are in Keras layout; image layers take
+``data_format`` (``None`` = ``backend.image_data_format()``). Keras 2's legacy layers
+(``MaxoutDense``, ``Highway``, ``AtrousConvolution1D/2D``, ``Recurrent``, ``ConvRecurrent2D``) raise
+an error naming their replacement.
 
-What matches Keras 2: class names, argument names and defaults, auto names (``conv2d_1``),
-output shapes, glorot_uniform kernels / zero biases (``Embedding`` U(-0.05, 0.05), LSTM
-orthogonal recurrent kernels and forget bias 1), TF-style ``'same'`` padding, ``get_weights()``
-layouts, ``get_config()``. Known differences: images are channels_last only (``data_format``
-must be ``channels_last``); ``BatchNormalization`` updates its moving variance with the unbiased
-batch variance (as Keras >= 2.1.3); recurrent layers use sigmoid gates (Keras >= 2.3 default),
-``GRU`` is the ``reset_after=True`` (CuDNNGRU) variant, and RNN ``dropout``/``return_state``/
-``go_backwards``/``stateful`` and ``Embedding(mask_zero=True)`` are refused with an error;
-regularizers and constraints are not supported.
+Each layer documents how its torch tensors map to Keras's weights (names, order, layout);
+``layer.weight_names()`` lists them and ``get_weights()`` returns them in Keras layout.
 
 Example::
 
@@ -20,55 +19,141 @@ Example::
     ['Conv2D', 'Flatten', 'Dense']
 """
 
+from arignote.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
 from arignote.layers.base import (
+    InputSpec,
     Layer,
     deserialize,
-    from_internal,
     reset_name_counters,
     serialize,
-    to_internal,
 )
-from arignote.layers.conv import (
-    AveragePooling2D,
-    AvgPool2D,
-    Conv2D,
-    Convolution2D,
-    GlobalAveragePooling2D,
-    GlobalMaxPooling2D,
-    MaxPool2D,
-    MaxPooling2D,
-    ZeroPadding2D,
-)
-from arignote.layers.conv1d import (
-    AveragePooling1D,
-    AvgPool1D,
+from arignote.layers.convolutional import (
     Conv1D,
+    Conv2D,
+    Conv2DTranspose,
+    Conv3D,
+    Conv3DTranspose,
     Convolution1D,
-    GlobalAveragePooling1D,
-    GlobalMaxPooling1D,
-    MaxPool1D,
-    MaxPooling1D,
+    Convolution2D,
+    Convolution3D,
+    Cropping1D,
+    Cropping2D,
+    Cropping3D,
+    Deconvolution2D,
+    Deconvolution3D,
+    DepthwiseConv2D,
+    SeparableConv1D,
+    SeparableConv2D,
+    UpSampling1D,
+    UpSampling2D,
+    UpSampling3D,
+    ZeroPadding1D,
+    ZeroPadding2D,
+    ZeroPadding3D,
 )
 from arignote.layers.core import (
     Activation,
+    ActivityRegularization,
     Dense,
     Dropout,
-    Embedding,
     Flatten,
     Input,
     InputLayer,
-    LeakyReLU,
+    Lambda,
+    Masking,
+    Permute,
+    RepeatVector,
     Reshape,
+    SpatialDropout1D,
+    SpatialDropout2D,
+    SpatialDropout3D,
 )
+from arignote.layers.embeddings import Embedding
+from arignote.layers.local import LocallyConnected1D, LocallyConnected2D
+from arignote.layers.merge import (
+    Add,
+    Average,
+    Concatenate,
+    Dot,
+    Maximum,
+    Minimum,
+    Multiply,
+    Subtract,
+    add,
+    average,
+    concatenate,
+    dot,
+    maximum,
+    minimum,
+    multiply,
+    subtract,
+)
+from arignote.layers.noise import AlphaDropout, GaussianDropout, GaussianNoise
 from arignote.layers.normalization import BatchNormalization
+from arignote.layers.pooling import (
+    AveragePooling1D,
+    AveragePooling2D,
+    AveragePooling3D,
+    AvgPool1D,
+    AvgPool2D,
+    AvgPool3D,
+    GlobalAveragePooling1D,
+    GlobalAveragePooling2D,
+    GlobalAveragePooling3D,
+    GlobalAvgPool1D,
+    GlobalAvgPool2D,
+    GlobalAvgPool3D,
+    GlobalMaxPool1D,
+    GlobalMaxPool2D,
+    GlobalMaxPool3D,
+    GlobalMaxPooling1D,
+    GlobalMaxPooling2D,
+    GlobalMaxPooling3D,
+    MaxPool1D,
+    MaxPool2D,
+    MaxPool3D,
+    MaxPooling1D,
+    MaxPooling2D,
+    MaxPooling3D,
+)
 from arignote.layers.recurrent import GRU, LSTM
 
+_LEGACY = {
+    "MaxoutDense": "a Dense layer then a max over groups of units (Reshape + Lambda)",
+    "Highway": "Dense layers combined with merge.multiply/add in the functional API",
+    "AtrousConvolution1D": "Conv1D(..., dilation_rate=rate)",
+    "AtrousConvolution2D": "Conv2D(..., dilation_rate=rate)",
+    "Recurrent": "RNN(cell) with a cell class (SimpleRNNCell, LSTMCell, GRUCell or your own)",
+    "ConvRecurrent2D": "ConvLSTM2D",
+}
+
+
+class UnsupportedLayerError(ImportError):
+    """A Keras 2 name arignote deliberately does not provide (the message names the replacement)."""
+
+
+def __getattr__(name: str):
+    if name in _LEGACY:
+        raise UnsupportedLayerError(f"arignote.layers.{name} is a Keras 1 legacy layer that arignote "
+                                    f"deliberately does not provide; use {_LEGACY[name]} instead")
+    raise AttributeError(f"module 'arignote.layers' has no attribute {name!r}")
+
+
 __all__ = [
-    "Layer", "serialize", "deserialize", "to_internal", "from_internal", "reset_name_counters",
-    "Input", "InputLayer", "Dense", "Activation", "LeakyReLU", "Dropout", "Flatten", "Reshape", "Embedding",
-    "Conv2D", "Convolution2D", "MaxPooling2D", "MaxPool2D", "AveragePooling2D", "AvgPool2D",
-    "GlobalAveragePooling2D", "GlobalMaxPooling2D", "ZeroPadding2D",
-    "Conv1D", "Convolution1D", "MaxPooling1D", "MaxPool1D", "AveragePooling1D", "AvgPool1D",
-    "GlobalAveragePooling1D", "GlobalMaxPooling1D",
-    "BatchNormalization", "LSTM", "GRU",
-]  # fmt: skip
+    "Activation", "ActivityRegularization", "Add", "AlphaDropout", "Average", "AveragePooling1D",
+    "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "BatchNormalization",
+    "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "Convolution1D",
+    "Convolution2D", "Convolution3D", "Cropping1D", "Cropping2D", "Cropping3D", "Deconvolution2D",
+    "Deconvolution3D", "Dense", "DepthwiseConv2D", "Dot", "Dropout", "ELU", "Embedding", "Flatten", "GRU",
+    "GaussianDropout", "GaussianNoise", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
+    "GlobalAveragePooling3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D", "GlobalMaxPool1D",
+    "GlobalMaxPool2D", "GlobalMaxPool3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
+    "Input", "InputLayer", "LSTM", "Lambda", "Layer", "LeakyReLU", "LocallyConnected1D",
+    "LocallyConnected2D", "Masking", "MaxPool1D", "MaxPool2D", "MaxPool3D", "MaxPooling1D", "MaxPooling2D",
+    "MaxPooling3D", "Maximum", "Minimum", "Multiply", "PReLU", "Permute", "ReLU", "RepeatVector",
+    "Reshape", "SeparableConv1D", "SeparableConv2D", "Softmax", "SpatialDropout1D", "SpatialDropout2D",
+    "SpatialDropout3D", "Subtract", "ThresholdedReLU", "UnsupportedLayerError", "UpSampling1D",
+    "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "add", "average",
+    "concatenate", "deserialize", "dot", "maximum", "minimum", "multiply",
+    "reset_name_counters", "serialize", "subtract", "InputSpec",
+]

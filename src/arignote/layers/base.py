@@ -1,45 +1,64 @@
-"""The Keras-style ``Layer`` base: a ``torch.nn.Module`` that builds its parameters from a shape.
+"""The Keras 2 ``Layer`` contract on a ``torch.nn.Module`` (what custom layers and models rely on).
 
-Contract (what :mod:`arignote.models` relies on):
-
-* ``build(input_shape)`` creates parameters from the per-sample input shape (no batch dim, Keras
-  channels-last for images, e.g. ``(32, 32, 3)``); calling it again is a no-op.
-* ``compute_output_shape(input_shape)`` returns the per-sample output shape, channels-last.
-* ``input_shape_hint`` is the shape given as ``input_shape=``/``input_dim=`` (or None).
-* ``name`` is a Keras-like auto name (``conv2d_1``, ``dense_2``) unless given.
-* ``get_config()`` returns JSON-able constructor kwargs; ``from_config(cfg)`` rebuilds the layer;
+* Tensors between layers are in Keras layout: images ``(batch, height, width, channels)``
+  (channels_last; image layers view them as NCHW for torch's kernels, a free permute of a
+  channels-last tensor), sequences ``(batch, steps, features)``.
+* ``build(input_shape)`` gets the full input shape with the batch dimension (``None`` when unknown),
+  e.g. ``(None, 32, 32, 3)``; a list of shapes for layers called on a list. It creates the weights
+  (``add_weight`` or plain ``nn.Parameter``) and ends with ``super().build(input_shape)``
+  (``self.built = True``). A layer is built on its first call, from a torch tensor, a numpy array or
+  a symbolic tensor of the functional API.
+* ``call(inputs, **kwargs)`` computes; it may take ``mask=None`` (the mask of the input, travelling
+  beside it as in Keras 2) and ``training=None`` (filled with the module's ``training`` flag).
+  ``forward`` runs ``call``; ``layer(x)`` goes through ``nn.Module.__call__`` (hooks work).
+* ``compute_output_shape(input_shape)`` and ``compute_mask(inputs, mask)`` with batch dims, as Keras 2.
+  A custom layer without ``compute_output_shape`` gets its output shape from one run on zeros.
+* ``add_weight(name, shape, dtype, initializer, regularizer, trainable, constraint)``,
+  ``add_loss``, ``losses`` (regularization penalties of the current weights + losses added by the
+  last ``call``), ``weights`` / ``trainable_weights`` / ``non_trainable_weights``,
+  ``get_weights`` / ``set_weights`` (Keras layouts), ``count_params``.
+* ``get_config()`` returns JSON-able constructor kwargs (Keras 2 keys: ``name``, ``trainable``,
+  ``batch_input_shape``, ``dtype`` + the layer's own); ``from_config(cfg)`` rebuilds;
   :func:`serialize` / :func:`deserialize` speak Keras's ``{"class_name", "config"}`` form.
-* Image activations travel between layers as *logical NCHW tensors in channels_last memory
-  format*: ``to_internal`` (model input) and ``from_internal`` (model output) convert, zero-copy.
-  Every 4-D tensor a layer receives or returns is internal; ``image_layer = True`` marks the
-  layers that only make sense on images.
+* ``name`` is a Keras auto name (``conv2d_1``, ``dense_2``) unless given; ``input``, ``output``,
+  ``input_shape``, ``output_shape``, ``get_output_at(i)`` ... read the nodes of functional calls.
 
 Example::
 
+    >>> import torch
     >>> from arignote.layers import Dense
     >>> d = Dense(10, input_dim=784)
-    >>> d.input_shape_hint, d.compute_output_shape((784,))
-    ((784,), (10,))
+    >>> d.batch_input_shape, d.compute_output_shape((None, 784))
+    ((None, 784), (None, 10))
+    >>> d(torch.zeros(2, 784)).shape   # built on first call
+    torch.Size([2, 10])
 """
 
 from __future__ import annotations
 
 import difflib
+import inspect
 import numbers
 import re
 from typing import Any
 
+import numpy as np
 import torch
 from torch import nn
 
+from arignote import config, constraints, initializers, regularizers
+from arignote.graph import node as _node
+from arignote.graph import state
+from arignote.graph.node import symbolic_call
+from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers.activations import name_of
+from arignote.precision import dtype_of
 
 __all__ = [
     "Layer",
+    "InputSpec",
     "serialize",
     "deserialize",
-    "to_internal",
-    "from_internal",
     "reset_name_counters",
     "unknown_argument_error",
 ]
@@ -47,8 +66,9 @@ __all__ = [
 _NAME_COUNTS: dict[str, int] = {}
 _REGISTRY: dict[str, type] = {}
 
-# kwargs every layer accepts (Keras 2 ``Layer.__init__``)
-_BASE_KWARGS = ("name", "input_shape", "input_dim", "batch_input_shape", "batch_size", "dtype", "trainable")
+# kwargs every layer accepts (Keras 2 ``Layer.__init__``; input_dim as the layers that take it)
+_BASE_KWARGS = ("name", "input_shape", "input_dim", "batch_input_shape", "batch_size", "dtype", "trainable",
+                "weights", "input_dtype")
 
 
 def reset_name_counters() -> None:
@@ -62,10 +82,14 @@ def _snake_case(name: str) -> str:
     return re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
 
 
-def _auto_name(cls: type) -> str:
-    prefix = getattr(cls, "_name_prefix", None) or _snake_case(cls.__name__)
+def auto_name(prefix: str) -> str:
+    """``prefix_N`` with N counting from 1 per prefix (Keras's ``K.get_uid``)."""
     _NAME_COUNTS[prefix] = _NAME_COUNTS.get(prefix, 0) + 1
     return f"{prefix}_{_NAME_COUNTS[prefix]}"
+
+
+def _auto_name(cls: type) -> str:
+    return auto_name(getattr(cls, "_name_prefix", None) or _snake_case(cls.__name__))
 
 
 def unknown_argument_error(where: str, key: str, valid: list[str]) -> TypeError:
@@ -82,24 +106,6 @@ def positive_int(value: Any, what: str, where: str) -> int:
     return int(value)
 
 
-def to_internal(x: torch.Tensor) -> torch.Tensor:
-    """Keras NHWC batch -> the internal logical NCHW view (channels_last memory when ``x`` is contiguous).
-
-    Non-image tensors pass through unchanged.
-
-    Example::
-
-        >>> to_internal(torch.zeros(2, 32, 32, 3)).shape
-        torch.Size([2, 3, 32, 32])
-    """
-    return x.permute(0, 3, 1, 2) if x.dim() == 4 else x
-
-
-def from_internal(y: torch.Tensor) -> torch.Tensor:
-    """Internal NCHW batch -> Keras NHWC (a free view of a channels_last tensor); others unchanged."""
-    return y.permute(0, 2, 3, 1) if y.dim() == 4 else y
-
-
 def _shape_tuple(value: Any, what: str) -> tuple:
     if isinstance(value, numbers.Integral):
         return (int(value),)
@@ -112,16 +118,122 @@ def _shape_tuple(value: Any, what: str) -> tuple:
     return shape
 
 
-class Layer(nn.Module):
-    """Base of every arignote layer: an ``nn.Module`` built lazily from a per-sample input shape.
+def shape_of(x: Any) -> Any:
+    """Keras shape(s) of a torch tensor or a list of them, batch dim as ``None``."""
+    if isinstance(x, torch.Tensor):
+        return (None, *x.shape[1:]) if x.dim() else ()
+    if isinstance(x, (list, tuple)):
+        return [shape_of(v) for v in x]
+    if isinstance(x, dict):
+        return {k: shape_of(v) for k, v in x.items()}
+    raise TypeError(f"a layer takes torch tensors, numpy arrays or symbolic tensors, got {type(x).__name__}")
 
-    Subclasses implement ``_build(input_shape)`` (create parameters), ``compute_output_shape`` and
-    ``forward``, and list their constructor arguments in ``_config_keys``.
+
+def as_torch(x: Any) -> Any:
+    """Numpy arrays (and lists of them) as torch tensors; floats in ``floatX`` as Keras feeds them."""
+    if isinstance(x, torch.Tensor):
+        return x
+    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
+        t = torch.as_tensor(x)
+        if t.is_floating_point():
+            t = t.to(dtype_of())
+        return t
+    if isinstance(x, (list, tuple)):
+        return type(x)(as_torch(v) for v in x)
+    if isinstance(x, dict):
+        return {k: as_torch(v) for k, v in x.items()}
+    if isinstance(x, numbers.Number):
+        return torch.as_tensor(x)
+    return x
+
+
+def persistent_buffers(module: nn.Module) -> list[torch.Tensor]:
+    """The buffers of ``module`` and its children that are saved (moving averages, not caches)."""
+    return [b for name, b in module.state_dict(keep_vars=True).items()
+            if not isinstance(b, nn.Parameter)]
+
+
+class InputSpec:
+    """What a layer accepts (Keras 2 ``InputSpec``): ``dtype``, ``shape``, ``ndim``, ``max_ndim``,
+    ``min_ndim``, ``axes`` (``{axis: size}``); checked when the layer is called on a symbolic tensor.
+
+    Example::
+
+        >>> InputSpec(min_ndim=2, axes={-1: 8})
+        InputSpec(min_ndim=2, axes={-1: 8})
     """
 
-    image_layer = False  # True: only meaningful on images (4-D internal NCHW tensors)
+    def __init__(self, dtype: Any = None, shape: Any = None, ndim: int | None = None,
+                 max_ndim: int | None = None, min_ndim: int | None = None, axes: dict | None = None) -> None:
+        self.dtype = dtype
+        self.shape = shape
+        self.ndim = len(shape) if shape is not None else ndim
+        self.max_ndim = max_ndim
+        self.min_ndim = min_ndim
+        self.axes = axes or {}
+
+    def __repr__(self) -> str:
+        spec = [f"{k}={v!r}" for k, v in (("dtype", self.dtype), ("shape", self.shape), ("ndim", self.ndim),
+                                        ("max_ndim", self.max_ndim), ("min_ndim", self.min_ndim),
+                                        ("axes", self.axes)) if v]
+        return f"InputSpec({', '.join(spec)})"
+
+
+def _check_spec(layer: Any, i: int, x: KerasTensor, spec: InputSpec) -> None:
+    where = f"Input {i} is incompatible with layer {layer.name}"
+    nd = len(x.shape)
+    if spec.ndim is not None and nd != spec.ndim:
+        raise ValueError(f"{where}: expected ndim={spec.ndim}, found ndim={nd} (shape {x.shape})")
+    if spec.max_ndim is not None and nd > spec.max_ndim:
+        raise ValueError(f"{where}: expected max_ndim={spec.max_ndim}, found ndim={nd}")
+    if spec.min_ndim is not None and nd < spec.min_ndim:
+        raise ValueError(f"{where}: expected min_ndim={spec.min_ndim}, found ndim={nd}")
+    if spec.dtype is not None and x.dtype != spec.dtype:
+        raise ValueError(f"{where}: expected dtype={spec.dtype}, found dtype={x.dtype}")
+    for axis, value in spec.axes.items():
+        if value is not None and x.shape[int(axis)] not in (value, None):
+            raise ValueError(f"{where}: expected axis {axis} of input shape to have value {value} but got "
+                             f"shape {x.shape}")
+    if spec.shape is not None:
+        for want, dim in zip(spec.shape, x.shape):
+            if want is not None and dim is not None and want != dim:
+                raise ValueError(f"{where}: expected shape={spec.shape}, found shape={x.shape}")
+
+
+def _accepts(fn: Any, name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
+    return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _initial_value(initializer: Any, shape: tuple, dtype: torch.dtype, where: str) -> torch.Tensor:
+    """A Keras-layout weight filled by ``initializer`` (a name, a config dict, or ``init(shape, dtype)``)."""
+    init = initializers.get("glorot_uniform" if initializer is None else initializer)
+    if not callable(init):
+        raise ValueError(f"{where}: an initializer is a name ('glorot_uniform') or a callable "
+                         f"init(shape, dtype=None), got {initializer!r}")
+    value = init(shape, dtype=dtype)
+    value = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
+    if tuple(value.shape) != tuple(shape):
+        raise ValueError(f"{where}: the initializer returned shape {tuple(value.shape)}, expected {shape}")
+    return value.to(dtype).clone()
+
+
+class Layer(nn.Module):
+    """Base of every arignote layer (the Keras 2 contract above).
+
+    Built-in layers list their constructor arguments in ``_config_keys`` for ``get_config``.
+    """
+
     device_context = None  # set by the placement engineer (arignote.parallel.placement)
+    supports_masking = False
     _config_keys: tuple[str, ...] = ()
+    _output_dtype: str | None = None  # dtype of symbolic outputs (default floatX)
+    _call_takes_mask = False
+    _call_takes_training = False
+    _declares_output_shape = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
@@ -129,23 +241,60 @@ class Layer(nn.Module):
             if key not in _BASE_KWARGS:
                 raise unknown_argument_error(type(self).__name__, key, [*self._config_keys, *_BASE_KWARGS])
         self.name = kwargs.get("name") or _auto_name(type(self))
+        self._frozen: set[int] = set()  # ids of weights added with trainable=False
+        self._regularizers: list[tuple[Any, Any]] = []
+        self.constraints: dict[str, Any] = {}  # weight name -> constraint (applied after each update)
+        self._added_losses: list[Any] = []
+        self._call_losses: list[Any] = []
         self.trainable = bool(kwargs.get("trainable", True))
-        self.dtype_name = kwargs.get("dtype")
+        self.dtype_name = kwargs.get("dtype") or kwargs.get("input_dtype")
         self.built = False
-        self.input_shape_hint = None
+        self.input_spec: Any = None
+        self._inbound_nodes: list[Any] = []
+        self._outbound_nodes: list[Any] = []
+        self._built_input_shape: Any = None
+        self._initial_weights = kwargs.get("weights")
+        self.batch_input_shape: tuple | None = None
         if kwargs.get("batch_input_shape") is not None:
-            self.input_shape_hint = _shape_tuple(kwargs["batch_input_shape"], "batch_input_shape")[1:]
+            self.batch_input_shape = _shape_tuple(kwargs["batch_input_shape"], "batch_input_shape")
         elif kwargs.get("input_shape") is not None:
-            self.input_shape_hint = _shape_tuple(kwargs["input_shape"], "input_shape")
+            shape = _shape_tuple(kwargs["input_shape"], "input_shape")
+            self.batch_input_shape = (kwargs.get("batch_size"), *shape)
         elif kwargs.get("input_dim") is not None:
-            self.input_shape_hint = _shape_tuple(kwargs["input_dim"], "input_dim")
-        self.built_input_shape: tuple | None = None
+            shape = _shape_tuple(kwargs["input_dim"], "input_dim")
+            self.batch_input_shape = (kwargs.get("batch_size"), *shape)
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         # built-in layers only: a user's class (even one named Dense) needs custom_objects, as in Keras
         if cls.__module__.startswith("arignote.layers"):
             _REGISTRY[cls.__name__] = cls
+        # built-in layers may define forward(x, mask=None) directly instead of call
+        entry = cls.call if cls.forward is Layer.forward else cls.forward
+        cls._call_takes_mask = _accepts(entry, "mask")
+        cls._call_takes_training = "training" in inspect.signature(cls.call).parameters
+        cls._declares_output_shape = cls.compute_output_shape is not Layer.compute_output_shape
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return super().__getattr__(name)
+        except AttributeError:
+            prop = getattr(type(self), name, None)
+            if isinstance(prop, property):  # a property raised AttributeError: show its own message
+                return prop.fget(self)
+            raise
+
+    # ---------------------------------------------------------------- shapes and flags
+
+    @property
+    def input_shape_hint(self) -> tuple | None:
+        """The per-sample input shape declared with ``input_shape=``/``input_dim=`` (or None)."""
+        return None if self.batch_input_shape is None else tuple(self.batch_input_shape[1:])
+
+    @property
+    def dtype(self) -> str:
+        """Keras ``layer.dtype``: the weights' float type name (``floatX`` unless given)."""
+        return self.dtype_name or config.get("floatX")
 
     @property
     def trainable(self) -> bool:
@@ -156,41 +305,97 @@ class Layer(nn.Module):
     def trainable(self, value: bool) -> None:
         self._trainable = bool(value)
         for p in self.parameters():
-            p.requires_grad_(self._trainable)
+            p.requires_grad_(self._trainable and id(p) not in self._frozen)
+
+    # ---------------------------------------------------------------- calling
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        if not isinstance(inputs, torch.Tensor):
+            if is_symbolic(inputs):
+                if args:
+                    raise TypeError(f"layer '{self.name}': pass extra call arguments by keyword on "
+                                    "symbolic tensors, e.g. layer(x, training=True)")
+                return symbolic_call(self, inputs, kwargs)
+            inputs = as_torch(inputs)
+        if not self.built:
+            self._build_once(shape_of(inputs))
+        return super().__call__(inputs, *args, **kwargs)
+
+    def forward(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        state.set_phase(self.training)
+        if self._call_takes_training and kwargs.get("training") is None:
+            kwargs["training"] = self.training
+        if self._call_losses:
+            self._call_losses = []
+        return self.call(inputs, *args, **kwargs)
+
+    def call(self, inputs: Any, **kwargs: Any) -> Any:
+        """The computation (Keras 2 ``call``); the base layer returns its input unchanged."""
+        return inputs
+
+    def assert_input_compatibility(self, inputs: Any) -> None:
+        """Check symbolic ``inputs`` against ``self.input_spec`` (Keras 2 messages)."""
+        if not self.input_spec:
+            return
+        specs = self.input_spec if isinstance(self.input_spec, (list, tuple)) else [self.input_spec]
+        xs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if len(xs) != len(specs):
+            raise ValueError(f"Layer {self.name} expects {len(specs)} inputs, but it received {len(xs)} "
+                             "input "
+                             "tensors")
+        for i, (x, spec) in enumerate(zip(xs, specs)):
+            if spec is not None and isinstance(x, KerasTensor):
+                _check_spec(self, i, x, spec)
 
     # ---------------------------------------------------------------- building
 
     def build(self, input_shape: Any) -> None:
-        """Create the parameters for per-sample ``input_shape`` (channels-last); idempotent."""
-        if self.built:
-            return
-        shape = _shape_tuple(input_shape, f"input shape of layer '{self.name}'")
-        self._build(shape)
-        if not self.trainable:
-            for p in self.parameters():
-                p.requires_grad_(False)
-        self.built_input_shape = shape
+        """Create the weights for ``input_shape`` (with the batch dim); subclasses end with
+        ``super().build(input_shape)``."""
+        self._built_input_shape = input_shape
         self.built = True
 
-    def _build(self, input_shape: tuple) -> None:
-        """Create parameters (override in layers that have some)."""
+    def _build_once(self, input_shape: Any) -> None:
+        """Build from the first input (what ``__call__`` and the models do); applies ``trainable``
+        and the ``weights=`` given to the constructor."""
+        if self.batch_input_shape is not None and isinstance(input_shape, tuple):
+            declared = self.batch_input_shape[1:]
+            if len(declared) == len(input_shape) - 1 and any(
+                    d is not None and s is not None and d != s for d, s in zip(declared, input_shape[1:])):
+                raise ValueError(f"layer '{self.name}' declares input_shape={declared} but is called on "
+                                 f"input of shape {input_shape}")
+        self.build(input_shape)
+        self.built = True
+        if self._built_input_shape is None:
+            self._built_input_shape = input_shape
+        if not self._trainable:
+            self.trainable = False
+        if self._initial_weights is not None:
+            weights, self._initial_weights = self._initial_weights, None
+            self.set_weights(weights)
 
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        """Per-sample output shape (Keras channels-last convention)."""
-        return tuple(input_shape)
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        """Output shape(s) for ``input_shape`` (with the batch dim). Base: unchanged."""
+        return input_shape
 
-    # ---------------------------------------------------------------- Keras-style custom layers
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The output mask (Keras 2): ``mask`` passed on when ``supports_masking``, else None (and an
+        error when a mask arrives at a layer that cannot use it)."""
+        if not self.supports_masking:
+            masks = mask if isinstance(mask, (list, tuple)) else [mask]
+            if any(m is not None for m in masks):
+                raise TypeError(f"Layer {self.name} does not support masking, but was passed an input_mask; "
+                                "remove mask_zero=True / the Masking layer before it, or put a layer that "
+                                "consumes the mask (an RNN, GlobalAveragePooling1D) in between")
+            return None
+        return mask
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # built-in layers override forward; a Keras-style custom layer defines call(x)
-        return self.call(x)
+    # ---------------------------------------------------------------- weights
 
-    def call(self, x: torch.Tensor) -> torch.Tensor:
-        raise NotImplementedError(f"{type(self).__name__} must define call(x) (or forward(x))")
-
-    def add_weight(self, name: str, shape: Any, initializer: Any = "glorot_uniform", trainable: bool = True,
-                   dtype: str | None = None) -> nn.Parameter:
-        """Create and register a parameter in Keras layout (kernel ``(in, out)``, conv ``(kh, kw, in, out)``).
+    def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,
+                   initializer: Any = None, regularizer: Any = None, trainable: bool = True,
+                   constraint: Any = None) -> nn.Parameter:
+        """Create and register a weight in Keras layout (kernel ``(in, out)``, conv ``(kh, kw, in, out)``).
 
         For custom layers written the Keras way::
 
@@ -202,26 +407,84 @@ class Layer(nn.Module):
                 def call(self, x):
                     return x * self.gamma
         """
-        from arignote.layers.activations import check_initializer, initialize
-
-        check_initializer(initializer, f"initializer of weight '{name}'")
-        shape = tuple(int(d) for d in shape)
-        t = torch.empty(shape, dtype=getattr(torch, dtype) if dtype else self._param_dtype())
-        # initializers compute fans in torch layout (out, in, ...): give them that view
-        view = t.t() if t.dim() == 2 else (t.permute(3, 2, 0, 1) if t.dim() == 4 else t)
-        initialize(view, initializer)
-        param = nn.Parameter(t, requires_grad=trainable and self.trainable)
-        self.register_parameter(name, param)
+        shape = () if shape is None else tuple(int(d) for d in shape)
+        attr = re.sub(r"\W", "_", name or f"weight_{len(list(self.parameters(recurse=False)))}")
+        if dtype is None:
+            torch_dtype = self._param_dtype()
+        else:
+            torch_dtype = dtype if isinstance(dtype, torch.dtype) else getattr(torch, str(dtype))
+        where = f"{self.name}: initializer of weight '{name}'"
+        value = _initial_value(initializer, shape, torch_dtype, where)
+        param = nn.Parameter(value, requires_grad=bool(trainable) and self.trainable)
+        self.register_parameter(attr, param)
+        if not trainable:
+            self._frozen.add(id(param))
+        if regularizer is not None:
+            self._regularizers.append((param, regularizers.get(regularizer)))
+        if constraint is not None:
+            self.constraints[attr] = constraints.get(constraint)
         return param
 
     def _param_dtype(self) -> torch.dtype:
-        from arignote import backend
+        return getattr(torch, self.dtype)
 
-        return getattr(torch, self.dtype_name or backend.floatx())
+    def add_loss(self, losses: Any, inputs: Any = None) -> None:
+        """Keras 2 ``add_loss``: a tensor (or list) added to the training loss. Inside ``call`` it counts
+        for that call; a callable (or a tensor given outside ``call``) is kept."""
+        for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
+            if loss is None:
+                continue
+            if callable(loss) or isinstance(loss, KerasTensor):
+                self._added_losses.append(loss)
+            else:
+                self._call_losses.append(loss)
+
+    def add_update(self, updates: Any, inputs: Any = None) -> None:
+        """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
+        to schedule; kept so Keras 2 layers run."""
+
+    @property
+    def updates(self) -> list:
+        return []
+
+    @property
+    def losses(self) -> list:
+        """Regularization penalties of the current weights, added losses, and the last call's losses
+        (this layer and the layers inside it)."""
+        out: list = []
+        for module in self.modules():
+            if isinstance(module, Layer):
+                out += [fn(p) for p, fn in module._regularizers]
+                out += [loss() if callable(loss) else loss for loss in module._added_losses
+                        if not isinstance(loss, KerasTensor)]
+                out += module._call_losses
+        return out
+
+    @property
+    def weights(self) -> list:
+        return list(self._keras_weights())
+
+    @property
+    def trainable_weights(self) -> list:
+        return [p for p in self.parameters() if p.requires_grad]
+
+    @property
+    def non_trainable_weights(self) -> list:
+        return [p for p in self.parameters() if not p.requires_grad] + list(self.buffers())
+
+    def count_trainable_params(self) -> int:
+        """The trainable part of :meth:`count_params` (Keras layouts)."""
+        if not any(p.requires_grad for p in self.parameters()):
+            return 0
+        frozen = sum(p.numel() for p in self.parameters() if not p.requires_grad)
+        return self.count_params() - frozen - sum(b.numel() for b in persistent_buffers(self))
 
     def count_params(self) -> int:
-        """Number of scalars in this layer's parameters (what ``summary()`` prints)."""
-        return sum(p.numel() for p in self.parameters())
+        """Number of scalars in this layer's weights (what ``summary()`` prints)."""
+        if not self.built:
+            raise ValueError(f"You tried to call `count_params` on {self.name}, but the layer isn't built. "
+                             "You can build it manually via: `layer.build(batch_input_shape)`.")
+        return sum(t.numel() for t in self._keras_weights())
 
     # ---------------------------------------------------------------- weights (Keras layout)
 
@@ -235,29 +498,121 @@ class Layer(nn.Module):
         if len(weights) != len(current):
             raise ValueError(f"layer '{self.name}' expects {len(current)} weight arrays, got {len(weights)}")
         for i, (new, old) in enumerate(zip(weights, current)):
-            if tuple(new.shape) != tuple(old.shape):
+            if tuple(np.shape(new)) != tuple(old.shape):
                 raise ValueError(
-                    f"layer '{self.name}' weight {i} has shape {tuple(old.shape)}, got {tuple(new.shape)}"
+                    f"layer '{self.name}' weight {i} has shape {tuple(old.shape)}, got {tuple(np.shape(new))}"
                 )
         with torch.no_grad():
-            self._set_keras_weights([torch.as_tensor(w) for w in weights])
+            self._set_keras_weights([torch.as_tensor(np.asarray(w)) for w in weights])
 
     def _keras_weights(self) -> list[torch.Tensor]:
-        return [*self.parameters(), *self.buffers()]
+        return [*self.parameters(), *persistent_buffers(self)]
 
     def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        for t, w in zip([*self.parameters(), *self.buffers()], weights):
+        for t, w in zip(self._keras_weights(), weights):
             t.copy_(w)
+
+    # ---------------------------------------------------------------- nodes (functional API)
+
+    def _node_attr(self, node_index: int, attr: str, what: str) -> Any:
+        if not self._inbound_nodes:
+            raise AttributeError(f"Layer {self.name} is not connected, no input to return."
+                                 if what == "input" else f"The layer {self.name} has never been called and "
+                                 f"thus has no defined {what}.")
+        if len(self._inbound_nodes) <= node_index:
+            raise ValueError(f"Asked to get {what} at node {node_index}, but the layer has only "
+                             f"{len(self._inbound_nodes)} inbound nodes.")
+        values = getattr(self._inbound_nodes[node_index], attr)
+        return values[0] if len(values) == 1 else list(values)
+
+    def get_input_at(self, node_index: int) -> Any:
+        return self._node_attr(node_index, "input_tensors", "input")
+
+    def get_output_at(self, node_index: int) -> Any:
+        return self._node_attr(node_index, "output_tensors", "output")
+
+    def get_input_shape_at(self, node_index: int) -> Any:
+        return self._node_attr(node_index, "input_shapes", "input shape")
+
+    def get_output_shape_at(self, node_index: int) -> Any:
+        return self._node_attr(node_index, "output_shapes", "output shape")
+
+    def get_input_mask_at(self, node_index: int) -> Any:
+        return self._node_attr(node_index, "input_masks", "input mask")
+
+    def get_output_mask_at(self, node_index: int) -> Any:
+        return self._node_attr(node_index, "output_masks", "output mask")
+
+    def _single_node(self, what: str) -> None:
+        if len(self._inbound_nodes) > 1:
+            raise AttributeError(f"Layer {self.name} has multiple inbound nodes, hence the notion of "
+                                 f"\"layer {what}\" is ill-defined. Use `get_{what.replace(' ', '_')}_at"
+                                 "(node_index)` instead.")
+
+    @property
+    def inbound_nodes(self) -> list:
+        return self._inbound_nodes
+
+    @property
+    def outbound_nodes(self) -> list:
+        return self._outbound_nodes
+
+    @property
+    def input(self) -> Any:
+        self._single_node("input")
+        return self.get_input_at(0)
+
+    @property
+    def output(self) -> Any:
+        self._single_node("output")
+        return self.get_output_at(0)
+
+    @property
+    def input_mask(self) -> Any:
+        self._single_node("input mask")
+        return self.get_input_mask_at(0)
+
+    @property
+    def output_mask(self) -> Any:
+        self._single_node("output mask")
+        return self.get_output_mask_at(0)
+
+    @property
+    def input_shape(self) -> Any:
+        """The input shape with batch dim (from the first call, or the shape the layer was built for)."""
+        if self._inbound_nodes:
+            shapes = {str(n.input_shapes) for n in self._inbound_nodes}
+            if len(shapes) > 1:
+                raise AttributeError(f'The layer "{self.name}" has multiple inbound nodes, with different '
+                                     "input shapes. Hence the notion of \"input shape\" is ill-defined for "
+                                     "the layer. Use `get_input_shape_at(node_index)` instead.")
+            return self.get_input_shape_at(0)
+        if self._built_input_shape is not None:
+            return self._built_input_shape
+        if self.batch_input_shape is not None:
+            return self.batch_input_shape
+        raise AttributeError(f"The layer {self.name} has never been called and thus has no defined input "
+                             "shape.")
+
+    @property
+    def output_shape(self) -> Any:
+        """The output shape with batch dim."""
+        if self._inbound_nodes:
+            shapes = {str(n.output_shapes) for n in self._inbound_nodes}
+            if len(shapes) > 1:
+                raise AttributeError(f'The layer "{self.name}" has multiple inbound nodes, with different '
+                                     "output shapes. Use `get_output_shape_at(node_index)` instead.")
+            return self.get_output_shape_at(0)
+        return self.compute_output_shape(self.input_shape)
 
     # ---------------------------------------------------------------- config
 
     def get_config(self) -> dict:
-        """JSON-able constructor kwargs (Keras ``get_config``)."""
+        """JSON-able constructor kwargs (Keras 2 ``get_config``)."""
         cfg: dict[str, Any] = {"name": self.name, "trainable": self.trainable}
-        if self.dtype_name:
-            cfg["dtype"] = self.dtype_name
-        if self.input_shape_hint is not None:
-            cfg["input_shape"] = list(self.input_shape_hint)
+        if self.batch_input_shape is not None:
+            cfg["batch_input_shape"] = list(self.batch_input_shape)
+        cfg["dtype"] = self.dtype
         for key in self._config_keys:
             value = getattr(self, key)
             if callable(value):  # an activation function given as a callable
@@ -272,6 +627,9 @@ class Layer(nn.Module):
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}"
+
+
+_node._BASE_COMPUTE_MASK[0] = Layer.compute_mask
 
 
 def serialize(layer: Layer) -> dict:

@@ -1,77 +1,75 @@
-"""Core Keras layers: ``Input``, ``Dense``, ``Activation``, ``Dropout``, ``Flatten``, ``Embedding``.
+"""Core layers (Keras 2 ``keras.layers.core``): ``Dense``, ``Activation``, ``Dropout``, ``Flatten``,
+``Reshape``, ``Permute``, ``RepeatVector``, ``Lambda``, ``ActivityRegularization``, ``Masking``,
+``SpatialDropout1D/2D/3D`` (the last three in :mod:`arignote.layers._core_extra`), and ``Input``.
 
-Defaults follow Keras 2: ``Dense`` kernels glorot_uniform, biases zeros; ``Embedding`` uniform
-in [-0.05, 0.05]. Weights are stored in torch layout (``Dense.weight`` is ``(units, in)``) so
-``forward`` is exactly ``F.linear``; ``get_weights()`` returns Keras layout (kernel ``(in, units)``).
+Weights: ``Dense.weight`` ``(units, in)`` (torch) is Keras's ``kernel`` ``(in, units)`` transposed;
+``Dense.bias`` is ``bias``. Order ``[kernel, bias]``.
 
 Example::
 
     >>> import torch
     >>> d = Dense(3, activation="softmax", input_dim=4)
-    >>> d.build((4,))
-    >>> d(torch.ones(2, 4)).shape
+    >>> d(torch.ones(2, 4)).shape   # built on first call
     torch.Size([2, 3])
 """
 
 from __future__ import annotations
 
 import math
-import numbers
 from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from arignote.layers import activations
-from arignote.layers.activations import check_initializer, initialize
-from arignote.layers.base import Layer, _shape_tuple, positive_int
+from arignote import activations
+from arignote.layers._core_extra import ActivityRegularization, Lambda, Masking
+from arignote.layers._dropout import Dropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
+from arignote.layers._util import (
+    KerasLayer,
+    check_rank,
+    constraint_arg,
+    initializer_arg,
+    normalize_data_format,
+    regularizer_arg,
+)
+from arignote.layers.base import Layer, positive_int
+from arignote.layers.input_layer import Input, InputLayer
 
-__all__ = ["InputLayer", "Input", "Dense", "Activation", "LeakyReLU", "Dropout", "Flatten", "Reshape",
-           "Embedding"]
-
-
-def _positive_int(value: Any, what: str, layer: str) -> int:
-    return positive_int(value, what, layer)
-
-
-class InputLayer(Layer):
-    """Declares the per-sample input shape of a model; passes its input through.
-
-    Example::
-
-        >>> Input(shape=(28, 28, 1)).input_shape_hint
-        (28, 28, 1)
-    """
-
-    _name_prefix = "input"  # Keras names these input_1, input_2, ...
-
-    def __init__(self, input_shape: Any = None, batch_input_shape: Any = None, **kwargs: Any) -> None:
-        if input_shape is None and batch_input_shape is None:
-            raise ValueError(
-                "Input needs shape=..., e.g. Input(shape=(32, 32, 3)) (per sample, no batch dim)"
-            )
-        super().__init__(input_shape=input_shape, batch_input_shape=batch_input_shape, **kwargs)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x
+__all__ = [
+    "InputLayer",
+    "Input",
+    "Dense",
+    "Activation",
+    "Dropout",
+    "Flatten",
+    "Reshape",
+    "Permute",
+    "RepeatVector",
+    "Lambda",
+    "ActivityRegularization",
+    "Masking",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "SpatialDropout3D",
+]
 
 
-def Input(
-    shape: Any = None, batch_shape: Any = None, name: str | None = None, dtype: str | None = None
-) -> InputLayer:
-    """Keras ``Input(shape=...)``: an :class:`InputLayer` to put first in a ``Sequential``."""
-    return InputLayer(input_shape=shape, batch_input_shape=batch_shape, name=name, dtype=dtype)
+class Dense(KerasLayer, Layer):
+    """Fully connected layer ``activation(x @ kernel + bias)`` on the last axis (Keras 2 ``Dense``)."""
 
-
-class Dense(Layer):
-    """Fully connected layer: ``activation(x @ kernel + bias)`` on the last axis.
-
-    Keras 2 arguments: ``units``, ``activation=None``, ``use_bias=True``,
-    ``kernel_initializer='glorot_uniform'``, ``bias_initializer='zeros'``.
-    """
-
-    _config_keys = ("units", "activation", "use_bias", "kernel_initializer", "bias_initializer")
+    supports_masking = True
+    _config_keys = (
+        "units",
+        "activation",
+        "use_bias",
+        "kernel_initializer",
+        "bias_initializer",
+        "kernel_regularizer",
+        "bias_regularizer",
+        "activity_regularizer",
+        "kernel_constraint",
+        "bias_constraint",
+    )
 
     def __init__(
         self,
@@ -80,133 +78,98 @@ class Dense(Layer):
         use_bias: bool = True,
         kernel_initializer: Any = "glorot_uniform",
         bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        bias_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.units = _positive_int(units, "units", f"Dense '{self.name}'")
-        self.activation = activation if activation is not None else "linear"
-        self._act = activations.get(self.activation)
+        self.units = positive_int(units, "units", f"Dense '{self.name}'")
+        self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
-        self.kernel_initializer = check_initializer(kernel_initializer, "kernel_initializer")
-        self.bias_initializer = check_initializer(bias_initializer, "bias_initializer")
-        self._image = False
+        self.kernel_initializer = initializer_arg(kernel_initializer)
+        self.bias_initializer = initializer_arg(bias_initializer)
+        self.kernel_regularizer = regularizer_arg(kernel_regularizer)
+        self.bias_regularizer = regularizer_arg(bias_regularizer)
+        self.activity_regularizer = regularizer_arg(activity_regularizer)
+        self.kernel_constraint = constraint_arg(kernel_constraint)
+        self.bias_constraint = constraint_arg(bias_constraint)
+        self.bias = None
 
-    def _build(self, input_shape: tuple) -> None:
-        dtype = self._param_dtype()
-        features = input_shape[-1]
-        if features is None:
+    def build_keras(self, input_shape: tuple) -> None:
+        features = tuple(input_shape)[-1]
+        if len(input_shape) < 2 or features is None:
             raise ValueError(
-                f"Dense '{self.name}': the last input dimension must be known, got {input_shape}"
+                f"Dense '{self.name}': the last input dimension must be known, got {tuple(input_shape)}"
             )
-        self.weight = nn.Parameter(
-            initialize(torch.empty(self.units, features, dtype=dtype), self.kernel_initializer)
+        self.new_weight(
+            "kernel",
+            (features, self.units),
+            self.kernel_initializer,
+            (1, 0),
+            self.kernel_regularizer,
+            self.kernel_constraint,
         )
-        self.bias = (
-            nn.Parameter(initialize(torch.empty(self.units, dtype=dtype), self.bias_initializer))
-            if self.use_bias
-            else None
-        )
-        # Keras applies Dense to the last axis; on images that is channels (our dim 1)
-        self._image = len(input_shape) == 3
-        self._act = activations.get(self.activation, image=self._image)
+        if self.use_bias:
+            self.new_weight(
+                "bias",
+                (self.units,),
+                self.bias_initializer,
+                None,
+                self.bias_regularizer,
+                self.bias_constraint,
+            )
 
-    def compute_output_shape(self, input_shape: Any) -> tuple:
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
         return (*tuple(input_shape)[:-1], self.units)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._image:
-            y = F.linear(x.permute(0, 2, 3, 1), self.weight, self.bias).permute(0, 3, 1, 2)
-        else:
-            y = F.linear(x, self.weight, self.bias)
-        return y if self._act is None else self._act(y)
-
-    def _keras_weights(self) -> list[torch.Tensor]:
-        return [self.weight.t()] + ([self.bias] if self.bias is not None else [])
-
-    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        self.weight.copy_(weights[0].t())
-        if self.bias is not None:
-            self.bias.copy_(weights[1])
+        return self._activity(self.activation(F.linear(x, self.weight, self.bias)))
 
 
-class Activation(Layer):
-    """Applies a named activation (``relu``, ``softmax``, ``sigmoid``, ``tanh``, ``linear``, ...)."""
+class Activation(KerasLayer, Layer):
+    """Applies an activation function (a name such as ``'relu'`` or a callable)."""
 
+    supports_masking = True
     _config_keys = ("activation",)
 
     def __init__(self, activation: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.activation = activation
-        self._act = activations.get(activation)
-
-    def _build(self, input_shape: tuple) -> None:
-        # softmax over Keras's last axis = channels = dim 1 of an internal image tensor
-        self._act = activations.get(self.activation, image=len(input_shape) == 3)
+        self.activation = activations.get(activation)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return x if self._act is None else self._act(x)
+        return self.activation(x)
 
 
-class LeakyReLU(Layer):
-    """``x`` if ``x > 0`` else ``alpha * x`` (Keras 2 default ``alpha=0.3``)."""
+class Flatten(KerasLayer, Layer):
+    """Flattens each sample; with ``data_format='channels_first'`` images flatten in channels-last
+    order first (so a Dense after it sees the same order as in Keras 2)."""
 
-    _config_keys = ("alpha",)
-
-    def __init__(self, alpha: float = 0.3, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or alpha < 0:
-            raise ValueError(f"LeakyReLU '{self.name}': alpha must be a number >= 0, got {alpha!r}")
-        self.alpha = float(alpha)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.leaky_relu(x, self.alpha)
-
-
-class Dropout(Layer):
-    """Zeroes a fraction ``rate`` of inputs during training (scaled by 1/(1-rate)); identity in eval."""
-
-    _config_keys = ("rate",)
-
-    def __init__(self, rate: float, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        if isinstance(rate, bool) or not isinstance(rate, numbers.Real) or not 0 <= rate < 1:
-            raise ValueError(f"Dropout '{self.name}': rate must be in [0, 1), got {rate!r}")
-        self.rate = float(rate)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return F.dropout(x, self.rate, self.training)
-
-
-class Flatten(Layer):
-    """Flattens each sample; images flatten in Keras's (height, width, channels) order.
-
-    On an internal channels_last NCHW tensor ``permute(0, 2, 3, 1)`` is contiguous, so this is a view.
-    """
+    _config_keys = ("data_format",)
 
     def __init__(self, data_format: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if data_format not in (None, "channels_last"):
-            raise ValueError(
-                f"Flatten '{self.name}': only data_format='channels_last' (Keras's default) is supported"
-            )
-        self._image = False
+        self.data_format = normalize_data_format(data_format, f"Flatten '{self.name}'")
 
-    def _build(self, input_shape: tuple) -> None:
-        self._image = len(input_shape) == 3
-        self.image_layer = self._image  # consumes an internal image tensor, returns Keras order
-
-    def compute_output_shape(self, input_shape: Any) -> tuple:
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
         shape = tuple(input_shape)
-        return (None,) if None in shape else (math.prod(shape),)
+        if not all(shape[1:]):
+            raise ValueError(
+                f"Flatten '{self.name}': the shape of the input is not fully defined (got "
+                f"{shape[1:]}); make sure to pass a complete input_shape to the first layer"
+            )
+        return (shape[0], math.prod(shape[1:]))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._image:
-            x = x.permute(0, 2, 3, 1)
+        if self.data_format == "channels_first" and x.dim() > 2:
+            x = x.permute(0, *range(2, x.dim()), 1)
         return x.reshape(x.shape[0], -1)
 
 
-class Reshape(Layer):
-    """Reshapes each sample to ``target_shape`` (Keras order; one dimension may be -1)."""
+class Reshape(KerasLayer, Layer):
+    """Reshapes each sample to ``target_shape`` (one dimension may be -1)."""
 
     _config_keys = ("target_shape",)
 
@@ -214,87 +177,67 @@ class Reshape(Layer):
         super().__init__(**kwargs)
         self.target_shape = tuple(int(d) for d in target_shape)
         if sum(d == -1 for d in self.target_shape) > 1 or any(d == 0 or d < -1 for d in self.target_shape):
-            raise ValueError(f"Reshape '{self.name}': bad target_shape {target_shape!r}")
-        self._in_image = self._out_image = False
+            raise ValueError(
+                f"Reshape '{self.name}': bad target_shape {target_shape!r} (positive sizes and at "
+                "most one -1)"
+            )
 
-    def _build(self, input_shape: tuple) -> None:
-        self._in_image = len(input_shape) == 3
-        self._out_image = len(self.target_shape) == 3
-        self._resolved = self.compute_output_shape(input_shape)
-
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        total = math.prod(input_shape)
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
+        shape = tuple(input_shape)
+        if None in shape[1:]:
+            return (shape[0], *(None if d == -1 else d for d in self.target_shape))
+        total = math.prod(shape[1:])
         known = math.prod(d for d in self.target_shape if d != -1)
-        if -1 in self.target_shape:
-            if total % known:
-                raise ValueError(
-                    f"Reshape '{self.name}': cannot reshape {tuple(input_shape)} to {self.target_shape}"
-                )
-            return tuple(total // known if d == -1 else d for d in self.target_shape)
-        if known != total:
+        if (-1 in self.target_shape and total % known) or (-1 not in self.target_shape and known != total):
             raise ValueError(
-                f"Reshape '{self.name}': cannot reshape {tuple(input_shape)} to {self.target_shape}"
+                f"Reshape '{self.name}': total size of the new array must be unchanged, cannot "
+                f"reshape {shape[1:]} to {self.target_shape}"
             )
-        return self.target_shape
+        return (shape[0], *(total // known if d == -1 else d for d in self.target_shape))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._in_image:
-            x = x.permute(0, 2, 3, 1)
-        y = x.reshape(x.shape[0], *self._resolved)
-        return y.permute(0, 3, 1, 2) if self._out_image else y
+        return x.reshape(x.shape[0], *self.target_shape)
 
 
-class Embedding(Layer):
-    """Turns integer indices in ``[0, input_dim)`` into dense vectors of size ``output_dim``.
+class Permute(KerasLayer, Layer):
+    """Permutes the non-batch axes: ``dims`` counts from 1, e.g. ``Permute((2, 1))`` swaps them."""
 
-    Keras 2 arguments: ``input_dim``, ``output_dim``, ``embeddings_initializer='uniform'``
-    (U(-0.05, 0.05)), ``input_length``. ``mask_zero=True`` is not supported.
-    """
+    _config_keys = ("dims",)
 
-    _config_keys = ("input_dim", "output_dim", "embeddings_initializer", "input_length")
-
-    def __init__(
-        self,
-        input_dim: int,
-        output_dim: int,
-        embeddings_initializer: Any = "uniform",
-        input_length: int | None = None,
-        mask_zero: bool = False,
-        **kwargs: Any,
-    ) -> None:
-        kwargs.pop("input_shape", None) if input_length is not None else None
+    def __init__(self, dims: Any, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        if mask_zero:
+        self.dims = tuple(int(d) for d in dims)
+        if sorted(self.dims) != list(range(1, len(self.dims) + 1)):
             raise ValueError(
-                f"Embedding '{self.name}': mask_zero=True is not supported; pad with 0 and keep "
-                "mask_zero=False"
+                f"Permute '{self.name}': invalid permutation `dims` {dims!r}; it should be a "
+                f"permutation of 1..{len(self.dims)} (the batch axis is not counted)"
             )
-        self.input_dim = _positive_int(input_dim, "input_dim", f"Embedding '{self.name}'")
-        self.output_dim = _positive_int(output_dim, "output_dim", f"Embedding '{self.name}'")
-        self.embeddings_initializer = check_initializer(embeddings_initializer, "embeddings_initializer")
-        self.input_length = (
-            None if input_length is None else _positive_int(input_length, "input_length", "Embedding")
+
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
+        shape = check_rank(
+            tuple(input_shape),
+            len(self.dims) + 1,
+            f"Permute '{self.name}'",
+            f"inputs with {len(self.dims)} axes besides the batch",
         )
-        if self.input_length is not None:
-            self.input_shape_hint = (self.input_length,)
-
-    def get_config(self) -> dict:
-        cfg = super().get_config()
-        cfg.pop("input_shape", None)  # carried by input_length
-        return cfg
-
-    def _build(self, input_shape: tuple) -> None:
-        _shape_tuple(input_shape, "Embedding input shape")
-        self.weight = nn.Parameter(
-            initialize(
-                torch.empty(self.input_dim, self.output_dim, dtype=self._param_dtype()),
-                self.embeddings_initializer,
-            )
-        )
-
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        return (*tuple(input_shape), self.output_dim)
+        return (shape[0], *(shape[d] for d in self.dims))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Keras users often feed indices as floats; .long() is free when they are already int64
-        return F.embedding(x.long(), self.weight)
+        return x.permute(0, *self.dims)
+
+
+class RepeatVector(KerasLayer, Layer):
+    """Repeats a vector ``n`` times: ``(features,) -> (n, features)``."""
+
+    _config_keys = ("n",)
+
+    def __init__(self, n: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.n = positive_int(n, "n", f"RepeatVector '{self.name}'")
+
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
+        shape = check_rank(tuple(input_shape), 2, f"RepeatVector '{self.name}'", "vectors (batch, features)")
+        return (shape[0], self.n, shape[1])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.unsqueeze(1).expand(x.shape[0], self.n, x.shape[1])

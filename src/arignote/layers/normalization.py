@@ -1,15 +1,17 @@
-"""``BatchNormalization`` with Keras 2 defaults (``momentum=0.99``, ``epsilon=1e-3``, ``axis=-1``).
+"""``BatchNormalization`` (Keras 2 ``keras.layers.normalization``) on any ``axis``.
 
-Keras's ``momentum`` is the weight of the old moving average, torch's the weight of the new
-batch: torch momentum = ``1 - momentum``. Residual difference: torch updates the moving variance
-with the unbiased batch variance (Keras 2.1.3+ does the same correction; earlier Keras used the
-biased one). Normalization itself uses the biased batch variance in both.
+Keras's ``momentum`` is the weight of the old moving average, torch's the weight of the new batch:
+torch momentum = ``1 - momentum``. The moving variance is updated with the unbiased batch variance
+(Keras >= 2.1.3 does the same); normalization uses the biased one in both.
+
+Weights (Keras order ``[gamma, beta, moving_mean, moving_variance]``): ``gamma`` and ``beta`` are
+parameters, ``moving_mean`` and ``moving_variance`` buffers, all of shape ``(channels,)``.
 
 Example::
 
-    >>> bn = BatchNormalization(input_shape=(8, 8, 16))
-    >>> bn.build((8, 8, 16)); bn.weight.shape
-    torch.Size([16])
+    >>> bn = BatchNormalization(axis=1); bn.build((16, 8, 8))   # channels_first images
+    >>> bn.weight_names()
+    ['gamma', 'beta', 'moving_mean', 'moving_variance']
 """
 
 from __future__ import annotations
@@ -18,20 +20,18 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
-from torch import nn
 
-from arignote.layers.activations import check_initializer, initialize
+from arignote.layers._util import KerasLayer, constraint_arg, initializer_arg, regularizer_arg
 from arignote.layers.base import Layer
 
 __all__ = ["BatchNormalization"]
 
 
-class BatchNormalization(Layer):
-    """Normalizes the last (Keras) axis: features of vectors, channels of images.
+class BatchNormalization(KerasLayer, Layer):
+    """Normalizes ``axis`` (``-1``: features / channels_last channels; ``1``: channels_first) with
+    Keras 2 defaults ``momentum=0.99``, ``epsilon=1e-3``, ``center=True``, ``scale=True``."""
 
-    Works on ``(features,)``, ``(timesteps, features)`` and ``(H, W, C)`` per-sample shapes.
-    """
-
+    supports_masking = True
     _config_keys = (
         "axis",
         "momentum",
@@ -42,6 +42,10 @@ class BatchNormalization(Layer):
         "gamma_initializer",
         "moving_mean_initializer",
         "moving_variance_initializer",
+        "beta_regularizer",
+        "gamma_regularizer",
+        "beta_constraint",
+        "gamma_constraint",
     )
 
     def __init__(
@@ -55,6 +59,10 @@ class BatchNormalization(Layer):
         gamma_initializer: Any = "ones",
         moving_mean_initializer: Any = "zeros",
         moving_variance_initializer: Any = "ones",
+        beta_regularizer: Any = None,
+        gamma_regularizer: Any = None,
+        beta_constraint: Any = None,
+        gamma_constraint: Any = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -66,79 +74,57 @@ class BatchNormalization(Layer):
             )
         if epsilon <= 0:
             raise ValueError(f"{where}: epsilon must be > 0, got {epsilon!r}")
+        if isinstance(axis, (list, tuple)):
+            raise ValueError(f"{where}: one axis is supported, got {axis!r}")
         self.axis = int(axis)
-        self.momentum = float(momentum)
-        self.epsilon = float(epsilon)
-        self.center = bool(center)
-        self.scale = bool(scale)
-        self.beta_initializer = check_initializer(beta_initializer, "beta_initializer")
-        self.gamma_initializer = check_initializer(gamma_initializer, "gamma_initializer")
-        self.moving_mean_initializer = check_initializer(moving_mean_initializer, "moving_mean_initializer")
-        self.moving_variance_initializer = check_initializer(
-            moving_variance_initializer, "moving_variance_initializer"
-        )
-        self._torch_momentum = 1.0 - self.momentum
-        self._sequence = False
+        self.momentum, self.epsilon = float(momentum), float(epsilon)
+        self.center, self.scale = bool(center), bool(scale)
+        self.beta_initializer = initializer_arg(beta_initializer)
+        self.gamma_initializer = initializer_arg(gamma_initializer)
+        self.moving_mean_initializer = initializer_arg(moving_mean_initializer)
+        self.moving_variance_initializer = initializer_arg(moving_variance_initializer)
+        self.beta_regularizer = regularizer_arg(beta_regularizer)
+        self.gamma_regularizer = regularizer_arg(gamma_regularizer)
+        self.beta_constraint = constraint_arg(beta_constraint)
+        self.gamma_constraint = constraint_arg(gamma_constraint)
+        self.gamma = self.beta = None
+        self._dim = 1
 
-    def _build(self, input_shape: tuple) -> None:
-        rank = len(input_shape) + 1  # with the batch dim
-        if self.axis not in (-1, rank - 1):
+    def build_keras(self, input_shape: tuple) -> None:
+        shape = tuple(input_shape)
+        if not -len(shape) <= self.axis < len(shape) or self.axis % len(shape) == 0:
             raise ValueError(
-                f"BatchNormalization '{self.name}': only the last axis (axis=-1, channels_last) is "
-                f"supported, got axis={self.axis} for input shape {input_shape}"
+                f"BatchNormalization '{self.name}': axis {self.axis} is out of range for input shape "
+                f"{shape} (axes count the batch as 0)"
             )
-        if len(input_shape) not in (1, 2, 3) or input_shape[-1] is None:
-            raise ValueError(f"BatchNormalization '{self.name}': unsupported input shape {input_shape}")
-        n = input_shape[-1]
-        dtype = self._param_dtype()
-        self.weight = (
-            nn.Parameter(initialize(torch.empty(n, dtype=dtype), self.gamma_initializer))
-            if self.scale
-            else None
-        )
-        self.bias = (
-            nn.Parameter(initialize(torch.empty(n, dtype=dtype), self.beta_initializer))
-            if self.center
-            else None
-        )
-        self.register_buffer(
-            "running_mean", initialize(torch.empty(n, dtype=dtype), self.moving_mean_initializer)
-        )
-        self.register_buffer(
-            "running_var", initialize(torch.empty(n, dtype=dtype), self.moving_variance_initializer)
-        )
-        # (timesteps, features): torch wants features at dim 1
-        self._sequence = len(input_shape) == 2
-        self.image_layer = len(input_shape) == 3
+        self._dim = self.axis % len(shape)
+        n = shape[self._dim]
+        if n is None:
+            raise ValueError(
+                f"BatchNormalization '{self.name}': axis {self.axis} of input shape {shape} should "
+                "have a defined dimension"
+            )
+        if self.scale:
+            self.new_weight(
+                "gamma", (n,), self.gamma_initializer, None, self.gamma_regularizer, self.gamma_constraint
+            )
+        if self.center:
+            self.new_weight(
+                "beta", (n,), self.beta_initializer, None, self.beta_regularizer, self.beta_constraint
+            )
+        self.new_weight("moving_mean", (n,), self.moving_mean_initializer, buffer=True)
+        self.new_weight("moving_variance", (n,), self.moving_variance_initializer, buffer=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if self._sequence:
-            return F.batch_norm(
-                x.transpose(1, 2),
-                self.running_mean,
-                self.running_var,
-                self.weight,
-                self.bias,
-                self.training,
-                self._torch_momentum,
-                self.epsilon,
-            ).transpose(1, 2)
-        return F.batch_norm(
-            x,
-            self.running_mean,
-            self.running_var,
-            self.weight,
-            self.bias,
+        t = x.movedim(self._dim, 1) if self._dim != 1 else x
+        y = F.batch_norm(
+            t,
+            self.moving_mean,
+            self.moving_variance,
+            self.gamma,
+            self.beta,
             self.training,
-            self._torch_momentum,
+            1.0 - self.momentum,
             self.epsilon,
         )
-
-    def _keras_weights(self) -> list[torch.Tensor]:
-        # Keras order: gamma, beta, moving_mean, moving_variance
-        out = [t for t in (self.weight, self.bias) if t is not None]
-        return out + [self.running_mean, self.running_var]
-
-    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        for t, w in zip(self._keras_weights(), weights):
-            t.copy_(w)
+        return y.movedim(1, self._dim) if self._dim != 1 else y

@@ -12,8 +12,9 @@ with gates i, f, c, o; GRU ``[kernel (in, 3u), recurrent (u, 3u), bias (2, 3u)]`
 Example::
 
     >>> lstm = LSTM(8, input_shape=(5, 3))
-    >>> lstm.compute_output_shape((5, 3)), LSTM(8, return_sequences=True).compute_output_shape((5, 3))
-    ((8,), (5, 8))
+    >>> seq = LSTM(8, return_sequences=True)
+    >>> lstm.compute_output_shape((None, 5, 3)), seq.compute_output_shape((None, 5, 3))
+    ((None, 8), (None, 5, 8))
 """
 
 from __future__ import annotations
@@ -90,11 +91,11 @@ class _RNN(Layer):
         self.recurrent_initializer = check_initializer(recurrent_initializer, "recurrent_initializer")
         self.bias_initializer = check_initializer(bias_initializer, "bias_initializer")
 
-    def _build(self, input_shape: tuple) -> None:
-        if len(input_shape) != 2 or input_shape[-1] is None:
+    def build(self, input_shape: Any) -> None:
+        if len(input_shape) != 3 or input_shape[-1] is None:
             raise ValueError(
-                f"{type(self).__name__} '{self.name}' expects sequences (timesteps, features), "
-                f"got per-sample input shape {input_shape}"
+                f"{type(self).__name__} '{self.name}' expects sequences (batch, timesteps, features), "
+                f"got input shape {tuple(input_shape)}"
             )
         self.rnn = self._torch_cls(
             input_shape[-1], self.units, bias=self.use_bias, batch_first=True, dtype=self._param_dtype()
@@ -106,16 +107,17 @@ class _RNN(Layer):
             initialize(self.rnn.bias_ih_l0, self.bias_initializer)
             initialize(self.rnn.bias_hh_l0, "zeros")
             self._init_bias_extra()
+        super().build(input_shape)
 
     def _init_bias_extra(self) -> None:
         """Hook for LSTM's unit_forget_bias."""
 
     def compute_output_shape(self, input_shape: Any) -> tuple:
-        steps = tuple(input_shape)[0]
-        return (steps, self.units) if self.return_sequences else (self.units,)
+        batch, steps = tuple(input_shape)[:2]
+        return (batch, steps, self.units) if self.return_sequences else (batch, self.units)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out, _ = self.rnn(x)
+    def call(self, inputs: torch.Tensor) -> torch.Tensor:
+        out, _ = self.rnn(inputs)
         return out if self.return_sequences else out[:, -1]
 
     # torch gate order -> Keras gate order (a permutation of blocks of `units` rows)

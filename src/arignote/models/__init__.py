@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from arignote.models.model import Model
-from arignote.models.saving import load_model
+from arignote.models.saving import load_model, model_from_json
 from arignote.models.sequential import Sequential
 
-__all__ = ["Model", "Sequential", "load_model"]
+__all__ = ["Model", "Sequential", "load_model", "model_from_json"]

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arignote import config
 from arignote.callbacks.base import CallbackList, History
 from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
@@ -69,8 +70,13 @@ class Model(GeneratorMethods):
         """Per-sample input shape the model takes (None when unknown, e.g. a wrapped module)."""
         return None
 
-    def output_shape(self) -> tuple | None:
-        """Per-sample output shape (None when unknown)."""
+    def _sample_output_shape(self) -> tuple | None:
+        """Per-sample output shape (None when unknown or several outputs)."""
+        return None
+
+    @property
+    def output_shape(self) -> Any:
+        """Keras ``model.output_shape`` with the batch dim (None when unknown, e.g. a wrapped module)."""
         return None
 
     @property
@@ -161,7 +167,8 @@ class Model(GeneratorMethods):
         if self.compiled and self._metric_ids:
             from arignote import metrics as metrics_mod
 
-            self.metrics_list = [metrics_mod.get(m, self.loss, self.output_shape()) for m in self._metric_ids]
+            out = self._sample_output_shape()
+            self.metrics_list = [metrics_mod.get(m, self.loss, out) for m in self._metric_ids]
             self._metric_ids = []
         if self._trainer is None:
             from arignote import devices, parallel
@@ -244,6 +251,10 @@ class Model(GeneratorMethods):
 
             cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
         cbs += list(callbacks or []) + [self.history]
+        if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
+            from arignote.callbacks.status import RunStatus
+
+            cbs.append(RunStatus())
         cblist = CallbackList(cbs, model=self, params=params)
         trainer.fit(train, val, epochs=epochs, initial_epoch=initial_epoch, batch_size=batch_size,
                     shuffle=shuffle, steps_per_epoch=steps_per_epoch,
@@ -351,22 +362,30 @@ class Model(GeneratorMethods):
         return sum(p.numel() for p in self.module.parameters())
 
     def save_weights(self, filepath: str) -> None:
-        """Write the weights (any file name, e.g. ``weights.h5``) atomically with a checksum."""
+        """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint."""
         from arignote.models import saving
 
         saving.save_weights(self, filepath)
 
-    def load_weights(self, filepath: str) -> None:
-        """Load weights written by :meth:`save_weights` or :meth:`save`."""
+    def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
+        """Load weights written by :meth:`save_weights` or :meth:`save`, or by Keras 2 (HDF5; there also
+        ``by_name=True`` and ``skip_mismatch=True`` as in Keras 2)."""
         from arignote.models import saving
 
-        saving.load_weights(self, filepath)
+        saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch)
 
     def save(self, filepath: str, include_optimizer: bool = True) -> None:
-        """Architecture + weights + optimizer state in one file (whatever its extension)."""
+        """Architecture + weights + optimizer state in one file: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``
+        names, arignote's checkpoint for any other."""
         from arignote.models import saving
 
         saving.save_model(self, filepath, include_optimizer=include_optimizer)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
+        from arignote.models import saving
+
+        return saving.to_json(self, **kwargs)
 
     def training_state(self) -> dict[str, Any]:
         """What BackupAndRestore saves: module, optimizer and grad-scaler state, and ``epoch``

@@ -1,13 +1,17 @@
-"""``model.save`` / ``load_model`` / ``save_weights`` / ``load_weights`` in any file name.
+"""``model.save`` / ``load_model`` / ``save_weights`` / ``load_weights``: the extension decides the format.
 
-One checkpoint file (atomic, checksummed, loads with ``torch.load(weights_only=True)``; see
-:mod:`arignote.checkpoint`) holds plain data only::
+* ``.h5``, ``.hdf5``, ``.keras`` (Keras 2's legacy name): a Keras 2 HDF5 file (:mod:`arignote.saving`),
+  which Keras 2.x (and Keras 3's legacy HDF5 loader) reads, and which loads files Keras 2 wrote.
+* any other name (``.ckpt``, ``.pt``, ...): arignote's checkpoint (atomic, checksummed, loads with
+  ``torch.load(weights_only=True)``; see :mod:`arignote.checkpoint`), the default for checkpoints::
 
     {"format": "arignote-model/1", "class_name": "Sequential", "config": "<JSON layer configs>",
      "weights": state_dict, "compile": "<JSON: loss, metrics, optimizer>", "optimizer": state_dict}
 
-A Keras user's ``model.save("model.h5")`` therefore works; the file is arignote's format, not
-HDF5. A wrapped ``torch.nn.Module`` has no layer configs: its file holds the weights only and
+Loading looks at the content, not the name: an HDF5 file is read as Keras 2's, an arignote
+checkpoint as ours (also one an older arignote wrote under a ``.h5`` name), and anything else is
+refused with what it looks like (a Keras 3 ``.keras`` archive, a bare ``torch.save`` file, JSON).
+A wrapped ``torch.nn.Module`` has no layer configs: it saves to checkpoints only, and
 ``load_model`` explains how to restore it (build the module, then ``load_weights``).
 
 Example::
@@ -16,7 +20,7 @@ Example::
     >>> from arignote.models import Sequential, load_model
     >>> from arignote.layers import Dense
     >>> m = Sequential([Dense(2, input_dim=3)])
-    >>> path = os.path.join(tempfile.mkdtemp(), "model.h5")
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.ckpt")
     >>> m.save(path)
     >>> load_model(path).get_weights()[0].shape
     (3, 2)
@@ -26,11 +30,16 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from typing import Any
 
-from arignote import checkpoint
+import torch
 
-__all__ = ["save_model", "load_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT"]
+from arignote import checkpoint, saving
+from arignote.saving import hdf5 as keras_hdf5
+
+__all__ = ["save_model", "load_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT",
+           "is_hdf5_name", "to_json", "model_from_json"]
 
 MODEL_FORMAT = "arignote-model/1"
 WEIGHTS_FORMAT = "arignote-weights/1"
@@ -61,10 +70,47 @@ def _compile_config(model: Any) -> str | None:
     return json.dumps({"loss": loss, "metrics": metrics, "optimizer": opt_config})
 
 
+def is_hdf5_name(filepath: Any) -> bool:
+    """True for the names that get a Keras 2 HDF5 file: ``.h5``, ``.hdf5``, ``.keras`` (any case)."""
+    return os.fspath(filepath).lower().endswith(saving.HDF5_EXTENSIONS)
+
+
+def _describe(path: str) -> str | None:
+    """What a file that is neither HDF5 nor an arignote checkpoint looks like (None: maybe ours)."""
+    if not os.path.isfile(path):
+        return None
+    with open(path, "rb") as fh:
+        head = fh.read(16)
+    if zipfile.is_zipfile(path):
+        with zipfile.ZipFile(path) as z:
+            names = z.namelist()
+        if "config.json" in names and any(n.endswith(".weights.h5") for n in names):
+            return ("a Keras 3 '.keras' archive (a zip of config.json and model.weights.h5), which arignote "
+                    "does "
+                    "not read; in Keras 3 re-save it with model.save('model.h5') (legacy HDF5)")
+        return None  # torch's zip container: ours, or a bare torch.save file (checkpoint.load says which)
+    if head.lstrip()[:1] in (b"{", b"["):
+        return "a JSON text file; an architecture from to_json() loads with arignote.models.model_from_json"
+    if head[:1] == b"\x80":
+        return "a Python pickle (an old torch.save file?); load it with torch.load yourself"
+    if head:
+        return f"neither a Keras 2 HDF5 file nor an arignote checkpoint (it starts with {head[:8]!r})"
+    return None
+
+
+def _checkpoint_or_error(path: str) -> None:
+    what = _describe(path)
+    if what is not None:
+        raise checkpoint.CheckpointError(f"{path}: {what}")
+
+
 def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> None:
-    """Write architecture, weights and (optionally) optimizer state to ``filepath``."""
+    """Write architecture, weights and (optionally) optimizer state to ``filepath`` (HDF5 for .h5 names)."""
     from arignote.models.sequential import Sequential
 
+    if is_hdf5_name(filepath):
+        saving.save_model(model, filepath, include_optimizer=include_optimizer)
+        return
     model._ensure_built(None)
     obj: dict[str, Any] = {"format": MODEL_FORMAT, "class_name": type(model).__name__,
                            "weights": _cpu_state(model.module), "epochs_done": int(model.epochs_done)}
@@ -90,60 +136,132 @@ def _read(filepath: str) -> dict:
         raise checkpoint.CheckpointError(
             f"{filepath}: an arignote checkpoint but not a saved model or weights file "
             "(write one with model.save(path) or model.save_weights(path))")
+    if not isinstance(obj.get("weights"), dict):
+        raise _unusable(filepath, "its weights are not a state dict")
     return obj
 
 
+def _unusable(filepath: str, reason: str, exc: BaseException | None = None) -> checkpoint.CheckpointError:
+    """The error for a file whose checksum is right but whose contents cannot be used."""
+    if exc is not None:
+        first = (str(exc).strip().splitlines() or ["no message"])[0][:300]
+        reason += f" ({type(exc).__name__}: {first})"
+    return checkpoint.CheckpointError(f"{filepath}: {reason}")
+
+
+# what from_config / load_state_dict / compile raise on contents that do not make a model
+_CONTENT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, RuntimeError)
+
+
 def load_model(filepath: str, custom_objects: dict | None = None, compile: bool = True) -> Any:
-    """Rebuild a model saved with ``model.save(filepath)``: layers, weights, compile settings, optimizer.
+    """Rebuild a model saved with ``model.save(filepath)`` or Keras 2: layers, weights, compile settings,
+    optimizer state. ``custom_objects`` maps names in the file to your classes and functions.
+
+    Every way the file can be unusable (missing, truncated, corrupt, a checksum that verifies over
+    contents that do not make a model: bad JSON, an unknown layer or optimizer class, weights that
+    do not fit) raises :class:`arignote.checkpoint.CheckpointError` naming the file and the reason.
+    Layer and optimizer classes are looked up only among arignote's own (and ``custom_objects``),
+    never by an arbitrary name from the file.
 
     Example: ``model = arignote.models.load_model("model.h5")``.
     """
     from arignote.models.sequential import Sequential
 
+    path = os.fspath(filepath)
+    if saving.is_hdf5(path):
+        return saving.load_model(path, {"Sequential": Sequential}, custom_objects, compile)
+    _checkpoint_or_error(path)
     obj = _read(filepath)
     if obj["format"] == WEIGHTS_FORMAT:
-        raise ValueError(f"{filepath} holds weights only (model.save_weights): build the same model "
-                         "in code, then call model.load_weights(path)")
+        raise checkpoint.CheckpointError(
+            f"{filepath} holds weights only (model.save_weights): build the same model in code, then "
+            "call model.load_weights(path)")
     if obj.get("config") is None:
-        raise ValueError(
+        raise checkpoint.CheckpointError(
             f"{filepath} was saved from a wrapped torch module ({obj.get('module_class')}), so it holds "
             "weights but no architecture: build the module in code, wrap it with "
             "arignote.models.Model(module), then call model.load_weights(path)")
-    if obj["class_name"] != "Sequential":
-        raise ValueError(f"{filepath}: unknown model class {obj['class_name']!r}")
-    model = Sequential.from_config(json.loads(obj["config"]), custom_objects)
-    model.module.load_state_dict(obj["weights"])
-    model.epochs_done = int(obj.get("epochs_done", 0))
+    if obj.get("class_name") != "Sequential":
+        raise checkpoint.CheckpointError(
+            f"{filepath}: unknown model class {obj.get('class_name')!r} (load_model rebuilds 'Sequential')")
+    try:
+        config = json.loads(obj["config"])
+    except (TypeError, ValueError) as exc:
+        raise _unusable(filepath, "its model config is not valid JSON", exc) from None
+    try:
+        model = Sequential.from_config(config, custom_objects)
+    except _CONTENT_ERRORS as exc:
+        raise _unusable(filepath, "its model config does not rebuild a model", exc) from None
+    try:
+        model.module.load_state_dict(obj["weights"])
+    except _CONTENT_ERRORS as exc:
+        raise _unusable(filepath, "its weights do not fit the architecture it records", exc) from None
+    epochs_done = obj.get("epochs_done", 0)
+    if isinstance(epochs_done, bool) or not isinstance(epochs_done, int) or epochs_done < 0:
+        raise _unusable(filepath, f"it records epochs_done={epochs_done!r}, not a whole number >= 0")
+    model.epochs_done = epochs_done
     if compile and obj.get("compile"):
-        spec = json.loads(obj["compile"])
+        try:
+            spec = json.loads(obj["compile"])
+            if not isinstance(spec, dict):
+                raise TypeError(f"a JSON object was expected, found {type(spec).__name__}")
+        except (TypeError, ValueError) as exc:
+            raise _unusable(filepath, "its compile settings are not a JSON object", exc) from None
         if spec.get("loss") is not None and spec.get("optimizer") is not None:
-            model.compile(optimizer=_optimizer_from(spec["optimizer"]), loss=spec["loss"],
-                          metrics=spec.get("metrics") or None)
-            if obj.get("optimizer") is not None:
-                model._pending_optimizer_state = obj["optimizer"]
+            try:
+                model.compile(optimizer=_optimizer_from(spec["optimizer"]), loss=spec["loss"],
+                              metrics=spec.get("metrics") or None)
+            except _CONTENT_ERRORS as exc:
+                raise _unusable(filepath, "its compile settings (loss, metrics, optimizer) are unusable; "
+                                "load_model(path, compile=False) skips them", exc) from None
+            state = obj.get("optimizer")
+            if state is not None:
+                try:  # checked now on a scratch optimizer, not at the first fit (where it is applied)
+                    _optimizer_from(spec["optimizer"]).build(list(model.module.parameters())) \
+                        .load_state_dict(state)
+                except _CONTENT_ERRORS as exc:
+                    raise _unusable(filepath, "its optimizer state does not fit the model; "
+                                    "load_model(path, compile=False) skips it", exc) from None
+                model._pending_optimizer_state = state
     return model
 
 
 def _optimizer_from(spec: Any) -> Any:
+    """An optimizer from its saved form: a name or ``{"class_name", "config"}``, looked up only among
+    arignote's optimizers (:func:`arignote.optimizers.get`), never by ``getattr`` on a module."""
     from arignote import optimizers
 
-    if isinstance(spec, dict):
-        deserialize = getattr(optimizers, "deserialize", None)
-        if callable(deserialize):
-            return deserialize(spec)
-        cls = getattr(optimizers, spec["class_name"])
-        return cls(**spec["config"])
-    return spec
+    if isinstance(spec, (dict, str)):
+        return optimizers.get(spec)
+    raise ValueError(f"the saved optimizer is a {type(spec).__name__}, not a name or a "
+                     "class_name/config dict")
 
 
 def save_weights(model: Any, filepath: str) -> None:
-    """Write only the weights (state_dict) to ``filepath``."""
+    """Write only the weights to ``filepath`` (Keras 2 HDF5 for .h5 names, else a state_dict checkpoint)."""
+    if is_hdf5_name(filepath):
+        saving.save_weights(model, filepath)
+        return
     model._ensure_built(None)
     checkpoint.save(os.fspath(filepath), {"format": WEIGHTS_FORMAT, "weights": _cpu_state(model.module)})
 
 
-def load_weights(model: Any, filepath: str) -> None:
-    """Load weights written by ``save_weights`` or ``save`` into ``model`` (same architecture)."""
+def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
+    """Load weights written by ``save_weights`` or ``save`` (arignote's or Keras 2's) into ``model``.
+
+    From a Keras HDF5 file, ``by_name=True`` matches layers by name and ``skip_mismatch=True`` (with
+    ``by_name``) skips layers whose weights do not fit, with a warning, as in Keras 2. An arignote
+    checkpoint that does not fit (other layers, other shapes) raises
+    :class:`arignote.checkpoint.CheckpointError` naming the file and the first differences.
+    """
+    path = os.fspath(filepath)
+    if saving.is_hdf5(path):
+        saving.load_weights(model, path, by_name=by_name, skip_mismatch=skip_mismatch)
+        return
+    _checkpoint_or_error(path)
+    if by_name or skip_mismatch:
+        raise ValueError(f"{path}: by_name/skip_mismatch match Keras layer names in an HDF5 weights file; "
+                         "this is an arignote checkpoint, which loads the whole model's weights")
     obj = _read(filepath)
     model._ensure_built(None)
     state = obj["weights"]
@@ -151,10 +269,50 @@ def load_weights(model: Any, filepath: str) -> None:
     missing = [k for k in current if k not in state]
     unexpected = [k for k in state if k not in current]
     if missing or unexpected:
-        raise ValueError(f"{filepath} does not match this model's architecture: missing {missing[:5]}, "
-                         f"unexpected {unexpected[:5]}")
+        raise checkpoint.CheckpointError(
+            f"{filepath} does not match this model's architecture: missing {missing[:5]}, "
+            f"unexpected {unexpected[:5]}")
     for key, value in state.items():
+        if not isinstance(value, torch.Tensor):
+            raise _unusable(filepath, f"weight '{key}' is a {type(value).__name__}, not a tensor")
         if tuple(value.shape) != tuple(current[key].shape):
-            raise ValueError(f"{filepath}: weight '{key}' has shape {tuple(value.shape)} but the model's is "
-                             f"{tuple(current[key].shape)}")
-    model.module.load_state_dict(state)
+            raise checkpoint.CheckpointError(
+                f"{filepath}: weight '{key}' has shape {tuple(value.shape)} but the model's is "
+                f"{tuple(current[key].shape)}")
+    try:
+        model.module.load_state_dict(state)
+    except _CONTENT_ERRORS as exc:
+        raise _unusable(filepath, "its weights do not load into this model", exc) from None
+
+
+def to_json(model: Any, **kwargs: Any) -> str:
+    """Keras 2's ``model.to_json()``: ``{"class_name", "config", "keras_version", "backend"}`` as JSON
+    (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``)."""
+    spec = keras_hdf5.model_config(model)
+    spec.update(keras_version=keras_hdf5.KERAS_VERSION, backend=keras_hdf5.WRITTEN_BACKEND)
+    return json.dumps(spec, **kwargs)
+
+
+def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any:
+    """Keras 2's ``model_from_json``: an uncompiled model from ``to_json()`` text (Keras 2's or ours).
+
+    Example::
+
+        >>> from arignote.models import Sequential
+        >>> from arignote.layers import Dense
+        >>> text = Sequential([Dense(2, input_dim=3, name="d")]).to_json()
+        >>> model_from_json(text).layers[0].name
+        'd'
+    """
+    from arignote.models.sequential import Sequential
+
+    try:
+        spec = json.loads(json_string)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"model_from_json: not JSON ({err}); pass the text to_json() returned") from None
+    model, conversion = keras_hdf5.model_from_config(spec, custom_objects, "model_from_json",
+                                                      {"Sequential": Sequential})
+    if conversion.channels_first:
+        raise ValueError("model_from_json: a channels_first model; arignote rebuilds it channels_last, which "
+                         "needs its weights converted too: load the whole model from its .h5 file instead")
+    return model

@@ -1,14 +1,17 @@
 """Keras 2 ``Sequential``: a stack of :mod:`arignote.layers`, built from the first layer's input shape.
 
-Images are channels-last at the API (``(N, H, W, C)``, as in Keras); inside, image layers pass
-logical NCHW tensors in channels-last memory (a zero-copy view of the NHWC batch).
+Tensors are in Keras layout between layers (images ``(N, H, W, C)``). Once the input shape is known
+(``input_shape=`` on the first layer, an ``Input``/``InputLayer`` first, or the first data), the
+stack is run once on a symbolic input, as Keras 2 does: every layer is built from the shape before
+it (batch dim ``None``), ``layer.input``/``output`` work, and the model learns which layers pass a
+mask (``Embedding(mask_zero=True)`` -> ``LSTM``) so its forward hands masks on only there.
 
 Example::
 
     >>> from arignote.layers import Conv2D, Flatten, Dense
     >>> model = Sequential([Conv2D(4, (3, 3), input_shape=(8, 8, 1)), Flatten(), Dense(10)])
-    >>> model.output_shape()
-    (10,)
+    >>> model.output_shape
+    (None, 10)
     >>> [l.name.split("_")[0] for l in model.layers]
     ['conv2d', 'flatten', 'dense']
 """
@@ -21,6 +24,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from arignote.graph.tensor import KerasTensor
+from arignote.layers.base import Layer
+from arignote.layers.input_layer import Input, InputLayer
 from arignote.models.model import Model
 from arignote.parallel import placement
 
@@ -28,18 +34,25 @@ __all__ = ["Sequential"]
 
 
 class _Stack(nn.Module):
-    """The torch module behind a Sequential: NHWC in, layers, Keras layout out."""
+    """The torch module behind a Sequential: its layers in order, masks handed on where they exist."""
 
     def __init__(self) -> None:
         super().__init__()
         self.layers = nn.ModuleList()
+        self.mask_plan: list[bool] | None = None  # per layer: does its output carry a mask
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if x.dim() == 4:
-            x = x.permute(0, 3, 1, 2)  # layers.to_internal: NHWC batch -> logical NCHW, channels-last memory
-        for layer in self.layers:
-            x = layer(x)
-        return x.permute(0, 2, 3, 1) if x.dim() == 4 else x  # layers.from_internal
+        plan = self.mask_plan
+        if plan is None:
+            for layer in self.layers:
+                x = layer(x)
+            return x
+        mask = None
+        for layer, makes_mask in zip(self.layers, plan):
+            y = layer(x, mask=mask) if mask is not None and layer._call_takes_mask else layer(x)
+            mask = layer.compute_mask(x, mask) if makes_mask else None
+            x = y
+        return x
 
 
 class Sequential(Model):
@@ -47,7 +60,9 @@ class Sequential(Model):
 
     def __init__(self, layers: list | None = None, name: str | None = None) -> None:
         super().__init__(_Stack(), name=name or "sequential")
-        self._built_shape: tuple | None = None
+        self._built_shape: tuple | None = None  # batch input shape the stack was built for
+        self._input_layer: InputLayer | None = None
+        self._graph: tuple[KerasTensor, KerasTensor] | None = None
         for layer in layers or []:
             self.add(layer)
 
@@ -57,20 +72,35 @@ class Sequential(Model):
 
     def add(self, layer: Any) -> None:
         """Append ``layer``; built at once when the input shape is known (Keras behaviour)."""
-        from arignote.layers import Layer
-
+        if isinstance(layer, KerasTensor):
+            origin = layer._keras_history[0] if layer._keras_history else None
+            if not isinstance(origin, InputLayer):
+                raise TypeError("Sequential.add takes layers; a symbolic tensor is accepted only when it is "
+                                "an Input(shape=...) starting the model")
+            layer = origin
+        if isinstance(layer, InputLayer):
+            if self.layers or self._input_layer is not None:
+                raise ValueError("an InputLayer / Input can only start a Sequential model")
+            self._input_layer = layer
+            self._built_shape = None
+            self._build(layer.batch_input_shape)
+            return
         if not isinstance(layer, Layer):
             raise TypeError(f"Sequential.add takes an arignote layer (arignote.layers.Dense, ...), got "
                             f"{type(layer).__name__}; wrap a torch module with arignote.models.Model")
-        if self.layers and layer.input_shape_hint is not None:
-            prev = self.output_shape()
-            if prev is not None and tuple(layer.input_shape_hint) != tuple(prev):
+        if (self.layers or self._input_layer is not None) and layer.batch_input_shape is not None:
+            prev = self.output_shape
+            if prev is not None and tuple(layer.batch_input_shape[1:]) != tuple(prev[1:]):
                 raise ValueError(f"layer '{layer.name}' declares input_shape={layer.input_shape_hint} but "
                                  f"the previous layer outputs {prev}; remove input_shape= from later layers")
         placement.mark(layer)  # inside `with arignote.device("dev1"):` the layer goes to dev1
+        graph = self._graph
         self.module.layers.append(layer)
         self._invalidate()
-        shape = self.expected_input_shape()
+        if graph is not None:  # built: call only the new layer on the current output (as Keras 2)
+            self._graph = (graph[0], self._append_call(layer, graph[1]))
+            return
+        shape = self._batch_input_shape()
         if shape is not None:
             self._build(shape)
 
@@ -80,46 +110,111 @@ class Sequential(Model):
             raise IndexError("pop from an empty Sequential model")
         layer = self.module.layers[-1]
         del self.module.layers[-1]
+        graph = self._graph
         self._invalidate()
+        if graph is not None and self.layers:
+            self._graph = (graph[0], self.layers[-1].get_output_at(len(self.layers[-1]._inbound_nodes) - 1))
+            plan = self.module.mask_plan
+            self.module.mask_plan = plan[:-1] if plan is not None and any(plan[:-1]) else None
         return layer
 
     def _invalidate(self) -> None:
         # a changed stack needs placing (device, dtype, channels-last) and an optimizer rebuilt
         self._trainer = None
         self._placed = False
+        self._graph = None
 
     # ------------------------------------------------------------------ building and shapes
 
-    def expected_input_shape(self) -> tuple | None:
+    def _batch_input_shape(self) -> tuple | None:
         if self._built_shape is not None:
             return self._built_shape
-        hint = self.layers[0].input_shape_hint if self.layers else None
-        return tuple(hint) if hint is not None else None
+        if self._input_layer is not None:
+            return tuple(self._input_layer.batch_input_shape)
+        first = self.layers[0] if self.layers else None
+        return tuple(first.batch_input_shape) if first is not None and first.batch_input_shape else None
+
+    def expected_input_shape(self) -> tuple | None:
+        shape = self._batch_input_shape()
+        return None if shape is None else tuple(shape[1:])
 
     def _build(self, shape: tuple) -> None:
+        """Run the stack on a symbolic input of batch shape ``shape`` (builds every layer)."""
         shape = tuple(shape)
         self._built_shape = shape
-        for layer in self.layers:
-            layer.build(shape)
-            shape = tuple(layer.compute_output_shape(shape))
+        if not self.layers:
+            return
+        if self._input_layer is not None:
+            x = self._input_layer._inbound_nodes[0].output_tensors[0]
+        else:
+            dtype = self.layers[0].dtype_name
+            x = Input(batch_shape=shape, name=f"{self.layers[0].name}_input", dtype=dtype)
+        inp = x
+        self.module.mask_plan = None
+        for i, layer in enumerate(self.layers):
+            x = self._append_call(layer, x, i)
+        self._graph = (inp, x)
+
+    def _append_call(self, layer: Any, x: KerasTensor, index: int | None = None) -> KerasTensor:
+        y = layer(x)
+        if not isinstance(y, KerasTensor):
+            raise ValueError(f"layer '{layer.name}' returns several tensors; a Sequential model needs "
+                             "single-output layers: use the functional API, Model(inputs, outputs)")
+        index = len(self.layers) - 1 if index is None else index
+        plan = list(self.module.mask_plan or [])[:index]
+        plan += [False] * (index - len(plan)) + [y._keras_mask is not None]
+        self.module.mask_plan = plan if any(plan) else None
+        return y
 
     def _ensure_built(self, sample_shape: tuple | None) -> None:
         if not self.layers:
             raise ValueError("the Sequential model has no layers: add some with model.add(...)")
-        shape = self.expected_input_shape() or (tuple(sample_shape) if sample_shape is not None else None)
+        shape = self._batch_input_shape()
+        if shape is None and sample_shape is not None:
+            shape = (None, *sample_shape)
         if shape is None:
             raise ValueError("the model does not know its input shape yet: pass input_shape=(...) to the "
                              "first layer, or call fit/predict with data first")
-        if not all(layer.built for layer in self.layers):
+        if self._graph is None or not all(layer.built for layer in self.layers):
             self._build(shape)
 
+    def _sample_output_shape(self) -> tuple | None:
+        shape = self.output_shape
+        return None if shape is None else tuple(shape[1:])
+
+    @property
     def output_shape(self) -> tuple | None:
-        shape = self.expected_input_shape()
-        if shape is None:
-            return None
+        """Keras ``model.output_shape`` (batch dim ``None``); None while the input shape is unknown."""
+        shape = self._batch_input_shape()
+        if shape is None or not self.layers:
+            return shape
+        if self._graph is not None:
+            return self._graph[1].shape
         for layer in self.layers:
             shape = tuple(layer.compute_output_shape(shape))
         return shape
+
+    @property
+    def input_shape(self) -> tuple | None:
+        return self._batch_input_shape()
+
+    @property
+    def inputs(self) -> list:
+        self._ensure_built(None)
+        return [self._graph[0]]
+
+    @property
+    def outputs(self) -> list:
+        self._ensure_built(None)
+        return [self._graph[1]]
+
+    @property
+    def input(self) -> KerasTensor:
+        return self.inputs[0]
+
+    @property
+    def output(self) -> KerasTensor:
+        return self.outputs[0]
 
     # ------------------------------------------------------------------ Keras-layout weights
 
@@ -145,7 +240,10 @@ class Sequential(Model):
         """Keras 2 config: ``{"name", "layers": [{"class_name", "config"}, ...]}``."""
         from arignote.layers import serialize
 
-        return {"name": self.name, "layers": [serialize(layer) for layer in self.layers],
+        specs = [serialize(layer) for layer in self.layers]
+        if self._input_layer is not None and specs:
+            specs[0]["config"]["batch_input_shape"] = list(self._input_layer.batch_input_shape)
+        return {"name": self.name, "layers": specs,
                 "build_input_shape": list(self._built_shape) if self._built_shape is not None else None}
 
     @classmethod
@@ -153,9 +251,11 @@ class Sequential(Model):
         from arignote.layers import deserialize
 
         model = cls(name=config.get("name"))
-        for spec in config["layers"]:
+        layers = config["layers"] if isinstance(config, dict) else config  # Keras 2.0-2.2: a bare list
+        for spec in layers:
             model.module.layers.append(deserialize(spec, custom_objects))
-        shape = config.get("build_input_shape")
+        shape = config.get("build_input_shape") if isinstance(config, dict) else None
+        shape = shape or model._batch_input_shape()
         if shape is not None:
             model._build(tuple(shape))
         return model
@@ -165,10 +265,9 @@ class Sequential(Model):
         from arignote.models import summary
 
         self._ensure_built(None)
-        rows = summary.layer_rows(self.layers, self.expected_input_shape())
-        params = list(self.module.parameters())
-        total = sum(p.numel() for p in params)
-        trainable = sum(p.numel() for p in params if p.requires_grad)
+        rows = summary.layer_rows(self.layers, self._built_shape)
+        total = sum(layer.count_params() for layer in self.layers)
+        trainable = sum(layer.count_trainable_params() for layer in self.layers)
         summary.print_summary(summary.render(rows, total, trainable), print_fn)
         from arignote.training.memory_plan import summary_lines
 

@@ -4,7 +4,7 @@ A ``Device`` column is added when the layers sit on more than one device (placem
 
 Example::
 
-    >>> rows = [("dense_1 (Dense)", "(None, 10)", 7850, None)]
+    >>> rows = [("dense_1 (Dense)", format_shape((None, 10)), 7850, None)]
     >>> print(render(rows, total=7850, trainable=7850))  # doctest: +NORMALIZE_WHITESPACE
     _________________________________________________________________
     Layer (type)                 Output Shape              Param #
@@ -31,10 +31,13 @@ _POSITIONS = (0.45, 0.85, 1.0)  # Keras 2's columns for sequential models
 
 
 def format_shape(shape: Any) -> str:
-    """``(None, 32, 32, 3)`` for a per-sample shape ``(32, 32, 3)`` (Keras prints the batch dim)."""
+    """``(None, 32, 32, 3)`` for a shape with its batch dim (``None`` prints as ``None``); a list of
+    shapes prints as Keras does (``[(None, 3), (None, 4)]``)."""
     if shape is None:
         return "multiple"
-    dims = ("None", *("None" if d is None else str(d) for d in shape))
+    if isinstance(shape, list):
+        return "[" + ", ".join(format_shape(s) for s in shape) + "]"
+    dims = tuple("None" if d is None else str(d) for d in shape)
     return "(" + ", ".join(dims) + (",)" if len(dims) == 1 else ")")
 
 
@@ -88,14 +91,14 @@ def _device_of(module: Any) -> str | None:
 
 
 def layer_rows(layers: list[Any], input_shape: tuple | None) -> list[tuple[str, str, int, str | None]]:
-    """Rows for Keras-style layers, propagating the per-sample shape through ``compute_output_shape``."""
+    """Rows for Keras-style layers, propagating the batch shape through ``compute_output_shape``."""
     shape = input_shape
     rows = []
     devices = []
     for layer in layers:
         if shape is not None:
             shape = tuple(layer.compute_output_shape(shape))
-        params = sum(p.numel() for p in layer.parameters())
+        params = layer.count_params() if getattr(layer, "built", True) else 0
         devices.append(parallel.layer_device(layer) or _device_of(layer))  # context device when placed
         rows.append((f"{layer.name} ({type(layer).__name__})", format_shape(shape), params))
     placed = (len({d for d in devices if d is not None}) > 1

@@ -28,7 +28,7 @@ from arignote.config import ConfigError
 from arignote.parallel.env import DistEnv
 from arignote.parallel.single import SingleDevice
 
-__all__ = ["SingleDevice", "strategy_for", "layer_device"]
+__all__ = ["SingleDevice", "strategy_for", "check_layout", "layer_device"]
 
 
 def _is_cuda(device: Any) -> bool:
@@ -53,6 +53,19 @@ def strategy_for(devices: list[Any]) -> Any:
     ``cpu.processes`` > 1) are errors naming the flags.
     """
     devices = [_as_device(d) for d in devices]
+    processes = check_layout(devices)
+    env = DistEnv.from_mapping(os.environ)
+    multi = len(devices) > 1 or processes > 1 or (env is not None and env.world_size > 1)
+    if not multi:
+        return SingleDevice(devices[0])
+    from arignote.parallel.ddp import data_parallel
+
+    return data_parallel(devices, processes)
+
+
+def check_layout(devices: list[Any]) -> int:
+    """The ``cpu.processes`` count after checking it against ``devices`` (what :func:`strategy_for`
+    and ``arignote config`` refuse, with the same messages); starts nothing."""
     if not devices:
         raise ConfigError("no device to train on; set device=auto, cpu or cuda")
     processes = int(config.get("cpu.processes"))
@@ -69,13 +82,7 @@ def strategy_for(devices: list[Any]) -> Any:
     if not gpus and len(devices) > 1:
         raise ConfigError("several cpu devices named: use device=cpu with cpu.processes=N "
                           "for N CPU processes")
-    env = DistEnv.from_mapping(os.environ)
-    multi = len(devices) > 1 or processes > 1 or (env is not None and env.world_size > 1)
-    if not multi:
-        return SingleDevice(devices[0])
-    from arignote.parallel.ddp import data_parallel
-
-    return data_parallel(devices, processes)
+    return processes
 
 
 def layer_device(layer: Any) -> str | None:

@@ -1,4 +1,5 @@
-"""Keras 2 ``preprocessing``: ``image.ImageDataGenerator`` for real-time image augmentation.
+"""Keras 2 ``preprocessing``: ``image`` (``ImageDataGenerator``, ``flow_from_directory``, ``load_img``...),
+``sequence`` (``pad_sequences``, ``skipgrams``, ``TimeseriesGenerator``) and ``text`` (``Tokenizer``).
 
 Example::
 
@@ -7,6 +8,6 @@ Example::
     True
 """
 
-from arignote.preprocessing import image
+from arignote.preprocessing import image, sequence, text
 
-__all__ = ["image"]
+__all__ = ["image", "sequence", "text"]

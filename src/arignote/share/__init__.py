@@ -27,7 +27,7 @@ from typing import Any
 
 from arignote.devices.nvml import GPUSnapshot, Snapshot
 from arignote.share.leases import Lease, LeaseInfo, acquire, busy_map, current_leases, gpu_key, lease_dir
-from arignote.share.select import NoFreeGPUError, ShareError, evaluate, explain, format_size, parse_size, rank
+from arignote.share.select import NoFreeGPUError, ShareError, evaluate, explain, format_mib, parse_size, rank
 
 __all__ = [
     "select_gpus",
@@ -41,7 +41,7 @@ __all__ = [
     "ShareError",
     "NoFreeGPUError",
     "parse_size",
-    "format_size",
+    "format_mib",
     "lease_dir",
     "gpu_key",
 ]
@@ -60,7 +60,8 @@ def select_gpus(n: int, min_free_memory: Any = None, max_utilization: Any = None
                 exclude_leased: bool = True) -> list[int]:
     """The best ``n`` GPU indices (PCI order, as nvidia-smi numbers them), best first.
 
-    ``min_free_memory``: bytes or a size such as ``"10GiB"``; ``max_utilization``: percent 0-100.
+    ``min_free_memory``: a size (:mod:`arignote.sizes`): ``"10GiB"``, ``"50%"`` of each GPU, a bare
+    number in MiB; ``max_utilization``: percent 0-100.
     A GPU whose reading is n/a does not pass a filter on that reading. With ``exclude_leased``
     GPUs leased by other processes are skipped. Raises :class:`NoFreeGPUError` listing every GPU
     and why it was skipped when fewer than ``n`` pass. Nothing is locked: use :func:`acquire`.

@@ -134,8 +134,26 @@ def _alive(pid: int, start: float) -> bool:
     return created <= start + 1.0
 
 
-def current_leases(directory: Path | None = None) -> list[LeaseInfo]:
-    """Leases held right now on this host, by any user (``nvidia-smi``'s process list, for leases)."""
+def read_record(path: Path, limit: int = 1 << 20) -> tuple[int, Any]:
+    """(file owner uid, parsed JSON) of a record in a shared directory, read safely: a symlink is
+    not followed, a FIFO or other non-regular file is refused without blocking, and a file over
+    ``limit`` bytes is refused. Raises OSError (unreadable, refused) or ValueError (not JSON)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        if st.st_size > limit:
+            raise OSError(errno.EFBIG, f"larger than {limit // 1024} KiB")
+        return st.st_uid, json.loads(fh.read(limit + 1).decode("utf-8"))
+
+
+def current_leases(directory: Path | None = None, problems: list[dict[str, str]] | None = None
+                   ) -> list[LeaseInfo]:
+    """Leases held right now on this host, by any user (``nvidia-smi``'s process list, for leases).
+
+    ``problems``: when a list is given, one ``{"file", "problem"}`` is appended for each record that
+    cannot be read or trusted (``arignote dash`` shows them; selection ignores them)."""
     directory = lease_dir(create=False) if directory is None else directory
     me = socket.gethostname()
     out = []
@@ -149,18 +167,33 @@ def current_leases(directory: Path | None = None) -> list[LeaseInfo]:
             continue
         path = directory / name
         try:
-            owner = os.lstat(path).st_uid
-            data = json.loads(path.read_text(encoding="utf-8"))
+            owner, data = read_record(path)
             info = LeaseInfo(str(data["key"]), int(data["index"]), int(data["pid"]), str(data["user"]),
                              str(data["host"]), float(data["start"]), str(data["command"]), int(m.group(1)))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue  # being written or removed right now, or not ours: the lock is the truth
+        except FileNotFoundError:
+            continue  # removed right now
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            # being written right now, or broken: the lock is the truth
+            if problems is not None:
+                problems.append({"file": name, "problem": f"lease record cannot be read ({_why(exc)})"})
+            continue
         if owner != info.uid or info.pid != int(m.group(2)):
+            if problems is not None:
+                problems.append({"file": name,
+                                 "problem": "lease record's owner or pid does not match its name"})
             continue  # a record planted under someone else's uid: ignore it
         if info.host == me and not _alive(info.pid, info.start):
             continue
         out.append(info)
     return out
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return exc.strerror or type(exc).__name__
+    if isinstance(exc, ValueError):
+        return f"not valid JSON: {exc}"
+    return f"missing or bad field {exc}"
 
 
 def _describe(info: LeaseInfo) -> str:

@@ -12,18 +12,15 @@ Example::
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from arignote.devices.nvml import NA, GPUSnapshot, Snapshot
+from arignote.errors import ShareError
+from arignote.sizes import format_mib, parse_size
 
-__all__ = ["ShareError", "NoFreeGPUError", "Candidate", "parse_size", "format_size", "evaluate", "rank"]
-
-
-class ShareError(RuntimeError):
-    """A GPU request that cannot be met now (nothing free, lease directory unusable)."""
+__all__ = ["ShareError", "NoFreeGPUError", "Candidate", "parse_size", "format_mib", "evaluate", "rank"]
 
 
 class NoFreeGPUError(ShareError):
@@ -33,42 +30,6 @@ class NoFreeGPUError(ShareError):
         super().__init__(message)
         self.reasons = dict(reasons or {})
         self.detail = detail or message  # the per-GPU list without the advice line
-
-
-_UNITS = {
-    "b": 1, "k": 1024, "kb": 1000, "kib": 1024, "m": 1024**2, "mb": 1000**2, "mib": 1024**2,
-    "g": 1024**3, "gb": 1000**3, "gib": 1024**3, "t": 1024**4, "tb": 1000**4, "tib": 1024**4,
-}
-
-
-def parse_size(text: Any) -> int:
-    """Bytes from ``"10GiB"``, ``"512MiB"``, ``"1.5GB"`` (KiB/MiB/GiB/TiB binary, kB/MB/GB/TB decimal,
-    bare K/M/G/T binary). An int is taken as bytes. Raises ValueError naming the text and the fix.
-
-    >>> parse_size("10GiB"), parse_size("1.5 GB")
-    (10737418240, 1500000000)
-    """
-    if isinstance(text, bool):
-        raise ValueError(f"memory size {text!r} is not a size; write e.g. 10GiB or 512MiB")
-    if isinstance(text, int):
-        if text < 0:
-            raise ValueError(f"memory size {text} is negative")
-        return text
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([A-Za-z]*)\s*", str(text))
-    unit = match.group(2).lower() if match else ""
-    if not match or unit not in _UNITS:
-        raise ValueError(f"memory size {text!r} is not understood; write a number and a unit, "
-                         "e.g. 10GiB, 512MiB or 1.5GB")
-    return int(float(match.group(1)) * _UNITS[unit])
-
-
-def format_size(n: Any) -> str:
-    """``10.0 GiB`` / ``512 MiB`` / ``n/a``: the unit nvidia-smi users read at a glance."""
-    if n is NA or n is None:
-        return "n/a"
-    if n >= 1024**3:
-        return f"{n / 1024**3:.1f} GiB"
-    return f"{n / 1024**2:.0f} MiB"
 
 
 @dataclass(frozen=True)
@@ -108,10 +69,11 @@ def evaluate(snapshot: Snapshot, min_free_memory: Any = None, max_utilization: A
         why = busy.get(gpu.index, "")
         free = gpu.memory_free
         if not why and need is not None:
-            if free is NA:
+            total = gpu.memory_total
+            if free is NA or (need.fraction is not None and total is NA):
                 why = "free memory n/a (the driver does not report it), cannot check --min-free-memory"
-            elif free < need:
-                why = f"{format_size(free)} free < {format_size(need)} asked"
+            elif free < need.of(total):
+                why = f"{format_mib(free)} free < {format_mib(need.of(total))} asked"
         if not why and max_utilization is not None:
             util = gpu.utilization_gpu
             if util is NA:

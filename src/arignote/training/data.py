@@ -205,6 +205,7 @@ class IterableData:
         self.steps_per_epoch = steps_per_epoch
         self.workers, self.max_queue_size = int(workers), max(1, int(max_queue_size))
         self._it: Iterator | None = None
+        self.check: Any = None  # check(x, y, step) on each batch before it moves (batch_checks.for_model)
         try:
             self.length: int | None = len(data)  # type: ignore[arg-type]
         except TypeError:
@@ -251,9 +252,14 @@ class IterableData:
         return next(iter(self.batches()))
 
     def _moved(self, batch: Any, step: int) -> tuple[Any, Any]:
-        x, y = split_batch(batch)
+        try:
+            x, y = split_batch(batch)
+        except ValueError as exc:
+            raise ValueError(f"batch {step} of {self.name}: {exc}") from None
         if y is None and self.targets:
             raise ValueError(f"batch {step} of {self.name} has no targets: yield (x, y) pairs")
+        if self.check is not None:
+            self.check(x, y, step)
         return _move(x, self.device, self.float_dtype, "x"), (
             None if y is None else _move(y, self.device, self.float_dtype, "y"))
 

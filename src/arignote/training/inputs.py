@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arignote.training import batch_checks
 from arignote.training.checks import check_batch_size, check_finite, check_input_shape, check_lengths
 from arignote.training.data import ArrayData, IterableData, as_tensor, is_array, split_validation
 
@@ -98,7 +99,7 @@ def check_queue_args(validation_steps: Any, validation_freq: Any, max_queue_size
 def _check_targets(model: Any, y: Any, what: str) -> None:
     from arignote import losses
 
-    out = model.output_shape()
+    out = model._sample_output_shape()
     if out is None or y is None or model.loss is None:
         return
     try:
@@ -251,6 +252,7 @@ def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any
     if plan.iterable is not None:
         train = IterableData(_rank_share(plan.iterable, trainer, "x"), trainer.device, _float_dtype(),
                              plan.steps_per_epoch, **queue)
+        train.check = batch_checks.for_model(trainer.model, "x")
     else:
         train = _array_data(trainer, plan.x, plan.y, image)
     val = None
@@ -258,6 +260,7 @@ def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any
         val = IterableData(_rank_share(plan.val_iterable, trainer, "validation_data"), trainer.device,
                            _float_dtype(), plan.val_steps, name="validation_data",
                            steps_name="validation_steps", **queue)
+        val.check = batch_checks.for_model(trainer.model, "validation_data")
     elif plan.x_val is not None:
         val = _array_data(trainer, plan.x_val, plan.y_val, image)
     return train, val
@@ -265,8 +268,10 @@ def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any
 
 def load_eval(plan: Plan, trainer: Any) -> Any:
     if plan.iterable is not None:
-        return IterableData(_rank_share(plan.iterable, trainer, "x"), trainer.device, _float_dtype(),
+        data = IterableData(_rank_share(plan.iterable, trainer, "x"), trainer.device, _float_dtype(),
                             plan.steps_per_epoch,
                             targets=plan.targets, steps_name="steps", workers=plan.workers,
                             max_queue_size=plan.max_queue_size)
+        data.check = batch_checks.for_model(trainer.model, "x", plan.targets)
+        return data
     return _array_data(trainer, plan.x, plan.y, trainer.model._image_input)

@@ -14,8 +14,8 @@ Example::
       parameters      2.55 MiB
       gradients       2.55 MiB
       optimizer       5.11 MiB  (Adam: 2 values per parameter)
-      activations     1.78 MiB  (7.11 KiB per sample x 256, measured)
-      total          12.00 MiB  of 21.94 GiB available (free RAM): fits
+      activations     1.78 MiB  (0.00694 MiB per sample x 256, measured)
+      total             12 MiB  of 22466 MiB available (free RAM): fits
 """
 
 from __future__ import annotations
@@ -28,6 +28,8 @@ from typing import Any
 
 import torch
 
+from arignote.sizes import format_mib
+
 __all__ = [
     "MemoryPlan",
     "plan_memory",
@@ -35,16 +37,7 @@ __all__ = [
     "optimizer_state_bytes",
     "parameter_bytes",
     "available_memory",
-    "fmt_bytes",
 ]
-
-
-def fmt_bytes(n: float) -> str:
-    """``1536`` -> ``1.50 KiB``: binary units, as nvidia-smi's MiB."""
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{int(n)} B"
 
 
 @dataclass(frozen=True)
@@ -113,20 +106,20 @@ class MemoryPlan:
             ("gradients", self.gradients, ""),
             ("optimizer", self.optimizer, self.optimizer_note),
             ("activations", self.activations,
-             f"{fmt_bytes(self.activations_per_sample)} per sample x {self.micro_batch}, measured"),
+             f"{format_mib(self.activations_per_sample)} per sample x {self.micro_batch}, measured"),
         ]
         if self.data:
             rows.append(("data", self.data, "training arrays kept on the device"))
         lines = [f"Memory plan for batch {self.batch}{split} on {self.device}:"]
         for name, size, note in rows:
-            lines.append(f"  {name:<12}{fmt_bytes(size):>12}" + (f"  ({note})" if note else ""))
+            lines.append(f"  {name:<12}{format_mib(size):>12}" + (f"  ({note})" if note else ""))
         if self.available is None:
             verdict = "available memory unknown"
         else:
-            verdict = f"of {fmt_bytes(self.available)} available ({self.available_note}): " + (
+            verdict = f"of {format_mib(self.available)} available ({self.available_note}): " + (
                 "fits" if self.fits else "DOES NOT FIT"
             )
-        lines.append(f"  {'total':<12}{fmt_bytes(self.total):>12}  {verdict}")
+        lines.append(f"  {'total':<12}{format_mib(self.total):>12}  {verdict}")
         return "\n".join(lines)
 
     def warning(self) -> str | None:
@@ -135,8 +128,8 @@ class MemoryPlan:
             return None
         k = self.micro_batches_needed()
         head = (
-            f"warning: batch {self.batch} needs about {fmt_bytes(self.total)} on {self.device} but "
-            f"{fmt_bytes(self.available or 0)} is available ({self.available_note}); "
+            f"warning: batch {self.batch} needs about {format_mib(self.total)} on {self.device} but "
+            f"{format_mib(self.available or 0)} is available ({self.available_note}); "
         )
         if k is None:
             return head + (
@@ -236,7 +229,7 @@ def available_memory(device: torch.device | str) -> tuple[int | None, str]:
     index = dev.index if dev.index is not None else 0
     free, total = cuda_dev.mem_get_info(index)
     _, reserved = cuda_dev.memory_in_use(index)
-    offer, note = free + reserved, f"free on {dev} plus what this process holds, of {fmt_bytes(total)}"
+    offer, note = free + reserved, f"free on {dev} plus what this process holds, of {format_mib(total)}"
     applied = memory.applied(f"cuda:{index}")
     if applied is not None and applied.limit_bytes and applied.limit_bytes < offer:
         offer, note = applied.limit_bytes, f"memory.limit={applied.limit:g} cap"
@@ -353,8 +346,8 @@ def announce(plan: MemoryPlan | None, *, verbose: int, is_main: bool,
         return
     if verbose:
         verdict = "" if plan.fits is None else (" (fits)" if plan.fits else " (DOES NOT FIT)")
-        print_fn(f"Memory plan: batch {plan.batch} needs about {fmt_bytes(plan.total)} on {plan.device} "
-                 f"of {fmt_bytes(plan.available or 0)} available ({plan.available_note}){verdict}")
+        print_fn(f"Memory plan: batch {plan.batch} needs about {format_mib(plan.total)} on {plan.device} "
+                 f"of {format_mib(plan.available or 0)} available ({plan.available_note}){verdict}")
     warning = plan.warning()
     if warning:
         import sys

@@ -30,6 +30,8 @@ from typing import Any
 import torch
 
 from arignote import config
+from arignote.errors import ArignoteError
+from arignote.sizes import format_mib
 from arignote.training.oom_inject import OOMInjector, make_injector
 
 __all__ = ["OOMGuard", "OOMInjector", "UnsplittableOOMError", "make_injector", "micro_slices", "take",
@@ -39,7 +41,7 @@ __all__ = ["OOMGuard", "OOMInjector", "UnsplittableOOMError", "make_injector", "
 CANNOT_SPLIT = 1 << 30
 
 
-class UnsplittableOOMError(torch.OutOfMemoryError):
+class UnsplittableOOMError(ArignoteError, torch.OutOfMemoryError):
     """Out of memory with one sample per micro-batch: nothing is left to split.
 
     A subclass of ``torch.OutOfMemoryError`` so existing ``except`` clauses still catch it.
@@ -102,10 +104,6 @@ def next_k(k: int, n: int) -> int:
 # --------------------------------------------------------------------------- memory figures
 
 
-def _gib(nbytes: float) -> str:
-    return f"{nbytes / 2**30:.2f} GiB"
-
-
 def _cuda_index(dev: torch.device) -> int:
     return dev.index if dev.index is not None else 0
 
@@ -122,16 +120,16 @@ def memory_figures(device: torch.device | str | None) -> str:
         allocated, reserved = cuda_dev.memory_in_use(index)
         peak, _ = cuda_dev.peak_memory(index)
         free, total = cuda_dev.mem_get_info(index)
-        text = (f"{dev}: {_gib(allocated)} allocated, {_gib(reserved)} reserved, peak {_gib(peak)}; "
-                f"{_gib(free)} free of {_gib(total)}")
+        text = (f"{dev}: {format_mib(allocated)} allocated, {format_mib(reserved)} reserved, "
+                f"peak {format_mib(peak)}; {format_mib(free)} free of {format_mib(total)}")
         applied = memory.applied(f"cuda:{index}")
         if applied is not None and applied.limit_bytes:
-            text += f"; capped at {_gib(applied.limit_bytes)} by memory.limit={applied.limit:g}"
+            text += f"; capped at {format_mib(applied.limit_bytes)} by memory.limit={applied.limit:g}"
         return text
     import psutil
 
     vm = psutil.virtual_memory()
-    return f"cpu: RAM {_gib(vm.available)} available of {_gib(vm.total)}"
+    return f"cpu: RAM {format_mib(vm.available)} available of {format_mib(vm.total)}"
 
 
 def free_memory(device: torch.device | str | None) -> None:

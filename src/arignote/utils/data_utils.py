@@ -1,4 +1,6 @@
-"""Keras 2 ``utils.Sequence``: a batch source with a length, indexable, re-shuffled between epochs.
+"""Keras 2 ``utils.data_utils``: ``Sequence`` (a batch source with a length, indexable, re-shuffled
+between epochs) and ``get_file`` (the Keras cache of downloaded files, see
+:mod:`arignote.datasets._get_file`).
 
 ``fit``, ``evaluate`` and ``predict`` (and the Keras 2 ``*_generator`` methods) take a Sequence
 like any iterable of batches: an epoch is ``len(seq)`` batches, visited in a shuffled order when
@@ -21,7 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-__all__ = ["Sequence", "is_sequence"]
+from arignote.datasets._get_file import get_file, hash_file, validate_file
+
+__all__ = ["Sequence", "is_sequence", "get_file", "validate_file", "hash_file"]
 
 
 class Sequence:

@@ -1,0 +1,141 @@
+"""Keras 2 ``keras.activations``: activation functions on torch tensors, with ``get`` /
+``serialize`` / ``deserialize``.
+
+Every function takes a tensor and Keras 2's keyword arguments (``softmax(x, axis=-1)``,
+``elu(x, alpha=1.0)``, ``relu(x, alpha=0., max_value=None, threshold=0.)``); the defaults take
+torch's fused kernels.
+
+Example::
+
+    >>> import torch
+    >>> get("relu")(torch.tensor([-1.0, 2.0])).tolist()
+    [0.0, 2.0]
+    >>> serialize(get("softmax")), get(None) is linear
+    ('softmax', True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from arignote._keras_objects import deserialize_object
+
+__all__ = [
+    "softmax",
+    "elu",
+    "selu",
+    "softplus",
+    "softsign",
+    "relu",
+    "tanh",
+    "sigmoid",
+    "hard_sigmoid",
+    "exponential",
+    "linear",
+    "get",
+    "serialize",
+    "deserialize",
+]
+
+
+def softmax(x: torch.Tensor, axis: int = -1) -> torch.Tensor:
+    """``exp(x) / sum(exp(x), axis)``; a 1-D tensor is refused, as in Keras 2."""
+    if x.dim() < 2:
+        raise ValueError(
+            f"Cannot apply softmax to a tensor that is 1D. Received input of shape {tuple(x.shape)}"
+        )
+    return torch.softmax(x, dim=axis)
+
+
+def elu(x: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
+    """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``."""
+    return F.elu(x, alpha)
+
+
+def selu(x: torch.Tensor) -> torch.Tensor:
+    """Scaled ELU (``scale * elu(x, alpha)`` with the self-normalizing constants)."""
+    return F.selu(x)
+
+
+def softplus(x: torch.Tensor) -> torch.Tensor:
+    """``log(exp(x) + 1)``."""
+    return F.softplus(x)
+
+
+def softsign(x: torch.Tensor) -> torch.Tensor:
+    """``x / (abs(x) + 1)``."""
+    return F.softsign(x)
+
+
+def relu(
+    x: torch.Tensor, alpha: float = 0.0, max_value: float | None = None, threshold: float = 0.0
+) -> torch.Tensor:
+    """Keras 2 ``relu``: ``max_value`` for ``x >= max_value``, ``x`` for ``threshold <= x < max_value``,
+    ``alpha * (x - threshold)`` otherwise (with the defaults, plain ``max(x, 0)``)."""
+    if alpha == 0.0 and max_value is None and threshold == 0.0:
+        return torch.relu(x)
+    y = torch.where(x > threshold, x, torch.zeros_like(x)) if threshold != 0.0 else torch.relu(x)
+    if max_value is not None:
+        y = torch.clamp(y, 0.0, max_value)
+    if alpha != 0.0:
+        y = y - alpha * torch.relu(threshold - x)
+    return y
+
+
+def tanh(x: torch.Tensor) -> torch.Tensor:
+    """Hyperbolic tangent."""
+    return torch.tanh(x)
+
+
+def sigmoid(x: torch.Tensor) -> torch.Tensor:
+    """``1 / (1 + exp(-x))``."""
+    return torch.sigmoid(x)
+
+
+def hard_sigmoid(x: torch.Tensor) -> torch.Tensor:
+    """Keras 2's piecewise-linear sigmoid: ``clip(0.2 * x + 0.5, 0, 1)``."""
+    return torch.clamp(0.2 * x + 0.5, 0.0, 1.0)
+
+
+def exponential(x: torch.Tensor) -> torch.Tensor:
+    """``exp(x)``."""
+    return torch.exp(x)
+
+
+def linear(x: torch.Tensor) -> torch.Tensor:
+    """The identity."""
+    return x
+
+
+_FUNCTIONS: dict[str, Callable] = {
+    f.__name__: f
+    for f in (softmax, elu, selu, softplus, softsign, relu, tanh, sigmoid, hard_sigmoid, exponential, linear)
+}
+
+
+def serialize(activation: Callable) -> str:
+    """The name Keras stores for an activation (its function name)."""
+    name = getattr(activation, "__name__", None)
+    if name is None:
+        raise ValueError(f"Cannot serialize activation {activation!r}: it has no __name__")
+    return name
+
+
+def deserialize(name: Any, custom_objects: dict | None = None) -> Callable:
+    """The activation function named ``name`` (custom objects first)."""
+    return deserialize_object(name, _FUNCTIONS, custom_objects, "activation function")
+
+
+def get(identifier: Any) -> Callable:
+    """``None`` -> :func:`linear`; a name -> the function; a callable passes through."""
+    if identifier is None:
+        return linear
+    if isinstance(identifier, str):
+        return deserialize(identifier)
+    if callable(identifier):
+        return identifier
+    raise ValueError(f"Could not interpret activation function identifier: {identifier!r}")

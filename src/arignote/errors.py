@@ -1,0 +1,55 @@
+"""The errors arignote raises on purpose, in one family.
+
+Every one derives from :class:`ArignoteError` (catch that to catch them all) and also from the
+builtin a caller would already catch for the same fault, so ``except ValueError`` around a bad flag
+or ``except OSError`` around a missing dataset keeps working.
+
+=================  ==========================  ==============================================
+class              also a                      raised for
+=================  ==========================  ==============================================
+ConfigError        ValueError                  a flag name or value arignote cannot use
+DeviceError        ConfigError                 a device spec that is malformed or not honourable
+CheckpointError    ValueError                  a checkpoint that cannot be read or written
+ShareError         RuntimeError                a GPU request that cannot be met now (leases)
+DatasetError       OSError                     a dataset missing, damaged or not downloadable
+=================  ==========================  ==============================================
+
+This module imports nothing of arignote, so every floor may import it.
+
+Example::
+
+    >>> from arignote.errors import ArignoteError, ConfigError
+    >>> issubclass(ConfigError, ArignoteError) and issubclass(ConfigError, ValueError)
+    True
+"""
+
+from __future__ import annotations
+
+__all__ = ["ArignoteError", "ConfigError", "DeviceError", "CheckpointError", "ShareError", "DatasetError"]
+
+
+class ArignoteError(Exception):
+    """Root of every error arignote raises on purpose; its message names the culprit and the fix."""
+
+
+class ConfigError(ArignoteError, ValueError):
+    """A flag name or value that arignote cannot use; the message names the flag, value and source."""
+
+
+class DeviceError(ConfigError):
+    """A device spec that is malformed or that this machine cannot honour; the message names the fix.
+
+    A :class:`ValueError` (through ConfigError), so the CLI reports it and exits 2.
+    """
+
+
+class CheckpointError(ArignoteError, ValueError):
+    """A checkpoint file that cannot be used: missing, truncated, corrupt or not an arignote checkpoint."""
+
+
+class ShareError(ArignoteError, RuntimeError):
+    """A GPU request that cannot be met now (nothing free, lease directory unusable)."""
+
+
+class DatasetError(ArignoteError, OSError):
+    """A dataset that is missing, damaged, or cannot be downloaded; the message says what to do."""

@@ -1,0 +1,20 @@
+"""The functional graph (Keras 2 ``Model(inputs, outputs)``): symbolic tensors, nodes, compilation.
+
+* :mod:`arignote.graph.state` — the learning phase and the values of a running graph (no torch import
+  beyond the module level state, no arignote imports: everything may use it);
+* :mod:`arignote.graph.tensor` — :class:`KerasTensor`, the symbolic tensor ``Input()`` and every layer
+  called on one return (shape with ``None`` batch, dtype, the node that made it);
+* :mod:`arignote.graph.node` — :class:`Node` bookkeeping and the symbolic call of a layer;
+* :mod:`arignote.graph.ops` — backend functions on symbolic tensors record an operation node;
+* :mod:`arignote.graph.compiler` — the node order sorted once into a plain ``torch.nn.Module``;
+* :mod:`arignote.graph.functional` — the functional ``Model``.
+
+Keras 2 spellings live in :mod:`arignote.engine` (``Layer``, ``InputSpec``, ``Input``, ``Model``,
+``engine.topology``).
+
+Example::
+
+    >>> from arignote.graph.tensor import KerasTensor
+    >>> KerasTensor((None, 3)).shape
+    (None, 3)
+"""

@@ -1,0 +1,235 @@
+"""``Node`` bookkeeping (Keras 2 ``engine/base_layer.py``) and the symbolic call of a layer.
+
+Calling a layer on :class:`~arignote.graph.tensor.KerasTensor` inputs builds it from their shapes
+(batch dim ``None``), works out the output shapes (``compute_output_shape`` when the class defines
+one, else by running the layer once on small zero tensors, as Keras 3 does), the output masks
+(``compute_mask``), and records a :class:`Node` on the layer (``layer._inbound_nodes``) and on the
+layers that made the inputs (``_outbound_nodes``). Nothing is computed on data here: the functional
+``Model`` compiles the nodes into a torch module (:mod:`arignote.graph.compiler`).
+
+Example::
+
+    >>> from arignote.layers import Dense
+    >>> from arignote.layers import Input
+    >>> y = Dense(3)(Input(shape=(4,)))
+    >>> y.shape, y._keras_history[0].name.startswith("dense")
+    ((None, 3), True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from arignote import config
+from arignote.graph.tensor import KerasTensor, flatten
+
+__all__ = ["Node", "symbolic_call", "runtime_module", "nest_like", "torch_dtype_name"]
+
+
+class Node:
+    """One call of ``outbound_layer`` on the outputs of other layers (Keras 2 field names).
+
+    ``inbound_layers[i]``, ``node_indices[i]``, ``tensor_indices[i]`` say where input ``i`` came from;
+    ``arguments`` are the keyword arguments of the call (other than ``mask``).
+    """
+
+    def __init__(self, outbound_layer: Any, input_tensors: list, output_tensors: list,
+                 input_masks: list, output_masks: list, arguments: dict | None = None,
+                 input_structure: Any = None, output_structure: Any = None) -> None:
+        self.outbound_layer = outbound_layer
+        self.input_tensors = list(input_tensors)
+        self.output_tensors = list(output_tensors)
+        self.input_masks = list(input_masks)
+        self.output_masks = list(output_masks)
+        self.input_shapes = [t.shape for t in self.input_tensors]
+        self.output_shapes = [t.shape for t in self.output_tensors]
+        self.arguments = dict(arguments or {})
+        self.input_structure = input_structure  # how the call received its inputs (tensor, list, dict)
+        self.output_structure = output_structure
+        self.inbound_layers, self.node_indices, self.tensor_indices = [], [], []
+        for t in self.input_tensors:
+            layer, node_index, tensor_index = t._keras_history
+            self.inbound_layers.append(layer)
+            self.node_indices.append(node_index)
+            self.tensor_indices.append(tensor_index)
+        for layer in self.inbound_layers:
+            layer._outbound_nodes.append(self)
+        outbound_layer._inbound_nodes.append(self)
+
+    def get_config(self) -> dict:
+        return {"outbound_layer": self.outbound_layer.name,
+                "inbound_layers": [layer.name for layer in self.inbound_layers],
+                "node_indices": list(self.node_indices), "tensor_indices": list(self.tensor_indices)}
+
+
+def runtime_module(layer: Any) -> nn.Module:
+    """The ``nn.Module`` that computes ``layer`` (a model used as a layer runs its ``module``)."""
+    return layer if isinstance(layer, nn.Module) else layer.module
+
+
+def nest_like(structure: Any, leaves: list) -> Any:
+    """Rebuild ``structure`` (a leaf, list, tuple or dict as made by :func:`flatten`) from ``leaves``."""
+    it = iter(leaves)
+
+    def rebuild(s: Any) -> Any:
+        if isinstance(s, (list, tuple)):
+            return type(s)(rebuild(v) for v in s)
+        if isinstance(s, dict):
+            return {k: rebuild(s[k]) for k in sorted(s)}
+        return next(it)
+
+    return rebuild(structure)
+
+
+def torch_dtype_name(dtype: torch.dtype) -> str:
+    return str(dtype).replace("torch.", "")
+
+
+def _dummy(t: KerasTensor, fill: int) -> torch.Tensor:
+    shape = [2 if i == 0 and d is None else (fill if d is None else d) for i, d in enumerate(t.shape)]
+    dtype = getattr(torch, t.dtype, None) or torch.float32
+    if dtype == torch.bool:
+        return torch.ones(shape, dtype=dtype)
+    return torch.zeros(shape, dtype=dtype)
+
+
+def _swap(x: Any, fill: int) -> Any:
+    if isinstance(x, KerasTensor):
+        return _dummy(x, fill)
+    if isinstance(x, (list, tuple)):
+        return type(x)(_swap(v, fill) for v in x)
+    if isinstance(x, dict):
+        return {k: _swap(v, fill) for k, v in x.items()}
+    return x
+
+
+def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tuple], list[str]]:
+    """Output structure, shapes and dtypes by running the layer on zeros (twice: unknown dims differ)."""
+    module = runtime_module(layer)
+    modes = [(m, m.training) for m in module.modules()]
+    module.eval()  # no moving-average updates from dummy data
+    runs = []
+    try:
+        with torch.no_grad():
+            for fill in (3, 4):
+                out = module(_swap(inputs, fill), **_swap(kwargs, fill))
+                runs.append(out)
+    except Exception as exc:
+        raise ValueError(
+            f"layer '{layer.name}' ({type(layer).__name__}) failed on a symbolic input of shape "
+            f"{[t.shape for t in flatten(inputs)]}: {type(exc).__name__}: {exc}. Define "
+            "compute_output_shape(input_shape) on the layer, or check the input shape") from exc
+    finally:
+        for m, mode in modes:
+            m.training = mode
+    leaves_a, leaves_b = flatten(runs[0]), flatten(runs[1])
+    shapes, dtypes = [], []
+    for a, b in zip(leaves_a, leaves_b):
+        if not isinstance(a, torch.Tensor):
+            raise TypeError(f"layer '{layer.name}' returned a {type(a).__name__}, not a tensor")
+        shape = [None if i == 0 or da != db else da for i, (da, db) in enumerate(zip(a.shape, b.shape))]
+        if a.dim() == 0:
+            shape = []
+        shapes.append(tuple(shape))
+        dtypes.append(torch_dtype_name(a.dtype))
+    structure = runs[0]
+    return structure, shapes, dtypes
+
+
+def _infer_masks(layer: Any, inputs: Any, prev_mask: Any, n_outputs: int) -> list:
+    """The output masks of a symbolic call, as symbolic tensors (or None).
+
+    ``compute_mask`` is written for torch tensors (``inputs != 0``), so it runs on small zeros (twice,
+    to tell unknown dims); its errors (a mask reaching a layer that cannot take one) surface here,
+    when the graph is built, as in Keras 2. At run time the compiled graph calls it on real data.
+    """
+    if prev_mask is None and type(layer).compute_mask is _BASE_COMPUTE_MASK[0]:
+        return [None] * n_outputs
+    runs = []
+    with torch.no_grad():
+        for fill in (3, 4):
+            out = layer.compute_mask(_swap(inputs, fill), _swap(prev_mask, fill))
+            runs.append(flatten(out) if isinstance(out, (list, tuple)) else [out] * n_outputs)
+    if len(runs[0]) != n_outputs:
+        return [None] * n_outputs
+    masks = []
+    for a, b in zip(*runs):
+        if a is None or not isinstance(a, torch.Tensor):
+            masks.append(None)
+            continue
+        shape = [None if i == 0 or da != db else da for i, (da, db) in enumerate(zip(a.shape, b.shape))]
+        masks.append(KerasTensor(shape, torch_dtype_name(a.dtype), name=f"{layer.name}/mask"))
+    return masks
+
+
+_BASE_COMPUTE_MASK: list = [None]  # Layer.compute_mask, set by arignote.layers.base
+
+
+def _declared_shapes(layer: Any, inputs: Any) -> tuple[Any, list[tuple], list[str]]:
+    in_shapes = [t.shape for t in flatten(inputs)]
+    arg = in_shapes[0] if isinstance(inputs, KerasTensor) else in_shapes
+    out = layer.compute_output_shape(arg)
+    if isinstance(out, list) and out and all(isinstance(o, (tuple, list)) for o in out):
+        shapes = [tuple(s) for s in out]
+        structure: Any = list(range(len(shapes)))
+    else:
+        shapes = [tuple(out)]
+        structure = 0
+    dtype = getattr(layer, "_output_dtype", None) or _floatx()
+    return structure, shapes, [dtype] * len(shapes)
+
+
+def _floatx() -> str:
+    return config.get("floatX")
+
+
+def _layer_name(layer: Any) -> str:
+    return getattr(layer, "name", type(layer).__name__)
+
+
+def symbolic_call(layer: Any, inputs: Any, kwargs: dict) -> Any:
+    """What ``layer(inputs, **kwargs)`` returns when ``inputs`` are symbolic (see the module doc)."""
+    leaves = flatten(inputs)
+    for t in leaves:
+        if not isinstance(t, KerasTensor):
+            raise ValueError(f"layer '{_layer_name(layer)}' was called with a mix of symbolic and other "
+                             f"inputs ({type(t).__name__}); every input of a layer in a functional model "
+                             "must come from Input() or another layer (wrap constants in a Lambda)")
+        if t._keras_history is None:
+            raise ValueError(f"layer '{_layer_name(layer)}' got a symbolic tensor that no layer made: "
+                             "start graphs with arignote.layers.Input(shape=...)")
+    check = getattr(layer, "assert_input_compatibility", None)
+    if check is not None:
+        check(inputs)
+    if not layer.built:
+        shapes = [t.shape for t in leaves]
+        layer._build_once(shapes[0] if isinstance(inputs, KerasTensor) else shapes)
+    masks = [t._keras_mask for t in leaves]
+    single = isinstance(inputs, KerasTensor)
+    prev_mask = masks[0] if single else (masks if any(m is not None for m in masks) else None)
+    call_kwargs = dict(kwargs)
+    if getattr(layer, "_call_takes_mask", False) and "mask" not in call_kwargs and prev_mask is not None:
+        call_kwargs["mask"] = prev_mask
+    if getattr(layer, "_declares_output_shape", True):
+        structure, shapes, dtypes = _declared_shapes(layer, inputs)
+    else:
+        structure, shapes, dtypes = _infer_outputs(layer, inputs, call_kwargs)
+    node_index = len(layer._inbound_nodes)
+    outputs = []
+    for i, (shape, dtype) in enumerate(zip(shapes, dtypes)):
+        name = layer.name if len(shapes) == 1 else f"{layer.name}/{i}"
+        if node_index:
+            name += f":{node_index}"
+        outputs.append(KerasTensor(shape, dtype, name=name, history=(layer, node_index, i)))
+    out_struct = outputs[0] if not isinstance(structure, (list, tuple)) else nest_like(structure, outputs)
+    mask_leaves = _infer_masks(layer, inputs, prev_mask, len(outputs))
+    for t, m in zip(outputs, mask_leaves):
+        t._keras_mask = m
+    arguments = {k: v for k, v in kwargs.items() if k != "mask"}
+    Node(layer, leaves, outputs, masks, mask_leaves, arguments,
+         input_structure=inputs if not single else None,
+         output_structure=structure if isinstance(structure, (list, tuple)) else None)
+    return out_struct

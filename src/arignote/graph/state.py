@@ -1,0 +1,63 @@
+"""Process-wide state the graph shares with the backend: the learning phase and live values.
+
+* ``learning_phase`` is what ``K.learning_phase()`` answers: every :class:`~arignote.layers.Layer`
+  sets it from its module's ``training`` flag before running ``call``, so
+  ``K.in_train_phase(x, alt)`` inside a custom layer or ``Lambda`` follows ``model.fit``/``predict``.
+  ``K.set_learning_phase`` pins it (``forced``).
+* ``live`` maps symbolic tensors to the torch values of the graph run in progress. A Keras 2
+  custom loss may close over a symbolic tensor of the model (the VAE's ``z_mean``); while the
+  loss runs, backend functions read that tensor's value of the current batch from here.
+
+Example::
+
+    >>> from arignote.graph import state
+    >>> state.phase(), state.live_value(object()) is None
+    (0, True)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["phase", "set_phase", "force_phase", "live_value", "live_values"]
+
+_PHASE = [0]
+_FORCED: list[Any] = [None]
+_LIVE: list[dict | None] = [None]
+
+
+def phase() -> int:
+    """1 while training, 0 otherwise (the forced value when one is set)."""
+    forced = _FORCED[0]
+    return _PHASE[0] if forced is None else forced
+
+
+def set_phase(training: bool) -> None:
+    """Called by layers before ``call`` (cheap: one list store)."""
+    _PHASE[0] = 1 if training else 0
+
+
+def force_phase(value: Any) -> None:
+    """``K.set_learning_phase(0|1)``; ``None`` goes back to following the modules."""
+    if value not in (None, 0, 1, True, False):
+        raise ValueError(f"the learning phase is 0 (test) or 1 (train), got {value!r}")
+    _FORCED[0] = None if value is None else int(value)
+
+
+def live_value(tensor: Any) -> Any:
+    """The value of symbolic ``tensor`` in the graph run in progress, or None."""
+    live = _LIVE[0]
+    return None if live is None else live.get(id(tensor))
+
+
+@contextmanager
+def live_values(values: dict | None) -> Iterator[None]:
+    """Make ``{id(symbolic tensor): torch value}`` visible to backend functions inside the block."""
+    old = _LIVE[0]
+    _LIVE[0] = values
+    try:
+        yield
+    finally:
+        _LIVE[0] = old

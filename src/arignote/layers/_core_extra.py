@@ -1,0 +1,194 @@
+"""``Lambda``, ``Masking`` and ``ActivityRegularization`` (Keras 2 ``keras.layers.core``). No weights.
+
+``Lambda(function, output_shape=None, mask=None, arguments=None)`` calls
+``function(inputs, **arguments)``. Without ``output_shape`` the shape is found by running the
+function once on a small zero batch. ``get_config`` stores a named function by name (module and
+qualified name) and a lambda as marshalled bytecode (as Keras 2 does, so it loads back only on the
+same Python version).
+
+Example::
+
+    >>> import torch
+    >>> Lambda(lambda x, k: x * k, arguments={"k": 3})(torch.ones(1, 2)).tolist()
+    [[3.0, 3.0]]
+    >>> Masking().compute_mask(torch.tensor([[[0.0], [1.0]]])).tolist()
+    [[False, True]]
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib
+import marshal
+import types
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from arignote import regularizers
+from arignote.layers._util import KerasLayer
+from arignote.layers.base import Layer
+
+__all__ = ["Lambda", "Masking", "ActivityRegularization"]
+
+
+def _probe(shape: tuple) -> torch.Tensor:
+    from arignote import backend
+
+    return torch.zeros(
+        tuple(2 if d is None else int(d) for d in shape), dtype=getattr(torch, backend.floatx())
+    )
+
+
+def _dump(fn: Callable) -> tuple[Any, str, str | None]:
+    """A function as ``(value, kind, module)`` for ``get_config``."""
+    name = getattr(fn, "__name__", "")
+    module = getattr(fn, "__module__", None)
+    if name != "<lambda>" and module and "<locals>" not in getattr(fn, "__qualname__", "<locals>"):
+        return fn.__qualname__, "function", module
+    if not isinstance(fn, types.FunctionType):
+        raise ValueError(f"Lambda: cannot serialize {fn!r}; pass a function or a lambda")
+    code = base64.b64encode(marshal.dumps(fn.__code__)).decode("ascii")
+    return [code, fn.__defaults__, None], "lambda", module
+
+
+def _load(value: Any, kind: str, module: str | None, custom_objects: dict | None) -> Callable:
+    if kind == "function":
+        if custom_objects and value in custom_objects:
+            return custom_objects[value]
+        if module is None:
+            raise ValueError(f"Lambda: cannot find function {value!r}; pass custom_objects={{{value!r}: fn}}")
+        obj: Any = importlib.import_module(module)
+        for part in value.split("."):
+            obj = getattr(obj, part)
+        return obj
+    code = marshal.loads(base64.b64decode(value[0]))
+    scope = dict(vars(importlib.import_module(module))) if module else {}
+    scope.update(custom_objects or {})
+    defaults = tuple(value[1]) if value[1] is not None else None
+    return types.FunctionType(code, scope, code.co_name, defaults)
+
+
+class Lambda(KerasLayer, Layer):
+    """Wraps ``function(inputs, **arguments)`` as a layer (Keras 2 ``Lambda``).
+
+    ``output_shape``: a tuple (without the batch), a function ``input_shape -> output_shape``
+    (batch-first shapes, as Keras 2), or None (found by a probe run). ``mask``: a mask tensor or a
+    function ``(inputs, mask) -> mask``.
+    """
+
+    _config_keys = ()
+
+    def __init__(
+        self,
+        function: Callable,
+        output_shape: Any = None,
+        mask: Any = None,
+        arguments: dict | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if not callable(function):
+            raise ValueError(f"Lambda '{self.name}': `function` must be callable, got {function!r}")
+        self.function = function
+        self.arguments = dict(arguments or {})
+        if output_shape is not None and not callable(output_shape):
+            output_shape = tuple(output_shape)
+        self._output_shape = output_shape
+        self.mask = mask
+        self.supports_masking = mask is not None
+
+    def forward(self, inputs: Any, mask: Any = None) -> Any:
+        return self.function(inputs, **self.arguments)
+
+    def output_shape_keras(self, input_shape: Any) -> Any:
+        if self._output_shape is None:
+            shapes = input_shape if isinstance(input_shape, list) else None
+            probe = [_probe(s) for s in shapes] if shapes else _probe(tuple(input_shape))
+            with torch.no_grad():
+                out = self.function(probe, **self.arguments)
+            if isinstance(out, (list, tuple)):
+                return [(None, *tuple(o.shape)[1:]) for o in out]
+            return (None, *tuple(out.shape)[1:])
+        if callable(self._output_shape):
+            shape = self._output_shape(input_shape)
+            return [tuple(s) for s in shape] if isinstance(shape, list) else tuple(shape)
+        batch = (input_shape[0] if isinstance(input_shape, list) else tuple(input_shape))[0]
+        return (batch, *self._output_shape)
+
+    def build(self, input_shape: Any) -> None:
+        if isinstance(input_shape, list):  # several inputs: nothing to build
+            self.built_input_shape, self.built = input_shape, True
+            return
+        super().build(input_shape)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        if callable(self.mask):
+            return self.mask(inputs, mask)
+        return self.mask
+
+    def get_config(self) -> dict:
+        cfg = super().get_config()
+        value, kind, module = _dump(self.function)
+        cfg.update(function=value, function_type=kind, module=module, arguments=self.arguments)
+        if self._output_shape is None:
+            cfg.update(output_shape=None, output_shape_type="raw")
+        elif callable(self._output_shape):
+            shape_value, shape_kind, shape_module = _dump(self._output_shape)
+            cfg.update(
+                output_shape=shape_value, output_shape_type=shape_kind, output_shape_module=shape_module
+            )
+        else:
+            cfg.update(output_shape=list(self._output_shape), output_shape_type="raw")
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Lambda:
+        config = dict(config)
+        fn = _load(
+            config.pop("function"),
+            config.pop("function_type", "function"),
+            config.pop("module", None),
+            custom_objects,
+        )
+        shape = config.pop("output_shape", None)
+        shape_kind = config.pop("output_shape_type", "raw")
+        shape_module = config.pop("output_shape_module", None)
+        if shape is not None and shape_kind != "raw":
+            shape = _load(shape, shape_kind, shape_module, custom_objects)
+        return cls(fn, output_shape=shape, **config)
+
+
+class Masking(KerasLayer, Layer):
+    """Masks time steps whose features all equal ``mask_value`` (default 0.): later mask-aware layers
+    (RNNs, ``GlobalAveragePooling1D``...) skip them; the output has those steps zeroed."""
+
+    supports_masking = True
+    _config_keys = ("mask_value",)
+
+    def __init__(self, mask_value: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.mask_value = mask_value
+
+    def compute_mask(self, inputs: torch.Tensor, mask: Any = None) -> torch.Tensor:
+        return (inputs != self.mask_value).any(dim=-1)
+
+    def forward(self, x: torch.Tensor, mask: Any = None) -> torch.Tensor:
+        keep = (x != self.mask_value).any(dim=-1, keepdim=True)
+        return x * keep.to(x.dtype)
+
+
+class ActivityRegularization(KerasLayer, Layer):
+    """Identity that adds ``l1 * sum(|x|) + l2 * sum(x ** 2)`` of its input to ``layer.losses``."""
+
+    supports_masking = True
+    _config_keys = ("l1", "l2")
+
+    def __init__(self, l1: float = 0.0, l2: float = 0.0, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.l1, self.l2 = l1, l2
+        self.activity_regularizer = regularizers.L1L2(l1=l1, l2=l2)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self._activity(x)

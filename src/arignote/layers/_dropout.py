@@ -1,0 +1,108 @@
+"""Dropout layers (Keras 2 ``keras.layers.core``): ``Dropout``, ``SpatialDropout1D/2D/3D``.
+
+Identity outside training. ``SpatialDropout*`` drop whole feature maps (one draw per sample and
+channel), as Keras 2 does. No weights.
+
+Example::
+
+    >>> import torch
+    >>> d = SpatialDropout2D(0.5); d.train()
+    >>> y = d(torch.ones(2, 4, 4, 3)); bool(((y == 0) | (y == 2)).all())
+    True
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from arignote.layers._util import KerasLayer, check_rank, normalize_data_format
+from arignote.layers.base import Layer
+
+__all__ = ["Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"]
+
+
+def _rate(rate: Any, where: str) -> float:
+    if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
+        raise ValueError(f"{where}: rate must be a number in [0, 1), got {rate!r}")
+    return min(1.0, max(0.0, float(rate)))  # Keras 2 clips
+
+
+class Dropout(KerasLayer, Layer):
+    """Zeroes a fraction ``rate`` of the inputs while training (the rest scaled by ``1 / (1 - rate)``).
+
+    ``noise_shape`` (batch first, ``None`` = the input's size) shares one draw along axes of size 1;
+    ``seed`` fixes the draws of this layer."""
+
+    supports_masking = True
+    _config_keys = ("rate", "noise_shape", "seed")
+
+    def __init__(self, rate: float, noise_shape: Any = None, seed: int | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.rate = _rate(rate, f"{type(self).__name__} '{self.name}'")
+        self.noise_shape = None if noise_shape is None else tuple(noise_shape)
+        self.seed = seed
+        self._generator: torch.Generator | None = None
+
+    def _noise_shape(self, x: torch.Tensor) -> tuple | None:
+        if self.noise_shape is None:
+            return None
+        return tuple(x.shape[i] if d is None else int(d) for i, d in enumerate(self.noise_shape))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.rate == 0.0:
+            return x
+        shape = self._noise_shape(x)
+        if shape is None and self.seed is None:
+            return F.dropout(x, self.rate, True)
+        if self.seed is not None and self._generator is None:
+            self._generator = torch.Generator(device=x.device).manual_seed(int(self.seed))
+        keep = 1.0 - self.rate
+        noise = torch.empty(shape or tuple(x.shape), dtype=x.dtype, device=x.device)
+        noise.bernoulli_(keep, generator=self._generator)
+        return x * noise / keep
+
+
+class _SpatialDropout(Dropout):
+    rank = 1
+    _config_keys = ("rate", "data_format")
+
+    def __init__(self, rate: float, data_format: str | None = None, **kwargs: Any) -> None:
+        super().__init__(rate, **kwargs)
+        self.data_format = normalize_data_format(data_format, f"{type(self).__name__} '{self.name}'")
+
+    def _noise_shape(self, x: torch.Tensor) -> tuple:
+        check_rank(
+            tuple(x.shape),
+            self.rank + 2,
+            f"{type(self).__name__} '{self.name}'",
+            f"{self.rank}-D inputs with channels",
+        )
+        ones = (1,) * self.rank
+        if self.data_format == "channels_first":
+            return (x.shape[0], x.shape[1], *ones)
+        return (x.shape[0], *ones, x.shape[-1])
+
+
+class SpatialDropout1D(_SpatialDropout):
+    """Drops entire channels of ``(steps, channels)`` sequences."""
+
+    _config_keys = ("rate",)
+
+    def __init__(self, rate: float, **kwargs: Any) -> None:
+        super().__init__(rate, "channels_last", **kwargs)
+
+
+class SpatialDropout2D(_SpatialDropout):
+    """Drops entire feature maps of images."""
+
+    rank = 2
+
+
+class SpatialDropout3D(_SpatialDropout):
+    """Drops entire feature maps of volumes."""
+
+    rank = 3

@@ -1,0 +1,332 @@
+"""Shared machinery of the built-in layers: argument normalization (Keras 2 ``conv_utils`` rules),
+image layout moves, TF-style ``'same'`` padding, and Keras-named weights.
+
+Tensors travel between layers in Keras layout: ``(N, steps, C)``, ``(N, H, W, C)``,
+``(N, D, H, W, C)`` for ``channels_last`` and ``(N, C, ...)`` for ``channels_first``. Image layers
+move channels to dim 1 for torch's kernels (:func:`to_torch`) and back (:func:`from_torch`); both are
+``permute`` views, so a contiguous channels-last batch reaches cuDNN/oneDNN as a channels-last
+(NHWC-memory) tensor without a copy.
+
+Example::
+
+    >>> normalize_tuple(3, 2, "kernel_size")
+    (3, 3)
+    >>> same_pads(5, 3, 2, 1)
+    (1, 1)
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import Any
+
+import torch
+from torch import nn
+
+from arignote import constraints as _constraints
+from arignote import initializers as _initializers
+from arignote import regularizers as _regularizers
+
+__all__ = [
+    "normalize_tuple",
+    "normalize_padding",
+    "normalize_data_format",
+    "to_torch",
+    "from_torch",
+    "conv_output_length",
+    "same_pads",
+    "KerasWeights",
+    "spatial_of",
+    "channels_of",
+]
+
+
+def normalize_tuple(
+    value: Any, n: int, name: str, where: str = "", allow_zero: bool = False
+) -> tuple[int, ...]:
+    """An int or an n-sequence of ints as an n-tuple of ints >= 1 (>= 0 with ``allow_zero``)."""
+    prefix = f"{where}: " if where else ""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        values: tuple = (int(value),) * n
+    else:
+        try:
+            values = tuple(value)
+        except TypeError:
+            raise ValueError(
+                f"{prefix}The `{name}` argument must be a tuple of {n} integers. Received: {value!r}"
+            ) from None
+        if len(values) != n or not all(
+            isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in values
+        ):
+            raise ValueError(
+                f"{prefix}The `{name}` argument must be a tuple of {n} integers. Received: {value!r}"
+            )
+        values = tuple(int(v) for v in values)
+    low = 0 if allow_zero else 1
+    if any(v < low for v in values):
+        raise ValueError(f"{prefix}`{name}` must be >= {low}, got {value!r}")
+    return values
+
+
+def normalize_padding(value: Any, where: str, allowed: tuple[str, ...] = ("valid", "same")) -> str:
+    """``'valid'``/``'same'`` (``'causal'`` for 1-D convolutions), case-insensitive."""
+    padding = value.lower() if isinstance(value, str) else value
+    if padding not in allowed:
+        raise ValueError(f"{where}: padding must be one of {', '.join(map(repr, allowed))}, got {value!r}")
+    return padding
+
+
+def normalize_data_format(value: Any, where: str) -> str:
+    """``None`` -> ``backend.image_data_format()`` (the flag / ``~/.keras/keras.json``)."""
+    if value is None:
+        from arignote import backend
+
+        value = backend.image_data_format()
+    fmt = value.lower() if isinstance(value, str) else value
+    if fmt not in ("channels_last", "channels_first"):
+        raise ValueError(f"{where}: data_format must be 'channels_first' or 'channels_last', got {value!r}")
+    return fmt
+
+
+def to_torch(x: torch.Tensor, data_format: str) -> torch.Tensor:
+    """A Keras-layout batch as torch's ``(N, C, *spatial)`` (a view)."""
+    if data_format == "channels_first":
+        return x
+    return x.permute(0, x.dim() - 1, *range(1, x.dim() - 1))
+
+
+def from_torch(y: torch.Tensor, data_format: str) -> torch.Tensor:
+    """torch's ``(N, C, *spatial)`` back to the Keras layout (a view)."""
+    if data_format == "channels_first":
+        return y
+    return y.permute(0, *range(2, y.dim()), 1)
+
+
+def spatial_of(shape: tuple, data_format: str) -> tuple:
+    """The spatial dims of a full (batch-first) Keras shape."""
+    return tuple(shape[2:]) if data_format == "channels_first" else tuple(shape[1:-1])
+
+
+def channels_of(shape: tuple, data_format: str) -> Any:
+    """The channel dim of a full (batch-first) Keras shape."""
+    return shape[1] if data_format == "channels_first" else shape[-1]
+
+
+def with_spatial(batch: Any, channels: Any, spatial: tuple, data_format: str) -> tuple:
+    """Compose a full Keras shape from its parts."""
+    if data_format == "channels_first":
+        return (batch, channels, *spatial)
+    return (batch, *spatial, channels)
+
+
+def conv_output_length(n: int | None, k: int, padding: str, s: int, d: int = 1) -> int | None:
+    """Keras 2 ``conv_utils.conv_output_length`` (``valid``/``same``/``causal``/``full``)."""
+    if n is None:
+        return None
+    span = (k - 1) * d + 1
+    out = {"same": n, "causal": n, "valid": n - span + 1, "full": n + span - 1}[padding]
+    return (out + s - 1) // s
+
+
+def same_pads(n: int, k: int, s: int, d: int = 1) -> tuple[int, int]:
+    """TensorFlow ``'same'`` padding of one axis as ``(before, after)``; the odd one goes after."""
+    total = max((math.ceil(n / s) - 1) * s + (k - 1) * d + 1 - n, 0)
+    return total // 2, total - total // 2
+
+
+def check_rank(shape: tuple, rank: int, where: str, what: str) -> tuple:
+    """A ValueError naming the layer when the input rank (with batch) is not ``rank``."""
+    if len(shape) != rank:
+        raise ValueError(
+            f"{where} expects {what} (an input of rank {rank} with the batch), got input shape {tuple(shape)}"
+        )
+    return shape
+
+
+def regularizer_arg(value: Any) -> Any:
+    return _regularizers.get(value)
+
+
+def constraint_arg(value: Any) -> Any:
+    return _constraints.get(value)
+
+
+def initializer_arg(value: Any) -> Any:
+    return _initializers.get(value)
+
+
+def serial(kind: str, value: Any) -> Any:
+    """``get_config`` form of an initializer/regularizer/constraint/activation argument."""
+    if value is None:
+        return None
+    if kind == "activation":
+        from arignote import activations
+
+        return activations.serialize(value) if not isinstance(value, str) else value
+    module = {"initializer": _initializers, "regularizer": _regularizers, "constraint": _constraints}[kind]
+    return module.serialize(value)
+
+
+class KerasWeights:
+    """Mixin: weights kept in torch layout, exposed under Keras 2 names, order and layout.
+
+    A layer calls :meth:`new_weight` in ``build`` for each Keras weight, in Keras's ``layer.weights``
+    order. ``perm`` maps the torch tensor to the Keras layout (e.g. Dense's torch ``(units, in)``
+    with ``perm=(1, 0)`` is Keras's kernel ``(in, units)``); the weight is initialized in Keras layout
+    (so fans are Keras's) and stored permuted. ``get_weights``, constraints (applied on the Keras
+    view), regularization penalties and the HDF5 converter read the same table.
+    """
+
+    def new_weight(
+        self,
+        name: str,
+        keras_shape: tuple,
+        initializer: Any,
+        perm: tuple | None = None,
+        regularizer: Any = None,
+        constraint: Any = None,
+        trainable: bool = True,
+        attr: str | None = None,
+        buffer: bool = False,
+    ) -> torch.Tensor:
+        init = _initializers.get(initializer)
+        from arignote import backend
+
+        value = init(tuple(int(d) for d in keras_shape), dtype=getattr(torch, backend.floatx()))
+        if not isinstance(value, torch.Tensor):
+            value = torch.as_tensor(value)
+        if perm is not None:
+            inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+            value = value.permute(inverse)
+        attr = attr or ("weight" if name == "kernel" else name)  # torch's name for the main tensor
+        if buffer:  # a non-trainable state such as BatchNormalization's moving mean
+            self.register_buffer(attr, value.contiguous())
+            param = getattr(self, attr)
+        else:
+            param = nn.Parameter(value.contiguous(), requires_grad=trainable and self.trainable)
+            setattr(self, attr, param)
+        table = self.__dict__.setdefault("_weight_table", [])
+        table[:] = [row for row in table if row[0] != name]
+        table.append((name, attr, perm, _regularizers.get(regularizer), _constraints.get(constraint)))
+        return param
+
+    def _table(self) -> list:
+        return self.__dict__.get("_weight_table", [])
+
+    def weight_names(self) -> list[str]:
+        """Keras names of the weights, in Keras order (``['kernel', 'bias']``)."""
+        return [row[0] for row in self._table()]
+
+    def keras_view(self, name: str) -> torch.Tensor:
+        """The weight ``name`` in Keras layout (a view of the torch tensor)."""
+        for key, attr, perm, _, _ in self._table():
+            if key == name:
+                t = getattr(self, attr)
+                return t.permute(perm) if perm is not None else t
+        raise KeyError(
+            f"{type(self).__name__} '{self.name}' has no weight {name!r}; it has {self.weight_names()}"
+        )
+
+    def _keras_weights(self) -> list[torch.Tensor]:
+        return [self.keras_view(name) for name in self.weight_names()]
+
+    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
+        for name, w in zip(self.weight_names(), weights):
+            view = self.keras_view(name)
+            view.copy_(w.to(dtype=view.dtype, device=view.device))
+
+    def apply_constraints(self) -> None:
+        """Project each constrained weight (Keras layout, Keras axes); the loop calls this after a step."""
+        with torch.no_grad():
+            for name, _, _, _, constraint in self._table():
+                if constraint is not None:
+                    view = self.keras_view(name)
+                    view.copy_(constraint(view))
+
+    def weight_penalties(self) -> list[torch.Tensor]:
+        """The current regularization penalties of this layer's weights."""
+        out = []
+        for _, attr, _, regularizer, _ in self._table():
+            if regularizer is not None:
+                out.append(regularizer(getattr(self, attr)))
+        return out
+
+
+class KerasLayer(KerasWeights):
+    """Mixin of every built-in layer: Keras 2 shapes (batch first, ``None`` batch) in
+    :meth:`build_keras` / :meth:`output_shape_keras`, which are the base ``Layer``'s ``build`` /
+    ``compute_output_shape`` (the Keras 2 contract of :mod:`arignote.layers.base`);
+    ``get_config`` serializes initializers, regularizers, constraints and activations as Keras 2 does;
+    ``losses`` holds the weight penalties plus the activity penalty of the last call."""
+
+    activity_regularizer: Any = None
+    supports_masking = False
+
+    @property
+    def kernel(self) -> torch.Tensor:
+        """The Keras-layout view of the kernel (as ``layer.kernel`` in Keras 2)."""
+        if "kernel" not in self.weight_names():
+            raise AttributeError(f"{type(self).__name__} '{self.name}' has no kernel (built: {self.built})")
+        return self.keras_view("kernel")
+
+    def build_keras(self, input_shape: Any) -> None:
+        """Create the weights for the batch-first ``input_shape`` (override)."""
+
+    def output_shape_keras(self, input_shape: Any) -> Any:
+        """The batch-first output shape (override; default: unchanged)."""
+        return input_shape
+
+    def build(self, input_shape: Any) -> None:
+        if self.built:  # built-in layers keep their weights when built again
+            return
+        self.build_keras(input_shape)
+        super().build(input_shape)
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        return self.output_shape_keras(input_shape)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """Keras 2: layers that support masking pass the mask on; others refuse one."""
+        if self.supports_masking:
+            return mask
+        if mask is not None and not (isinstance(mask, list) and all(m is None for m in mask)):
+            raise TypeError(
+                f"Layer {self.name} does not support masking, but was passed an input_mask; put a "
+                "mask-consuming layer (an RNN, GlobalAveragePooling1D...) before it, or drop "
+                "mask_zero / Masking"
+            )
+        return None
+
+    def _activity(self, y: torch.Tensor) -> torch.Tensor:
+        if self.activity_regularizer is not None:
+            self.__dict__["_activity_loss"] = self.activity_regularizer(y)
+        return y
+
+    @property
+    def losses(self) -> list:
+        """Regularization penalties (weights now, activity of the last call), as Keras's ``layer.losses``."""
+        out = self.weight_penalties()
+        act = self.__dict__.get("_activity_loss")
+        return out + ([act] if act is not None else [])
+
+    def get_config(self) -> dict:
+        """Keras 2 ``get_config``: base fields plus ``_config_keys``, objects in their serialized form."""
+        cfg: dict[str, Any] = {"name": self.name, "trainable": self.trainable}
+        if self.batch_input_shape is not None:
+            cfg["batch_input_shape"] = list(self.batch_input_shape)
+        cfg["dtype"] = self.dtype
+        for key in self._config_keys:
+            value = getattr(self, key, None)
+            if key.endswith("_initializer"):
+                value = serial("initializer", value)
+            elif key.endswith("_regularizer"):
+                value = serial("regularizer", value)
+            elif key.endswith("_constraint"):
+                value = serial("constraint", value)
+            elif key in ("activation", "recurrent_activation") and value is not None:
+                value = serial("activation", value)
+            elif isinstance(value, tuple):
+                value = list(value)
+            cfg[key] = value
+        return cfg

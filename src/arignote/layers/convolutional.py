@@ -1,0 +1,86 @@
+"""Keras 2's ``keras.layers.convolutional`` module path: convolutions (:mod:`._conv`,
+:mod:`._conv_extra`), padding, cropping and up-sampling (:mod:`._reshaping`), and the pooling layers
+Keras 2 also re-exported here.
+
+Example::
+
+    >>> from arignote.layers.convolutional import Conv2D, UpSampling2D
+    >>> UpSampling2D().compute_output_shape((4, 4, 3))
+    (8, 8, 3)
+"""
+
+from arignote.layers._conv import (
+    Conv1D,
+    Conv2D,
+    Conv2DTranspose,
+    Conv3D,
+    Conv3DTranspose,
+    Convolution1D,
+    Convolution2D,
+    Convolution3D,
+    Deconvolution2D,
+    Deconvolution3D,
+)
+from arignote.layers._conv_extra import DepthwiseConv2D, SeparableConv1D, SeparableConv2D
+from arignote.layers._reshaping import (
+    Cropping1D,
+    Cropping2D,
+    Cropping3D,
+    UpSampling1D,
+    UpSampling2D,
+    UpSampling3D,
+    ZeroPadding1D,
+    ZeroPadding2D,
+    ZeroPadding3D,
+)
+from arignote.layers.pooling import (
+    AveragePooling1D,
+    AveragePooling2D,
+    AveragePooling3D,
+    AvgPool1D,
+    AvgPool2D,
+    AvgPool3D,
+    MaxPool1D,
+    MaxPool2D,
+    MaxPool3D,
+    MaxPooling1D,
+    MaxPooling2D,
+    MaxPooling3D,
+)
+
+__all__ = [
+    "Conv1D",
+    "Conv2D",
+    "Conv3D",
+    "Conv2DTranspose",
+    "Conv3DTranspose",
+    "SeparableConv1D",
+    "SeparableConv2D",
+    "DepthwiseConv2D",
+    "Cropping1D",
+    "Cropping2D",
+    "Cropping3D",
+    "UpSampling1D",
+    "UpSampling2D",
+    "UpSampling3D",
+    "ZeroPadding1D",
+    "ZeroPadding2D",
+    "ZeroPadding3D",
+    "Convolution1D",
+    "Convolution2D",
+    "Convolution3D",
+    "Deconvolution2D",
+    "Deconvolution3D",
+    "MaxPooling1D",
+    "MaxPooling2D",
+    "MaxPooling3D",
+    "AveragePooling1D",
+    "AveragePooling2D",
+    "AveragePooling3D",
+    "MaxPool1D",
+    "MaxPool2D",
+    "MaxPool3D",
+    "AvgPool1D",
+    "AvgPool2D",
+    "AvgPool3D",
+]

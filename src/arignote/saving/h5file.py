@@ -1,0 +1,163 @@
+"""Keras 2's HDF5 file layout, read and written with h5py (no Keras needed).
+
+A whole-model file (``model.save``)::
+
+    /  attrs: keras_version, backend, model_config (JSON), training_config (JSON, when compiled)
+    /model_weights            attrs: layer_names, backend, keras_version
+    /model_weights/<layer>    attrs: weight_names ("<layer>/kernel:0", ...)
+    /model_weights/<layer>/<layer>/kernel:0    the arrays (Keras layout)
+    /optimizer_weights        attrs: weight_names; datasets named by them
+
+A weights file (``model.save_weights``) is the ``model_weights`` group at the root. Strings are
+written as h5py 2 wrote them for Keras 2 (fixed-length byte strings), and read whether they come
+back as bytes (h5py 2 files) or ``str`` (files written under h5py 3). Long name lists are split
+into ``layer_names0``, ``layer_names1``, ... as Keras does past the 64 KB attribute limit.
+
+Example::
+
+    >>> import os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.h5")
+    >>> with open_for_write(path) as f:
+    ...     write_names(f, "layer_names", ["dense_1"])
+    >>> with open_for_read(path) as f:
+    ...     read_names(f, "layer_names")
+    ['dense_1']
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import h5py
+import numpy as np
+
+from arignote import checkpoint
+
+__all__ = ["HDF5_SIGNATURE", "is_hdf5", "open_for_read", "open_for_write", "read_str", "write_str",
+           "read_names", "write_names", "write_layer_group", "read_layer_group", "HEADER_LIMIT"]  # fmt: skip
+
+HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
+HEADER_LIMIT = 64512  # bytes an HDF5 object header can hold for attributes (Keras's limit)
+
+
+def is_hdf5(path: str) -> bool:
+    """True when ``path`` starts with the HDF5 signature (at offset 0; user blocks are not used by Keras)."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(8) == HDF5_SIGNATURE
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def open_for_read(path: str) -> Iterator[h5py.File]:
+    """Open an HDF5 file; one h5py can't open (truncated, corrupt) is a ValueError naming it."""
+    try:
+        f = h5py.File(path, "r")
+    except OSError as err:
+        raise ValueError(f"{path}: an HDF5 file that h5py cannot open ({err}); it may be truncated or "
+                         "corrupt") from None
+    with f:
+        yield f
+
+
+@contextlib.contextmanager
+def open_for_write(path: str) -> Iterator[h5py.File]:
+    """Build the file in memory, then write it with :func:`arignote.checkpoint.atomic_write_bytes`
+    (temporary file beside ``path``, fsync, rename): a failed save leaves the previous file intact
+    and raises :class:`arignote.checkpoint.CheckpointSaveError` with the cause."""
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        yield f
+    checkpoint.atomic_write_bytes(os.fspath(path), buffer.getvalue())
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (bytes, np.bytes_)):
+        return bytes(value).decode("utf8")
+    return str(value)
+
+
+def read_str(obj: Any, name: str) -> str | None:
+    """A string attribute (bytes or str in the file), or None when absent."""
+    if name not in obj.attrs:
+        return None
+    value = obj.attrs[name]
+    if isinstance(value, np.ndarray) and value.shape == ():
+        value = value[()]
+    return _text(value)
+
+
+def write_str(obj: Any, name: str, value: str) -> None:
+    data = value.encode("utf8")
+    if len(data) > HEADER_LIMIT:
+        raise ValueError(
+            f"the {name} attribute is {len(data)} bytes, more than HDF5's {HEADER_LIMIT}-byte "
+            "attribute limit (the model's configuration is too large for a Keras 2 HDF5 file)"
+        )
+    obj.attrs[name] = np.bytes_(data)
+
+
+def read_names(obj: Any, name: str) -> list[str]:
+    """A list-of-names attribute, also when Keras chunked it into ``name0``, ``name1``, ..."""
+    if name in obj.attrs:
+        return [_text(v) for v in np.atleast_1d(obj.attrs[name])]
+    out: list[str] = []
+    i = 0
+    while f"{name}{i}" in obj.attrs:
+        out += [_text(v) for v in np.atleast_1d(obj.attrs[f"{name}{i}"])]
+        i += 1
+    return out
+
+
+def write_names(obj: Any, name: str, names: list[str]) -> None:
+    """Fixed-length byte strings as Keras 2 wrote them; chunked past the header limit."""
+    encoded = [n.encode("utf8") for n in names]
+    too_long = [n for n in names if len(n.encode("utf8")) > HEADER_LIMIT]
+    if too_long:
+        raise ValueError(f"names longer than {HEADER_LIMIT} bytes cannot be stored: {too_long[:3]}")
+    if not encoded:
+        obj.attrs[name] = np.array([], dtype=np.float64)  # what Keras 2 wrote for a layer without weights
+        return
+    data = np.array(encoded, dtype="S")
+    chunks = 1
+    parts = [data]
+    while any(p.nbytes > HEADER_LIMIT for p in parts):
+        chunks += 1
+        parts = np.array_split(data, chunks)
+    if chunks == 1:
+        obj.attrs[name] = data
+    else:
+        for i, part in enumerate(parts):
+            obj.attrs[f"{name}{i}"] = part
+
+
+def write_layer_group(parent: Any, layer_name: str, names: list[str], arrays: list[np.ndarray]) -> None:
+    """``parent/<layer_name>`` with its ``weight_names`` and one dataset per weight (nested by '/')."""
+    group = parent.create_group(layer_name)
+    write_names(group, "weight_names", names)
+    for name, value in zip(names, arrays):
+        value = np.asarray(value)
+        dset = group.create_dataset(name, value.shape, dtype=value.dtype)
+        if value.shape:
+            dset[:] = value
+        else:
+            dset[()] = value
+
+
+def read_layer_group(parent: Any, layer_name: str, where: str) -> tuple[list[str], list[np.ndarray]]:
+    """``(weight_names, arrays)`` of ``parent/<layer_name>``; a missing group names the file."""
+    if layer_name not in parent:
+        raise ValueError(f"{where}: layer '{layer_name}' is listed in layer_names but has no group")
+    group = parent[layer_name]
+    names = read_names(group, "weight_names")
+    arrays = []
+    for name in names:
+        if name not in group:
+            raise ValueError(f"{where}: weight '{name}' of layer '{layer_name}' is listed but missing")
+        arrays.append(np.asarray(group[name]))
+    return names, arrays

@@ -1,0 +1,335 @@
+"""Keras 2 HDF5 models and weights: ``save_model``/``load_model``/``save_weights``/``load_weights``.
+
+Files written by Keras 2.x load here, and files written here load in Keras 2.x (see
+:mod:`arignote.saving.h5file` for the layout). Weights are matched to layers in order
+(``by_name=False``, Keras's default: layers without weights are skipped on both sides) or by
+layer name; each layer's arrays go through :func:`arignote.saving.layouts.from_file` (Theano
+kernel flips, CuDNN RNN weights, wrappers). A Theano-backend or ``channels_first`` model is
+converted automatically and one line says what was done.
+
+We write ``backend="tensorflow"``: Keras 2 reads that attribute only to decide whether kernels
+must be flipped, and arignote's convolutions are correlations, like TensorFlow's.
+
+Example::
+
+    >>> import os, tempfile
+    >>> from arignote.models import Sequential
+    >>> from arignote.layers import Dense
+    >>> m = Sequential([Dense(2, input_dim=3, name="d")])
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.h5")
+    >>> save_weights(m, path)
+    >>> m2 = Sequential([Dense(2, input_dim=3, name="d")])
+    >>> load_weights(m2, path)
+    >>> bool((m2.get_weights()[0] == m.get_weights()[0]).all())
+    True
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from typing import Any
+
+import numpy as np
+
+from arignote import losses, optimizers
+from arignote.saving import h5file, keras_config, layouts, optimizer_state
+
+__all__ = [
+    "save_model",
+    "load_model",
+    "save_weights",
+    "load_weights",
+    "model_config",
+    "model_from_config",
+    "announce",
+    "KERAS_VERSION",
+    "WRITTEN_BACKEND",
+]
+
+KERAS_VERSION = "2.3.1"  # the layout we write (Keras 2 reads the version only to detect Keras 1 files)
+WRITTEN_BACKEND = "tensorflow"
+
+
+def _layers_of(model: Any, what: str) -> list[Any]:
+    layers = getattr(model, "layers", None)
+    if layers is None:
+        raise ValueError(
+            f"{what}: a Keras 2 HDF5 file stores Keras layers, and this model wraps a plain torch module "
+            f"({type(model.module).__name__}); save it with a name ending in .pt or .ckpt (arignote's "
+            "checkpoint format) instead"
+        )
+    return list(layers)
+
+
+def _origin(group: Any) -> layouts.Origin:
+    return layouts.Origin(
+        keras_version=h5file.read_str(group, "keras_version"), backend=h5file.read_str(group, "backend")
+    )
+
+
+def announce(path: str, origin: layouts.Origin, conversion: keras_config.Conversion | None) -> None:
+    notes = list(origin.notes)
+    if conversion is not None and conversion.channels_first:
+        notes.append(
+            "channels_first layers rebuilt channels_last (feed images as (N, H, W, C): "
+            "x.transpose(0, 2, 3, 1))"
+        )
+    if conversion is not None and conversion.dense_after_flatten:
+        notes.append(
+            "Dense weights after Flatten reordered ("
+            + ", ".join(sorted(conversion.dense_after_flatten))
+            + ")"
+        )
+    if notes:
+        who = f"Keras {origin.keras_version or '?'}, {origin.backend or 'unknown'} backend"
+        print(f"arignote: {path} ({who}): " + "; ".join(notes))
+
+
+# ------------------------------------------------------------------------------------------ writing
+
+
+def _write_weights(group: Any, layers: list[Any]) -> None:
+    h5file.write_names(group, "layer_names", [layer.name for layer in layers])
+    h5file.write_str(group, "backend", WRITTEN_BACKEND)
+    h5file.write_str(group, "keras_version", KERAS_VERSION)
+    for layer in layers:
+        names, arrays = layouts.to_file(layer)
+        h5file.write_layer_group(group, layer.name, names, arrays)
+
+
+def save_weights(model: Any, filepath: str) -> None:
+    """Write the weights in Keras 2's ``save_weights`` layout (the ``model_weights`` group at the root)."""
+    layers = _layers_of(model, str(filepath))
+    model._ensure_built(None)
+    with h5file.open_for_write(filepath) as f:
+        _write_weights(f, layers)
+
+
+def model_config(model: Any) -> dict:
+    if type(model).__name__ == "Sequential":
+        return {"class_name": "Sequential", "config": keras_config.sequential_to_keras(model.get_config())}
+    get_config = getattr(model, "get_config", None)
+    if callable(get_config):  # a functional Model writes Keras 2's layout itself
+        return {"class_name": "Model", "config": get_config()}
+    raise ValueError(f"{type(model).__name__} has no get_config(): its architecture cannot be saved")
+
+
+def _training_config(model: Any) -> dict | None:
+    if not model.compiled:
+        return None
+    args = model._compile_args
+    try:  # a name stays as the user spelled it, as Keras 2 writes model.loss
+        loss = args["loss"] if isinstance(args["loss"], str) else losses.serialize(args["loss"])
+    except (ValueError, TypeError) as err:
+        raise ValueError(
+            f"the loss {args['loss']!r} cannot be written to a Keras 2 file: {err}; save with "
+            "include_optimizer=False, or give the loss by name"
+        ) from None
+    return {
+        "optimizer_config": optimizers.serialize(model.optimizer),
+        "loss": loss,
+        "metrics": [m for m in args.get("metrics", []) if isinstance(m, str)],
+        "weighted_metrics": None,
+        "sample_weight_mode": None,
+        "loss_weights": None,
+    }
+
+
+def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> None:
+    """Architecture (``model_config``), weights, and compile settings + optimizer state when compiled."""
+    layers = _layers_of(model, str(filepath))
+    model._ensure_built(None)
+    config = json.dumps(model_config(model))
+    training = _training_config(model) if include_optimizer else None
+    with h5file.open_for_write(filepath) as f:
+        h5file.write_str(f, "keras_version", KERAS_VERSION)
+        h5file.write_str(f, "backend", WRITTEN_BACKEND)
+        h5file.write_str(f, "model_config", config)
+        _write_weights(f.create_group("model_weights"), layers)
+        if training is not None:
+            h5file.write_str(f, "training_config", json.dumps(training))
+            names_arrays = optimizer_state.to_keras(model)
+            if names_arrays:
+                group = f.create_group("optimizer_weights")
+                names, arrays = names_arrays
+                h5file.write_names(group, "weight_names", names)
+                for name, value in zip(names, arrays):
+                    group.create_dataset(name, data=np.asarray(value))
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def _apply(
+    layer: Any, arrays: list[np.ndarray], origin: layouts.Origin, where: str, skip_mismatch: bool = False
+) -> bool:
+    arrays = layouts.from_file(layer, arrays, origin)
+    current = layer.get_weights()
+    problem = None
+    if len(arrays) != len(current):
+        problem = f"expects {len(current)} weight(s), but the file has {len(arrays)}"
+    else:
+        for i, (new, old) in enumerate(zip(arrays, current)):
+            if tuple(new.shape) != tuple(old.shape):
+                problem = (
+                    f"weight {i} has shape {tuple(old.shape)}, but the file's has shape {tuple(new.shape)}"
+                )
+                break
+    if problem is not None:
+        message = f"{where}: layer '{layer.name}' ({type(layer).__name__}) {problem}"
+        if skip_mismatch:
+            warnings.warn(f"Skipping loading of weights for layer {layer.name}: {message}", stacklevel=4)
+            return False
+        raise ValueError(message)
+    layer.set_weights([a.astype(o.dtype, copy=False) for a, o in zip(arrays, current)])
+    layouts.theano_same_padding(layer, origin)
+    return True
+
+
+def _load_group(
+    group: Any,
+    layers: list[Any],
+    where: str,
+    by_name: bool = False,
+    skip_mismatch: bool = False,
+    dense_fix: dict[str, tuple] | None = None,
+) -> layouts.Origin:
+    origin = _origin(group)
+    if origin.keras_version is not None and origin.keras_version.startswith("1"):
+        raise ValueError(
+            f"{where} was written by Keras {origin.keras_version}: Keras 1 files are not supported "
+            "(load and re-save it with Keras 2 first)"
+        )
+    names = h5file.read_names(group, "layer_names")
+    stored = [(name, *h5file.read_layer_group(group, name, where)) for name in names]
+    if by_name:
+        index: dict[str, list[Any]] = {}
+        for layer in layers:
+            index.setdefault(layer.name, []).append(layer)
+        for name, _, arrays in stored:
+            for layer in index.get(name, []):
+                _apply(layer, _fix(layer, arrays, dense_fix), origin, where, skip_mismatch)
+        return origin
+    if skip_mismatch:
+        raise ValueError("load_weights: skip_mismatch=True needs by_name=True (as in Keras 2)")
+    with_weights = [layer for layer in layers if layer.get_weights()]
+    stored = [s for s in stored if s[2]]
+    if len(stored) != len(with_weights):
+        raise ValueError(
+            f"{where} does not match this model: you are trying to load a weight file containing "
+            f"{len(stored)} layers with weights into a model with {len(with_weights)} layers with weights "
+            f"(file: "
+            f"{[s[0] for s in stored]}; model: {[layer.name for layer in with_weights]})"
+        )
+    for layer, (_name, _names, arrays) in zip(with_weights, stored):
+        _apply(layer, _fix(layer, arrays, dense_fix), origin, where)
+    return origin
+
+
+def _fix(layer: Any, arrays: list[np.ndarray], dense_fix: dict[str, tuple] | None) -> list[np.ndarray]:
+    if dense_fix and layer.name in dense_fix and arrays:
+        arrays = list(arrays)
+        arrays[0] = layouts.reorder_dense_after_flatten(arrays[0], dense_fix[layer.name])
+    return arrays
+
+
+def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
+    """Keras 2 ``load_weights`` from an HDF5 weights or whole-model file (in order, or ``by_name``)."""
+    layers = _layers_of(model, str(filepath))
+    model._ensure_built(None)
+    with h5file.open_for_read(filepath) as f:
+        group = f["model_weights"] if "layer_names" not in f.attrs and "model_weights" in f else f
+        if "layer_names" not in group.attrs and "layer_names0" not in group.attrs:
+            raise ValueError(
+                f"{filepath}: an HDF5 file, but not a Keras weights file (no layer_names "
+                f"attribute; top-level keys: {sorted(f.keys())[:10]})"
+            )
+        origin = _load_group(group, layers, str(filepath), by_name, skip_mismatch)
+    announce(str(filepath), origin, None)
+
+
+def _dense_fix_shapes(model: Any, conversion: keras_config.Conversion) -> dict[str, tuple]:
+    """Dense name -> channels-last feature-map shape entering the Flatten before it."""
+    by_name = {layer.name: layer for layer in model.layers}
+    out = {}
+    for dense, flatten in conversion.dense_after_flatten.items():
+        shape = getattr(by_name.get(flatten), "_built_input_shape", None)  # with the batch dim
+        if shape is None:
+            raise ValueError(
+                f"cannot reorder the weights of Dense '{dense}': the input shape of Flatten "
+                f"'{flatten}' is unknown"
+            )
+        out[dense] = tuple(shape)[1:]
+    return out
+
+
+def model_from_config(
+    config: dict, custom_objects: dict | None, source: str, model_classes: dict
+) -> tuple[Any, keras_config.Conversion]:
+    """Rebuild a model from Keras 2's ``{"class_name", "config"}`` (``model_config``, ``to_json``)."""
+    if not isinstance(config, dict) or "class_name" not in config:
+        raise ValueError(f"{source}: model_config is not a Keras model configuration ({str(config)[:80]})")
+    name = config["class_name"]
+    if name == "Sequential":
+        cfg, conversion = keras_config.sequential_from_keras(config.get("config"), custom_objects, source)
+        return model_classes["Sequential"].from_config(cfg, custom_objects), conversion
+    raise ValueError(
+        f"{source}: a Keras '{name}' model; arignote rebuilds Sequential models from HDF5 files "
+        "(functional 'Model' configurations are not supported yet)"
+    )
+
+
+def load_model(
+    filepath: str, model_classes: dict, custom_objects: dict | None = None, compile: bool = True
+) -> Any:
+    """Rebuild a model from a Keras 2 HDF5 file: architecture, weights, compile settings, optimizer state.
+
+    ``model_classes`` maps Keras model class names (``"Sequential"``, ``"Model"``) to the classes
+    whose ``from_config(config, custom_objects)`` rebuilds them (:mod:`arignote.models` passes its own).
+    """
+    path = str(filepath)
+    with h5file.open_for_read(filepath) as f:
+        text = h5file.read_str(f, "model_config")
+        if text is None:
+            hint = (
+                " (it holds weights only: build the model in code, then model.load_weights(path))"
+                if "layer_names" in f.attrs or "layer_names0" in f.attrs
+                else ""
+            )
+            raise ValueError(f"{path}: no model found in the file (no model_config attribute){hint}")
+        model, conversion = model_from_config(json.loads(text), custom_objects, path, model_classes)
+        model._ensure_built(None)
+        if "model_weights" not in f:
+            raise ValueError(f"{path}: the file has a model_config but no model_weights group")
+        dense_fix = _dense_fix_shapes(model, conversion)
+        origin = _load_group(f["model_weights"], model.layers, path, dense_fix=dense_fix)
+        training = h5file.read_str(f, "training_config")
+        if compile and training is not None:
+            _compile_from(model, json.loads(training), custom_objects, path)
+            if "optimizer_weights" in f:
+                group = f["optimizer_weights"]
+                names = h5file.read_names(group, "weight_names")
+                optimizer_state.from_keras(model, [np.asarray(group[n]) for n in names], path)
+    announce(path, origin, conversion)
+    return model
+
+
+def _compile_from(model: Any, training: dict, custom_objects: dict | None, path: str) -> None:
+    for key in ("loss_weights", "sample_weight_mode", "weighted_metrics"):
+        if training.get(key):
+            raise ValueError(
+                f"{path}: training_config has {key}={training[key]!r}, which arignote's compile "
+                "does not support; load with compile=False and compile the model yourself"
+            )
+    spec = training.get("optimizer_config")
+    objects = custom_objects or {}
+    if isinstance(spec, dict) and spec.get("class_name") in objects:
+        optimizer = objects[spec["class_name"]].from_config(spec.get("config", {}))
+    else:
+        optimizer = optimizers.get(spec)
+    loss = training.get("loss")
+    if isinstance(loss, str) and loss in objects:
+        loss = objects[loss]
+    metrics = [objects.get(m, m) if isinstance(m, str) else m for m in (training.get("metrics") or [])]
+    model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None)

@@ -1,0 +1,309 @@
+"""The per-layer-type table between Keras 2 HDF5 weights and arignote layers.
+
+A layer's ``get_weights()`` already speaks Keras 2's layout (Dense kernel ``(in, units)``, conv
+kernels ``(*spatial, in, filters)``, LSTM gates i, f, c, o, GRU ``reset_after`` biases
+``(2, 3 * units)``): the torch layout stays inside the layer. This module knows what a *file*
+may hold beyond that and converts it on the way in:
+
+* the names Keras gives each weight (``dense_1/kernel:0``), written into ``weight_names``;
+* kernels of files written by the Theano backend, which convolves (flips the kernel) where
+  TensorFlow and torch correlate: ``CONV_FLIP`` lists which weights are spatially flipped;
+* ``CuDNNLSTM``/``CuDNNGRU`` weights loaded into ``LSTM``/``GRU(reset_after=True)`` and back
+  (input kernels stored column-major per gate, recurrent kernels transposed, LSTM biases split
+  into input and recurrent halves);
+* wrappers and nested models, whose weights are their inner layers' weights in order.
+
+Example::
+
+    >>> import numpy as np
+    >>> k = np.arange(4.0).reshape(2, 2, 1, 1)
+    >>> flip_kernel(k)[..., 0, 0].tolist()
+    [[3.0, 2.0], [1.0, 0.0]]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+__all__ = ["Origin", "weight_names", "from_file", "to_file", "flip_kernel", "CONV_FLIP", "WEIGHT_NAMES",
+           "reorder_dense_after_flatten", "cudnn_to_plain", "plain_to_cudnn",
+           "theano_same_padding"]  # fmt: skip
+
+
+# Keras 2 weight names, in get_weights() order, for layers whose set is fixed (None: optional bias)
+WEIGHT_NAMES: dict[str, tuple[str, ...]] = {
+    "Dense": ("kernel", "bias"),
+    "Conv1D": ("kernel", "bias"),
+    "Conv2D": ("kernel", "bias"),
+    "Conv3D": ("kernel", "bias"),
+    "Conv2DTranspose": ("kernel", "bias"),
+    "Conv3DTranspose": ("kernel", "bias"),
+    "SeparableConv1D": ("depthwise_kernel", "pointwise_kernel", "bias"),
+    "SeparableConv2D": ("depthwise_kernel", "pointwise_kernel", "bias"),
+    "DepthwiseConv2D": ("depthwise_kernel", "bias"),
+    "LocallyConnected1D": ("kernel", "bias"),
+    "LocallyConnected2D": ("kernel", "bias"),
+    "Embedding": ("embeddings",),
+    "SimpleRNN": ("kernel", "recurrent_kernel", "bias"),
+    "GRU": ("kernel", "recurrent_kernel", "bias"),
+    "LSTM": ("kernel", "recurrent_kernel", "bias"),
+    "CuDNNGRU": ("kernel", "recurrent_kernel", "bias"),
+    "CuDNNLSTM": ("kernel", "recurrent_kernel", "bias"),
+    "ConvLSTM2D": ("kernel", "recurrent_kernel", "bias"),
+    "PReLU": ("alpha",),
+}
+
+# Which weights (by position) a Theano-backend file stores flipped in every spatial axis.
+# Keras 2's Theano backend convolves (filter_flip) in conv1d/2d/3d and the transposed ones; its
+# depthwise and separable ops pre-flip their depthwise kernels themselves, so those are stored
+# as correlations already (and a 1x1 pointwise kernel has nothing to flip).
+CONV_FLIP: dict[str, tuple[int, ...]] = {
+    "Conv1D": (0,),
+    "Conv2D": (0,),
+    "Conv3D": (0,),
+    "Conv2DTranspose": (0,),
+    "Conv3DTranspose": (0,),
+    "ConvLSTM2D": (0, 1),
+}
+
+_CONVOLVING_BACKENDS = {"theano"}
+_CORRELATING_BACKENDS = {"tensorflow", "cntk", "torch", "jax", "numpy"}
+
+
+@dataclass
+class Origin:
+    """Where a file's weights come from: Keras version and backend (its HDF5 attributes)."""
+
+    keras_version: str | None = None
+    backend: str | None = None
+    notes: list[str] = field(default_factory=list)  # conversions applied, for the one-line message
+
+    @property
+    def flips_kernels(self) -> bool:
+        """True for a Theano file: its conv kernels are stored for true convolution."""
+        return self.backend in _CONVOLVING_BACKENDS
+
+    def note(self, what: str) -> None:
+        if what not in self.notes:
+            self.notes.append(what)
+
+
+def class_name(layer: Any) -> str:
+    """The Keras class name of ``layer`` (aliases such as Convolution2D resolve to Conv2D)."""
+    return type(layer).__name__
+
+
+def flip_kernel(kernel: np.ndarray) -> np.ndarray:
+    """Reverse every spatial axis of a Keras kernel ``(*spatial, in, out)``: convolution <-> correlation."""
+    kernel = np.asarray(kernel)
+    spatial = tuple(range(kernel.ndim - 2))
+    return np.ascontiguousarray(np.flip(kernel, axis=spatial)) if spatial else kernel
+
+
+def _inner_layers(layer: Any) -> list[Any] | None:
+    """The layers whose weights make up ``layer``'s, in Keras order (wrappers, nested models)."""
+    name = class_name(layer)
+    if name == "Bidirectional":
+        return [layer.forward_layer, layer.backward_layer]
+    if name == "TimeDistributed":
+        return [layer.layer]
+    sub = getattr(layer, "layers", None)
+    if sub is not None and not hasattr(layer, "_keras_weights"):
+        return list(sub)
+    return None
+
+
+def weight_names(layer: Any, count: int) -> list[str]:
+    """Keras-style names (``<layer>/<weight>:0``) for ``count`` weights of ``layer``."""
+    prefix = layer.name
+    inner = _inner_layers(layer)
+    if inner is not None:
+        names: list[str] = []
+        for sub in inner:
+            n = len(sub.get_weights())
+            names += [f"{prefix}/{name}" for name in weight_names(sub, n)]
+        return names
+    cls = class_name(layer)
+    if cls == "BatchNormalization":
+        base = [
+            n
+            for n, on in (("gamma", getattr(layer, "scale", True)), ("beta", getattr(layer, "center", True)))
+            if on
+        ]
+        base += ["moving_mean", "moving_variance"]
+    elif cls in WEIGHT_NAMES:
+        base = list(WEIGHT_NAMES[cls])
+    else:  # a custom layer: its parameter / buffer names (add_weight's names), as Keras would write
+        base = [n.replace(".", "/") for n, _ in (*layer.named_parameters(), *layer.named_buffers())]
+    if len(base) < count:
+        base += [f"param_{i}" for i in range(len(base), count)]
+    return [f"{prefix}/{name}:0" for name in base[:count]]
+
+
+# ---------------------------------------------------------------------------------------- CuDNN RNNs
+
+
+def _per_gate(kernel: np.ndarray, fn: Any, gates: int) -> np.ndarray:
+    return np.hstack([fn(k) for k in np.hsplit(kernel, gates)])
+
+
+def cudnn_to_plain(weights: list[np.ndarray], gates: int) -> list[np.ndarray]:
+    """CuDNNLSTM/CuDNNGRU weights -> LSTM/GRU(reset_after=True) weights (Keras 2 layouts).
+
+    CuDNN keeps each gate's input kernel column-major and its recurrent kernel transposed; its
+    bias is ``(2 * gates * units,)`` (input half then recurrent half). LSTM adds the halves, GRU
+    keeps them as its ``(2, gates * units)`` bias.
+    """
+    kernel, recurrent, bias = (np.asarray(w) for w in weights)
+    kernel = _per_gate(kernel, lambda k: k.T.reshape(k.shape, order="F"), gates)
+    recurrent = _per_gate(recurrent, lambda k: k.T, gates)
+    halves = bias.reshape(2, -1)
+    bias = halves.sum(axis=0) if gates == 4 else halves
+    return [kernel, recurrent, bias]
+
+
+def plain_to_cudnn(weights: list[np.ndarray], gates: int) -> list[np.ndarray]:
+    """The inverse of :func:`cudnn_to_plain` (an LSTM bias is split into two equal halves)."""
+    kernel, recurrent, bias = (np.asarray(w) for w in weights)
+    kernel = _per_gate(kernel, lambda k: k.T.reshape(k.shape, order="C"), gates)
+    recurrent = _per_gate(recurrent, lambda k: k.T, gates)
+    bias = np.tile(0.5 * bias, 2) if gates == 4 else bias.reshape(-1)
+    return [kernel, recurrent, bias]
+
+
+def _rnn_from_file(layer: Any, weights: list[np.ndarray], origin: Origin) -> list[np.ndarray]:
+    cls = class_name(layer)
+    if len(weights) != 3:
+        return weights
+    units = weights[1].shape[0]
+    bias_shape = tuple(weights[2].shape)
+    if cls in ("LSTM", "CuDNNLSTM"):
+        if bias_shape == (8 * units,) and cls == "LSTM":
+            origin.note("CuDNNLSTM weights converted to LSTM")
+            return cudnn_to_plain(weights, 4)
+        if bias_shape == (4 * units,) and cls == "CuDNNLSTM":
+            origin.note("LSTM weights converted to CuDNNLSTM")
+            return plain_to_cudnn(weights, 4)
+        return weights
+    # GRU family: the bias shape tells the source
+    if bias_shape == (6 * units,):
+        source = "CuDNNGRU"
+    elif bias_shape == (2, 3 * units):
+        source = "GRU(reset_after=True)"
+    elif bias_shape == (3 * units,):
+        source = "GRU(reset_after=False)"
+    else:
+        raise ValueError(
+            f"layer '{layer.name}': a GRU bias of shape {bias_shape} fits no GRU variant (units={units})"
+        )
+    if cls == "CuDNNGRU":
+        target = "CuDNNGRU"
+    else:
+        target = "GRU(reset_after=True)" if getattr(layer, "reset_after", True) else "GRU(reset_after=False)"
+    if source == target:
+        return weights
+    if "GRU(reset_after=False)" in (source, target):
+        raise ValueError(
+            f"layer '{layer.name}': weights of a {source} cannot be loaded into a {target} "
+            "(the reset gate is applied at another place; build the layer as in the file)"
+        )
+    origin.note(f"{source} weights converted to {target}")
+    return cudnn_to_plain(weights, 3) if source == "CuDNNGRU" else plain_to_cudnn(weights, 3)
+
+
+# ---------------------------------------------------------------------------------------- in and out
+
+
+def from_file(layer: Any, weights: list[np.ndarray], origin: Origin) -> list[np.ndarray]:
+    """Arrays read from a file's layer group -> what ``layer.set_weights`` takes."""
+    weights = [np.asarray(w) for w in weights]
+    inner = _inner_layers(layer)
+    if inner is not None:
+        out: list[np.ndarray] = []
+        if class_name(layer) == "Bidirectional":
+            half = len(weights) // 2
+            parts = [weights[:half], weights[half:]]
+            for sub, part in zip(inner, parts):
+                out += from_file(sub, part, origin)
+            return out
+        rest = weights
+        for sub in inner:
+            n = len(sub.get_weights())
+            out += from_file(sub, rest[:n], origin)
+            rest = rest[n:]
+        return out + rest
+    cls = class_name(layer)
+    if origin.flips_kernels and cls in CONV_FLIP:
+        for i in CONV_FLIP[cls]:
+            if i < len(weights):
+                weights[i] = flip_kernel(weights[i])
+        origin.note("convolution kernels flipped (Theano convolves, arignote correlates)")
+    if cls in ("LSTM", "GRU", "CuDNNLSTM", "CuDNNGRU"):
+        weights = _rnn_from_file(layer, weights, origin)
+    return weights
+
+
+def theano_same_padding(layer: Any, origin: Origin) -> None:
+    """Make a built conv layer pad as Keras 2's Theano backend did for ``padding='same'``.
+
+    With an even kernel, Theano's ``'same'`` (border mode ``'half'``, then cropped) puts the extra
+    row/column of zeros *before* the input where TensorFlow (and arignote) put it after, so
+    Theano-trained weights see the image shifted by one pixel unless the padding is mirrored.
+    With ``strides=1`` mirroring is exact; with larger strides the file's alignment cannot be
+    reproduced and the one-line message says so.
+    """
+    if (
+        not origin.flips_kernels
+        or getattr(layer, "padding", None) != "same"
+        or class_name(layer) not in CONV_FLIP
+    ):
+        return
+    kernel = np.atleast_1d(getattr(layer, "kernel_size", ()))
+    dilation = np.atleast_1d(getattr(layer, "dilation_rate", 1))
+    if not np.any((dilation * (kernel - 1) + 1) % 2 == 0):
+        return
+    if np.any(np.atleast_1d(getattr(layer, "strides", 1)) != 1):
+        origin.note(
+            f"layer '{layer.name}': Theano's 'same' padding with an even kernel and strides > 1 is not "
+            "reproduced (outputs differ at the borders)"
+        )
+        return
+    pad = getattr(layer, "_pad", None)
+    if pad is None:
+        return  # symmetric padding: nothing to mirror
+    pad = tuple(pad)
+    layer._pad = tuple(v for i in range(0, len(pad), 2) for v in (pad[i + 1], pad[i]))
+    origin.note("'same' padding of even kernels mirrored as Theano padded")
+
+
+def to_file(layer: Any) -> tuple[list[str], list[np.ndarray]]:
+    """``(weight_names, arrays)`` to write for ``layer`` (Keras 2 layout, correlation kernels)."""
+    arrays = [np.asarray(w) for w in layer.get_weights()]
+    return weight_names(layer, len(arrays)), arrays
+
+
+def reorder_dense_after_flatten(kernel: np.ndarray, feature_map: tuple[int, ...]) -> np.ndarray:
+    """A Dense kernel trained on channels-first flattened features ``(C, *spatial)`` -> the same
+    kernel for channels-last flattening ``(*spatial, C)`` (Keras 2's
+    ``convert_dense_weights_data_format``). ``feature_map`` is the channels-last shape ``(*spatial, C)``.
+
+    Example::
+
+        >>> k = np.arange(6.0).reshape(6, 1)        # C=2, H=3 flattened as (C, H)
+        >>> reorder_dense_after_flatten(k, (3, 2))[:, 0].tolist()
+        [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]
+    """
+    kernel = np.asarray(kernel)
+    spatial, channels = tuple(feature_map[:-1]), feature_map[-1]
+    units = kernel.shape[-1]
+    if int(np.prod(feature_map)) != kernel.shape[0]:
+        raise ValueError(
+            f"a Dense kernel with {kernel.shape[0]} inputs does not follow a feature map of "
+            f"shape {feature_map}"
+        )
+    k = kernel.reshape((channels, *spatial, units))
+    order = (*range(1, len(spatial) + 1), 0, len(spatial) + 1)
+    return np.ascontiguousarray(k.transpose(order).reshape(kernel.shape))

@@ -1,0 +1,194 @@
+"""Optimizer state between Keras 2's ``optimizer_weights`` and arignote's torch optimizers.
+
+Keras 2.3.1 stores ``[iterations] + slots`` where the slots are, per trainable weight in model
+order: SGD ``moment`` (Keras ``v = momentum * v - lr * g``; torch keeps ``b`` with ``v = -lr * b``),
+RMSprop / Adagrad ``accumulator``, Adadelta ``accumulator`` + ``delta_accumulator``, Adam ``m``,
+``v`` and ``vhat`` (shape ``(1,)`` unless ``amsgrad``). Each slot has the Keras layout of its
+weight; torch keeps it in the parameter's layout. Where a layer's Keras weight is a view of one
+torch parameter (Dense, convolutions, Embedding, BatchNormalization, LSTM kernels ...), the same
+view maps the slot. Where it is not (an LSTM bias is the sum of torch's two biases, a GRU
+reorders its gates), the state has no Keras layout: saving then leaves ``optimizer_weights`` out
+and loading starts a fresh optimizer, each with a warning naming the layer (as Keras 2 warns
+when it cannot restore an optimizer).
+
+Example::
+
+    >>> from arignote.models import Sequential
+    >>> from arignote.layers import Dense
+    >>> m = Sequential([Dense(2, input_dim=3)])
+    >>> m.compile("adam", "mse")
+    >>> to_keras(m) is None   # nothing to save before the first training step
+    True
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+import torch
+
+__all__ = ["to_keras", "from_keras", "SLOTS"]
+
+# Keras slot names per optimizer, and the torch state key each maps to
+SLOTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "SGD": (("moment", "momentum_buffer"),),
+    "RMSprop": (("accumulator", "square_avg"),),
+    "Adagrad": (("accumulator", "sum"),),
+    "Adadelta": (("accumulator", "square_avg"), ("delta_accumulator", "acc_delta")),
+    "Adam": (("m", "exp_avg"), ("v", "exp_avg_sq"), ("vhat", "max_exp_avg_sq")),
+}
+
+
+class _Unmappable(Exception):
+    pass
+
+
+def _views(model: Any) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
+    """``(parameter, keras_view)`` per trainable Keras weight, in Keras's model order."""
+    out = []
+    for layer in model.layers:
+        params = [p for p in layer.parameters() if p.requires_grad]
+        if not params:
+            continue
+        keras = list(layer._keras_weights())
+        covered: set[int] = set()
+        for view in keras:
+            owner = [
+                p
+                for p in params
+                if view.untyped_storage().data_ptr() == p.untyped_storage().data_ptr()
+                and view.numel() == p.numel()
+                and p.storage_offset() == 0
+            ]
+            if not owner:
+                continue  # a buffer (moving statistics) or a computed array
+            out.append((owner[0], view))
+            covered.add(id(owner[0]))
+        missing = [p for p in params if id(p) not in covered]
+        if missing:
+            raise _Unmappable(f"layer '{layer.name}' ({type(layer).__name__})")
+    return out
+
+
+def _to_keras_layout(slot: torch.Tensor, param: torch.Tensor, view: torch.Tensor) -> np.ndarray:
+    slot = slot.detach().cpu()
+    if slot.stride() != param.stride():
+        slot = slot.as_strided(param.shape, param.stride()).copy_(slot)
+    return slot.as_strided(view.shape, view.stride(), view.storage_offset()).numpy().copy()
+
+
+def _from_keras_layout(value: np.ndarray, param: torch.Tensor, view: torch.Tensor) -> torch.Tensor:
+    out = torch.empty_strided(param.shape, param.stride(), dtype=param.dtype)
+    out.as_strided(view.shape, view.stride(), view.storage_offset()).copy_(torch.as_tensor(value))
+    return out
+
+
+def _kind(optimizer: Any) -> str | None:
+    for cls in type(optimizer).__mro__:
+        if cls.__name__ in SLOTS:
+            return cls.__name__
+    return None
+
+
+def _sgd_scale(optimizer: Any) -> float:
+    """The lr of the last step taken (Keras ``v = -lr * b``); from ``decay`` when not recorded."""
+    last = getattr(optimizer, "_last_step_lr", None)
+    if last is not None:
+        return float(last)
+    done = max(int(optimizer.iterations) - 1, 0)
+    return float(optimizer._lr / (1.0 + optimizer.decay * done))
+
+
+def to_keras(model: Any) -> tuple[list[str], list[np.ndarray]] | None:
+    """``(weight_names, arrays)`` for the ``optimizer_weights`` group, or None when there is no state."""
+    opt = model.optimizer
+    kind = _kind(opt)
+    if kind is None or getattr(opt, "torch", None) is None or not opt.iterations:
+        return None
+    try:
+        views = _views(model)
+    except _Unmappable as err:
+        warnings.warn(
+            f"the optimizer state of {err} has no Keras 2 layout: the file is written without "
+            "optimizer_weights (training resumes with a fresh optimizer)",
+            stacklevel=3,
+        )
+        return None
+    name = type(opt).__name__
+    names, arrays = [f"{name}/iterations:0"], [np.array(opt.iterations, dtype=np.int64)]
+    for slot, key in SLOTS[kind]:
+        for i, (param, view) in enumerate(views):
+            state = opt.torch.state.get(param, {})
+            if slot == "vhat" and not getattr(opt, "amsgrad", False):
+                value = np.zeros((1,), dtype=np.float32)
+            elif key in state:
+                value = _to_keras_layout(state[key], param, view)
+                if kind == "SGD":
+                    value = -_sgd_scale(opt) * value
+            else:
+                value = np.zeros(tuple(view.shape), dtype=np.float32)
+            names.append(f"training/{name}/{slot}_{i}:0")
+            arrays.append(value)
+    return names, arrays
+
+
+def from_keras(model: Any, arrays: list[np.ndarray], where: str) -> None:
+    """Load a file's ``optimizer_weights`` into ``model.optimizer`` (applied when the model is placed)."""
+    opt = model.optimizer
+    kind = _kind(opt)
+    if kind is None:
+        warnings.warn(
+            f"{where}: the state of a {type(opt).__name__} optimizer cannot be restored; the model "
+            "starts with a freshly initialized optimizer",
+            stacklevel=3,
+        )
+        return
+    try:
+        views = _views(model)
+    except _Unmappable as err:
+        warnings.warn(
+            f"{where}: the optimizer state of {err} cannot be mapped to torch; the model starts with "
+            "a freshly initialized optimizer",
+            stacklevel=3,
+        )
+        return
+    n = len(views)
+    slots = SLOTS[kind]
+    if len(arrays) != 1 + n * len(slots):
+        warnings.warn(
+            f"{where}: optimizer_weights holds {len(arrays)} arrays, a {kind} over {n} weights needs "
+            f"{1 + n * len(slots)}; the model starts with a freshly initialized optimizer",
+            stacklevel=3,
+        )
+        return
+    iterations = int(np.asarray(arrays[0]))
+    opt.build(list(model.module.parameters()))
+    opt.iterations = iterations
+    opt._last_step_lr = None
+    for j, (slot, key) in enumerate(slots):
+        for i, (param, view) in enumerate(views):
+            value = np.asarray(arrays[1 + j * n + i])
+            if slot == "vhat" and not getattr(opt, "amsgrad", False):
+                continue
+            if kind == "SGD" and not getattr(opt, "momentum", 0.0):
+                continue
+            if tuple(value.shape) != tuple(view.shape):
+                warnings.warn(
+                    f"{where}: optimizer slot {slot}_{i} has shape {value.shape}, the weight "
+                    f"{tuple(view.shape)}; the model starts with a freshly initialized optimizer",
+                    stacklevel=3,
+                )
+                opt.torch = None
+                return
+            tensor = _from_keras_layout(value, param, view)
+            if kind == "SGD":
+                tensor = tensor / -_sgd_scale(opt)
+            state = opt.torch.state[param]
+            state[key] = tensor
+            if kind != "SGD":
+                state["step"] = torch.tensor(float(iterations))
+    if kind == "SGD" and iterations:
+        opt._last_step_lr = _sgd_scale(opt)
+    model._pending_optimizer_state = opt.state_dict()
