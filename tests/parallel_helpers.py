@@ -54,6 +54,7 @@ import os, signal, sys, time
 import torch
 from arignote import config
 from arignote.parallel import strategy_for
+from arignote.parallel.sharding import row_range
 
 mode, out, procs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 config.configure(device="cpu", cpu_processes=procs, parallel_timeout=3)
@@ -67,9 +68,10 @@ net = s.wrap(model)
 opt = torch.optim.SGD(net.parameters(), lr=0.1)
 epochs = 3 if mode == "train" else 1000
 for epoch in range(epochs):
-    idx = s.shard(64, epoch, True, None)
-    for i in range(0, len(idx), s.local_batch(16)):
-        bi = idx[i:i + s.local_batch(16)]
+    idx = s.order(64, epoch, True)
+    for i in range(0, len(idx), 16):
+        a, b = row_range(16, s.world_size, s.rank)  # this rank's rows of the global batch of 16
+        bi = idx[i:i + 16][a:b]
         loss = ((net(x[bi]) - y[bi]) ** 2).mean()
         opt.zero_grad()
         loss.backward()

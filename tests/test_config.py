@@ -497,3 +497,20 @@ def test_from_theano_without_theano_settings(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("THEANORC", str(tmp_path / "none"))
     code, _, err = run_cli(capsys, "config", "--from-theano", "--output", "-")
     assert code == 1 and "no Theano settings found" in err
+
+
+def test_bad_flag_in_a_script_is_one_error_at_the_first_config_read(tmp_path):
+    # the first call that reads the config (here Dense's floatX) raises; the last line says it all
+    script = tmp_path / "train.py"
+    script.write_text("from arignote.layers import Dense\nfrom arignote.models import Sequential\n"
+                      "model = Sequential()\nmodel.add(Dense(2, input_shape=(3,)))\nprint('not reached')\n")
+    env = {**os.environ, "ARIGNOTE_FLAGS": "memory.limit=lots", "ARIGNOTERC": ""}
+    proc = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1 and "not reached" not in proc.stdout
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith("arignote.errors.ConfigError: bad value 'lots' for flag 'memory.limit' "
+                           "(from ARIGNOTE_FLAGS)")
+    assert "write e.g. 10GiB" in last  # the fix
+    frames = [line for line in proc.stderr.splitlines() if line.strip().startswith("File ")]
+    assert 'train.py", line 4' in frames[0]
+    assert sum("config.py" in f for f in frames) <= 2  # the registry's parsing frames are cut

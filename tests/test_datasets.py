@@ -361,7 +361,7 @@ def test_offline_error_says_where_to_put_which_files(data_dirs, monkeypatch):
 # ---------------------------------------------------------------------------------------- digits, synthetic
 
 
-def test_digits_are_the_real_sklearn_digits():
+def test_digits_are_the_real_uci_digits_shipped_in_the_package():
     (x_train, y_train), (x_test, y_test) = digits.load_data(test_split=0.2, seed=0)
     assert x_train.shape == (1438, 8, 8, 1) and x_test.shape == (359, 8, 8, 1)
     assert x_train.dtype == np.float32 and y_train.dtype == np.int64
@@ -378,11 +378,17 @@ def test_digits_are_the_real_sklearn_digits():
     assert len(other[1][0]) == 898 and not np.array_equal(other[0][1][:50], y_train[:50])
 
 
-def test_digits_without_sklearn_names_the_extra(monkeypatch):
-    import importlib.util
+def test_digits_need_no_scikit_learn_and_are_checked(monkeypatch, tmp_path):
+    import sys
 
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(DatasetError, match=r"pip install arignote\[digits\]"):
+    monkeypatch.setitem(sys.modules, "sklearn", None)  # importing it would fail: it is not used
+    assert digits.load_data()[0][0].shape == (1438, 8, 8, 1)
+    assert os.path.getsize(digits.path()) < 100_000
+    assert "CC BY 4.0" in open(os.path.join(os.path.dirname(digits.path()), "DIGITS-SOURCE.txt")).read()
+    damaged = tmp_path / "digits.csv.gz"
+    damaged.write_bytes(open(digits.path(), "rb").read()[:-10])
+    monkeypatch.setattr(digits, "path", lambda: str(damaged))
+    with pytest.raises(DatasetError, match="damaged.*reinstall arignote"):
         digits.load_data()
     with pytest.raises(ValueError, match="test_split"):
         digits.load_data(test_split=1.0)

@@ -330,7 +330,8 @@ def test_prepare_cpu_prints_banner_once(capsys):
     assert prepare("cpu", inventory=inv) is None
     out = capsys.readouterr().out
     assert out.startswith("arignote 0.1.0 on torch ")
-    assert out.rstrip().endswith(f"device cpu: AMD EPYC, {current_threads()} threads")
+    n = current_threads()
+    assert out.rstrip().endswith(f"device cpu: AMD EPYC, {n} thread{'' if n == 1 else 's'}")
     assert out.count("\n") == 1
     prepare(Device("cpu"), inventory=inv)
     assert capsys.readouterr().out == ""
@@ -365,7 +366,7 @@ def test_prepare_applies_cpu_threads_and_notes(capsys):
             prepare("cpu", inventory=NO_GPU)
         assert torch.get_num_threads() == 1
         out = capsys.readouterr().out
-        assert "device cpu: AMD EPYC, 1 threads" in out
+        assert "device cpu: AMD EPYC, 1 thread" in out
         assert "Precision mixed-bf16: autocast to bfloat16 on cpu, no gradient scaling" in out
         assert "memory.preallocate and memory.limit apply to GPUs only" in out
     finally:

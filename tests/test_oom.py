@@ -240,19 +240,19 @@ def test_guard_rejects_bad_arguments():
 
 
 class _ThreadStrategy:
-    """agree_max across threads (a stand-in for two ranks; the gloo version is in test_oom_parallel)."""
+    """agree across threads (a stand-in for two ranks; the gloo version is in test_oom_parallel)."""
 
     def __init__(self, rank, shared):
         self.rank, self.world_size, self.is_main, self.device = rank, 2, rank == 0, torch.device("cpu")
         self.shared = shared
         self.calls = 0
 
-    def agree_max(self, value):
+    def agree(self, flags):
         self.calls += 1
         slot = self.shared
-        slot["values"][self.rank] = value
+        slot["values"][self.rank] = list(flags)
         slot["barrier"].wait()
-        out = max(slot["values"])
+        out = [max(v) for v in zip(*slot["values"])]
         slot["barrier"].wait()
         return out
 
@@ -276,11 +276,11 @@ def test_ranks_agree_on_k_when_only_one_runs_out():
     for t in threads:
         t.join(30)
     assert not errors and results[0][0] == results[1][0] == 4
-    # rank 0 never ran out: its first step stood, later steps ran as 4 micro-batches like rank 1
-    assert results[0][1] == [32] + [8] * 4 * 3 and results[0][3] == 0
+    # rank 0 never ran out, but redid the first batch with every rank (k=2, then 4): ranks stay in step
+    assert results[0][1] == [32, 16, 16] + [8] * 4 * 4 and results[0][3] == 0
     assert results[1][1] == [8] * 4 * 4 and results[1][3] == 2
-    # one flag agreement per step when nothing fails; per retry round, the flag and then k
-    assert results[0][2] == results[1][2] == 4 + 2 * 2
+    # one agreement per step (flags and k together); one more per retry round (2 rounds)
+    assert results[0][2] == results[1][2] == 4 + 2
 
 
 def test_ranks_all_raise_when_one_cannot_split():
@@ -497,17 +497,41 @@ class _HalvingStrategy:
         return value
 
 
-def test_sync_gradients_reduces_grads_buffers_and_the_flag_in_one_go():
-    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2), torch.nn.Linear(2, 1))
-    model(torch.randn(4, 3)).sum().backward()
-    model[2].bias.grad = None  # a parameter without a gradient on this rank counts as zeros
-    before = [p.grad.clone() for p in model.parameters() if p.grad is not None]
-    mean = model[1].running_mean.clone()
-    assert oom.sync_gradients(model, _HalvingStrategy(), failed=True) is True  # flag 1 -> mean 0.5
-    assert all(torch.equal(p.grad, b) for p, b in zip([p for p in model.parameters() if p.grad is not None],
-                                                       before))  # nothing written back
-    assert oom.sync_gradients(model, _HalvingStrategy(), failed=False) is False
-    grads = [p.grad for p in model.parameters()]
-    assert torch.allclose(grads[0], before[0] / 2) and torch.equal(model[2].bias.grad, torch.zeros(1))
-    assert torch.allclose(model[1].running_mean, mean / 2)
-    assert model[1].num_batches_tracked.item() == 1  # integer buffers are left alone
+def test_cublas_cudnn_and_nccl_allocation_failures_count_as_out_of_memory():
+    from torch.distributed import DistBackendError
+
+    assert oom.is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB"))
+    assert oom.is_out_of_memory(UnsplittableOOMError("nothing left to split"))
+    for text in ("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`",
+                 "cuDNN error: CUDNN_STATUS_ALLOC_FAILED",
+                 "cuDNN error: CUDNN_STATUS_NOT_ENOUGH_WORKSPACE",
+                 "CUDA error: out of memory\nCUDA kernel errors might be asynchronously reported"):
+        assert oom.is_out_of_memory(RuntimeError(text)), text
+    nccl = DistBackendError("NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled cuda error, NCCL version "
+                            "2.21.5\nLast error:\nCuda failure 'out of memory'")
+    assert oom.is_out_of_memory(nccl)
+    for other in (RuntimeError("mat1 and mat2 shapes cannot be multiplied (4x3 and 4x2)"),
+                  RuntimeError("CUDA error: device-side assert triggered"), ValueError("out of memory"),
+                  DistBackendError("NCCL error: remote process exited or there was a network error")):
+        assert not oom.is_out_of_memory(other), other
+
+
+def test_a_cublas_allocation_failure_is_split_like_an_oom():
+    model = _mlp()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    steps = _Steps(model, opt)
+    calls = []
+
+    def fb(xb, yb, w):
+        calls.append(len(xb))
+        if len(xb) > 16:
+            raise RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling `cublasCreate(handle)`")
+        return steps.forward_backward(xb, yb, w)
+
+    x, y = _data(32)
+    guard = OOMGuard(on_oom="split", stream=None)
+    guard.step(x, y, fb, opt.step, opt.zero_grad)
+    assert guard.k == 2 and calls == [32, 16, 16] and guard.failures == 1
+    with pytest.raises(RuntimeError, match="shapes"):
+        guard.step(x, y, lambda *a: (_ for _ in ()).throw(RuntimeError("shapes differ")), opt.step,
+                   opt.zero_grad)

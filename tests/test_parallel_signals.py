@@ -46,5 +46,44 @@ def test_a_hung_rank_fails_the_job_after_parallel_timeout(tmp_path):
     ended = time.time()
     assert r.returncode == 1
     assert "in a collective: another rank stopped answering for parallel.timeout=3s" in r.stderr
+    assert "rank 0: the epoch order failed" in r.stderr and "rank 1 did not arrive" in r.stderr
     assert ended - float((tmp_path / "stopped_at").read_text()) < 3 + 5 + 5  # timeout, SIGKILL grace, exit
     assert not any(_alive(p) for p in _pids(tmp_path))  # the stopped rank was killed
+
+
+SLOW_CALLBACK = """
+import os, sys, time
+import numpy as np, torch
+import arignote
+from arignote.callbacks import Callback
+from arignote.layers import Dense
+from arignote.models import Sequential
+
+arignote.configure(device="cpu", cpu_processes=2, print_active_device=False)  # default timeouts
+torch.manual_seed(0)
+x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+y = x.sum(1, keepdims=True)
+
+
+class SlowUpload(Callback):
+    def on_epoch_end(self, epoch, logs=None):
+        if epoch == 0 and self.model.is_main:
+            time.sleep(float(sys.argv[1]))  # a checkpoint upload on rank 0
+
+
+model = Sequential([Dense(1, input_dim=4)])
+model.compile("sgd", "mse")
+h = model.fit(x, y, batch_size=16, epochs=2, verbose=0, callbacks=[SlowUpload()])
+if model.is_main:
+    print("done", len(h.history["loss"]), flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_a_40_second_rank_0_epoch_end_does_not_kill_a_job_with_default_settings(tmp_path):
+    script = _write(tmp_path, "slow.py", SLOW_CALLBACK)
+    started = time.monotonic()
+    r = _run([str(script), "40"], timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "done 2" in r.stdout
+    assert time.monotonic() - started >= 40  # rank 1 waited in the epoch-end agreement, and lived

@@ -3,6 +3,7 @@ arithmetic, strategy selection, and the launcher's monitor against plain child p
 
 from __future__ import annotations
 
+import datetime
 import os
 import subprocess
 import sys
@@ -24,7 +25,7 @@ from arignote.parallel.env import (
     restart_environ,
 )
 from arignote.parallel.launcher import Launcher
-from arignote.parallel.sharding import epoch_permutation, local_batch_size, padded_length, shard_of
+from arignote.parallel.sharding import rank_weight, reassemble_order, row_range
 
 FULL = {"RANK": "1", "LOCAL_RANK": "0", "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "1",
         "MASTER_ADDR": "10.0.0.1", "MASTER_PORT": "29500"}
@@ -123,45 +124,28 @@ def test_describe_exit():
 # ---------------------------------------------------------------------------- sharding arithmetic
 
 
-@pytest.mark.parametrize("n, world, batch", [(64, 2, 16), (70, 2, 16), (99, 3, 12), (5, 4, 4), (1, 2, 2)])
-def test_step_k_of_all_ranks_is_global_batch_k(n, world, batch):
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(n))
-    shards = [shard_of(perm, r, world) for r in range(world)]
-    local = local_batch_size(batch, world)
-    assert {len(s) for s in shards} == {padded_length(n, world)}  # same step count on every rank
-    padded = torch.cat([perm, perm])[:padded_length(n, world) * world]
-    steps = -(-len(shards[0]) // local)
-    for k in range(steps):
-        together = sorted(torch.cat([s[k * local:(k + 1) * local] for s in shards]).tolist())
-        assert together == sorted(padded[k * batch:(k + 1) * batch].tolist())
-    seen = torch.cat(shards).tolist()
-    assert set(seen) == set(range(n))  # nothing dropped
-    assert len(seen) - n == (-n) % world  # at most world-1 samples twice
+@pytest.mark.parametrize("rows, world", [(16, 2), (17, 2), (5, 3), (1, 2), (0, 2), (12, 4)])
+def test_row_ranges_cover_a_global_batch_once_in_order_and_weights_give_its_mean(rows, world):
+    parts = [row_range(rows, world, r) for r in range(world)]
+    assert [i for a, b in parts for i in range(a, b)] == list(range(rows))
+    sizes = [b - a for a, b in parts]
+    assert max(sizes) - min(sizes) <= 1
+    if rows:
+        # DDP averages over ranks: sum_r weight_r * mean_r / W is the mean over the global batch
+        values = torch.arange(float(rows)) ** 2
+        means = [values[a:b].mean() if b > a else torch.tensor(0.0) for a, b in parts]
+        ddp = sum(rank_weight(b - a, rows, world) * m for (a, b), m in zip(parts, means)) / world
+        assert torch.isclose(ddp, values.mean())
 
 
-def test_single_replica_shard_is_the_permutation():
-    perm = torch.tensor([3, 1, 2, 0])
-    assert shard_of(perm, 0, 1) is perm
-
-
-def test_local_batch_must_divide_evenly():
-    assert local_batch_size(128, 2) == 64
-    with pytest.raises(ConfigError, match="batch_size=33 .*2 replicas.*batch_size=32 or 34"):
-        local_batch_size(33, 2)
-    with pytest.raises(ConfigError, match="batch_size=4"):
-        local_batch_size(3, 4)
-    with pytest.raises(ValueError, match="positive"):
-        local_batch_size(0, 2)
-
-
-def test_epoch_permutation_follows_single_process_rules():
-    torch.manual_seed(5)
-    expected = torch.randperm(10)
-    torch.manual_seed(5)
-    assert torch.equal(epoch_permutation(10, 0, True, None), expected)  # the global RNG, as SingleDevice
-    assert torch.equal(epoch_permutation(4, 3, False, None), torch.arange(4))
-    a, b = epoch_permutation(50, 1, True, 7), epoch_permutation(50, 1, True, 7)
-    assert torch.equal(a, b) and not torch.equal(a, epoch_permutation(50, 2, True, 7))
+def test_predictions_are_put_back_in_input_order():
+    totals, world = [5, 5, 1], 2
+    rows = torch.arange(11)
+    starts = [0, 5, 10]
+    local = [torch.cat([rows[s + a:s + b] for s, t in zip(starts, totals)
+                        for a, b in [row_range(t, world, r)]]) for r in range(world)]
+    back = torch.cat([local[r][a:b] for r, a, b in reassemble_order(totals, world)])
+    assert back.tolist() == list(range(11))
 
 
 # ---------------------------------------------------------------------------- strategy selection
@@ -190,12 +174,17 @@ def test_cpu_processes_inside_pytest_is_refused_before_anything_starts():
     assert ddp.active() is None
 
 
-@pytest.mark.parametrize("flags, match", [({"cpu_processes": 0}, "flag 'cpu.processes'"),
-                                          ({"parallel_timeout": 0}, "flag 'parallel.timeout'")])
-def test_zero_processes_or_timeout_refused_where_the_flag_is_set(flags, match):
+def test_collectives_use_pytorchs_timeouts_unless_parallel_timeout_is_set():
+    from arignote.parallel import ddp
+
+    assert config.get("parallel.timeout") == 0 and ddp._timeout(0.0) == {}
+    assert ddp._timeout(45.0) == {"timeout": datetime.timedelta(seconds=45)}
+
+
+def test_zero_processes_refused_where_the_flag_is_set():
     # refused by the flag's own type, so `arignote config` and fit refuse them alike (exit 2)
-    with pytest.raises(ConfigError, match=match + ".*must be > 0"):
-        config.override(**flags).__enter__()
+    with pytest.raises(ConfigError, match="flag 'cpu.processes'.*must be > 0"):
+        config.override(cpu_processes=0).__enter__()
 
 
 # ---------------------------------------------------------------------------- launcher monitor

@@ -96,8 +96,8 @@ _FLAG_LIST = [
          "with device=cpu, number of data-parallel CPU processes (gloo)"),
     Flag("print_active_device", _t.parse_bool, True, "print the startup banner on first use (rank 0)"),
     Flag("contexts", _t.text, "", "placement contexts, e.g. dev0->cuda0;dev1->cuda1"),
-    Flag("parallel.timeout", _t.positive(_t.parse_float), 30.0,
-         "seconds the other ranks wait before stopping when one rank fails"),
+    Flag("parallel.timeout", _t.non_negative(_t.parse_float), 0.0,
+         "seconds a collective waits for a rank (0: PyTorch's defaults, 10 min NCCL, 30 min gloo)"),
     Flag("parallel.restarts", _t.non_negative(_t.parse_int), 0,
          "how many times a failed data-parallel job is restarted (resumes with BackupAndRestore)"),
     Flag("share.lease_dir", _t.text, "", "directory of GPU lease files (default: <tmp>/arignote-leases)",
@@ -362,14 +362,24 @@ def _code_values(kwargs: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
 # --------------------------------------------------------------------------- public API
 
 
+def _read(name: str) -> tuple[Any, str]:
+    """The lookup behind the public readers. A bad rc file or ``ARIGNOTE_FLAGS`` is found by the first
+    read in the process, whichever it is; its :class:`ConfigError` carries the whole story (flag,
+    value, source, what is accepted), so the registry's own frames are cut from the traceback."""
+    try:
+        return _lookup(_canonical(name, "code"))
+    except ConfigError as exc:
+        raise exc.with_traceback(None) from None
+
+
 def get(name: str) -> Any:
     """The current value of flag ``name`` (dotted, e.g. ``memory.preallocate``)."""
-    return _lookup(_canonical(name, "code"))[0]
+    return _read(name)[0]
 
 
 def source(name: str) -> str:
     """Where flag ``name``'s value came from: ``default``, ``path:line``, ``ARIGNOTE_FLAGS``, ``code``."""
-    return _lookup(_canonical(name, "code"))[1]
+    return _read(name)[1]
 
 
 def configure(**kwargs: Any) -> None:
@@ -394,7 +404,7 @@ def flags() -> list[FlagValue]:
     """Every flag with its value, source and doc, in declaration order (what ``arignote config`` prints)."""
     out = []
     for flag in FLAGS.values():
-        value, src = _lookup(flag.name)
+        value, src = _read(flag.name)
         out.append(FlagValue(flag.name, value, src, flag.doc, flag.default, flag.kind))
     return out
 

@@ -72,7 +72,7 @@ def _lease_text(lease: Any) -> str:
 
 
 def host_line(snapshot: Snapshot) -> str:
-    """``CPU 37.5% of 64 threads (load 24.10)  RAM 128.0GiB / 503.8GiB`` (``top``/``free`` in one line)."""
+    """``CPU 37.5% of 64 threads (load 24.10)  RAM 131072 / 515891 MiB`` (``top``/``free`` in one line)."""
     h = snapshot.host
     cpu = f"CPU {_pct(h.cpu_percent)} of {h.cpu_count} threads"
     if h.load_average is not NA:

@@ -6,7 +6,7 @@ read the official file formats, look in ``ARIGNOTE_DATA``, ``~/.arignote/dataset
 official hashes. ``cifar100`` (``label_mode``), ``imdb`` and ``reuters`` (``num_words``, ``skip_top``,
 ``maxlen``, ``seed``, ``start_char``, ``oov_char``, ``index_from``, ``get_word_index``) and
 ``boston_housing`` go through Keras's ``get_file`` (:mod:`arignote.utils.data_utils`) as Keras 2 did.
-``digits`` is scikit-learn's real 8x8 digits; :func:`synthetic` makes learnable data of any
+``digits`` is UCI's real 8x8 digits, shipped in the package; :func:`synthetic` makes learnable data of any
 shape without any file.
 
 Example::

@@ -1,8 +1,9 @@
-"""The real 8x8 handwritten digits that scikit-learn ships (1,797 images, UCI "optdigits" test set).
+"""The real 8x8 handwritten digits (1,797 images, the test set of UCI "optdigits"), shipped inside
+arignote as ``arignote/datasets/data/digits.csv.gz`` (57 KB; the copy scikit-learn distributes;
+CC BY 4.0, attribution in ``data/DIGITS-SOURCE.txt``). Nothing to download or install.
 
-Read straight from ``sklearn/datasets/data/digits.csv.gz`` inside the installed scikit-learn
-package, without importing scikit-learn (it is only a data source here). Small enough to train
-a CNN to > 95% accuracy in seconds on a CPU, which is what ``arignote demo`` does.
+Small enough to train a CNN to > 95% accuracy in seconds on a CPU, which is what ``arignote demo``
+does.
 
 Example::
 
@@ -15,29 +16,22 @@ Example::
 from __future__ import annotations
 
 import gzip
-import importlib.util
+import hashlib
 import os
 
 import numpy as np
 
-from arignote.datasets._files import DatasetError
+from arignote.errors import DatasetError
 
-__all__ = ["load_data", "find"]
+__all__ = ["load_data", "path", "SHA256"]
 
-_RELATIVE = os.path.join("datasets", "data", "digits.csv.gz")
+SHA256 = "09f66e6debdee2cd2b5ae59e0d6abbb73fc2b0e0185d2e1957e9ebb51e23aa22"
 _N, _PIXELS = 1797, 64
 
 
-def find() -> str | None:
-    """Path of ``digits.csv.gz`` in the installed scikit-learn, or None when it is not installed."""
-    spec = importlib.util.find_spec("sklearn")  # locates the package without importing it
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    for location in spec.submodule_search_locations:
-        path = os.path.join(location, _RELATIVE)
-        if os.path.isfile(path):
-            return path
-    return None
+def path() -> str:
+    """Where the packaged ``digits.csv.gz`` is."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "digits.csv.gz")
 
 
 def load_data(test_split: float = 0.2, seed: int = 113):
@@ -45,18 +39,15 @@ def load_data(test_split: float = 0.2, seed: int = 113):
     and int64 labels 0..9, split at random (``seed``) with ``test_split`` of the images held out."""
     if not 0.0 <= test_split < 1.0:
         raise ValueError(f"digits.load_data: test_split={test_split!r} must be in [0, 1)")
-    path = find()
-    if path is None:
-        raise DatasetError("the digits data comes with scikit-learn, which is not installed; "
-                           "install it with: pip install arignote[digits]")
+    where = path()
     try:
-        with gzip.open(path, "rt") as fh:
-            table = np.loadtxt(fh, delimiter=",", dtype=np.float64)
-    except (OSError, EOFError, ValueError) as exc:
-        raise DatasetError(f"{path} cannot be read ({exc}); reinstall scikit-learn") from None
-    if table.shape != (_N, _PIXELS + 1):
-        raise DatasetError(f"{path} has shape {table.shape}, expected ({_N}, {_PIXELS + 1}); "
-                           "reinstall scikit-learn")
+        with open(where, "rb") as fh:
+            blob = fh.read()
+    except OSError as exc:
+        raise DatasetError(f"{where} cannot be read ({exc.strerror}); reinstall arignote") from None
+    if hashlib.sha256(blob).hexdigest() != SHA256:
+        raise DatasetError(f"{where} is damaged (sha256 differs from {SHA256}); reinstall arignote")
+    table = np.loadtxt(gzip.decompress(blob).decode("ascii").splitlines(), delimiter=",", dtype=np.float64)
     x = (table[:, :_PIXELS] / 16.0).astype(np.float32).reshape(-1, 8, 8, 1)
     y = table[:, _PIXELS].astype(np.int64)
     order = np.random.default_rng(seed).permutation(len(x))

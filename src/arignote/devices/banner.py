@@ -62,7 +62,9 @@ def device_line(device: Device) -> str:
         return (f"Mapped {device} to {device.name}{pci}, {format_mib(device.total_memory)}, "
                 f"{format_mib(device.free_memory)} free")
     info = device.info
-    threads = f", {info.threads} threads" if isinstance(info, CPUInfo) else ""
+    threads = ""
+    if isinstance(info, CPUInfo):
+        threads = f", {info.threads} thread{'' if info.threads == 1 else 's'}"
     return f"device cpu: {device.name}{threads}"
 
 

@@ -114,9 +114,10 @@ def _cudnn_enabled() -> bool:
     return wanted != "false" and cuda.cudnn_available()
 
 
-def prepare(device: Device | str, inventory: Inventory | None = None):
+def prepare(device: Device | str, inventory: Inventory | None = None, layout: str | None = None):
     """Apply the flags to ``device`` once per process; returns its :class:`~arignote.memory.MemoryPlan`
-    (None on CPU). Prints the banner lines not printed yet when ``print_active_device`` is on, rank 0.
+    (None on CPU). Prints the banner lines not printed yet when ``print_active_device`` is on, rank 0;
+    ``layout`` is the strategy's line (``data parallel: 2 processes x 1 thread (gloo)``).
     """
     from arignote import memory
     from arignote.devices import banner, cpu, cuda
@@ -141,7 +142,7 @@ def prepare(device: Device | str, inventory: Inventory | None = None):
         plan = memory.plan_for(dev)
         memory.apply(plan, dev)
     _state["prepared"][key] = plan
-    extra = []
+    extra = [layout] if layout else []
     if config.get("precision") != "fp32":
         from arignote.precision import Precision
 

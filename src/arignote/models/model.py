@@ -23,6 +23,7 @@ import torch
 
 from arignote import config
 from arignote.callbacks.base import CallbackList, History
+from arignote.callbacks.stopping import TerminateOnNaN
 from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
 from arignote.training.loop import Trainer
@@ -177,7 +178,7 @@ class Model(GeneratorMethods):
             chosen = devices.configured_devices()
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
-            devices.prepare(device)
+            devices.prepare(device, layout=getattr(strategy, "layout", None))
             precision = Precision.from_config(strategy.device)
             if not self._placed or self.device != strategy.device:
                 self._place(strategy.device)
@@ -218,11 +219,7 @@ class Model(GeneratorMethods):
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
         if steps_per_epoch is None and getattr(train, "length", None) is not None:
-            # the steps of this rank: its share of a Sequence's batches, or its DataLoader / list
-            from arignote.parallel.sharding import padded_length
-
-            world = trainer.strategy.world_size
-            plan.steps = padded_length(train.length, world) if train.indexable else train.length
+            plan.steps = train.length  # global batches: the same for any number of processes
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
@@ -240,27 +237,34 @@ class Model(GeneratorMethods):
                   "do_validation": val is not None,
                   "metrics": trainer.metric_names
                   + ([f"val_{k}" for k in trainer.metric_names] if val is not None else [])}
-        self.history = History()
-        from arignote.callbacks.device_stats import DeviceStatsMonitor
-
-        # device memory peaks (and GPU utilization) go into every epoch's logs and History (issue 5);
-        # first in the list so the progress line shows them
-        cbs: list = [DeviceStatsMonitor()]
-        if verbose and trainer.strategy.is_main:
-            from arignote.callbacks.progbar import ProgbarLogger
-
-            cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
-        cbs += list(callbacks or []) + [self.history]
-        if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
-            from arignote.callbacks.status import RunStatus
-
-            cbs.append(RunStatus())
+        cbs = self._fit_callbacks(callbacks, verbose, plan, trainer)
         cblist = CallbackList(cbs, model=self, params=params)
+        trainer.skip_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in cblist)
         trainer.fit(train, val, epochs=epochs, initial_epoch=initial_epoch, batch_size=batch_size,
                     shuffle=shuffle, steps_per_epoch=steps_per_epoch,
                     validation_batch_size=validation_batch_size or batch_size, callbacks=cblist,
                     validation_freq=validation_freq)
         return self.history
+
+    def _fit_callbacks(self, callbacks: list | None, verbose: int, plan: Any, trainer: Trainer) -> list:
+        """The user's callbacks with fit's defaults around them, each default only when the user did
+        not pass one of its kind: a device-stats monitor first (its figures in the progress line),
+        a ``ProgbarLogger`` (``verbose``, rank 0) and a ``History`` (last, as Keras 2)."""
+        from arignote.callbacks.device_stats import DeviceStatsMonitor
+        from arignote.callbacks.progbar import ProgbarLogger
+
+        user = list(callbacks or [])
+        cbs: list = [] if any(isinstance(cb, DeviceStatsMonitor) for cb in user) else [DeviceStatsMonitor()]
+        if verbose and trainer.strategy.is_main and not any(isinstance(cb, ProgbarLogger) for cb in user):
+            cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
+        history = next((cb for cb in user if isinstance(cb, History)), None)
+        self.history = history if history is not None else History()
+        cbs += user + ([] if history is not None else [self.history])
+        if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
+            from arignote.callbacks.status import RunStatus
+
+            cbs.append(RunStatus())
+        return cbs
 
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: int = 1,
                  callbacks: list | None = None, steps: int | None = None, max_queue_size: int = 10,
@@ -299,22 +303,26 @@ class Model(GeneratorMethods):
         return out.float().numpy() if out.dtype in (torch.bfloat16, torch.float16) else out.numpy()
 
     def train_on_batch(self, x: Any, y: Any) -> Any:
-        """One optimizer step on one batch; returns its loss (and metrics) like ``evaluate``."""
-        trainer, xb, yb = self._one_batch(x, y)
+        """One optimizer step on one batch (the global batch: each rank runs its rows under data
+        parallel); returns its loss (and metrics) like ``evaluate``."""
+        trainer, xb, yb, rows, total = self._one_batch(x, y)
+        if trainer.world == 1:
+            rows = total = None
         self.module.train()
         trainer.reset_state()
-        trainer.train_step(xb, yb)
+        trainer.train_step(xb, yb, rows, total)
         return self._scalars(trainer)
 
     def test_on_batch(self, x: Any, y: Any) -> Any:
         """Loss (and metrics) on one batch without updating the weights."""
-        trainer, xb, yb = self._one_batch(x, y)
+        trainer, xb, yb, rows, _ = self._one_batch(x, y)
         was = self.module.training
         self.module.eval()
         trainer.reset_state()
         try:
             with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
-                trainer.test_step(xb, yb)
+                if rows:
+                    trainer.test_step(xb, yb)
         finally:
             self.module.train(was)
         return self._scalars(trainer)
@@ -323,12 +331,12 @@ class Model(GeneratorMethods):
         """Outputs for one batch (numpy)."""
         return self.predict(x, batch_size=max(1, len(x)))
 
-    def _one_batch(self, x: Any, y: Any) -> tuple[Trainer, Any, Any]:
+    def _one_batch(self, x: Any, y: Any) -> tuple[Trainer, Any, Any, int, int]:
         plan = inputs.plan_eval(self, x, y, None)
         trainer = self._get_trainer(plan.sample_shape)
         data = inputs.load_eval(plan, trainer)
-        xb, yb = next(iter(data.batches(None, max(1, data.n))))
-        return trainer, xb, yb
+        xb, yb, rows, total = next(iter(data.rank_batches(None, max(1, data.n), trainer.world, trainer.rank)))
+        return trainer, xb, yb, rows, total
 
     @staticmethod
     def _scalars(trainer: Trainer) -> Any:

@@ -11,19 +11,21 @@ Joining, in order:
    :class:`~arignote.parallel.launcher.Launcher`.
 2. A start-up handshake on the store (every rank marks itself ready and waits for all, up to
    ``STARTUP_TIMEOUT`` seconds: other ranks may still be importing torch or loading data).
-3. ``init_process_group(timeout=parallel.timeout)``: from then on a collective that waits longer
-   than ``parallel.timeout`` seconds for a peer raises instead of hanging.
+3. ``init_process_group``: with PyTorch's collective timeouts (10 min NCCL, 30 min gloo), or
+   ``parallel.timeout`` seconds when that flag is set. A slow rank-0 callback (a checkpoint upload)
+   does not kill a healthy job; a rank that dies is still found within ~50 ms by the launcher.
 
 Example::
 
     >>> s = data_parallel([Device("cpu")], processes=2)      # doctest: +SKIP
-    >>> s.world_size, s.local_batch(128)                      # doctest: +SKIP
-    (2, 64)
+    >>> s.world_size, s.agree([0, 1])                         # doctest: +SKIP
+    (2, [0, 1])
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import time
@@ -38,24 +40,27 @@ from arignote import config
 from arignote.config import ConfigError
 from arignote.parallel.env import DistEnv, relaunch_command, restart_count
 from arignote.parallel.launcher import Launcher, watch_parent
-from arignote.parallel.sharding import epoch_permutation, local_batch_size, shard_of
 
 __all__ = ["DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
 
 STARTUP_TIMEOUT = 300.0  # seconds for every rank to reach fit (imports, data loading)
 _state: dict[str, Any] = {"active": None}
+_STALL_WAIT = 2.0  # seconds a rank whose collective failed looks for the other ranks' marks
 _DRAIN = 0.2  # seconds for gloo's worker threads to release the last collectives' tensors at exit
 
 
 class DataParallel:
     """One replica of a DDP job: this process's rank, device and the collectives the loop uses.
 
-    ``shard`` gives every rank the same epoch order (rank 0's torch RNG, broadcast, so a run
-    seeded with ``torch.manual_seed`` sees the order a single process would) and a strided,
-    padded share of it (see :mod:`arignote.parallel.sharding`).
+    The protocol (docs/architecture.md): ``wrap`` (DDP), ``order`` (the epoch order, rank 0's torch
+    RNG broadcast so a run seeded with ``torch.manual_seed`` sees the order a single process would),
+    ``no_sync`` (DDP's, for every micro-batch but the last), ``reduce`` (a sum over ranks),
+    ``agree`` (small integer flags, max over ranks, on the host: no device sync), ``gather``,
+    ``broadcast_seed``, ``barrier``, ``close``.
     """
 
-    def __init__(self, device: Any, env: DistEnv, backend: str, launcher: Launcher | None = None) -> None:
+    def __init__(self, device: Any, env: DistEnv, backend: str, launcher: Launcher | None = None,
+                 control: Any = None) -> None:
         self.arignote_device = device if hasattr(device, "torch") else None
         self.device: torch.device = device.torch if hasattr(device, "torch") else torch.device(device)
         self.env = env
@@ -64,53 +69,134 @@ class DataParallel:
         self.rank = env.rank
         self.world_size = env.world_size
         self.is_main = env.rank == 0
+        self.control = control  # a gloo group for host-side flags (None: the default group is gloo)
+        self.agreements = 0  # agree() calls so far (tests count them)
         self._closed = False
 
     def __repr__(self) -> str:
         return f"DataParallel(rank={self.rank}, world_size={self.world_size}, device='{self.device}', " \
                f"backend='{self.backend}')"
 
+    @property
+    def layout(self) -> str:
+        """The banner's line for the job: ``data parallel: 2 processes x 1 thread (gloo)`` on the CPU,
+        ``data parallel: 4 processes, one GPU each (nccl)`` on GPUs."""
+        if self.device.type == "cuda":
+            return f"data parallel: {self.world_size} processes, one GPU each ({self.backend})"
+        n = torch.get_num_threads()
+        threads = f"{n} thread{'' if n == 1 else 's'}"
+        return f"data parallel: {self.world_size} processes x {threads} ({self.backend})"
+
     def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
-        """DDP around ``module`` (already on ``self.device``); rank 0's weights are broadcast."""
+        """DDP around ``module`` (already on ``self.device``); rank 0's weights are broadcast.
+
+        Buffers are not broadcast in every forward (``forward_sync_buffers=False``): that collective
+        would sit inside micro-batches that may run out of memory on one rank only; the loop
+        averages floating buffers (BatchNorm statistics) over the ranks at each epoch's end instead.
+        """
         spread = len({p.device for p in module.parameters()}) > 1  # placement contexts
         ids = [self.device.index] if self.device.type == "cuda" and not spread else None
-        return DistributedDataParallel(module, device_ids=ids)
+        return DistributedDataParallel(module, device_ids=ids, forward_sync_buffers=False)
 
-    def shard(self, n: int, epoch: int, shuffle: bool, seed: int | None) -> torch.Tensor:
-        """This rank's sample indices of the epoch, in order (a LongTensor on the device)."""
-        if shuffle and seed is None:  # rank 0's global RNG decides, as in a single process
-            perm = torch.randperm(n) if self.is_main else torch.empty(n, dtype=torch.int64)
-            perm = perm.to(self._comm_device)
-            dist.broadcast(perm, src=0)
-        else:
-            perm = epoch_permutation(n, epoch, shuffle, seed)
-        return shard_of(perm, self.rank, self.world_size).to(self.device)
+    def order(self, n: int, epoch: int, shuffle: bool) -> torch.Tensor:  # noqa: ARG002 - protocol
+        """The epoch's order of ``n`` samples (or batches), the same on every rank (host tensor)."""
+        if not shuffle:
+            return torch.arange(n)
+        perm = torch.randperm(n) if self.is_main else torch.empty(n, dtype=torch.int64)
+        perm = perm.to(self._comm_device)
+        self._collective("the epoch order", dist.broadcast, perm, src=0)
+        return perm.cpu()
 
-    def local_batch(self, global_batch: int) -> int:
-        return local_batch_size(global_batch, self.world_size)
+    def no_sync(self, net: torch.nn.Module) -> Any:
+        """DDP's ``no_sync()``: the forward does not arm the gradient reduction, so gradients of the
+        backward that follows accumulate locally."""
+        return net.no_sync() if isinstance(net, DistributedDataParallel) else contextlib.nullcontext()
 
-    def all_reduce_mean(self, tensor: torch.Tensor) -> torch.Tensor:
-        """The mean over ranks of ``tensor`` (a new tensor on the tensor's device)."""
+    def reduce_next_backward(self, net: torch.nn.Module) -> None:
+        """Arm DDP's reducer for the next backward, after a forward run under :meth:`no_sync`: what
+        DDP's own forward does when it syncs (``prepare_for_forward``/``prepare_for_backward``;
+        with ``find_unused_parameters=False`` the forward's outputs are not needed). The loop runs
+        every forward unarmed and arms only once the ranks agreed to go on: an armed forward that
+        is then abandoned (out of memory on another rank, a stop) would leave the reducer expecting
+        a backward, and the next micro-batch's backward would start a reduction on one rank only."""
+        if isinstance(net, DistributedDataParallel):
+            net.reducer.prepare_for_forward()
+            net.require_forward_param_sync = True
+            net.reducer.prepare_for_backward([])
+
+    def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
+        """The sum over ranks of ``tensor`` (a new tensor on the tensor's device)."""
         out = tensor.detach().to(self._comm_device, copy=True)
-        dist.all_reduce(out, op=dist.ReduceOp.SUM)
-        return out.div_(self.world_size).to(tensor.device)
+        self._collective("the metrics reduction", dist.all_reduce, out, op=dist.ReduceOp.SUM)
+        return out.to(tensor.device)
 
-    def agree_max(self, value: int) -> int:
-        t = torch.tensor([int(value)], dtype=torch.int64, device=self._comm_device)
-        dist.all_reduce(t, op=dist.ReduceOp.MAX)
-        return int(t.item())
+    def agree(self, flags: list[int]) -> list[int]:
+        """The maximum over ranks of each flag (stop, out-of-memory, ...): one small all-reduce of a
+        host tensor on a gloo group, so the device is never waited for."""
+        self.agreements += 1
+        t = torch.tensor(flags, dtype=torch.int64)
+        self._collective(f"agreement {self.agreements}", dist.all_reduce, t, op=dist.ReduceOp.MAX,
+                         group=self.control)
+        return t.tolist()
 
-    def broadcast_object(self, obj: Any) -> Any:
-        box = [obj]
-        dist.broadcast_object_list(box, src=0, device=self._comm_device)
-        return box[0]
+    def gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        """Every rank's ``tensor`` in rank order; first dimensions may differ, and a rank with no
+        rows may pass any empty tensor (shape and dtype come from the ranks that have rows)."""
+        meta = [None] * self.world_size
+        self._collective("gathering predictions", dist.all_gather_object, meta,
+                         (tuple(tensor.shape), tensor.dtype), group=self.control)
+        full = [m for m in meta if m[0] and m[0][0]]
+        shape, dtype = full[0] if full else meta[self.rank]
+        rows = max(m[0][0] if m[0] else 0 for m in meta)
+        padded = torch.zeros((rows, *shape[1:]), dtype=dtype, device=self._comm_device)
+        if len(tensor):
+            padded[:len(tensor)] = tensor.to(self._comm_device)
+        parts = [torch.empty_like(padded) for _ in range(self.world_size)]
+        dist.all_gather(parts, padded)
+        return [p[:m[0][0] if m[0] else 0].to(tensor.device) for p, m in zip(parts, meta)]
+
+    def broadcast_seed(self, draw: Any) -> int:
+        """``draw()`` on rank 0 (e.g. a seed from its torch RNG), the same value on every rank."""
+        t = torch.tensor([int(draw()) if self.is_main else 0], dtype=torch.int64)
+        self._collective("the shuffle seed", dist.broadcast, t, src=0, group=self.control)
+        return int(t)
 
     def barrier(self) -> None:
-        dist.barrier()
+        self._collective("a barrier", dist.barrier, group=self.control)
 
-    def teardown(self) -> None:
-        """End of one ``fit``: nothing to release (the group lives until the process exits, so a
-        later ``fit``/``evaluate`` reuses it); see :meth:`close`."""
+    def _collective(self, what: str, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        """Run a collective; when it fails (a timeout, a peer gone) raise an error that names the
+        ranks that did not arrive, not only the one that waited."""
+        try:
+            return fn(*args, **kwargs)
+        except RuntimeError as exc:  # DistBackendError, DistStoreError, gloo/NCCL timeouts
+            raise RuntimeError(self._missing_ranks(what, exc)) from exc
+
+    def _missing_ranks(self, what: str, exc: BaseException, wait: float = _STALL_WAIT) -> str:
+        """Every rank whose collective fails marks itself in the rendezvous store and looks, for
+        ``wait`` seconds, for the others' marks: a rank without one never reached a collective."""
+        first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        text = f"rank {self.rank}: {what} failed ({first})"
+        store = getattr(self, "_store", None)
+        if store is None:
+            return text
+        prefix = f"arignote/{self.env.restart}/stalled/"
+        try:
+            store.set(f"{prefix}{self.rank}", what)
+            deadline = time.monotonic() + wait
+            others = [r for r in range(self.world_size) if r != self.rank]
+            while True:
+                missing = [r for r in others if not store.check([f"{prefix}{r}"])]
+                if not missing or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+        except Exception:  # noqa: BLE001 - the store went with a dead rank 0: say what we know
+            return text + "; the rendezvous store is gone too (rank 0 died?)"
+        if not missing:
+            return text + "; every rank reached a collective (they disagree on which: a rank ran other code)"
+        ranks = ", ".join(map(str, missing))
+        return (text + f"; rank{'s' if len(missing) > 1 else ''} {ranks} did not arrive (stuck or dead: "
+                "see its stderr)")
 
     def close(self) -> None:
         """Leave the process group (at exit); rank 0 then waits for the other ranks."""
@@ -202,10 +288,7 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     strategy. ``devices``: several GPUs, or ``[cpu]`` with ``processes`` > 1 gloo processes."""
     if _state["active"] is not None:
         return _state["active"]
-    timeout = float(config.get("parallel.timeout"))
-    if timeout <= 0:
-        raise ConfigError("parallel.timeout=0: data parallel training needs a positive bound in seconds "
-                          "(default 30)")
+    timeout = float(config.get("parallel.timeout"))  # 0: PyTorch's defaults
     on_gpu = any(getattr(d, "is_cuda", False) for d in devices)
     env = DistEnv.from_mapping(os.environ)
     launching = env is None
@@ -237,19 +320,25 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     try:
         _handshake(store, env)
         dist.init_process_group(backend, store=dist.PrefixStore(f"arignote/{env.restart}/pg", store),
-                                rank=env.rank, world_size=env.world_size, timeout=timedelta(seconds=timeout))
+                                rank=env.rank, world_size=env.world_size, **_timeout(timeout))
+        control = dist.new_group(backend="gloo", **_timeout(timeout)) if backend == "nccl" else None
     except BaseException:
         if launcher is not None:
             launcher.abort()  # never leave ranks waiting for a rank 0 that gave up
         raise
     if launcher is not None:
         launcher.install_excepthook()
-    strategy = DataParallel(device, env, backend, launcher)
+    strategy = DataParallel(device, env, backend, launcher, control)
     strategy._store = store  # keep the store (rank 0 hosts it) alive as long as the group
     strategy._watcher = watcher
     _state["active"] = strategy
     atexit.register(strategy.close)
     return strategy
+
+
+def _timeout(seconds: float) -> dict[str, Any]:
+    """``timeout=`` for the process group: only when ``parallel.timeout`` is set (else PyTorch's)."""
+    return {"timeout": timedelta(seconds=seconds)} if seconds > 0 else {}
 
 
 def _check_torchrun(env: DistEnv, on_gpu: bool, processes: int) -> None:

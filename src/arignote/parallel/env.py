@@ -139,6 +139,9 @@ def relaunch_command(executable: str, orig_argv: Sequence[str], argv: Sequence[s
     argv = list(argv)
     if not argv or argv[0] == "" or not orig_argv:
         raise ConfigError(_NOT_A_SCRIPT.format(what="this is an interactive session"))
+    if argv[0] == "-":  # `python - < train.py`: the other ranks would find stdin already read
+        raise ConfigError(_NOT_A_SCRIPT.format(what="the script was read from stdin (python -), which "
+                                                    "cannot be read a second time"))
     host = os.path.basename(argv[0]).split(".")[0]
     spec_root = (main_spec_name or "").split(".")[0]
     if host in _HOSTS or spec_root in _HOSTS:

@@ -115,6 +115,16 @@ class Launcher:
         self._old_excepthook = sys.excepthook
         sys.excepthook = self._excepthook
 
+    @property
+    def _grace(self) -> float:
+        """Seconds between SIGTERM and SIGKILL: ``_GRACE``, shorter when parallel.timeout is."""
+        return min(_GRACE, self.timeout) if self.timeout > 0 else _GRACE
+
+    @property
+    def _timeout_text(self) -> str:
+        return (f"parallel.timeout={self.timeout:g}s" if self.timeout > 0
+                else "PyTorch's collective timeout (parallel.timeout unset)")
+
     # ------------------------------------------------------------------ watching
 
     def _watch(self) -> None:
@@ -176,7 +186,7 @@ class Launcher:
             if self._stopping:
                 return
             self._stopping = True
-        self.stop_children(min(_GRACE, self.timeout))
+        self.stop_children(self._grace)
 
     def fail(self, message: str, restartable: bool = True) -> None:
         """Stop the job after a failure: stop the ranks, then restart it or exit 1 (never returns
@@ -186,8 +196,8 @@ class Launcher:
                 return
             self._stopping = True
         _say(message)
-        _say(f"arignote: stopping the other ranks (parallel.timeout={self.timeout:g}s)")
-        self.stop_children(min(_GRACE, self.timeout))
+        _say("arignote: stopping the other ranks")
+        self.stop_children(self._grace)
         if restartable and self.restart < self.restarts:
             nxt = self.restart + 1
             _say(f"arignote: restarting the job (restart {nxt} of {self.restarts}, "
@@ -205,7 +215,7 @@ class Launcher:
             self._stopping = True
         name = signal.Signals(signum).name
         _say(f"arignote: {name} received; stopping ranks 1..{self.world_size - 1}")
-        self.stop_children(min(_GRACE, self.timeout))
+        self.stop_children(self._grace)
         _flush()
         self._exit(128 + signum)
 
@@ -225,9 +235,10 @@ class Launcher:
             time.sleep(3600)
         (self._old_excepthook or sys.__excepthook__)(tp, value, tb)
         text = f"arignote: rank 0 (this process) failed with {tp.__name__}"
-        if _in_collective(tb):
-            text += (f" in a collective: another rank stopped answering for parallel.timeout="
-                     f"{self.timeout:g}s or left the job")
+        cause = getattr(value, "__cause__", None)
+        if _in_collective(tb) or (cause is not None and _in_collective(cause.__traceback__)):
+            text += (f" in a collective: another rank stopped answering for {self._timeout_text} or left "
+                     "the job")
         self.fail(text, restartable=not issubclass(tp, KeyboardInterrupt))
 
     def _restore_wakeup(self) -> None:

@@ -1,77 +1,60 @@
 """Global-batch arithmetic for data parallel training (pure, tested without processes).
 
-``batch_size`` is the global batch: with ``W`` replicas each rank runs ``batch_size // W``
-samples a step. Every rank sees the same permutation of the epoch and takes every ``W``-th
-sample of it (a strided split), so step ``k`` of all ranks together is exactly samples
-``k*B .. (k+1)*B - 1`` of the permutation: the same global batch a single process would run.
-DDP averages the ranks' gradients, and with equal local batches the average of local means is
-the mean over the global batch, so the update equals the single-process one.
+The batch the user writes is the global batch, for every kind of input. Every rank sees the same
+sequence of global batches (the same epoch order) and takes its own rows of each one:
+:func:`row_range` splits ``b`` rows into ``W`` contiguous, as-even-as-possible parts, rank ``r``
+taking part ``r`` (Accelerate's ``split_batches=True``). So the ranks together run exactly the
+global batch a single process would run, step for step, and steps per epoch do not depend on the
+number of processes.
 
-Ragged epochs: when ``n`` is not a multiple of ``W`` the permutation is padded with its own first
-``pad < W`` samples (as torch's ``DistributedSampler``) so every rank runs the same number of
-steps (a rank that ran one step less would leave the others waiting in a collective). Nothing is
-dropped; up to ``W - 1`` samples count twice in that epoch's last batch. With ``n`` a multiple of
-``W`` (any global batch) the run matches a single process exactly.
+A rank's share of a batch can differ by one row from another's (``b`` not a multiple of ``W``), and
+the epoch's last batch can have fewer rows than ranks. The loop weights each rank's loss by
+``rows * W / b`` (DDP averages the ranks' gradients), so the update is the mean over the global
+batch whatever the split; a rank with no row of a training batch runs one padding row with
+weight 0 (every rank must take part in the gradient reduction) that is never counted in a metric.
 
 Example::
 
-    >>> import torch
-    >>> perm = torch.tensor([4, 0, 3, 1, 2])
-    >>> [shard_of(perm, r, 2).tolist() for r in range(2)]
-    [[4, 3, 2], [0, 1, 4]]
-    >>> local_batch_size(128, 2)
-    64
+    >>> [row_range(5, 2, r) for r in range(2)]
+    [(0, 3), (3, 5)]
+    >>> row_range(1, 2, 1)          # the last batch of an epoch of 9 with batch 4 on 2 ranks
+    (1, 1)
+    >>> rank_weight(3, 5, 2)        # 3 rows of a global batch of 5 on 2 ranks
+    1.2
 """
 
 from __future__ import annotations
 
-import torch
-
-from arignote.config import ConfigError
-
-__all__ = ["shard_of", "local_batch_size", "padded_length", "epoch_permutation"]
+__all__ = ["row_range", "rank_weight", "reassemble_order"]
 
 
-def padded_length(n: int, world_size: int) -> int:
-    """Samples per rank in an epoch of ``n``: ``ceil(n / world_size)``."""
-    return -(-int(n) // int(world_size))
+def row_range(rows: int, world_size: int, rank: int) -> tuple[int, int]:
+    """Rank ``rank``'s ``(start, stop)`` rows of a global batch of ``rows`` (``torch.tensor_split``
+    sizes: the first ``rows % world_size`` ranks take one row more)."""
+    base, extra = divmod(int(rows), int(world_size))
+    start = rank * base + min(rank, extra)
+    return start, start + base + (1 if rank < extra else 0)
 
 
-def shard_of(perm: torch.Tensor, rank: int, world_size: int) -> torch.Tensor:
-    """Rank ``rank``'s indices of the epoch order ``perm``: strided, padded to equal length."""
-    if world_size == 1:
-        return perm
-    n = perm.numel()
-    if n == 0:
-        return perm
-    total = padded_length(n, world_size) * world_size
-    if total > n:
-        reps = -(-total // n)
-        perm = perm.repeat(reps)[:total]
-    return perm[rank::world_size]
+def rank_weight(rows: int, global_rows: int, world_size: int) -> float:
+    """The factor on a rank's mean loss so that DDP's average of the ranks' gradients is the mean
+    gradient over the global batch: ``rows * W / global_rows`` (1.0 for an even split)."""
+    return rows * world_size / global_rows
 
 
-def local_batch_size(global_batch: int, world_size: int) -> int:
-    """Each replica's share of the global batch; it must divide evenly (a clear error otherwise)."""
-    global_batch = int(global_batch)
-    if global_batch <= 0:
-        raise ValueError(f"batch_size={global_batch}: the global batch must be a positive whole number")
-    if global_batch % world_size:
-        below = global_batch - global_batch % world_size
-        above = below + world_size
-        fix = f"batch_size={below} or {above}" if below else f"batch_size={above}"
-        raise ConfigError(
-            f"batch_size={global_batch} is the global batch, split over {world_size} replicas, so it "
-            f"must be a multiple of {world_size}: use {fix}")
-    return global_batch // world_size
+def reassemble_order(global_rows: list[int], world_size: int) -> list[tuple[int, int, int]]:
+    """How to put predictions back in input order: for every batch and rank, ``(rank, start, stop)``
+    in the rank's concatenated outputs, in the order the rows appear in the input.
 
-
-def epoch_permutation(n: int, epoch: int, shuffle: bool, seed: int | None) -> torch.Tensor:
-    """The order of one epoch on the host: identity, ``randperm`` of torch's global RNG (``seed``
-    None, as a single process does), or a permutation fixed by ``seed + epoch``."""
-    if not shuffle:
-        return torch.arange(n)
-    if seed is None:
-        return torch.randperm(n)
-    gen = torch.Generator().manual_seed(int(seed) + int(epoch))
-    return torch.randperm(n, generator=gen)
+    >>> reassemble_order([3, 1], 2)
+    [(0, 0, 2), (1, 0, 1), (0, 2, 3)]
+    """
+    cursor = [0] * world_size
+    out = []
+    for rows in global_rows:
+        for rank in range(world_size):
+            a, b = row_range(rows, world_size, rank)
+            if b > a:
+                out.append((rank, cursor[rank], cursor[rank] + b - a))
+                cursor[rank] += b - a
+    return out

@@ -1,17 +1,17 @@
-"""The no-op strategy: one process, one device (the contract is in docs/architecture.md).
+"""The no-op strategy: one process, one device (the protocol is in docs/architecture.md).
 
 Example::
 
-    >>> import torch
     >>> s = SingleDevice("cpu")
-    >>> s.world_size, s.is_main, s.local_batch(32)
-    (1, True, 32)
-    >>> s.shard(4, epoch=0, shuffle=False, seed=None).tolist()
+    >>> s.world_size, s.is_main, s.agree([0, 1])
+    (1, True, [0, 1])
+    >>> s.order(4, epoch=0, shuffle=False).tolist()
     [0, 1, 2, 3]
 """
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import torch
@@ -28,10 +28,10 @@ def _torch_device(device: Any) -> torch.device:
 
 
 class SingleDevice:
-    """Train in this process on one device: sharding is the whole epoch, reductions are identities.
+    """Train in this process on one device: the whole batch is this rank's, reductions are identities.
 
-    ``shuffle`` with ``seed=None`` draws from torch's global RNG (``torch.manual_seed`` makes runs
-    reproducible); an integer seed gives the permutation ``seed + epoch`` whatever the RNG state.
+    ``order(n, epoch, shuffle)`` draws from torch's global RNG (``torch.manual_seed`` makes runs
+    reproducible, and each epoch draws a new order).
     """
 
     rank = 0
@@ -48,29 +48,30 @@ class SingleDevice:
     def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
         return module
 
-    def shard(self, n: int, epoch: int, shuffle: bool, seed: int | None) -> torch.Tensor:
-        """Sample indices of this epoch (a LongTensor on the device)."""
-        if not shuffle:
-            return torch.arange(n, device=self.device)
-        if seed is None:
-            return torch.randperm(n, device=self.device)
-        gen = torch.Generator().manual_seed(int(seed) + int(epoch))
-        return torch.randperm(n, generator=gen).to(self.device)
+    def order(self, n: int, epoch: int, shuffle: bool) -> torch.Tensor:  # noqa: ARG002 - protocol
+        """Sample (or batch) indices of this epoch, on the host."""
+        return torch.randperm(n) if shuffle else torch.arange(n)
 
-    def local_batch(self, global_batch: int) -> int:
-        return int(global_batch)
+    def no_sync(self, net: torch.nn.Module) -> contextlib.AbstractContextManager:  # noqa: ARG002
+        return contextlib.nullcontext()
 
-    def all_reduce_mean(self, tensor: torch.Tensor) -> torch.Tensor:
+    def reduce_next_backward(self, net: torch.nn.Module) -> None:  # noqa: ARG002 - protocol
+        return None
+
+    def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         return tensor
 
-    def agree_max(self, value: int) -> int:
-        return int(value)
+    def agree(self, flags: list[int]) -> list[int]:
+        return list(flags)
 
-    def broadcast_object(self, obj: Any) -> Any:
-        return obj
+    def gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
+        return [tensor]
+
+    def broadcast_seed(self, draw: Any) -> int:
+        return int(draw())
 
     def barrier(self) -> None:
         return None
 
-    def teardown(self) -> None:
+    def close(self) -> None:
         return None

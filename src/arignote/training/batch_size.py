@@ -147,7 +147,7 @@ def auto_batch_size(
     step on ``batch`` samples of the training data), then restore the model and optimizer.
 
     With a data-parallel ``strategy``, ``n_samples`` is this rank's share and every rank adopts the
-    smallest batch any rank found (agreed with ``agree_max`` on the negated value).
+    smallest batch any rank found (``strategy.agree``, a maximum, on the negated value).
     """
     snapshot = TrainingSnapshot(module, optimizer)
 
@@ -167,7 +167,7 @@ def auto_batch_size(
         snapshot.restore()
         clear()
     if distributed:
-        result.batch = -strategy.agree_max(-result.batch)  # the smallest batch found on any rank
+        result.batch = -strategy.agree([-result.batch])[0]  # the smallest batch found on any rank
         if result.batch == 0:
             raise failure or UnsplittableOOMError(
                 'batch_size="auto": another rank ran out of memory even at batch 1. Try '

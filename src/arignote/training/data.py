@@ -22,6 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
+from arignote.parallel.sharding import row_range
+from arignote.training.oom import batch_len, take
+
 __all__ = ["ArrayData", "IterableData", "as_tensor", "split_validation", "fits_on_device", "is_array"]
 
 # fraction of a GPU's free memory the training arrays may take before they stay on the host
@@ -136,6 +139,39 @@ class ArrayData:
             yb = None if y is None else y[idx]
             yield self._to_device(xb, yb)
 
+    def rank_batches(self, order: torch.Tensor | None, batch_size: int, world_size: int = 1,
+                     rank: int = 0) -> Iterator[tuple[torch.Tensor, Any, int, int]]:
+        """``(x, y, rows, global rows)``: this rank's rows of each global batch of ``batch_size``
+        samples taken in ``order`` (None: in order, as views). A rank with no row of a (last, small)
+        batch gets its first row as padding and ``rows=0``: the loop weights it 0 and counts nothing.
+
+        >>> data = ArrayData(np.arange(10.0).reshape(5, 2), None, torch.device("cpu"), torch.float32)
+        >>> [(x[:, 0].tolist(), rows, total) for x, _, rows, total in data.rank_batches(None, 4, 2, 1)]
+        [([4.0, 6.0], 2, 4), ([8.0], 0, 1)]
+        """
+        x, y = self.x, self.y
+        n = self.n if order is None else len(order)
+        if order is not None and not self.on_device:
+            order = order.cpu()
+        elif order is not None:
+            order = order.to(self.device)
+        for start in range(0, n, batch_size):
+            total = min(batch_size, n - start)
+            a, b = row_range(total, world_size, rank)
+            rows = b - a
+            if not rows:
+                a, b = 0, 1
+            if order is None:  # slices are views, nothing is copied
+                xb = x[start + a:start + b]
+                yb = None if y is None else y[start + a:start + b]
+            else:
+                # advanced indexing keeps a channels-last tensor channels-last (index_select does not)
+                idx = order[start + a:start + b]
+                xb = x[idx]
+                yb = None if y is None else y[idx]
+            xb, yb = self._to_device(xb, yb)
+            yield xb, yb, rows, total
+
     def _to_device(self, xb: torch.Tensor, yb: Any) -> tuple[torch.Tensor, Any]:
         if self.on_device:
             return xb, yb
@@ -189,7 +225,8 @@ class IterableData:
 
     def __init__(self, data: Iterable, device: torch.device, float_dtype: torch.dtype,
                  steps_per_epoch: int | None = None, *, name: str = "x", targets: bool = True,
-                 steps_name: str = "steps_per_epoch", workers: int = 0, max_queue_size: int = 10) -> None:
+                 steps_name: str = "steps_per_epoch", workers: int = 0, max_queue_size: int = 10,
+                 shares: Any = None, user_sharded: bool = False) -> None:
         from arignote.utils.data_utils import is_sequence
 
         self.data = data
@@ -205,6 +242,8 @@ class IterableData:
         self.steps_per_epoch = steps_per_epoch
         self.workers, self.max_queue_size = int(workers), max(1, int(max_queue_size))
         self._it: Iterator | None = None
+        self.shares = shares  # (rows, global rows) per batch, from a rank-splitting batch sampler
+        self.user_sharded = user_sharded
         self.check: Any = None  # check(x, y, step) on each batch before it moves (batch_checks.for_model)
         try:
             self.length: int | None = len(data)  # type: ignore[arg-type]
@@ -234,24 +273,49 @@ class IterableData:
             from arignote.training.rank_split import set_epoch
 
             set_epoch(self.data, epoch)
-        if self.indexable:
-            source: Iterator = self._indexed(order)
-        else:
-            source = self._it if self.one_shot and self._it is not None else iter(self.data)
-            if self.one_shot:
-                self._it = source
-        for step, batch in enumerate(source):
+        for step, batch in enumerate(self._source(order)):
             yield self._moved(batch, step)
             if not self.indexable and self.steps_per_epoch is not None and step + 1 >= self.steps_per_epoch:
                 return
 
-    def first(self) -> tuple[Any, Any]:
-        """One batch to look at (the memory plan), without starting or ending an epoch of a Sequence."""
-        if self.indexable:
-            return self._moved(self.data[0], 0)
-        return next(iter(self.batches()))
+    def rank_batches(self, order: Any = None, world_size: int = 1, rank: int = 0,
+                     epoch: int | None = None) -> Iterator[tuple[Any, Any, int, int]]:
+        """``(x, y, rows, global rows)``: this rank's rows of each global batch (every rank reads
+        the same batches and keeps its rows; a DataLoader rebuilt by
+        :mod:`~arignote.training.rank_split` already loads only this rank's rows). ``rows=0``: a
+        padding row (see :meth:`ArrayData.rank_batches`)."""
+        if epoch is not None:
+            from arignote.training.rank_split import set_epoch
 
-    def _moved(self, batch: Any, step: int) -> tuple[Any, Any]:
+            set_epoch(self.data, epoch)
+        for step, batch in enumerate(self._source(order)):
+            x, y = self._checked(batch, step)
+            if self.shares is not None:  # the loader's batch sampler split it: (rows, global rows)
+                rows, total = self.shares.popleft()
+            elif self.user_sharded:  # the user's DistributedSampler: every rank's batch is its own
+                rows = batch_len(x)
+                total = rows * world_size
+            else:
+                total = batch_len(x)
+                a, b = row_range(total, world_size, rank)
+                rows = b - a
+                if world_size > 1:
+                    a, b = (a, b) if rows else (0, 1)
+                    x, y = take(x, a, b), take(y, a, b)
+            yield (_move(x, self.device, self.float_dtype, "x"),
+                   None if y is None else _move(y, self.device, self.float_dtype, "y"), rows, total)
+            if not self.indexable and self.steps_per_epoch is not None and step + 1 >= self.steps_per_epoch:
+                return
+
+    def _source(self, order: Any) -> Iterator[Any]:
+        if self.indexable:
+            return self._indexed(order)
+        source = self._it if self.one_shot and self._it is not None else iter(self.data)
+        if self.one_shot:
+            self._it = source
+        return source
+
+    def _checked(self, batch: Any, step: int) -> tuple[Any, Any]:
         try:
             x, y = split_batch(batch)
         except ValueError as exc:
@@ -260,6 +324,16 @@ class IterableData:
             raise ValueError(f"batch {step} of {self.name} has no targets: yield (x, y) pairs")
         if self.check is not None:
             self.check(x, y, step)
+        return x, y
+
+    def first(self) -> tuple[Any, Any]:
+        """One batch to look at (the memory plan), without starting or ending an epoch of a Sequence."""
+        if self.indexable:
+            return self._moved(self.data[0], 0)
+        return next(iter(self.batches()))
+
+    def _moved(self, batch: Any, step: int) -> tuple[Any, Any]:
+        x, y = self._checked(batch, step)
         return _move(x, self.device, self.float_dtype, "x"), (
             None if y is None else _move(y, self.device, self.float_dtype, "y"))
 

@@ -234,15 +234,14 @@ def _array_data(trainer: Any, x: Any, y: Any, image_input: bool) -> ArrayData:
     return data
 
 
-def _rank_share(data: Any, trainer: Any, name: str) -> Any:
-    """This rank's part of an iterable under data parallel (a Sequence is split by the loop)."""
-    from arignote.training.rank_split import split_for_rank
-    from arignote.utils.data_utils import is_sequence
+def _iterable(data: Any, trainer: Any, steps: int | None, **kwargs: Any) -> IterableData:
+    """An iterable on the trainer's device, split for this rank under data parallel
+    (:mod:`arignote.training.rank_split`: a DataLoader loads only this rank's rows)."""
+    from arignote.training.rank_split import for_rank
 
-    strategy = trainer.strategy
-    if strategy.world_size == 1 or is_sequence(data):
-        return data
-    return split_for_rank(data, strategy.rank, strategy.world_size, name)
+    source, shares, user_sharded = for_rank(data, trainer.strategy)
+    return IterableData(source, trainer.device, _float_dtype(), steps, shares=shares,
+                        user_sharded=user_sharded, **kwargs)
 
 
 def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any]:
@@ -250,16 +249,14 @@ def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any
     image = trainer.model._image_input
     queue = {"workers": plan.workers, "max_queue_size": plan.max_queue_size}
     if plan.iterable is not None:
-        train = IterableData(_rank_share(plan.iterable, trainer, "x"), trainer.device, _float_dtype(),
-                             plan.steps_per_epoch, **queue)
+        train = _iterable(plan.iterable, trainer, plan.steps_per_epoch, **queue)
         train.check = batch_checks.for_model(trainer.model, "x")
     else:
         train = _array_data(trainer, plan.x, plan.y, image)
     val = None
     if plan.val_iterable is not None:
-        val = IterableData(_rank_share(plan.val_iterable, trainer, "validation_data"), trainer.device,
-                           _float_dtype(), plan.val_steps, name="validation_data",
-                           steps_name="validation_steps", **queue)
+        val = _iterable(plan.val_iterable, trainer, plan.val_steps, name="validation_data",
+                        steps_name="validation_steps", **queue)
         val.check = batch_checks.for_model(trainer.model, "validation_data")
     elif plan.x_val is not None:
         val = _array_data(trainer, plan.x_val, plan.y_val, image)
@@ -268,10 +265,8 @@ def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any
 
 def load_eval(plan: Plan, trainer: Any) -> Any:
     if plan.iterable is not None:
-        data = IterableData(_rank_share(plan.iterable, trainer, "x"), trainer.device, _float_dtype(),
-                            plan.steps_per_epoch,
-                            targets=plan.targets, steps_name="steps", workers=plan.workers,
-                            max_queue_size=plan.max_queue_size)
+        data = _iterable(plan.iterable, trainer, plan.steps_per_epoch, targets=plan.targets,
+                         steps_name="steps", workers=plan.workers, max_queue_size=plan.max_queue_size)
         data.check = batch_checks.for_model(trainer.model, "x", plan.targets)
         return data
     return _array_data(trainer, plan.x, plan.y, trainer.model._image_input)

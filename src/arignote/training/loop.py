@@ -1,13 +1,17 @@
 """The training loop: train/test steps, epochs, validation and callbacks, on one strategy.
 
-The hot path per batch is: slice (device-side), forward under autocast, loss, scaled backward,
-optimizer step, zero grads (set to None), and a few device ops that accumulate the loss and the
-metrics. Nothing reads a value back to the host until a log point (epoch end, a progress-bar
-redraw, or a callback that reads the batch logs).
+The hot path per batch is: this rank's rows of the global batch (sliced on the device), forward
+under autocast, loss, scaled backward, optimizer step, and a few device ops that accumulate the
+loss and the metrics. Nothing reads a value back to the host until a log point (epoch end, a
+progress-bar redraw, or a callback that reads the batch logs).
 
-The step is split in :meth:`Trainer._forward_backward` (one micro-batch, gradients scaled by its
-share of the batch) and :meth:`Trainer._optimizer_step`, so out-of-memory recovery can re-run a
-batch as smaller pieces without duplicating the step.
+Under data parallel the module trained is the DDP-wrapped one, always: its gradient buckets are
+reduced while the backward runs. A step is run by the out-of-memory guard
+(:class:`~arignote.training.oom.OOMGuard`) as ``k`` micro-batches (``accumulate``, raised on out of
+memory), every forward under ``no_sync()``; one small agreement on the host between the last
+forward and its backward carries the out-of-memory decision and the stop requests of every rank,
+and only then is DDP armed for the last backward: exactly one gradient reduction per optimizer
+step, and no rank ever waits alone in a collective.
 
 Example::
 
@@ -22,15 +26,17 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import math
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 
 from arignote.callbacks.base import CallbackList, LazyLogs
-from arignote.training.data import ArrayData, IterableData
+from arignote.parallel.sharding import reassemble_order
+from arignote.training.data import ArrayData
+from arignote.training.oom import STOPPED, OOMGuard, StepFns, batch_len
 
 __all__ = ["Trainer"]
 
@@ -41,23 +47,32 @@ class Trainer:
     ``model`` provides ``module`` (the torch module), ``loss_fn(y_true, y_pred)``, ``metrics_list``
     (metric objects), ``optimizer`` and ``stop_training``/``resume_epoch``; ``precision`` provides
     ``autocast()`` and ``scaler`` (a ``torch.amp.GradScaler``, disabled when not needed).
+    ``skip_nonfinite`` (set by ``fit`` when a ``TerminateOnNaN`` is among the callbacks): a step whose
+    loss is not finite on some rank is neither reduced nor applied on any rank (the callback then
+    stops training), and an update whose reduced gradients are not finite is skipped everywhere.
     """
 
     def __init__(self, model: Any, strategy: Any, precision: Any) -> None:
         self.model = model
         self.strategy = strategy
+        self.world, self.rank = strategy.world_size, strategy.rank
         self.device: torch.device = strategy.device
         self.precision = precision
         self.scaler = precision.scaler
-        self.net = self._wrapped = strategy.wrap(model.module)
+        self.net = strategy.wrap(model.module)  # DDP under data parallel; trained through, always
         self.accumulate = 1
-        self.oom: Any = None  # the out-of-memory guard (arignote.training.oom.OOMGuard)
-        self._local, self._sync = contextlib.nullcontext, None
+        self.skip_nonfinite = False
+        self.oom: OOMGuard | None = None
         self._scaler_view: _ScalerView | None = None
         self._stale_grads = False  # gradients of a finished step, not yet released
-        self._loss_sum = torch.zeros((), dtype=torch.float64 if self.device.type != "mps" else torch.float32,
-                                     device=self.device)
+        self._stop_request = False  # this rank's stop_training after the last finished batch
+        self._loss_sum = torch.zeros((), dtype=_f64(self.device), device=self.device)
         self._count = 0
+        self.last_count = 0.0  # samples behind the last results(), over all ranks
+        self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
+                            no_sync=lambda: strategy.no_sync(self.net),
+                            arm=lambda: strategy.reduce_next_backward(self.net),
+                            stop=lambda: self._stop_request)
 
     # ------------------------------------------------------------------ accumulation on the device
 
@@ -79,9 +94,12 @@ class Trainer:
                 for m in self.model.metrics_list:
                     m.update(y_true, y_pred.detach())
 
-    def results(self, reduce: bool = True) -> dict[str, float]:
-        """Loss and metrics so far as floats (one device sync; averaged over ranks when ``reduce``)."""
-        f64 = torch.float64 if self.device.type != "mps" else torch.float32
+    def results(self, reduce: bool = True, buffers: bool = False) -> dict[str, float]:
+        """Loss and metrics so far as floats: one device sync, and under data parallel one sum over
+        the ranks of every (sum, count) pair, so each sample counts once whatever rank ran it.
+        ``buffers``: average the module's floating buffers (BatchNorm statistics) over the ranks in
+        the same reduction (DDP does not broadcast them: see DataParallel.wrap)."""
+        f64 = _f64(self.device)
         parts = [self._loss_sum.reshape(1).to(f64),
                  torch.tensor([float(self._count)], dtype=f64, device=self.device)]
         sizes = []
@@ -89,11 +107,17 @@ class Trainer:
             s = m.state().to(self.device, f64).reshape(-1)
             parts.append(s)
             sizes.append(s.numel())
-        state = torch.cat(parts)
-        if reduce and self.strategy.world_size > 1:
-            state = self.strategy.all_reduce_mean(state)
+        held = [b for b in self.model.module.buffers() if b.is_floating_point()] if buffers else []
+        state = torch.cat(parts + [b.detach().reshape(-1).to(self.device, f64) for b in held])
+        if reduce and self.world > 1:
+            state = self.strategy.reduce(state)
+            offset = sum(p.numel() for p in parts)
+            with torch.no_grad():
+                for b in held:
+                    b.copy_(state[offset:offset + b.numel()].view_as(b).to(b.device, b.dtype) / self.world)
+                    offset += b.numel()
         state = state.cpu()
-        count = float(state[1])
+        count = self.last_count = float(state[1])
         out = {"loss": float(state[0]) / count if count else float("nan")}
         offset = 2
         for m, size in zip(self.model.metrics_list, sizes):
@@ -103,13 +127,16 @@ class Trainer:
 
     # ------------------------------------------------------------------ steps
 
-    def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
-        """Forward, loss and backward of one (micro-)batch; gradients are scaled by ``weight``.
-        Returns what :meth:`_record` takes; :meth:`train_step` records it once the whole step has
-        succeeded (an out-of-memory retry must not count a micro-batch twice)."""
+    def _forward(self, xb: Any, yb: Any) -> tuple:
         with self.precision.autocast():
             y_pred = self.net(xb)
             loss = self.model.loss_fn(yb, y_pred)
+        return loss, yb, y_pred, batch_len(xb)
+
+    def _backward(self, handle: tuple, weight: float) -> tuple:
+        """Backward of one forward, gradients scaled by ``weight``; returns what :meth:`_record` takes
+        (recorded once the whole step succeeded: an out-of-memory retry must not count twice)."""
+        loss, yb, y_pred, n = handle
         if self._stale_grads:
             # the previous step's gradients are released here, just before the backward that
             # allocates new ones, so the allocator hands their memory straight back (releasing
@@ -117,7 +144,15 @@ class Trainer:
             self.model.optimizer.zero_grad()
             self._stale_grads = False
         self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()
-        return loss.detach(), yb, y_pred.detach(), len(xb)
+        return loss.detach(), yb, y_pred.detach(), n
+
+    def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
+        """One (micro-)batch, forward and backward (the batch-size search's trial step)."""
+        return self._backward(self._forward(xb, yb), weight)
+
+    def _zero_grad(self) -> None:
+        self.model.optimizer.zero_grad()
+        self._stale_grads = False
 
     def _optimizer_step(self) -> None:
         """Apply the accumulated gradients (unscaled by the grad scaler); the next backward releases them."""
@@ -130,130 +165,150 @@ class Trainer:
             self.scaler.update()
         else:
             opt.step()
-        self._stale_grads = True  # cleared (to None) by the next backward: see _forward_backward
+        self._stale_grads = True  # cleared (to None) by the next backward: see _backward
 
-    def train_step(self, xb: Any, yb: Any) -> None:
-        """One optimizer step on a batch, run as ``self.oom.k`` micro-batches (``accumulate``, raised
-        on out-of-memory: see :mod:`arignote.training.oom`)."""
+    def _grads_finite(self) -> bool:
+        """Whether the (reduced) gradients are finite: one host sync, paid only with TerminateOnNaN.
+        Every rank holds the same reduced gradients, so every rank decides the same."""
+        grads = [p.grad for p in self.model.module.parameters() if p.grad is not None]
+        if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
+            return True
+        self.model.stop_training = True
+        if self.strategy.is_main:
+            print("arignote: non-finite gradients: this update was skipped on every rank and training "
+                  "stops (TerminateOnNaN)", file=sys.stderr)
+        return False
+
+    def train_step(self, xb: Any, yb: Any, rows: int | None = None, global_rows: int | None = None) -> bool:
+        """One optimizer step on this rank's ``rows`` rows of a global batch of ``global_rows``
+        (both None: the whole batch, one process; ``rows=0``: a padding row, weighted 0 and not
+        counted). False when the ranks agreed to stop before the update."""
         if self.oom is None:
             self.new_oom_guard()
-        for record in self.oom.step(xb, yb, self._forward_backward, self._optimizer_step,
-                                    self.model.optimizer.zero_grad, local=self._local, sync=self._sync):
-            self._record(*record)
+        check = self.skip_nonfinite and not self.scaler.is_enabled()
+        self._fns.finite = self._grads_finite if check else None
+        self._fns.nonfinite = _losses_nonfinite if check else None
+        share = None if global_rows is None else (self.world if rows else 0, global_rows)
+        records = self.oom.step(xb, yb, None, fns=self._fns, share=share)
+        if records is STOPPED:
+            return False
+        if rows != 0:
+            for record in records:
+                self._record(*record)
+        return True
 
     def new_oom_guard(self) -> None:
-        """A fresh out-of-memory guard starting at ``accumulate`` micro-batches (at each ``fit``).
-        Under data parallel with ``memory.on_oom=split``, steps run on the unwrapped module (no DDP
-        collective inside a step, so a rank that runs out cannot leave another waiting) and one
-        reduction carries the gradients and every rank's out-of-memory flag; ``raise`` keeps DDP's
-        overlapped path."""
-        from arignote.training.oom import OOMGuard, sync_gradients
-
+        """A fresh out-of-memory guard starting at ``accumulate`` micro-batches (at each ``fit``)."""
         self.oom = OOMGuard(accumulate=self.accumulate, strategy=self.strategy, device=self.device)
-        self.net, self._sync = self._wrapped, None
-        if self.oom.distributed:
-            self.net = self.model.module
-            self._sync = lambda failed: sync_gradients(self.model.module, self.strategy, failed)
 
     def test_step(self, xb: Any, yb: Any) -> None:
+        # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
         with self.precision.autocast():
-            y_pred = self.net(xb)
+            y_pred = self.model.module(xb)
             loss = self.model.loss_fn(yb, y_pred)
-        self._record(loss, yb, y_pred, len(xb))
+        self._record(loss, yb, y_pred, batch_len(xb))
 
     def predict_step(self, xb: Any) -> torch.Tensor:
         with self.precision.autocast():
-            return self.net(xb)
+            return self.model.module(xb)
 
     # ------------------------------------------------------------------ batches
 
     def _train_batches(self, data: Any, epoch: int, batch_size: int, shuffle: bool,
-                       steps: int | None) -> Iterator[tuple[Any, Any]]:
-        if isinstance(data, IterableData) and not data.indexable:
-            return data.batches(epoch=epoch)
-        # arrays: sample indices sliced into local batches; a Sequence: the order of its batches
-        # (each index one batch), so under data parallel each rank runs its share of them
-        n, bs = self._units(data, batch_size)
-        idx = self.strategy.shard(n, epoch, shuffle, None)
-        if steps is not None:
-            # an epoch of `steps` batches may need more than one pass over the data
-            per_pass = max(1, math.ceil(len(idx) / bs))
-            passes = math.ceil(steps / per_pass)
-            if passes > 1:
-                idx = torch.cat([idx] + [self.strategy.shard(n, epoch * passes + p, shuffle, None)
-                                         for p in range(1, passes)])
-            idx = idx[:steps * bs]
-        return data.batches(idx, bs)
-
-    def _eval_batches(self, data: Any, batch_size: int) -> Iterator[tuple[Any, Any]]:
-        if isinstance(data, IterableData) and not data.indexable:
-            return data.batches()
-        if self.strategy.world_size == 1:
-            return data.batches(None, batch_size)
-        n, bs = self._units(data, batch_size)
-        return data.batches(self.strategy.shard(n, 0, False, None), bs)
-
-    def _units(self, data: Any, batch_size: int) -> tuple[int, int]:
-        """What the strategy shards: (samples, local batch) of arrays, (batches, 1) of a Sequence."""
+                       steps: int | None) -> Iterator[tuple[Any, Any, int, int]]:
+        """This rank's rows of each global batch of the epoch: ``(x, y, rows, global rows)``."""
         if isinstance(data, ArrayData):
-            return data.n, self.strategy.local_batch(batch_size)
-        return len(data), 1
+            return data.rank_batches(self._epoch_order(data.n, epoch, shuffle, steps, batch_size),
+                                     batch_size, self.world, self.rank)
+        order = self._epoch_order(len(data), epoch, shuffle, steps, 1) if data.indexable else None
+        return data.rank_batches(order, self.world, self.rank, epoch=epoch)
+
+    def _epoch_order(self, n: int, epoch: int, shuffle: bool, steps: int | None,
+                     per_step: int) -> torch.Tensor:
+        """The epoch's order of samples (arrays) or batches (a Sequence), the same on every rank;
+        an epoch of ``steps`` steps may take more than one pass over the data."""
+        order = self.strategy.order(n, epoch, shuffle)
+        if steps is not None:
+            passes = math.ceil(steps / max(1, math.ceil(n / per_step)))
+            if passes > 1:
+                more = [self.strategy.order(n, epoch, shuffle) for _ in range(1, passes)]
+                order = torch.cat([order, *more])
+            order = order[:steps * per_step]
+        return order
+
+    def _eval_batches(self, data: Any, batch_size: int) -> Iterator[tuple[Any, Any, int, int]]:
+        if isinstance(data, ArrayData):
+            return data.rank_batches(None, batch_size, self.world, self.rank)
+        return data.rank_batches(None, self.world, self.rank)
 
     # ------------------------------------------------------------------ loops
 
-    def fit(self, train: ArrayData | IterableData, val: Any, *, epochs: int, initial_epoch: int,
-            batch_size: int, shuffle: bool, steps_per_epoch: int | None,
-            validation_batch_size: int, callbacks: CallbackList, validation_freq: Any = 1) -> None:
+    def fit(self, train: Any, val: Any, *, epochs: int, initial_epoch: int, batch_size: int, shuffle: bool,
+            steps_per_epoch: int | None, validation_batch_size: int, callbacks: CallbackList,
+            validation_freq: Any = 1) -> None:
         model = self.model
         model.stop_training = False
+        model.epoch_interrupted = False
         callbacks.on_train_begin()
         # a resume point set by load_training_state (before fit, or by BackupAndRestore in
         # on_train_begin) wins over initial_epoch, once
         start = model.resume_epoch if model.resume_epoch is not None else initial_epoch
         model.resume_epoch = None
         keys = self.metric_names
-        single = self.strategy.world_size == 1
+        single = self.world == 1
         logs: dict[str, float] = {}
         for epoch in range(start, epochs):
             model.module.train()
             self.reset_state()
+            self._stop_request = False
             callbacks.on_epoch_begin(epoch)
             listen = callbacks.has_batch_hooks("train")
             local = self._local_results
-            for step, (xb, yb) in enumerate(self._train_batches(train, epoch, batch_size, shuffle,
-                                                                steps_per_epoch)):
+            interrupted = False
+            batches = self._train_batches(train, epoch, batch_size, shuffle, steps_per_epoch)
+            for step, (xb, yb, rows, total) in enumerate(batches):
+                if single and self._stop_request:  # set during the previous batch: stop before this one
+                    interrupted = True
+                    break
                 if listen:
-                    fixed = {"batch": step, "size": len(xb)}
+                    fixed = {"batch": step, "size": rows}
                     callbacks.on_train_batch_begin(step, fixed)
-                self.train_step(xb, yb)
+                if not self.train_step(xb, yb, None if single else rows, None if single else total):
+                    interrupted = True  # a rank asked to stop after the previous batch: all stop here
+                    break
                 if listen:
                     callbacks.on_train_batch_end(step, LazyLogs(fixed, local, keys))
-                    if single and model.stop_training:
-                        break
-            if self._count == 0:
+                self._stop_request = model.stop_training
+            logs = self.results(buffers=not single)
+            if self.last_count == 0:
                 raise ValueError("the training data yielded no batch this epoch; check the data or "
                                  "steps_per_epoch")
-            logs = self.results()
-            if val is not None and _due(epoch, validation_freq):
+            if not interrupted and val is not None and _due(epoch, validation_freq):
                 callbacks.on_test_begin()
                 val_logs = self.evaluate(val, validation_batch_size, None)
                 callbacks.on_test_end(val_logs)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
-            model.epochs_done = epoch + 1
+            model.epoch_interrupted = interrupted
+            if not interrupted:
+                model.epochs_done = epoch + 1
             callbacks.on_epoch_end(epoch, logs)
-            stop = model.stop_training if single else bool(self.strategy.agree_max(int(model.stop_training)))
-            if stop:
+            if single:
+                stop = model.stop_training
+            else:
+                stop, fatal = self.strategy.agree([int(bool(model.stop_training)), self.oom.fatal])
+                self.oom.check_fatal(fatal)
+            if stop or interrupted:
                 break
         if self._stale_grads:  # nothing needs the last step's gradients after training
-            model.optimizer.zero_grad()
-            self._stale_grads = False
+            self._zero_grad()
         callbacks.on_train_end(logs)
 
     def _local_results(self) -> dict[str, float]:
         return self.results(reduce=False)
 
     def evaluate(self, data: Any, batch_size: int, callbacks: CallbackList | None) -> dict[str, float]:
-        """Loss and metrics over ``data`` in eval mode without autograd."""
+        """Loss and metrics over ``data`` in eval mode without autograd; under data parallel every
+        sample is counted once, on the rank that ran it, and the sums are added over the ranks."""
         module = self.model.module
         was_training = module.training
         module.eval()
@@ -262,42 +317,51 @@ class Trainer:
         keys = self.metric_names
         try:
             with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
-                for step, (xb, yb) in enumerate(self._eval_batches(data, batch_size)):
+                for step, (xb, yb, rows, _) in enumerate(self._eval_batches(data, batch_size)):
+                    if rows == 0:
+                        continue  # another rank has every row of this (last, small) batch
                     if listen:
-                        fixed = {"batch": step, "size": len(xb)}
+                        fixed = {"batch": step, "size": rows}
                         callbacks.on_test_batch_begin(step, fixed)
                     self.test_step(xb, yb)
                     if listen:
                         callbacks.on_test_batch_end(step, LazyLogs(fixed, self._local_results, keys))
-            if self._count == 0:
+            logs = self.results()
+            if self.last_count == 0:
                 raise ValueError("the evaluation data yielded no batch")
-            return self.results()
+            return logs
         finally:
             module.train(was_training)
 
     def predict(self, data: Any, batch_size: int, callbacks: CallbackList | None) -> torch.Tensor:
-        """Outputs for every sample of ``data``, concatenated on the host."""
+        """Outputs for every sample of ``data`` in input order, concatenated on the host (under data
+        parallel each rank predicts its rows and every rank returns all of them)."""
         module = self.model.module
         was_training = module.training
         module.eval()
-        outs = []
+        outs, totals = [], []
         listen = callbacks is not None and callbacks.has_batch_hooks("predict")
         try:
             with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
-                batches = (data.batches(None, batch_size) if isinstance(data, ArrayData)
-                           else data.batches())
-                for step, (xb, _) in enumerate(batches):
+                for step, (xb, _, rows, total) in enumerate(self._eval_batches(data, batch_size)):
+                    totals.append(total)
+                    if rows == 0:
+                        continue
                     if listen:
-                        callbacks.on_predict_batch_begin(step, {"batch": step, "size": len(xb)})
+                        callbacks.on_predict_batch_begin(step, {"batch": step, "size": rows})
                     out = self.predict_step(xb)
                     outs.append(out)
                     if listen:
-                        callbacks.on_predict_batch_end(step, {"batch": step, "size": len(xb), "outputs": out})
+                        callbacks.on_predict_batch_end(step, {"batch": step, "size": rows, "outputs": out})
         finally:
             module.train(was_training)
-        if not outs:
+        if not totals:
             raise ValueError("the prediction data yielded no batch")
-        return torch.cat(outs).cpu()
+        if self.world == 1:
+            return torch.cat(outs).cpu()
+        local = torch.cat(outs) if outs else torch.empty(0)
+        parts = [p.cpu() for p in self.strategy.gather(local)]
+        return torch.cat([parts[r][a:b] for r, a, b in reassemble_order(totals, self.world)])
 
 
 class _ScalerView:
@@ -313,14 +377,18 @@ class _ScalerView:
         self.optimizer.step()
 
 
+def _losses_nonfinite(items: list) -> bool:
+    """Whether the loss (first field) of any forward/backward record is not finite (one host sync)."""
+    losses = torch.stack([item[0].detach().float().reshape(()) for item in items])
+    return not bool(torch.isfinite(losses).all())
+
+
+def _f64(device: torch.device) -> torch.dtype:
+    return torch.float64 if device.type != "mps" else torch.float32
+
+
 def _due(epoch: int, freq: Any) -> bool:
     """Keras's ``validation_freq``: every ``freq`` epochs (an int), or at the listed epochs (1-based)."""
     if isinstance(freq, int):
         return (epoch + 1) % freq == 0
     return epoch + 1 in freq
-
-
-def _split(t: Any, k: int) -> list[Any]:
-    if t is None:
-        return [None] * k
-    return list(t.tensor_split(k))

@@ -368,8 +368,28 @@ def summary_lines(model: Any, batch_size: int | None = None) -> str:
     trainer = model._get_trainer(tuple(shape))
     batch = batch_size or getattr(model, "_last_batch_size", None) or 32
     x = torch.zeros((SAMPLE, *shape), device=trainer.device, dtype=next(model.module.parameters()).dtype)
-    plan = plan_memory(model.module, x, optimizer=_torch_optimizer(model.optimizer),
+    y = _stand_in_targets(model, x, trainer)
+    loss = (lambda out, target: model.loss_fn(target, out)) if y is not None else None
+    plan = plan_memory(model.module, x, y, loss_fn=loss, optimizer=_torch_optimizer(model.optimizer),
                        batch=batch, micro_batches=getattr(getattr(trainer, "oom", None), "k", 1),
                        device=trainer.device, context=trainer.precision.autocast)
     warning = plan.warning()
-    return plan.render() + (f"\n{warning}" if warning else "")
+    # the plan fit prints is this one plus the training arrays it keeps on the device
+    lines = plan.render().splitlines()
+    lines.insert(-1, f"  {'data':<12}{'at fit':>12}  (the training arrays fit keeps on the device)")
+    return "\n".join(lines) + (f"\n{warning}" if warning else "")
+
+
+def _stand_in_targets(model: Any, x: torch.Tensor, trainer: Any) -> torch.Tensor | None:
+    """Zeros shaped like the model's output, so the measured forward pass includes the loss as
+    fit's does; None when the loss takes another kind of target (class indices)."""
+    with torch.no_grad(), trainer.precision.autocast():
+        out = model.module(x)
+        if not isinstance(out, torch.Tensor):
+            return None
+        target = torch.zeros_like(out)
+        try:
+            model.loss_fn(target, out)
+        except (RuntimeError, ValueError, TypeError, IndexError):
+            return None
+    return target

@@ -34,8 +34,9 @@ from arignote.errors import ArignoteError
 from arignote.sizes import format_mib
 from arignote.training.oom_inject import OOMInjector, make_injector
 
-__all__ = ["OOMGuard", "OOMInjector", "UnsplittableOOMError", "make_injector", "micro_slices", "take",
-           "batch_len", "next_k", "memory_figures", "free_memory", "selftest_real_oom", "sync_gradients"]
+__all__ = ["OOMGuard", "OOMInjector", "StepFns", "UnsplittableOOMError", "make_injector", "micro_slices",
+           "take", "batch_len", "next_k", "memory_figures", "free_memory", "selftest_real_oom",
+           "is_out_of_memory", "STOPPED"]
 
 # Sent by a rank that cannot split further, so every rank raises together instead of hanging.
 CANNOT_SPLIT = 1 << 30
@@ -153,6 +154,41 @@ def _advice(device: torch.device | str | None) -> str:
     )
 
 
+# --------------------------------------------------------------------------- what counts as OOM
+
+# Allocation failures that torch raises as a plain RuntimeError (or DistBackendError, a subclass)
+# rather than torch.OutOfMemoryError: a library's own allocation inside cuBLAS, cuDNN or NCCL, and a
+# cudaMalloc that is not the caching allocator's. Torch gives them no type of their own, so the
+# status names are the only handle; they are matched here and nowhere else.
+_ALLOCATION_FAILURES = (
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_ALLOC_FAILED",
+    "CUDNN_STATUS_NOT_ENOUGH_WORKSPACE",
+    "CUDA error: out of memory",
+    "Cuda failure 'out of memory'",  # NCCL
+    "NCCL WARN Cuda failure 2",
+)
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for ``torch.OutOfMemoryError`` and for the allocation failures of cuBLAS, cuDNN and NCCL
+    that torch raises as ``RuntimeError`` (their status names are the only handle torch gives).
+
+    >>> is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory"))
+    True
+    >>> is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"))
+    True
+    >>> is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
+    False
+    """
+    if isinstance(exc, torch.OutOfMemoryError):
+        return True
+    if not isinstance(exc, RuntimeError):
+        return False
+    text = str(exc)
+    return any(marker in text for marker in _ALLOCATION_FAILURES)
+
+
 # --------------------------------------------------------------------------- the policy
 
 
@@ -171,15 +207,57 @@ class OOMEvent:
     figures: str
 
 
+@dataclass
+class StepFns:
+    """What one optimizer step is made of (the trainer's methods, or plain functions in tests).
+
+    ``forward(xb, yb) -> handle`` and ``backward(handle, weight) -> record`` (gradients scaled by
+    ``weight``); ``no_sync()`` wraps every forward (DDP's, a no-op otherwise) and ``arm()`` makes
+    the next backward reduce the gradients (called once a step, after the agreement);
+    ``stop()`` is this rank's stop request (sent in the step's agreement). Optional, for
+    TerminateOnNaN: ``nonfinite(handles)`` says whether a loss of this step is not finite (agreed
+    by the ranks before the gradient reduction: then no rank reduces or updates), ``finite()``
+    whether the reduced gradients are finite (else the update is skipped).
+    """
+
+    forward: Callable[[Any, Any], Any]
+    backward: Callable[[Any, float], Any]
+    optimizer_step: Callable[[], Any]
+    zero_grad: Callable[[], Any]
+    no_sync: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
+    arm: Callable[[], Any] = lambda: None
+    stop: Callable[[], bool] = lambda: False
+    finite: Callable[[], bool] | None = None
+    nonfinite: Callable[[list], bool] | None = None
+    # False: forward() only captures the micro-batch and backward() does all the work (the
+    # forward_backward form), so the last micro-batch runs before the agreement too
+    split_last: bool = True
+
+
+def _weight(rows: int, share: tuple[int, int]) -> float:
+    """``rows * W / B``: exactly 1.0 for a whole batch in one process."""
+    world, total = share
+    return 1.0 if rows * world == total else rows * world / total
+
+
+def _pair(xb: Any, yb: Any) -> tuple[Any, Any]:
+    return xb, yb
+
+
+# the step was abandoned on every rank because some rank asked to stop
+STOPPED = None
+
+
 class OOMGuard:
     """Runs each training step as ``k`` micro-batches and raises ``k`` when memory runs out.
 
     ``accumulate`` is the starting k (``fit(accumulate=k)``); ``on_oom`` and ``inject_above`` default
     to the ``memory.on_oom`` and ``memory.oom_inject_above`` flags. With a ``strategy`` of more than
-    one rank (split mode), every step ends with one reduction that all ranks reach, also the ones
-    that did not run out: the gradients with each rank's failure flag (``sync``), or ``agree_max``
-    of the flag. Only when a flag is set do the ranks agree on the new k (``agree_max``), so every
-    rank uses the same k and no collective is left waiting.
+    one rank, every step has exactly one agreement (``strategy.agree``, a few integers on the host)
+    after the forward of its last micro-batch and before that micro-batch's backward, which is the
+    only one DDP is armed for, so the gradients are reduced once per step, overlapped with the
+    backward by DDP. The agreement carries the k a rank that ran out wants, every rank's stop
+    request and a fatal error from an earlier step, so all ranks redo, stop or fail together.
 
     >>> guard = OOMGuard(accumulate=2, on_oom="raise")
     >>> guard.k
@@ -205,108 +283,181 @@ class OOMGuard:
         self.split = mode == "split"
         self.inject = make_injector(inject_above)
         self.strategy = strategy
-        # ranks agree on k only when they may change it (split); raise mode adds no collective
-        self.distributed = self.split and strategy is not None and getattr(strategy, "world_size", 1) > 1
+        self.distributed = strategy is not None and getattr(strategy, "world_size", 1) > 1
+        self.rank = getattr(strategy, "rank", 0)
         self.is_main = strategy is None or getattr(strategy, "is_main", True)
         self.device = device if device is not None else getattr(strategy, "device", None)
         self.stream = stream
         self.events: list[OOMEvent] = []
         self.failures = 0  # out-of-memory errors caught on this rank
+        self.skipped = 0  # updates skipped on non-finite gradients
+        # rank + 1 when this rank's optimizer step ran out (data parallel: told at the next agreement)
+        self.fatal = 0
+        self._fatal_error: BaseException | None = None
 
     # -- one step ------------------------------------------------------------------------------
 
-    def step(
-        self,
-        x: Any,
-        y: Any,
-        forward_backward: Callable[[Any, Any, float], Any],
-        optimizer_step: Callable[[], Any],
-        zero_grad: Callable[[], Any],
-        *,
-        local: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
-        sync: Callable[[bool], bool] | None = None,
-    ) -> list[Any]:
-        """Run one optimizer step on batch ``(x, y)``; return ``forward_backward``'s outputs, one per
-        micro-batch. Expects the gradients zeroed on entry, like a plain step. ``local()`` wraps the
-        micro-batches. With several ranks, ``sync(failed) -> anyone_failed`` (see
-        :func:`sync_gradients`) reduces the gradients together with this rank's failure flag, so a
-        step costs no extra collective until some rank runs out; without ``sync`` the flag is agreed
-        with ``agree_max``."""
+    def step(self, x: Any, y: Any, forward_backward: Callable[[Any, Any, float], Any] | None,
+             optimizer_step: Callable[[], Any] | None = None, zero_grad: Callable[[], Any] | None = None, *,
+             fns: StepFns | None = None, share: tuple[int, int] | None = None) -> list[Any] | None:
+        """Run one optimizer step on batch ``(x, y)``; return one record per micro-batch, or
+        ``STOPPED`` (None) when the ranks agreed to stop before this step's update.
+
+        Either ``forward_backward(xb, yb, weight)`` with ``optimizer_step`` and ``zero_grad``, or
+        ``fns`` (:class:`StepFns`, forward and backward apart: the form data parallel needs).
+        ``share=(W, B)``: a micro-batch of ``r`` rows has its mean loss weighted by ``r * W / B``
+        (default ``(1, len(x))``; under data parallel the world size and the global batch, with
+        ``W=0`` for a padding row). Expects the gradients zeroed on entry, like a plain step.
+        """
+        if fns is None:
+            fns = StepFns(_pair, lambda h, w: forward_backward(h[0], h[1], w), optimizer_step, zero_grad,
+                          split_last=False)
         n = batch_len(x)
-        k = self.k if self.k < n else n
-        if k == 1 and not self.distributed:  # the hot path: one try, nothing more
+        scale = (1, n) if share is None else share
+        if self.k == 1 and not self.distributed:  # the hot path: one try, nothing more
             try:
                 self.inject(n)
-                with local():
-                    out = forward_backward(x, y, 1.0)
-            except torch.OutOfMemoryError as exc:
-                if not self.split:
+                out = fns.backward(fns.forward(x, y), _weight(n, scale))
+                if fns.nonfinite is not None and fns.nonfinite([out]):
+                    self.skipped += 1
+                    return [out]
+            except RuntimeError as exc:
+                if not (self.split and is_out_of_memory(exc)):
                     raise
                 self.failures += 1
-                outs, failure = None, _first_line(exc)  # leaving the handler frees the traceback
+                failure = _first_line(exc)  # leaving the handler frees the traceback
             else:
-                self._update(optimizer_step)
+                self._update(fns)
                 return [out]
-        else:
-            outs, failure = self._attempt(x, y, n, k, forward_backward, local)
-        start_k, first_failure = k, None
+            return self._retry(x, y, n, scale, fns, failure)
+        return self._retry(x, y, n, scale, fns, None)
+
+    def _retry(self, x, y, n, scale: tuple[int, int], fns: StepFns, failure: str | None) -> list | None:
+        start_k = k = min(self.k, n)
+        first_failure = failure
+        if failure is not None:  # the hot path failed: the next round starts from there
+            fns.zero_grad()
+            free_memory(self.device)
+            k = self.k = self._next(k, n, failure)
         while True:
+            records, last, failure = self._attempt(x, y, n, k, scale, fns)
             first_failure = first_failure or failure
             if self.distributed:  # every rank takes part in every round, failed or not
-                failed = failure is not None
-                anyone = sync(failed) if sync is not None else self.strategy.agree_max(int(failed)) > 0
-                if not anyone:
+                want = next_k(k, n) if failure is not None else 0
+                bad = int(failure is None and fns.nonfinite is not None
+                          and fns.nonfinite(records + [last[0]]))
+                agreed, stop, fatal, bad = self.strategy.agree([want, int(bool(fns.stop())), self.fatal, bad])
+                if fatal:
+                    self._raise_fatal(fatal)
+                if stop:
+                    fns.zero_grad()
+                    return STOPPED
+                if bad and not agreed:  # a loss is not finite on some rank: nobody reduces or updates
+                    fns.zero_grad()
+                    self.skipped += 1
+                    return records + [last[0]]
+                if not agreed:
                     break
-                agreed = self.strategy.agree_max(next_k(k, n) if failed else k)
+                if agreed >= CANNOT_SPLIT:
+                    self._give_up(n, k, failure)
             elif failure is None:
                 break
             else:
-                agreed = next_k(k, n)
-            if agreed >= CANNOT_SPLIT:
-                self._give_up(n, k, failure)
-            self.k = k = min(agreed, n)
-            if failure is not None:  # this rank redoes the batch; ranks that succeeded keep their grads
-                zero_grad()
-                free_memory(self.device)
-                outs, failure = self._attempt(x, y, n, k, forward_backward, local)
-        if k > start_k:
-            self._notice(n, start_k, k, first_failure or "out of memory on another rank")
-        self._update(optimizer_step)
-        return outs
+                agreed = self._next(k, n, failure)
+            fns.zero_grad()
+            free_memory(self.device)
+            k = self.k = agreed
+        if last is not None:
+            # the one backward outside no_sync(): DDP reduces the gradients while it runs. A rank
+            # that runs out here cannot leave the reduction the others are in: it stops the job
+            # with a clear error (the launcher then stops every rank).
+            handle, weight = last
+            try:
+                fns.arm()
+                records.append(fns.backward(handle, weight))
+            except RuntimeError as exc:
+                if not is_out_of_memory(exc):
+                    raise
+                raise UnsplittableOOMError(
+                    f"rank {self.rank}: out of memory in the backward pass while the gradients were being "
+                    f"reduced over the ranks ({_first_line(exc)}); the ranks cannot recover together from "
+                    f"there, so the job stops. Memory: {memory_figures(self.device)}. Next run: "
+                    f"fit(accumulate={2 * self.k}) runs smaller micro-batches from the start. "
+                    f"{_advice(self.device)}") from None
+        if self.k > start_k:
+            self._notice(n, start_k, self.k, first_failure or "out of memory on another rank")
+        if not self.distributed and fns.nonfinite is not None and fns.nonfinite(records):
+            self.skipped += 1
+            return records
+        self._update(fns)
+        return records
 
-    def _update(self, optimizer_step: Callable[[], Any]) -> None:
+    def _next(self, k: int, n: int, failure: str | None) -> int:
+        nxt = next_k(k, n)
+        if nxt >= CANNOT_SPLIT:
+            self._give_up(n, k, failure)
+        return nxt
+
+    def _attempt(self, x, y, n, k, scale, fns: StepFns) -> tuple[list[Any] | None, Any, str | None]:
+        """The micro-batches of one try. Under data parallel the last one's backward is left to
+        the caller (after the agreement); returns ``(records, (last handle, weight) or None, failure)``."""
+        records: list[Any] = []
+        slices = micro_slices(n, k)
         try:
-            optimizer_step()
-        except torch.OutOfMemoryError as exc:
+            for i, (start, stop) in enumerate(slices):
+                self.inject(stop - start)
+                xb, yb = (x, y) if k == 1 else (take(x, start, stop), take(y, start, stop))
+                weight = _weight(stop - start, scale)
+                if i + 1 < len(slices):
+                    with fns.no_sync():
+                        records.append(fns.backward(fns.forward(xb, yb), weight))
+                elif self.distributed and fns.split_last:
+                    with fns.no_sync():  # armed after the agreement (see DataParallel.reduce_next_backward)
+                        return records, (fns.forward(xb, yb), weight), None
+                else:
+                    records.append(fns.backward(fns.forward(xb, yb), weight))
+        except RuntimeError as exc:
+            if not (self.split and is_out_of_memory(exc)):
+                raise
+            self.failures += 1
+            # keep the text only: the exception's traceback pins the failed attempt's tensors
+            return None, None, _first_line(exc)
+        return records, None, None
+
+    def _update(self, fns: StepFns) -> None:
+        if fns.finite is not None and not fns.finite():
+            self.skipped += 1
+            return
+        try:
+            fns.optimizer_step()
+        except RuntimeError as exc:
+            if not is_out_of_memory(exc):
+                raise
             if not self.split:
                 raise
-            raise UnsplittableOOMError(
+            error = UnsplittableOOMError(
                 f"out of memory in the optimizer step{'' if self.device is None else f' on {self.device}'} "
                 f"({_first_line(exc)}): the optimizer's state, not the batch, fills the memory, so "
                 f"splitting the batch cannot help. Memory: {memory_figures(self.device)}. Try: an "
                 "optimizer with less state (SGD keeps 0-1 values per parameter, Adam/Adadelta 2), a "
                 "smaller model, or more memory for this process (memory.limit)."
-            ) from None
+            )
+            if not self.distributed:
+                raise error from None
+            # the other ranks are on their way to the next agreement: fail there, all together
+            self.fatal, self._fatal_error = self.rank + 1, error
 
-    def _attempt(self, x, y, n, k, forward_backward, local) -> tuple[list[Any] | None, str | None]:
-        outs: list[Any] = []
-        try:
-            with local():
-                if k == 1:
-                    self.inject(n)
-                    outs.append(forward_backward(x, y, 1.0))
-                else:
-                    for start, stop in micro_slices(n, k):
-                        self.inject(stop - start)
-                        xb, yb = take(x, start, stop), take(y, start, stop)
-                        outs.append(forward_backward(xb, yb, (stop - start) / n))
-        except torch.OutOfMemoryError as exc:
-            if not self.split:
-                raise
-            self.failures += 1
-            # keep the text only: the exception's traceback pins the failed attempt's tensors
-            return None, _first_line(exc)
-        return outs, None
+    def _raise_fatal(self, fatal: int) -> None:
+        if self._fatal_error is not None:
+            raise self._fatal_error
+        raise UnsplittableOOMError(
+            f"rank {fatal - 1} ran out of memory in its optimizer step, so the ranks' weights are no longer "
+            f"the same; every rank stops (see rank {fatal - 1}'s error for its memory figures)")
+
+    def check_fatal(self, agreed: int) -> None:
+        """Raise the error of a rank whose optimizer step ran out (``agreed``: the agreed ``fatal``)."""
+        if agreed:
+            self._raise_fatal(agreed)
 
     def _give_up(self, n: int, k: int, failure: str | None) -> None:
         where = f"on {self.device}" if self.device is not None else ""
@@ -333,40 +484,6 @@ class OOMGuard:
             f"Memory: {figures}. Set memory.on_oom=raise to stop instead.",
             file=self.stream if self.stream is not None else sys.stderr,
         )
-
-
-def sync_gradients(module: torch.nn.Module, strategy: Any, failed: bool = False) -> bool:
-    """Average gradients (and floating buffers such as BatchNorm statistics) over the ranks, with
-    this rank's out-of-memory flag in the same reduction; True when some rank failed, and then
-    nothing is written back (ranks that succeeded keep their own gradients for the redo round).
-
-    A parameter without a gradient counts as zeros, so every rank reduces the same sizes; averaging
-    the buffers keeps the replicas identical, as DDP's buffer broadcast does.
-    """
-    grads = [(p, p.grad) for p in module.parameters() if p.requires_grad]
-    pairs = grads + [(b, b) for b in module.buffers() if b.is_floating_point()]
-    if not pairs:
-        return strategy.agree_max(int(failed)) > 0
-    reduced = []
-    for i, dtype in enumerate(dict.fromkeys(t.dtype for t, _ in pairs)):
-        group = [(t, g) for t, g in pairs if t.dtype == dtype]
-        parts = [(g if g is not None else torch.zeros_like(t)).reshape(-1) for t, g in group]
-        if i == 0:
-            parts.append(torch.full((1,), float(failed), dtype=dtype, device=group[0][0].device))
-        reduced.append((group, strategy.all_reduce_mean(torch.cat(parts))))
-    if float(reduced[0][1][-1]) > 0:  # the one host sync of the step
-        return True
-    for group, flat in reduced:
-        offset = 0
-        for t, g in group:
-            part = flat[offset:offset + t.numel()].view_as(t)
-            offset += t.numel()
-            if g is None:
-                t.grad = part.clone()
-            else:
-                with torch.no_grad():
-                    g.copy_(part)
-    return False
 
 
 # --------------------------------------------------------------------------- self-test on a GPU

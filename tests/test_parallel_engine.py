@@ -1,0 +1,211 @@
+"""The data-parallel engine with real gloo process groups (2 processes) against one process:
+gradient reductions counted per optimizer step (DDP comm hook), equal weights with accumulation
+and with out-of-memory splitting, exact evaluate/validation/predict, stopping at a batch.
+
+One script runs every case in one job (a job costs seconds of start-up); a module fixture runs
+it with 1 and with 2 processes and the tests read its JSON.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from parallel_helpers import _run, _write
+
+pytestmark = pytest.mark.multiproc
+
+SCRIPT = r'''
+import json, os, sys
+import numpy as np, torch
+import torch.distributed as dist
+import arignote
+from arignote import config
+from arignote.callbacks import Callback, TerminateOnNaN
+from arignote.models import Model
+
+out, procs = sys.argv[1], int(sys.argv[2])
+arignote.configure(device="cpu", cpu_processes=procs, floatX="float64", print_active_device=False)
+rank = int(os.environ.get("RANK", "0"))
+rng = np.random.default_rng(0)
+x, y = rng.normal(size=(96, 6)), rng.normal(size=(96, 3))
+result = {}
+
+
+class Count(Callback):
+    """Counts synced backward passes (the DDP comm hook sees each bucket; is_last once a pass),
+    buckets, and optimizer steps."""
+
+    def __init__(self):
+        super().__init__()
+        self.passes = self.buckets = self.steps = 0
+
+    def on_train_begin(self, logs=None):
+        net = self.model._trainer.net
+        if hasattr(net, "register_comm_hook"):
+            def hook(state, bucket):
+                self.buckets += 1
+                self.passes += int(bucket.is_last())
+                fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
+                return fut.then(lambda f: f.value()[0].div_(dist.get_world_size()))
+            net.register_comm_hook(None, hook)
+        opt = self.model.optimizer
+        step = opt.step
+
+        def counted(*a, **k):
+            self.steps += 1
+            return step(*a, **k)
+        opt.step = counted
+
+
+def model(seed=0, bn=False):
+    torch.manual_seed(seed)
+    layers = [torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)]
+    if bn:
+        layers.insert(1, torch.nn.BatchNorm1d(16))
+    m = Model(torch.nn.Sequential(*layers))
+    m.compile("adam", "mse", metrics=["mae"])
+    return m
+
+
+def weights(m):
+    return [w.tolist() for w in m.get_weights()]
+
+
+# 1. gradient reductions per optimizer step: default, accumulate=4, out-of-memory splitting
+for mode, acc, inject in (("default", 1, 0), ("accumulate4", 4, 0), ("oom", 1, 4)):
+    config.configure(memory_oom_inject_above=inject if rank == procs - 1 else 0)
+    m, count = model(), Count()
+    torch.manual_seed(1)
+    h = m.fit(x, y, batch_size=32, epochs=2, accumulate=acc, verbose=0, callbacks=[count])
+    result[mode] = {"passes": count.passes, "buckets": count.buckets, "steps": count.steps,
+                    "k": m._trainer.oom.k, "weights": weights(m), "loss": h.history["loss"],
+                    "agreements": getattr(m._trainer.strategy, "agreements", 0)}
+config.configure(memory_oom_inject_above=0)
+
+# 2. exact evaluation, validation and prediction on sizes that do not split evenly
+m = model()
+torch.manual_seed(2)
+h = m.fit(x[:90], y[:90], batch_size=30, epochs=2, verbose=0, validation_data=(x[90:], y[90:]),
+          validation_batch_size=4)
+result["val_loss"] = h.history["val_loss"]
+result["val_mae"] = h.history["val_mae"]
+result["evaluate"] = {str(n): m.evaluate(x[:n], y[:n], batch_size=bs, verbose=0)
+                      for n, bs in ((5, 32), (1, 4), (33, 4), (96, 7))}
+result["predict"] = {str(n): m.predict(x[:n], batch_size=bs).tolist() for n, bs in ((5, 2), (1, 4), (37, 8))}
+result["direct"] = m.module(torch.as_tensor(x[:37])).tolist()
+
+# 3. BatchNorm: statistics averaged over the ranks at each epoch's end, so evaluation agrees
+m = model(bn=True)
+m.fit(x, y, batch_size=32, epochs=1, verbose=0)
+result["bn_weights"] = weights(m)
+result["bn_eval"] = m.evaluate(x, y, verbose=0)
+
+
+# 4. stop_training set on one rank, at batch 2 of epoch 1 (of 6 batches): every rank stops
+class StopAt(Callback):
+    def on_train_batch_end(self, batch, logs=None):
+        if batch == 2 and self.model._trainer.rank == procs - 1:
+            self.model.stop_training = True
+
+    def on_epoch_end(self, epoch, logs=None):
+        result["stop_interrupted"] = self.model.epoch_interrupted
+        result["stop_epochs_done"] = self.model.epochs_done
+
+
+m, count = model(), Count()
+h = m.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[StopAt(), count])
+result["stop"] = {"epochs": h.epoch, "steps": count.steps}
+
+# 5. TerminateOnNaN: a target whose squared error overflows (inf loss, non-finite gradients) on the
+# last rank's rows of batch 1; no rank steps on it
+yn = y.copy()
+yn[16 + 15] = 1e300  # row 15 of the second global batch of 16: the last rank's rows
+m, count = model(), Count()
+before = weights(m)
+torch.manual_seed(3)
+h = m.fit(x, yn, batch_size=16, epochs=2, shuffle=False, verbose=0, callbacks=[TerminateOnNaN(), count])
+after = m.get_weights()
+result["nan"] = {"steps": count.steps, "finite": bool(all(np.isfinite(w).all() for w in after)),
+                 "epochs": h.epoch}
+
+with open(os.path.join(out, f"rank{rank}.json"), "w") as fh:
+    json.dump(result, fh)
+'''
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    out = {}
+    base = tmp_path_factory.mktemp("engine")
+    script = _write(base, "engine.py", SCRIPT)
+    for procs in (1, 2):
+        d = base / str(procs)
+        d.mkdir()
+        r = _run([str(script), str(d), str(procs)], timeout=400)
+        assert r.returncode == 0, r.stderr[-4000:]
+        out[procs] = [json.loads((d / f"rank{i}.json").read_text()) for i in range(procs)]
+    return out
+
+
+def _close(a, b, tol):
+    np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=0, atol=tol)
+
+
+@pytest.mark.parametrize("mode", ["default", "accumulate4", "oom"])
+def test_exactly_one_gradient_reduction_per_optimizer_step(runs, mode):
+    for rk in runs[2]:
+        got = rk[mode]
+        assert got["steps"] == 6  # 96 samples, global batch 32, 2 epochs
+        assert got["passes"] == got["steps"]  # one synced backward (DDP reduction) per update
+        assert got["buckets"] == got["steps"]  # a small model: one bucket per reduction
+    ks = [rk[mode]["k"] for rk in runs[2]]
+    assert ks == {"default": [1, 1], "accumulate4": [4, 4], "oom": [4, 4]}[mode]  # agreed by both ranks
+
+
+@pytest.mark.parametrize("mode", ["default", "accumulate4", "oom"])
+def test_two_processes_give_the_weights_of_one(runs, mode):
+    one, (r0, r1) = runs[1][0], runs[2]
+    for a, b, ref in zip(r0[mode]["weights"], r1[mode]["weights"], one[mode]["weights"]):
+        assert np.array_equal(np.asarray(a), np.asarray(b))  # replicas in step
+        _close(a, ref, 1e-9)
+    _close(r0[mode]["loss"], one[mode]["loss"], 1e-9)
+
+
+def test_one_agreement_per_step_and_per_epoch_end(runs):
+    # default mode: 6 steps + 2 epoch ends (the out-of-memory run adds its retry rounds)
+    assert [rk["default"]["agreements"] for rk in runs[2]] == [8, 8]
+
+
+def test_evaluate_validation_and_predict_count_every_sample_once(runs):
+    one = runs[1][0]
+    for rk in runs[2]:
+        _close(rk["val_loss"], one["val_loss"], 1e-6)
+        _close(rk["val_mae"], one["val_mae"], 1e-6)
+        for n, ref in one["evaluate"].items():
+            _close(rk["evaluate"][n], ref, 1e-6)
+        for n, ref in one["predict"].items():
+            _close(rk["predict"][n], ref, 1e-9)  # every row, in input order, on every rank
+        _close(rk["predict"]["37"], rk["direct"], 1e-9)
+
+
+def test_batchnorm_statistics_agree_over_ranks_and_evaluation_matches(runs):
+    r0, r1 = runs[2]
+    for a, b in zip(r0["bn_weights"], r1["bn_weights"]):
+        _close(a, b, 1e-12)
+    assert r0["bn_eval"] == r1["bn_eval"]
+
+
+def test_stop_training_on_one_rank_stops_every_rank_after_that_batch(runs):
+    one = runs[1][0]
+    for rk in runs[2] + [one]:
+        assert rk["stop"] == {"epochs": [0], "steps": 3}  # batches 0, 1, 2 of epoch 0, then stop
+        assert rk["stop_interrupted"] is True and rk["stop_epochs_done"] == 0
+
+
+def test_terminate_on_nan_no_rank_steps_on_non_finite_gradients(runs):
+    for rk in runs[2] + runs[1]:
+        assert rk["nan"]["finite"]
+        assert rk["nan"]["steps"] == 1 and rk["nan"]["epochs"] == [0]  # batch 0 stepped, batch 1 skipped
