@@ -14,6 +14,7 @@ import warnings
 from typing import Any
 
 from arignote import backend
+from arignote.graph.tensor import is_symbolic
 from arignote.layers import Dense, GlobalAveragePooling2D, GlobalMaxPooling2D, Input
 
 __all__ = [
@@ -31,6 +32,11 @@ POOLINGS = (None, "avg", "max")
 def channel_axis() -> int:
     """The channel axis of an image batch in the current ``image_data_format``."""
     return 1 if backend.image_data_format() == "channels_first" else -1
+
+
+def int_shape(x: Any) -> tuple:
+    """The shape of a symbolic tensor, batch dimension first (``None``)."""
+    return tuple(x.shape)
 
 
 def obtain_input_shape(
@@ -94,7 +100,7 @@ def image_input(input_tensor: Any, input_shape: tuple) -> Any:
     """The model's input: a new ``Input`` of ``input_shape``, or the symbolic ``input_tensor`` given."""
     if input_tensor is None:
         return Input(shape=input_shape)
-    if not backend.is_keras_tensor(input_tensor):
+    if not is_symbolic(input_tensor):
         raise ValueError(
             "input_tensor must be the output of arignote.layers.Input() or of a layer (a symbolic "
             f"tensor); got {type(input_tensor).__name__}"

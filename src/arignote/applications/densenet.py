@@ -20,6 +20,7 @@ from arignote.applications._common import (
     channel_axis,
     classifier_or_pooling,
     image_input,
+    int_shape,
     obtain_input_shape,
     reject_unknown,
 )
@@ -71,7 +72,7 @@ def _dense_layer(x: Any, growth_rate: int, name: str) -> Any:
 
 def _transition(x: Any, reduction: float, name: str) -> Any:
     x = _bn_relu(x, name)
-    x = Conv2D(int(backend.int_shape(x)[channel_axis()] * reduction), 1, use_bias=False, name=name + "_conv")(
+    x = Conv2D(int(int_shape(x)[channel_axis()] * reduction), 1, use_bias=False, name=name + "_conv")(
         x
     )
     return AveragePooling2D(2, strides=2, name=name + "_pool")(x)

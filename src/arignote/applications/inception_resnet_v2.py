@@ -20,6 +20,7 @@ from arignote.applications._common import (
     channel_axis,
     classifier_or_pooling,
     image_input,
+    int_shape,
     obtain_input_shape,
     reject_unknown,
 )
@@ -101,8 +102,8 @@ def _residual_block(
     name = f"{block_type}_{index}"
     axis = channel_axis()
     mixed = Concatenate(axis=axis, name=name + "_mixed")(branches)
-    up = conv2d_bn(mixed, backend.int_shape(x)[axis], 1, activation=None, use_bias=True, name=name + "_conv")
-    x = Lambda(_scaled_sum, output_shape=backend.int_shape(x)[1:], arguments={"scale": scale}, name=name)(
+    up = conv2d_bn(mixed, int_shape(x)[axis], 1, activation=None, use_bias=True, name=name + "_conv")
+    x = Lambda(_scaled_sum, output_shape=int_shape(x)[1:], arguments={"scale": scale}, name=name)(
         [x, up]
     )
     return x if activation is None else Activation(activation, name=name + "_ac")(x)

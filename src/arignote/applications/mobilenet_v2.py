@@ -20,6 +20,7 @@ from arignote.applications._common import (
     channel_axis,
     classifier_or_pooling,
     image_input,
+    int_shape,
     obtain_input_shape,
     reject_unknown,
 )
@@ -72,7 +73,7 @@ def correct_pad(inputs: Any, kernel_size: int | tuple) -> tuple:
     """The zero padding that makes a strided ``kernel_size`` convolution 'same' as TensorFlow pads it
     (more at the bottom/right): ``((top, bottom), (left, right))``."""
     first = backend.image_data_format() == "channels_first"
-    size = backend.int_shape(inputs)[2:4] if first else backend.int_shape(inputs)[1:3]
+    size = int_shape(inputs)[2:4] if first else int_shape(inputs)[1:3]
     k = (kernel_size, kernel_size) if isinstance(kernel_size, int) else tuple(kernel_size)
     adjust = (1, 1) if size[0] is None else (1 - size[0] % 2, 1 - size[1] % 2)
     half = (k[0] // 2, k[1] // 2)
@@ -81,7 +82,7 @@ def correct_pad(inputs: Any, kernel_size: int | tuple) -> tuple:
 
 def _inverted_residual(x: Any, filters: int, stride: int, expansion: int, alpha: float, block: int) -> Any:
     axis = channel_axis()
-    in_channels = backend.int_shape(x)[axis]
+    in_channels = int_shape(x)[axis]
     out_channels = make_divisible(int(filters * alpha))
     prefix = f"block_{block}_" if block else "expanded_conv_"
     y = x
@@ -125,7 +126,7 @@ def MobileNetV2(
     reject_unknown("MobileNetV2", kwargs)
     _weights.check_weights_argument(weights, include_top, classes)
     if input_shape is None and input_tensor is not None:
-        input_shape = backend.int_shape(input_tensor)[1:]
+        input_shape = int_shape(input_tensor)[1:]
     shape = obtain_input_shape(
         input_shape, square_side(input_shape, _SIZES), 32, backend.image_data_format(), include_top, weights
     )

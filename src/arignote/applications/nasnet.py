@@ -20,6 +20,7 @@ from arignote.applications import _weights
 from arignote.applications._common import (
     classifier_or_pooling,
     image_input,
+    int_shape,
     obtain_input_shape,
     reject_unknown,
 )
@@ -110,7 +111,7 @@ def _adjust(p: Any, ip: Any, filters: int, block: str) -> Any:
     """The previous cell's output ``p`` shaped as ``ip``: halved (two offset 1x1 paths) or projected."""
     if p is None:
         return ip
-    p_shape, ip_shape = backend.int_shape(p), backend.int_shape(ip)
+    p_shape, ip_shape = int_shape(p), int_shape(ip)
     if p_shape[-2] != ip_shape[-2]:
         p = Activation("relu", name=f"adjust_relu_1_{block}")(p)
         p1 = AveragePooling2D((1, 1), strides=(2, 2), padding="valid", name=f"adjust_avg_pool_1_{block}")(p)
