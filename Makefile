@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 CORE := $(VENV)/.arignote-core
 DEV := $(VENV)/.arignote-dev
 
-.PHONY: demo test lint setup clean bench
+.PHONY: demo test lint setup clean bench faults
 
 $(CORE): pyproject.toml scripts/setup-venv.sh
 	bash scripts/setup-venv.sh $(VENV) ""
@@ -23,6 +23,14 @@ demo: $(CORE)
 
 test: $(DEV)
 	$(PY) -m pytest
+
+# The fault suite in full (every kill point, every fault class; FAULTS.md lists them). `make test`
+# runs its fast form (one point per fault).
+faults: $(DEV)
+	ARIGNOTE_FAULTS=full $(PY) -m pytest -p no:cacheprovider tests/faults tests/test_checkpoint.py \
+		tests/test_backup_restore.py tests/test_backup_restore_ddp.py tests/test_parallel_signals.py \
+		tests/test_parallel_multiproc.py tests/test_parallel_elastic.py tests/test_oom_fit.py \
+		tests/test_oom_parallel.py tests/test_share.py
 
 lint: $(DEV)
 	$(PY) -m ruff check src tests benchmarks examples

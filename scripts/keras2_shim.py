@@ -55,3 +55,17 @@ def _getitem(self, name):
 
 h5py._hl.attrs.AttributeManager.__setitem__ = _setitem
 h5py._hl.attrs.AttributeManager.__getitem__ = _getitem
+
+
+def force_unroll():
+    """Theano's scan needs a C extension that does not build on Python 3.11 (longintrepr.h moved):
+    make every Keras RNN unroll (the results are the same; the sequence length must be known)."""
+    from keras.layers import recurrent
+
+    init = recurrent.RNN.__init__
+
+    def patched(self, *args, **kwargs):
+        kwargs["unroll"] = True
+        init(self, *args, **kwargs)
+
+    recurrent.RNN.__init__ = patched

@@ -40,7 +40,8 @@ def test_torch_and_arignote_models_have_the_keras_parameter_counts(name):
 def test_lstm_models_match_each_other_and_keras_up_to_torchs_second_bias():
     torch_net = models.torch_model("lstm")
     assert models.count_params(torch_net) == models.SPECS["lstm"].params + 4 * 128
-    assert models.arignote_model("lstm").count_params() == models.count_params(torch_net)
+    # arignote's LSTM has Keras's single bias: Keras's count
+    assert models.arignote_model("lstm").count_params() == models.SPECS["lstm"].params
 
 
 def test_torch_cnn_maps_a_cifar_batch_to_ten_logits():

@@ -178,7 +178,7 @@ def test_bad_floatx_from_code_names_flag_and_choices(bad):
 
 @pytest.mark.parametrize("flag,value", [("memory.limit", "-1"), ("cpu.threads", "-2"), ("cpu.threads", "1.5"),
                                         ("dnn.benchmark", "maybe"), ("device", ""), ("precision", "fp8"),
-                                        ("cpu.processes", "0"), ("parallel.timeout", "0"),
+                                        ("cpu.processes", "0"), ("parallel.timeout", "-1"),
                                         ("memory.host_cache", "50%"), ("memory.limit", "1MiB")])
 def test_bad_values_raise(monkeypatch, flag, value):
     monkeypatch.setenv("ARIGNOTE_FLAGS", f"{flag}={value}")

@@ -123,6 +123,18 @@ def _vanished_record(runs_dir: Path) -> str:
     return name
 
 
+def _stale_record(runs_dir: Path) -> str:
+    """A 'running' record of a live process (this one) last written 10 minutes ago."""
+    start = psutil.Process().create_time() + 0.5
+    name = f"run-{os.getuid()}-{os.getpid()}-{int(start * 1000)}.json"
+    rec = {"format": "arignote-run/1", "pid": os.getpid(), "start": start, "updated": time.time() - 600,
+           "state": "running", "user": "dave", "host": os.uname().nodename, "script": "stuck.py", "epoch": 0,
+           "epochs": 2, "step": 1, "steps": 10, "history": {}, "command": "python stuck.py",
+           "devices": ["cpu"]}
+    (runs_dir / name).write_text(json.dumps(rec))
+    return name
+
+
 def _start_dash(env: dict[str, str], *args: str) -> tuple[subprocess.Popen, str]:
     proc = subprocess.Popen([sys.executable, "-m", "arignote", "dash", "--port", "0", *args], env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -157,6 +169,7 @@ def test_dash_page_in_chromium(tmp_path):
         runs_dir = lease_dir / "runs"
         (runs_dir / f"run-{os.getuid()}-1-1.json").write_text('{"format": "arignote-run/1", "pid": 1, ')
         vanished = _vanished_record(runs_dir)
+        stale = _stale_record(runs_dir)
         (lease_dir / f"gpu-gpu-box-broken.{os.getuid()}.{os.getpid()}.json").mkdir()  # unreadable lease
         wait_for(lambda: list(lease_dir.glob("queue-*.json")), what="the waiter in the queue")
         dash, url = _start_dash(env, "--inventory", str(inv), "--interval", "1")
@@ -185,6 +198,7 @@ def test_dash_page_in_chromium(tmp_path):
         assert "loss per epoch" in runs[alpha] and "accuracy per epoch" in runs[alpha]
         assert runs[vanished].startswith("vanished.py gone")
         assert "is gone without writing its end" in runs[vanished]
+        assert runs[stale].startswith("stuck.py running") and "no update for 10m" in runs[stale]
         problems = {k: _text(v) for k, v in page.items["problem"].items()}
         assert "not valid JSON" in problems[f"run-{os.getuid()}-1-1.json"]
         broken = f"gpu-gpu-box-broken.{os.getuid()}.{os.getpid()}.json"

@@ -28,6 +28,7 @@ def home(tmp_path, monkeypatch):
     home = tmp_path / "home"
     (home / ".keras" / "datasets").mkdir(parents=True)
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KERAS_HOME", raising=False)  # conftest points it away; ~/.keras is the default
     monkeypatch.setenv("ARIGNOTE_DATA", str(tmp_path / "data"))
 
     def no_network(url, timeout=None):
@@ -310,3 +311,15 @@ def test_get_file_finds_files_in_arignote_data(tmp_path):
     assert get_file("boston_housing.npz", "https://example.org/b.npz") == str(data / "boston_housing.npz")
     with pytest.raises(ValueError, match="hash_algorithm='sha1'"):
         get_file("boston_housing.npz", "https://example.org/b.npz", file_hash="ab", hash_algorithm="sha1")
+
+
+def test_get_file_default_cache_is_keras_home(tmp_path, monkeypatch, home):
+    keras_home = tmp_path / "kh"
+    (keras_home / "models").mkdir(parents=True)
+    (keras_home / "models" / "w.h5").write_bytes(b"w")
+    monkeypatch.setenv("KERAS_HOME", str(keras_home))
+    got = get_file("w.h5", "https://example.org/w.h5", cache_subdir="models")
+    assert got == str(keras_home / "models" / "w.h5")
+    monkeypatch.delenv("KERAS_HOME")
+    with pytest.raises(DatasetError, match=f"put it at {home / '.keras' / 'models' / 'w.h5'}"):
+        get_file("w.h5", "https://example.org/w.h5", cache_subdir="models")

@@ -18,6 +18,12 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "keras2")
 
 # files whose every layer arignote has today; the others must fail with an error naming what is missing
 LOADABLE = [
+    "seq_conv3d",
+    "seq_conv2d_transpose",
+    "seq_conv3d_transpose",
+    "seq_separable",
+    "seq_separable1d",
+    "seq_prelu",
     "seq_dense",
     "seq_dense_sgd",
     "seq_conv2d",

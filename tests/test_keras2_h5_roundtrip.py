@@ -126,10 +126,15 @@ def test_written_file_has_keras2_layout(tmp_path):
         assert f.attrs["backend"] == b"tensorflow" and f.attrs["keras_version"] == b"2.3.1"
         config = json.loads(f.attrs["model_config"])
         assert config["class_name"] == "Sequential"
-        first = config["config"]["layers"][0]
-        assert first["class_name"] == "Dense" and first["config"]["batch_input_shape"] == [None, 3]
+        first, second = config["config"]["layers"][:2]  # an explicit InputLayer first, as tf.keras writes
+        assert first["class_name"] == "InputLayer" and first["config"]["batch_input_shape"] == [None, 3]
+        assert second["class_name"] == "Dense" and "batch_input_shape" not in second["config"]
+        assert config["config"]["build_input_shape"] == [None, 3]
         training = json.loads(f.attrs["training_config"])
-        assert training["optimizer_config"]["class_name"] == "Adam" and training["loss"] == "mse"
+        assert training["optimizer_config"]["class_name"] == "Adam"
+        assert training["loss"] == "mean_squared_error"
+        assert training["optimizer_config"]["config"]["learning_rate"] == pytest.approx(0.001)
+        assert "lr" not in training["optimizer_config"]["config"]
         assert training["metrics"] == ["mae"]
         g = f["model_weights"]
         assert list(g.attrs["layer_names"]) == [b"dense_1", b"bn", b"flat", b"dense_2"]
@@ -190,15 +195,15 @@ def test_sgd_momentum_state_round_trip(tmp_path):
     np.testing.assert_allclose(loaded.get_weights()[0], model.get_weights()[0], rtol=1e-5, atol=1e-7)
 
 
-def test_lstm_optimizer_state_has_no_keras_layout_and_says_so(tmp_path):
+def test_lstm_optimizer_state_is_saved_in_keras_layout(tmp_path):
+    # LSTM's Keras weights are views of its parameters, so its Adam moments have a Keras layout too
     model = Sequential([LSTM(2, input_shape=(3, 2))])
     model.compile("adam", "mse")
     model.fit(RNG.rand(4, 3, 2).astype("float32"), RNG.rand(4, 2).astype("float32"), epochs=1, verbose=0)
     path = str(tmp_path / "lstm.h5")
-    with pytest.warns(UserWarning, match="lstm.*no Keras 2 layout"):
-        model.save(path)
+    model.save(path)
     with h5py.File(path, "r") as f:
-        assert "optimizer_weights" not in f and "training_config" in f.attrs
+        assert "optimizer_weights" in f and "training_config" in f.attrs
     assert load_model(path).compiled
 
 
@@ -307,7 +312,8 @@ def test_chunked_layer_names_are_read(tmp_path):
 
 def test_cudnn_lstm_and_gru_weights_load_into_plain_layers(tmp_path):
     for cls, gates in ((LSTM, 4), (GRU, 3)):
-        ref = Sequential([cls(3, input_shape=(4, 2), name="rnn")])
+        kwargs = {"reset_after": True} if cls is GRU else {}  # CuDNNGRU's formula (Keras 2 converts to it)
+        ref = Sequential([cls(3, input_shape=(4, 2), name="rnn", **kwargs)])
         _randomize(ref)
         cudnn = layouts.plain_to_cudnn(ref.layers[0].get_weights(), gates)
         assert cudnn[2].shape == (2 * gates * 3,)
@@ -320,7 +326,7 @@ def test_cudnn_lstm_and_gru_weights_load_into_plain_layers(tmp_path):
             g.attrs["weight_names"] = np.array([b"rnn/kernel:0", b"rnn/recurrent_kernel:0", b"rnn/bias:0"])
             for n, w in zip(("rnn/kernel:0", "rnn/recurrent_kernel:0", "rnn/bias:0"), cudnn):
                 g.create_dataset(n, data=w)
-        model = Sequential([cls(3, input_shape=(4, 2), name="rnn")])
+        model = Sequential([cls(3, input_shape=(4, 2), name="rnn", **kwargs)])
         model.load_weights(path)
         x = _x((4, 2))
         np.testing.assert_allclose(
@@ -427,6 +433,7 @@ def test_to_json_and_model_from_json_round_trip():
     spec = json.loads(text)
     assert spec["class_name"] == "Sequential" and spec["keras_version"] == "2.3.1"
     assert spec["config"]["layers"][0]["config"]["batch_input_shape"] == [None, 5, 5, 1]
+    assert spec["config"]["layers"][0]["class_name"] == "InputLayer"
     rebuilt = model_from_json(text)
     assert [type(a) for a in rebuilt.layers] == [type(b) for b in model.layers]
     assert rebuilt.layers[2].get_config()["activation"] == "softmax"
@@ -497,3 +504,21 @@ def test_hdf5_save_is_atomic_and_truncated_files_are_named(tmp_path, monkeypatch
     path.write_bytes(good[: len(good) // 2])
     with pytest.raises(ValueError, match="m.h5: an HDF5 file that h5py cannot open"):
         load_model(str(path))
+
+
+def test_custom_object_scope_serves_load_model(tmp_path):
+    from arignote.utils import CustomObjectScope
+
+    def my_loss(y_true, y_pred):
+        return ((y_true - y_pred) ** 2).mean(dim=-1)
+
+    model = Sequential([Dense(2, input_shape=(3,))])
+    model.compile("sgd", my_loss)
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    with h5py.File(path, "r") as f:
+        assert json.loads(f.attrs["training_config"])["loss"] == "my_loss"
+    with CustomObjectScope({"my_loss": my_loss}):
+        loaded = load_model(path)
+    assert loaded.compiled and loaded.loss is my_loss
+    assert load_model(path, custom_objects={"my_loss": my_loss}).loss is my_loss

@@ -418,80 +418,6 @@ def test_embedding_lookup_and_init():
     assert m.compute_mask(torch.tensor([[0, 3]])).tolist() == [[False, True]]
 
 
-def sigmoid(x):
-    return 1 / (1 + np.exp(-x))
-
-
-def keras_lstm(x, kernel, recurrent, bias):
-    """Keras LSTM step (gates i, f, c, o) with tanh / sigmoid; returns all hidden states."""
-    n, t, _ = x.shape
-    u = recurrent.shape[0]
-    h, c, out = np.zeros((n, u)), np.zeros((n, u)), []
-    for s in range(t):
-        z = x[:, s] @ kernel + h @ recurrent + bias
-        i, f = sigmoid(z[:, :u]), sigmoid(z[:, u:2 * u])
-        g, o = np.tanh(z[:, 2 * u:3 * u]), sigmoid(z[:, 3 * u:])
-        c = f * c + i * g
-        h = o * np.tanh(c)
-        out.append(h)
-    return np.stack(out, 1)
-
-
-def keras_gru_reset_after(x, kernel, recurrent, bias):
-    """Keras GRU(reset_after=True) (gates z, r, h; bias rows: input, recurrent)."""
-    n, t, _ = x.shape
-    u = recurrent.shape[0]
-    h, out = np.zeros((n, u)), []
-    for s in range(t):
-        xi = x[:, s] @ kernel + bias[0]
-        hr = h @ recurrent + bias[1]
-        z = sigmoid(xi[:, :u] + hr[:, :u])
-        r = sigmoid(xi[:, u:2 * u] + hr[:, u:2 * u])
-        hh = np.tanh(xi[:, 2 * u:] + r * hr[:, 2 * u:])
-        h = z * h + (1 - z) * hh
-        out.append(h)
-    return np.stack(out, 1)
-
-
-@pytest.mark.parametrize("cls,ref", [(LSTM, keras_lstm), (GRU, keras_gru_reset_after)])
-def test_rnn_matches_keras_equations(cls, ref):
-    x = RNG.standard_normal((3, 5, 4)).astype(np.float32)
-    seq = cls(6, return_sequences=True)
-    seq.build((None, 5, 4))
-    weights = [w + RNG.standard_normal(w.shape).astype(np.float32) * 0.3 for w in seq.get_weights()]
-    seq.set_weights(weights)
-    np.testing.assert_allclose(seq.get_weights()[0], weights[0], rtol=1e-6)
-    y = run(seq, x)
-    expected = ref(x.astype(np.float64), *[w.astype(np.float64) for w in weights])
-    np.testing.assert_allclose(y, expected, rtol=1e-4, atol=1e-5)
-    check_shape(seq, x, y)
-    last = cls(6)
-    last.build((None, 5, 4))
-    last.set_weights(weights)
-    y_last = run(last, x)
-    np.testing.assert_allclose(y_last, expected[:, -1], rtol=1e-4, atol=1e-5)
-    check_shape(last, x, y_last)
-
-
-def test_lstm_default_init_unit_forget_bias():
-    lstm = LSTM(4)
-    lstm.build((None, 7, 3))
-    kernel, recurrent, bias = lstm.get_weights()
-    assert kernel.shape == (3, 16) and recurrent.shape == (4, 16) and bias.shape == (16,)
-    np.testing.assert_array_equal(bias, np.r_[np.zeros(4), np.ones(4), np.zeros(8)])
-    np.testing.assert_allclose(recurrent @ recurrent.T, np.eye(4), atol=1e-5)
-    assert np.abs(kernel).max() <= math.sqrt(6 / (3 + 16))
-
-
-def test_rnn_unsupported_options():
-    with pytest.raises(ValueError, match="reset_after=False"):
-        GRU(4, reset_after=False)
-    with pytest.raises(ValueError, match="Dropout layer"):
-        LSTM(4, dropout=0.2)
-    with pytest.raises(ValueError, match="sequences"):
-        LSTM(4).build((None, 10,))
-
-
 # --------------------------------------------------------------------------- names, config, errors
 
 
@@ -682,7 +608,7 @@ def test_pooling_1d_and_global():
     ya = run(AveragePooling1D(2, padding="same"), x)
     assert ya.shape == (2, 4, 3)
     np.testing.assert_allclose(ya[:, :3], (x[:, 0:6:2] + x[:, 1:7:2]) / 2, rtol=1e-5)
-    np.testing.assert_allclose(ya[:, 3], x[:, 6], rtol=1e-6)  # the last window holds one real step
+    np.testing.assert_allclose(ya[:, 3], x[:, 6], rtol=1e-5)  # the last window holds one real step
     np.testing.assert_allclose(run(GlobalMaxPooling1D(), x), x.max(1))
     np.testing.assert_allclose(run(GlobalAveragePooling1D(), x), x.mean(1), rtol=1e-6)
     with pytest.raises(ValueError, match="expects 1-D inputs with channels"):

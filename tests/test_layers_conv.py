@@ -34,7 +34,8 @@ def _fresh_names():
 
 
 def run(layer, x: np.ndarray, training: bool = False) -> np.ndarray:
-    layer.build((None, *x.shape[1:]))
+    if not layer.built:
+        layer.build((None, *x.shape[1:]))
     layer.train(training)
     with torch.no_grad():
         y = layer(torch.tensor(x))
@@ -73,14 +74,17 @@ def tf_same_pad(x, k_shape, strides, dilation=None):
     return np.pad(x, [*pads, (0, 0)])
 
 
-@pytest.mark.parametrize("cls,shape,kwargs", [
-    (Conv1D, (9, 3), {"kernel_size": 3}),
-    (Conv1D, (9, 3), {"kernel_size": 2, "strides": 2, "padding": "same"}),
-    (Conv2D, (7, 6, 3), {"kernel_size": (3, 2), "strides": (2, 1), "padding": "same"}),
-    (Conv2D, (7, 7, 2), {"kernel_size": 3, "dilation_rate": 2}),
-    (Conv3D, (5, 4, 6, 2), {"kernel_size": (2, 3, 2), "padding": "same"}),
-    (Conv3D, (5, 5, 5, 2), {"kernel_size": 2, "strides": 2}),
-])
+@pytest.mark.parametrize(
+    "cls,shape,kwargs",
+    [
+        (Conv1D, (9, 3), {"kernel_size": 3}),
+        (Conv1D, (9, 3), {"kernel_size": 2, "strides": 2, "padding": "same"}),
+        (Conv2D, (7, 6, 3), {"kernel_size": (3, 2), "strides": (2, 1), "padding": "same"}),
+        (Conv2D, (7, 7, 2), {"kernel_size": 3, "dilation_rate": 2}),
+        (Conv3D, (5, 4, 6, 2), {"kernel_size": (2, 3, 2), "padding": "same"}),
+        (Conv3D, (5, 5, 5, 2), {"kernel_size": 2, "strides": 2}),
+    ],
+)
 def test_conv_matches_numpy_channels_last(cls, shape, kwargs):
     x = RNG.standard_normal((2, *shape)).astype(np.float32)
     c = cls(4, **kwargs)
@@ -150,7 +154,7 @@ def np_conv_transpose(x, k, b, strides, out_sizes, pad_before):
     rank = k.ndim - 2
     full = [(x.shape[1 + i] - 1) * strides[i] + k.shape[i] for i in range(rank)]
     y = np.zeros((x.shape[0], *[max(f, o + p) for f, o, p in zip(full, out_sizes, pad_before)], k.shape[-2]))
-    for pos in itertools.product(*(range(n) for n in x.shape[1:1 + rank])):
+    for pos in itertools.product(*(range(n) for n in x.shape[1 : 1 + rank])):
         for kpos in itertools.product(*(range(n) for n in k.shape[:rank])):
             dst = tuple(pos[i] * strides[i] + kpos[i] for i in range(rank))
             y[(slice(None), *dst)] += x[(slice(None), *pos)] @ k[kpos].T
@@ -158,13 +162,16 @@ def np_conv_transpose(x, k, b, strides, out_sizes, pad_before):
     return y[index] + b
 
 
-@pytest.mark.parametrize("kwargs,expect", [
-    ({"kernel_size": 3, "strides": 2, "padding": "same"}, ((10, 8), (0, 0))),  # TF pads (k-s)//2 = 0
-    ({"kernel_size": 3, "strides": 2, "padding": "valid"}, ((11, 9), (0, 0))),
-    ({"kernel_size": 4, "strides": 2, "padding": "same"}, ((10, 8), (1, 1))),
-    ({"kernel_size": 2, "strides": 3, "padding": "valid"}, ((15, 12), (0, 0))),  # k < s: zero rows
-    ({"kernel_size": 3, "strides": 2, "padding": "valid", "output_padding": 1}, ((12, 10), (0, 0))),
-])
+@pytest.mark.parametrize(
+    "kwargs,expect",
+    [
+        ({"kernel_size": 3, "strides": 2, "padding": "same"}, ((10, 8), (0, 0))),  # TF pads (k-s)//2 = 0
+        ({"kernel_size": 3, "strides": 2, "padding": "valid"}, ((11, 9), (0, 0))),
+        ({"kernel_size": 4, "strides": 2, "padding": "same"}, ((10, 8), (1, 1))),
+        ({"kernel_size": 2, "strides": 3, "padding": "valid"}, ((15, 12), (0, 0))),  # k < s: zero rows
+        ({"kernel_size": 3, "strides": 2, "padding": "valid", "output_padding": 1}, ((12, 10), (0, 0))),
+    ],
+)
 def test_conv2d_transpose_matches_tensorflow_semantics(kwargs, expect):
     x = RNG.standard_normal((2, 5, 4, 3)).astype(np.float32)
     c = Conv2DTranspose(2, **kwargs)
@@ -184,8 +191,9 @@ def test_conv3d_transpose_and_channels_first():
     k, b = randomize(c)
     y = run(c, x)
     assert y.shape == (1, 6, 4, 6, 2)
-    np.testing.assert_allclose(y, np_conv_transpose(x, k, b, (2, 2, 2), (6, 4, 6), (0, 0, 0)), rtol=1e-4,
-                               atol=1e-4)
+    np.testing.assert_allclose(
+        y, np_conv_transpose(x, k, b, (2, 2, 2), (6, 4, 6), (0, 0, 0)), rtol=1e-4, atol=1e-4
+    )
     cf = Conv3DTranspose(2, 2, strides=2, padding="same", data_format="channels_first")
     xf = np.ascontiguousarray(x.transpose(0, 4, 1, 2, 3))
     cf.build((None, *xf.shape[1:]))
@@ -201,8 +209,8 @@ def np_depthwise(x, dk, strides=(1, 1)):
     outs = []
     for ch in range(c):
         for j in range(m):
-            k = dk[:, :, ch:ch + 1, j:j + 1]
-            outs.append(np_conv(x[..., ch:ch + 1], k, 0.0, strides))
+            k = dk[:, :, ch : ch + 1, j : j + 1]
+            outs.append(np_conv(x[..., ch : ch + 1], k, 0.0, strides))
     y = np.concatenate(outs, axis=-1)
     assert y.shape[0] == n and y.shape[-1] == c * m
     return y
@@ -231,7 +239,9 @@ def test_separable_conv2d_and_1d_match_depthwise_then_pointwise():
     s1.build((None, *xs.shape[1:]))
     dk, pk, b = randomize(s1)
     xp = tf_same_pad(xs, (3,), (1,))
-    dw = np.concatenate([np_conv(xp[..., c:c + 1], dk[:, c:c + 1, :], 0.0, (1,)) for c in range(3)], axis=-1)
+    dw = np.concatenate(
+        [np_conv(xp[..., c : c + 1], dk[:, c : c + 1, :], 0.0, (1,)) for c in range(3)], axis=-1
+    )
     np.testing.assert_allclose(run(s1, xs), dw @ pk[0] + b, rtol=1e-4, atol=1e-4)
 
 
@@ -241,7 +251,7 @@ def test_locally_connected_1d_and_2d_match_numpy():
     lc.build((None, *x.shape[1:]))
     k, b = randomize(lc)
     assert k.shape == (3, 9, 4) and b.shape == (3, 4)
-    ref = np.stack([x[:, 2 * i:2 * i + 3].reshape(2, -1) @ k[i] for i in range(3)], axis=1) + b
+    ref = np.stack([x[:, 2 * i : 2 * i + 3].reshape(2, -1) @ k[i] for i in range(3)], axis=1) + b
     np.testing.assert_allclose(run(lc, x), ref, rtol=1e-4, atol=1e-4)
     xi = RNG.standard_normal((2, 4, 5, 2)).astype(np.float32)
     for fmt in ("channels_last", "channels_first"):
@@ -252,21 +262,26 @@ def test_locally_connected_1d_and_2d_match_numpy():
         assert k.shape == (3 * 3, 2 * 3 * 2, 3) and b.shape == (3, 3, 3)
         ref = np.zeros((2, 3, 3, 3))
         for r, c in itertools.product(range(3), range(3)):
-            patch = xi[:, r:r + 2, c:c + 3, :]  # (kh, kw, C) flattening for channels_last
+            patch = xi[:, r : r + 2, c : c + 3, :]  # (kh, kw, C) flattening for channels_last
             if fmt == "channels_first":
                 patch = patch.transpose(0, 3, 1, 2)  # (C, kh, kw)
             ref[:, r, c] = patch.reshape(2, -1) @ k[r * 3 + c]
         y = run(l2, data)
         y = y if fmt == "channels_last" else y.transpose(0, 2, 3, 1)
         np.testing.assert_allclose(y, ref + b, rtol=1e-4, atol=1e-4)
-    with pytest.raises(ValueError, match="only \"valid\""):
+    with pytest.raises(ValueError, match='only "valid"'):
         LocallyConnected1D(2, 3, padding="same")
 
 
 def test_regularizers_and_constraints_on_conv_weights():
-    c = Conv2D(2, 3, kernel_regularizer=regularizers.l2(0.1), bias_regularizer="l1",
-               kernel_constraint=constraints.MaxNorm(0.5, axis=[0, 1, 2]),
-               activity_regularizer=regularizers.l1(1.0))
+    c = Conv2D(
+        2,
+        3,
+        kernel_regularizer=regularizers.l2(0.1),
+        bias_regularizer="l1",
+        kernel_constraint=constraints.MaxNorm(0.5, axis=[0, 1, 2]),
+        activity_regularizer=regularizers.l1(1.0),
+    )
     c.build((None, 5, 5, 3))
     k, b = randomize(c)
     penalties = c.losses

@@ -56,10 +56,13 @@ def t(a):
 
 def test_elementwise_merges_and_functional_forms():
     a, b, c = (RNG.standard_normal((2, 3)).astype(np.float32) for _ in range(3))
-    cases = [(Add(), layers.add, a + b + c), (Multiply(), layers.multiply, a * b * c),
-             (Average(), layers.average, (a + b + c) / 3),
-             (Maximum(), layers.maximum, np.maximum(np.maximum(a, b), c)),
-             (Minimum(), layers.minimum, np.minimum(np.minimum(a, b), c))]
+    cases = [
+        (Add(), layers.add, a + b + c),
+        (Multiply(), layers.multiply, a * b * c),
+        (Average(), layers.average, (a + b + c) / 3),
+        (Maximum(), layers.maximum, np.maximum(np.maximum(a, b), c)),
+        (Minimum(), layers.minimum, np.minimum(np.minimum(a, b), c)),
+    ]
     for layer, fn, ref in cases:
         np.testing.assert_allclose(layer([t(a), t(b), t(c)]).numpy(), ref, rtol=1e-6)
         np.testing.assert_allclose(fn([t(a), t(b), t(c)]).numpy(), ref, rtol=1e-6)
@@ -71,9 +74,10 @@ def test_elementwise_merges_and_functional_forms():
         Add()(t(a))
     with pytest.raises(ValueError, match="could not be broadcast"):
         Add().compute_output_shape([(None, 3), (None, 4)])
-    # Keras 2 broadcasting: a (N, 3) input against (N, 3, 2) gets a trailing unit axis
-    big = RNG.standard_normal((2, 3, 2)).astype(np.float32)
-    np.testing.assert_allclose(Add()([t(big), t(a)]).numpy(), big + a[..., None], rtol=1e-6)
+    # Keras 2 broadcasting: a (N, 3) input against (N, 4, 3) gets a unit axis after the batch axis
+    big = RNG.standard_normal((2, 4, 3)).astype(np.float32)
+    np.testing.assert_allclose(Add()([t(big), t(a)]).numpy(), big + a[:, None], rtol=1e-6)
+    assert Add().compute_output_shape([(None, 4, 3), (None, 3)]) == (None, 4, 3)
 
 
 def test_concatenate_axes_shapes_and_masks():
@@ -100,8 +104,9 @@ def test_dot_batched_and_normalized():
     np.testing.assert_allclose(got, cos, rtol=1e-5)
     x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
     y = RNG.standard_normal((2, 6, 4)).astype(np.float32)
-    np.testing.assert_allclose(Dot(axes=(2, 2))([t(x), t(y)]).numpy(), np.einsum("nak,nbk->nab", x, y),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        Dot(axes=(2, 2))([t(x), t(y)]).numpy(), np.einsum("nak,nbk->nab", x, y), rtol=1e-5, atol=1e-6
+    )
     assert Dot(axes=2).compute_output_shape([(None, 3, 4), (None, 6, 4)]) == (None, 3, 6)
     assert Dot(axes=1).compute_output_shape([(None, 5), (None, 5)]) == (None, 1)
     with pytest.raises(ValueError, match="axes"):
@@ -115,13 +120,15 @@ def test_merge_layer_builds_from_a_list_of_shapes():
 
 
 def test_lambda_arguments_output_shape_mask_and_config():
-    lam = Lambda(lambda x, p: x ** p, arguments={"p": 2})
+    lam = Lambda(lambda x, p: x**p, arguments={"p": 2})
     assert lam(t([[3.0]])).item() == 9.0
     assert lam.compute_output_shape((None, 4)) == (None, 4)  # found by a probe run
     halves = Lambda(lambda x: x[:, : x.shape[1] // 2], output_shape=lambda s: (s[0], s[1] // 2))
     assert halves.compute_output_shape((None, 6)) == (None, 3)
-    summed = Lambda(lambda x: x.sum(1, keepdim=True), output_shape=(1,))
-    assert summed.compute_output_shape((None, 6)) == (None, 1)
+    assert Lambda(lambda x: x.sum(1, keepdim=True), output_shape=(1,)).compute_output_shape((None, 6)) == (
+        None,
+        1,
+    )
     masked = Lambda(lambda x: x, mask=lambda inputs, mask: inputs > 0)
     assert masked.compute_mask(t([[1.0, -1.0]])).tolist() == [[True, False]]
     cfg = json.loads(json.dumps(layers.serialize(lam)))
@@ -198,8 +205,11 @@ def test_advanced_activations_match_numpy():
     np.testing.assert_allclose(LeakyReLU()(t(x)).numpy(), np.where(x > 0, x, 0.3 * x), rtol=1e-6)
     np.testing.assert_allclose(ELU(0.5)(t(x)).numpy(), np.where(x > 0, x, 0.5 * (np.exp(x) - 1)), rtol=1e-6)
     np.testing.assert_allclose(ThresholdedReLU(1.0)(t(x)).numpy(), np.where(x > 1.0, x, 0.0))
-    np.testing.assert_allclose(ReLU(max_value=6.0, negative_slope=0.1, threshold=0.5)(t(x)).numpy(),
-                               np.where(x >= 6, 6, np.where(x > 0.5, x, 0.1 * (x - 0.5))), rtol=1e-6)
+    np.testing.assert_allclose(
+        ReLU(max_value=6.0, negative_slope=0.1, threshold=0.5)(t(x)).numpy(),
+        np.where(x >= 6, 6, np.where(x > 0.5, x, 0.1 * (x - 0.5))),
+        rtol=1e-6,
+    )
     e = np.exp(x - x.max())
     np.testing.assert_allclose(Softmax()(t(x)).numpy(), e / e.sum(), rtol=1e-5)
     with pytest.raises(ValueError, match="negative"):
@@ -232,8 +242,21 @@ def test_noise_layers_statistics_and_eval_identity():
         assert torch.equal(layer(z), z)
 
 
-@pytest.mark.parametrize("module", ["core", "convolutional", "pooling", "recurrent", "merge", "embeddings",
-                                    "normalization", "noise", "advanced_activations", "local"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "core",
+        "convolutional",
+        "pooling",
+        "recurrent",
+        "merge",
+        "embeddings",
+        "normalization",
+        "noise",
+        "advanced_activations",
+        "local",
+    ],
+)
 def test_keras2_module_paths_import(module):
     importlib.import_module(f"arignote.layers.{module}")
 

@@ -43,7 +43,8 @@ def _fresh_names():
 
 
 def run(layer, x: np.ndarray) -> np.ndarray:
-    layer.build((None, *x.shape[1:]))
+    if not layer.built:
+        layer.build((None, *x.shape[1:]))
     with torch.no_grad():
         y = layer(torch.tensor(x))
     assert tuple(layer.compute_output_shape((None, *x.shape[1:]))) == (None, *y.shape[1:])
@@ -53,7 +54,7 @@ def run(layer, x: np.ndarray) -> np.ndarray:
 def np_pool(x, pool, strides, op, padding="valid"):
     """Channels-last pooling; 'same' windows are clipped to the real elements (TensorFlow)."""
     rank = len(pool)
-    spatial = x.shape[1:1 + rank]
+    spatial = x.shape[1 : 1 + rank]
     if padding == "same":
         outs = [-(-n // s) for n, s in zip(spatial, strides)]
         befores = [max((o - 1) * s + k - n, 0) // 2 for o, s, k, n in zip(outs, strides, pool, spatial)]
@@ -71,15 +72,18 @@ def np_pool(x, pool, strides, op, padding="valid"):
     return y
 
 
-@pytest.mark.parametrize("cls,shape,kwargs,op", [
-    (MaxPooling1D, (7, 3), {"pool_size": 3, "strides": 2}, "max"),
-    (AveragePooling1D, (7, 3), {"pool_size": 2, "padding": "same"}, "avg"),
-    (MaxPooling2D, (5, 7, 2), {"pool_size": (2, 3), "padding": "same"}, "max"),
-    (AveragePooling2D, (5, 7, 2), {"pool_size": 3, "strides": 2, "padding": "same"}, "avg"),
-    (AveragePooling2D, (6, 6, 2), {}, "avg"),
-    (MaxPooling3D, (4, 5, 3, 2), {"padding": "same"}, "max"),
-    (AveragePooling3D, (5, 5, 4, 2), {"pool_size": (3, 2, 2), "strides": 1}, "avg"),
-])
+@pytest.mark.parametrize(
+    "cls,shape,kwargs,op",
+    [
+        (MaxPooling1D, (7, 3), {"pool_size": 3, "strides": 2}, "max"),
+        (AveragePooling1D, (7, 3), {"pool_size": 2, "padding": "same"}, "avg"),
+        (MaxPooling2D, (5, 7, 2), {"pool_size": (2, 3), "padding": "same"}, "max"),
+        (AveragePooling2D, (5, 7, 2), {"pool_size": 3, "strides": 2, "padding": "same"}, "avg"),
+        (AveragePooling2D, (6, 6, 2), {}, "avg"),
+        (MaxPooling3D, (4, 5, 3, 2), {"padding": "same"}, "max"),
+        (AveragePooling3D, (5, 5, 4, 2), {"pool_size": (3, 2, 2), "strides": 1}, "avg"),
+    ],
+)
 def test_pooling_matches_numpy(cls, shape, kwargs, op):
     x = RNG.standard_normal((2, *shape)).astype(np.float32)
     layer = cls(**kwargs)
@@ -98,8 +102,9 @@ def test_global_pooling_all_ranks_and_formats():
     x3 = RNG.standard_normal((2, 2, 3, 4, 3)).astype(np.float32)
     np.testing.assert_allclose(run(GlobalAveragePooling1D(), x1), x1.mean(1), rtol=1e-6)
     np.testing.assert_allclose(run(GlobalMaxPooling2D(), x2), x2.max((1, 2)))
-    np.testing.assert_allclose(run(GlobalAvgPool2D(data_format="channels_first"), x2), x2.mean((2, 3)),
-                               rtol=1e-6)
+    np.testing.assert_allclose(
+        run(GlobalAvgPool2D(data_format="channels_first"), x2), x2.mean((2, 3)), rtol=1e-6
+    )
     np.testing.assert_allclose(run(GlobalMaxPool3D(), x3), x3.max((1, 2, 3)))
     np.testing.assert_allclose(run(GlobalAveragePooling3D(), x3), x3.mean((1, 2, 3)), rtol=1e-6)
     # a mask excludes padded steps from the 1-D average (Keras 2)
@@ -114,13 +119,16 @@ def test_zero_padding_all_ranks():
     x1 = RNG.standard_normal((2, 3, 2)).astype(np.float32)
     np.testing.assert_array_equal(run(ZeroPadding1D((1, 2)), x1), np.pad(x1, ((0, 0), (1, 2), (0, 0))))
     x2 = RNG.standard_normal((2, 3, 4, 2)).astype(np.float32)
-    np.testing.assert_array_equal(run(ZeroPadding2D(((1, 0), (2, 3))), x2),
-                                  np.pad(x2, ((0, 0), (1, 0), (2, 3), (0, 0))))
-    np.testing.assert_array_equal(run(ZeroPadding2D(1, data_format="channels_first"), x2),
-                                  np.pad(x2, ((0, 0), (0, 0), (1, 1), (1, 1))))
+    np.testing.assert_array_equal(
+        run(ZeroPadding2D(((1, 0), (2, 3))), x2), np.pad(x2, ((0, 0), (1, 0), (2, 3), (0, 0)))
+    )
+    np.testing.assert_array_equal(
+        run(ZeroPadding2D(1, data_format="channels_first"), x2), np.pad(x2, ((0, 0), (0, 0), (1, 1), (1, 1)))
+    )
     x3 = RNG.standard_normal((1, 2, 2, 2, 1)).astype(np.float32)
-    np.testing.assert_array_equal(run(ZeroPadding3D((1, 0, 2)), x3),
-                                  np.pad(x3, ((0, 0), (1, 1), (0, 0), (2, 2), (0, 0))))
+    np.testing.assert_array_equal(
+        run(ZeroPadding3D((1, 0, 2)), x3), np.pad(x3, ((0, 0), (1, 1), (0, 0), (2, 2), (0, 0)))
+    )
     assert ZeroPadding2D(((1, 0), (2, 3))).get_config()["padding"] == [[1, 0], [2, 3]]
     with pytest.raises(ValueError, match="padding"):
         ZeroPadding2D("x")
@@ -145,8 +153,9 @@ def test_upsampling_nearest_and_bilinear():
     np.testing.assert_array_equal(run(UpSampling1D(3), x1), np.repeat(x1, 3, axis=1))
     x2 = RNG.standard_normal((2, 2, 3, 2)).astype(np.float32)
     np.testing.assert_array_equal(run(UpSampling2D((2, 3)), x2), np.repeat(np.repeat(x2, 2, 1), 3, 2))
-    np.testing.assert_array_equal(run(UpSampling2D(2, data_format="channels_first"), x2),
-                                  np.repeat(np.repeat(x2, 2, 2), 2, 3))
+    np.testing.assert_array_equal(
+        run(UpSampling2D(2, data_format="channels_first"), x2), np.repeat(np.repeat(x2, 2, 2), 2, 3)
+    )
     x3 = RNG.standard_normal((1, 2, 2, 2, 1)).astype(np.float32)
     np.testing.assert_array_equal(run(UpSampling3D((1, 2, 2)), x3), np.repeat(np.repeat(x3, 2, 2), 2, 3))
     # TF1 resize_bilinear: row i of the output samples input row i / 2, the last one clamped

@@ -235,3 +235,60 @@ def test_ranks_see_the_torchrun_variables_and_no_stdout():
     assert out.returncode == 0, out.stderr
     assert out.stdout == ""  # ranks' stdout is discarded: only rank 0 prints
     assert "24242" in out.stderr
+
+
+# ---------------------------------------------------------------------------- SLURM srun adoption
+
+
+def test_an_srun_step_is_adopted_from_slurms_variables():
+    from arignote.parallel.env import first_host, from_slurm
+
+    env = {"SLURM_PROCID": "5", "SLURM_STEP_NUM_TASKS": "6", "SLURM_LOCALID": "1", "SLURM_NODEID": "2",
+           "SLURM_STEP_TASKS_PER_NODE": "2(x3)", "SLURM_STEP_NODELIST": "gpu[07-09]", "SLURM_JOB_ID": "123"}
+    e = DistEnv.from_mapping(env)  # no torchrun variable: SLURM's are read
+    assert (e.rank, e.world_size, e.local_rank, e.local_world_size) == (5, 6, 1, 2)
+    assert (e.master_addr, e.master_port, e.is_main) == ("gpu07", 10123, False)
+    assert DistEnv.from_mapping({**env, "MASTER_ADDR": "head", "MASTER_PORT": "29400"}).master_port == 29400
+    # an sbatch script itself (no step of several tasks) is one process: not a data-parallel job
+    assert from_slurm({"SLURM_PROCID": "0", "SLURM_NTASKS": "4", "SLURM_JOB_NODELIST": "gpu1"}) is None
+    assert from_slurm({**env, "SLURM_STEP_NUM_TASKS": "1", "SLURM_PROCID": "0"}) is None
+    assert first_host("n[1-4],m7") == "n1" and first_host("solo") == "solo"
+    # torchrun's variables win when both are there (torchrun inside an allocation)
+    both = {**env, "RANK": "0", "WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    assert DistEnv.from_mapping(both).world_size == 2
+    with pytest.raises(ConfigError, match="SLURM_STEP_TASKS_PER_NODE"):
+        from_slurm({**env, "SLURM_STEP_TASKS_PER_NODE": "two"})
+
+
+@pytest.mark.multiproc
+def test_two_srun_tasks_train_like_one_process(tmp_path):
+    """What `srun --ntasks=2 python train.py` starts, with SLURM's variables faked."""
+    import socket
+
+    from parallel_helpers import PLAIN_SCRIPT, _pids, _write
+
+    script = _write(tmp_path, "train.py", PLAIN_SCRIPT)
+    single, job = tmp_path / "single", tmp_path / "job"
+    single.mkdir()
+    job.mkdir()
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("SLURM_", "RANK", "WORLD_SIZE", "MASTER_"))}
+    tasks = []
+    for rank in range(2):
+        env = {**base, "SLURM_PROCID": str(rank), "SLURM_LOCALID": str(rank), "SLURM_NODEID": "0",
+               "SLURM_STEP_NUM_TASKS": "2", "SLURM_STEP_TASKS_PER_NODE": "2",
+               "SLURM_STEP_NODELIST": "127.0.0.1", "MASTER_PORT": str(port), "SLURM_JOB_ID": "1"}
+        tasks.append(subprocess.Popen([sys.executable, str(script), "train", str(job), "1"], env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    one = subprocess.run([sys.executable, str(script), "train", str(single), "1"], capture_output=True,
+                         text=True, timeout=120, env=base)
+    outs = [t.communicate(timeout=180) for t in tasks]
+    assert [t.returncode for t in tasks] == [0, 0], [o[1][-2000:] for o in outs]
+    assert one.returncode == 0, one.stderr[-2000:]
+    assert len(_pids(job)) == 2
+    a, b = torch.load(single / "weights.pt"), torch.load(job / "weights.pt")
+    for key in a:
+        torch.testing.assert_close(b[key], a[key], rtol=1e-5, atol=1e-6)

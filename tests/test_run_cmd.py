@@ -244,3 +244,32 @@ def test_ctrl_c_in_a_terminal_reaches_the_command_and_its_exit_code_returns(leas
     # 11: the command saw SIGINT (once; a duplicate may merge with it, see test_forwarding_rule)
     # and the wrapper survived its own SIGINT to return the command's code
     assert os.waitstatus_to_exitcode(status) == 11
+
+
+# ---------------------------------------------------------------------------- inherited CUDA_VISIBLE_DEVICES
+
+
+def test_an_inherited_cuda_visible_devices_bounds_the_lease(lease_dir, tmp_path, capfd, monkeypatch):
+    # a SLURM job given GPUs 2 and 3 of a 4-GPU box; GPU 1 (free, idle) is someone else's
+    inv = write(tmp_path / "inv.json", snap(gpu(0, used_gib=30), gpu(1), gpu(2, used_gib=10), gpu(3)))
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    show = [sys.executable, "-c", SHOW_ENV, "0"]
+    code = cli.main(["run", "--gpus", "1", "--inventory", str(inv), "--", *show])
+    out, _ = capfd.readouterr()
+    assert code == 0 and json.loads(out)["CUDA_VISIBLE_DEVICES"] == "3"  # the freer of the job's two
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-test-0002")  # UUIDs (a prefix is enough, as CUDA)
+    code = cli.main(["run", "--gpus", "1", "--inventory", str(inv), "--", *show])
+    out, _ = capfd.readouterr()
+    assert code == 0 and json.loads(out)["CUDA_VISIBLE_DEVICES"] == "2"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    code = cli.main(["run", "--gpus", "3", "--inventory", str(inv), "--", *show])
+    _, err = capfd.readouterr()
+    assert code == 1 and "given 2 GPU(s) (CUDA_VISIBLE_DEVICES='2,3', inherited)" in err
+
+
+def test_given_gpus_parses_what_cuda_accepts():
+    from arignote.commands.run_cmd import given_gpus
+
+    assert given_gpus(None) is None and given_gpus("") == [] and given_gpus("-1") == []
+    assert given_gpus("0,-1,2") == ["0"]  # CUDA ignores everything after an invalid entry
+    assert given_gpus(" 1, 3 ") == ["1", "3"]

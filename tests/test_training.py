@@ -83,10 +83,10 @@ def test_fit_learns_and_returns_history():
     h = m.fit(x, y, epochs=5, batch_size=20, verbose=0)
     assert h is m.history
     assert h.epoch == [0, 1, 2, 3, 4]
-    # the metrics plus the device memory peak that DeviceStatsMonitor adds to every epoch (issue 5)
-    assert set(h.history) - {"cpu_peak_rss_mib", "cpu_process_peak_rss_mib"} == {"loss", "accuracy"}
-    peaks = [h.history[k] for k in h.history if k.startswith("cpu_")]
-    assert len(peaks) == 1 and len(peaks[0]) == 5 and min(peaks[0]) > 0
+    # Keras keys only; the device memory peak is in model.device_stats (and the progress line)
+    assert set(h.history) == {"loss", "accuracy"}
+    peaks = [v for k, v in m.device_stats.items() if k.startswith("cpu_") and k.endswith("rss_mib")]
+    assert len(peaks) == 1 and peaks[0] > 0
     assert h.history["loss"][-1] < h.history["loss"][0] * 0.5
     assert h.history["accuracy"][-1] > 0.95
     loss, acc = m.evaluate(x, y, verbose=0)
@@ -507,3 +507,75 @@ def test_gradients_are_released_before_the_next_backward_and_after_fit():
     assert first.grad is not None and trainer._stale_grads  # kept after the step...
     trainer.train_step(xb, yb)
     assert seen == [True, True]  # ...and released before each backward, never accumulated into
+
+
+# ----------------------------------------------------------------------------- default callbacks, logs
+
+
+def test_a_users_progbar_and_history_replace_the_default_ones(tmp_path):
+    import io
+
+    from arignote.callbacks import CSVLogger, History, ProgbarLogger
+
+    x, y = _blobs(60)
+    out = io.StringIO()
+    mine, csv = History(), tmp_path / "log.csv"
+    m = _mlp()
+    h = m.fit(x, y, epochs=2, batch_size=20, verbose=2,
+              callbacks=[ProgbarLogger(verbose=2, stream=out), mine, CSVLogger(str(csv))])
+    assert h is mine and m.history is mine  # fit returns the user's History, and adds none
+    assert out.getvalue().count("Epoch 1/2") == 1  # one progress logger: the user's
+    assert out.getvalue().count(" - cpu peak RSS ") == 2  # device figures still in the progress line
+    assert set(h.history) == {"loss", "accuracy"}  # History and CSV: Keras keys only
+    assert csv.read_text().splitlines()[0].split(",") == ["epoch", "accuracy", "loss"]
+
+
+def test_an_opt_in_device_stats_monitor_puts_the_figures_in_the_logs():
+    from arignote.callbacks import DeviceStatsMonitor
+
+    x, y = _blobs(60)
+    m = _mlp()
+    h = m.fit(x, y, epochs=2, batch_size=20, verbose=0, callbacks=[DeviceStatsMonitor()])
+    extra = set(h.history) - {"loss", "accuracy"}
+    assert len(extra) == 1 and extra <= {"cpu_peak_rss_mib", "cpu_process_peak_rss_mib"}
+    assert m.device_stats.keys() == extra
+
+
+def test_no_host_sync_per_batch_when_nobody_reads_batch_logs(monkeypatch):
+    """Count every way a tensor's value reaches the host during fit: the count must not grow with
+    the number of batches (10 vs 40 batches an epoch)."""
+    counts = []
+    for batches in (10, 40):
+        calls = [0]
+        for name in ("item", "tolist", "__bool__", "__float__", "__int__", "cpu", "numpy"):
+            real = getattr(torch.Tensor, name)
+
+            def counted(self, *a, _real=real, _calls=calls, **k):
+                _calls[0] += 1
+                return _real(self, *a, **k)
+            monkeypatch.setattr(torch.Tensor, name, counted)
+        x, y = _blobs(batches * 10)
+        m = _mlp()
+        m.fit(x, y, epochs=2, batch_size=10, verbose=0)
+        monkeypatch.undo()
+        counts.append(calls[0])
+    assert counts[0] == counts[1], counts
+
+
+def test_stop_in_a_batch_marks_the_epoch_interrupted_and_does_not_count_it():
+    seen = []
+
+    class StopAt(Callback):
+        def on_train_batch_end(self, batch, logs=None):
+            if batch == 1 and len(seen) == 1:
+                self.model.stop_training = True
+
+        def on_epoch_end(self, epoch, logs=None):
+            seen.append((epoch, self.model.epoch_interrupted, self.model.epochs_done, "val_loss" in logs))
+
+    x, y = _blobs(100)
+    m = _mlp()
+    h = m.fit(x, y, epochs=4, batch_size=10, verbose=0, validation_split=0.2, callbacks=[StopAt()])
+    # epoch 0 complete (validated, counted); epoch 1 cut after batch 1: interrupted, not validated
+    assert seen == [(0, False, 1, True), (1, True, 1, False)]
+    assert h.epoch == [0, 1] and m.epochs_done == 1

@@ -37,7 +37,7 @@ _LAZY = {
 _SUBMODULES = {
     "backend", "callbacks", "datasets", "devices", "layers", "losses", "metrics", "models",
     "optimizers", "utils", "share", "monitor", "parallel", "memory", "precision", "bench", "training",
-    "preprocessing", "errors", "sizes",
+    "preprocessing", "errors", "sizes", "wrappers", "metric_names",
 }
 
 __all__ = ["config", "configure", "override", "ArignoteError", "ConfigError", *sorted(_LAZY)]

@@ -58,3 +58,8 @@ def deserialize_object(identifier: Any, module_objects: dict, custom_objects: di
         obj = lookup(kind, identifier, module_objects, custom_objects)
         return obj() if isinstance(obj, type) else obj
     raise ValueError(f"Could not interpret serialized {kind}: {identifier!r}")
+
+
+# the global custom-object registry (Keras 2 ``get_custom_objects()``); here, in a module without
+# imports, so that layers.base can read it without loading arignote.utils
+GLOBAL_CUSTOM_OBJECTS: dict[str, Any] = {}

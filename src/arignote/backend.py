@@ -15,9 +15,17 @@ from __future__ import annotations
 from typing import Any
 
 from arignote import config
+from arignote.backend_ops import *  # noqa: F403 - Keras's backend is one flat namespace
+from arignote.backend_ops import __all__ as _OPS
+from arignote.graph.kfunction import function, gradients, learning_phase, set_learning_phase
 from arignote.hyperparameter import HyperParameter
 
 __all__ = [
+    *_OPS,
+    "function",
+    "gradients",
+    "learning_phase",
+    "set_learning_phase",
     "backend",
     "image_data_format",
     "set_image_data_format",

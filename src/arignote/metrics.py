@@ -249,3 +249,11 @@ def deserialize(name: str, custom_objects: dict | None = None) -> Callable:
     if name in ("acc", "accuracy"):
         return categorical_accuracy
     return get(name).fn
+
+
+# Keras 2 re-exports the loss functions in keras.metrics (metrics.binary_crossentropy in custom losses)
+binary_crossentropy = losses.binary_crossentropy
+categorical_crossentropy = losses.categorical_crossentropy
+sparse_categorical_crossentropy = losses.sparse_categorical_crossentropy
+mean_squared_error = mse = losses.mean_squared_error
+mean_absolute_error = mae = losses.mean_absolute_error

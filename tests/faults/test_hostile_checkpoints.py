@@ -20,7 +20,7 @@ def saved(tmp_path):
     model = Sequential([Dense(4, activation="relu", input_shape=(3,)), Dense(2)])
     model.compile(optimizer="adam", loss="mse")
     model.fit(torch.ones(8, 3).numpy(), torch.zeros(8, 2).numpy(), epochs=1, verbose=0)
-    path = tmp_path / "model.h5"
+    path = tmp_path / "model.ckpt"  # arignote's format (a .h5 name gives Keras 2 HDF5)
     model.save(str(path))
     return path, checkpoint.load(path)
 
@@ -110,3 +110,51 @@ def test_weights_of_another_architecture_are_a_checkpoint_error(saved):
     other = Sequential([Dense(4, input_shape=(3,))])
     with pytest.raises(CheckpointError, match="does not match this model's architecture"):
         other.load_weights(str(path))
+
+
+@pytest.fixture
+def saved_h5(tmp_path):
+    model = Sequential([Dense(4, activation="relu", input_shape=(3,)), Dense(2)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(torch.ones(8, 3).numpy(), torch.zeros(8, 2).numpy(), epochs=1, verbose=0)
+    path = tmp_path / "model.h5"  # Keras 2 HDF5
+    model.save(str(path))
+    return path
+
+
+def _h5_attr(path, name, value):
+    import h5py
+
+    with h5py.File(path, "r+") as f:
+        f.attrs[name] = value
+
+
+@pytest.mark.parametrize("damage,reason", [
+    ("truncated", "truncated or corrupt"),
+    ("zeroed", "unusable Keras HDF5 file"),
+    ("bad model_config", "unusable Keras HDF5 file (JSONDecodeError"),
+    ("hostile optimizer", "unknown optimizer class"),
+    ("hostile layer", "unknown layer class 'os.system'"),
+])
+def test_damaged_or_hostile_hdf5_files_are_checkpoint_errors(saved_h5, damage, reason):
+    path = saved_h5
+    data = path.read_bytes()
+    if damage == "truncated":
+        path.write_bytes(data[: len(data) // 2])
+    elif damage == "zeroed":
+        path.write_bytes(data[:1000] + bytes(len(data) - 1000))
+    elif damage == "bad model_config":
+        _h5_attr(path, "model_config", "{bad json")
+    elif damage == "hostile optimizer":
+        _h5_attr(path, "training_config", json.dumps(
+            {"optimizer_config": {"class_name": "get", "config": {}}, "loss": "mse"}))
+    else:
+        import h5py
+
+        with h5py.File(path, "r") as f:
+            config = json.loads(f.attrs["model_config"])
+        config["config"]["layers"][0]["class_name"] = "os.system"
+        _h5_attr(path, "model_config", json.dumps(config))
+    with pytest.raises(CheckpointError) as info:
+        load_model(str(path))
+    assert str(info.value).startswith(str(path)) and reason in str(info.value), info.value

@@ -1,6 +1,10 @@
-"""``DeviceStatsMonitor``: each epoch's logs (and so ``History``) carry device memory peaks and GPU load.
+"""``DeviceStatsMonitor``: each epoch's device memory peaks and GPU load.
 
-Keys added to the epoch-end logs, for every device the model's parameters live on:
+``fit`` always runs one with ``into_logs=False``: the figures go to ``model.device_stats`` (a dict,
+the last epoch's figures) and into the progress line, and ``History``/CSV logs keep only Keras
+keys (``loss``, metrics, ``val_*``, ``lr``). Pass ``DeviceStatsMonitor()`` yourself (opt-in) to have
+them in every epoch's logs too, and so in ``History`` and CSV files. The keys, for every device the
+model's parameters live on:
 
 * ``cuda{i}_peak_allocated_mib`` / ``cuda{i}_peak_reserved_mib``: the peak memory torch's
   allocator had allocated / reserved on GPU ``i`` during the epoch (``torch.cuda.max_memory_*``,
@@ -14,6 +18,9 @@ Keys added to the epoch-end logs, for every device the model's parameters live o
 Example::
 
     >>> from arignote.callbacks.device_stats import DeviceStatsMonitor
+    >>> history = model.fit(x, y, epochs=2)                                      # doctest: +SKIP
+    >>> model.device_stats                                                       # doctest: +SKIP
+    {'cpu_peak_rss_mib': 415.0}
     >>> history = model.fit(x, y, epochs=2, callbacks=[DeviceStatsMonitor()])   # doctest: +SKIP
     >>> history.history["cpu_peak_rss_mib"]                                      # doctest: +SKIP
     [412.3, 415.0]
@@ -88,18 +95,23 @@ class _Sampler(threading.Thread):
 
 
 class DeviceStatsMonitor(Callback):
-    """Adds per-device memory peaks and mean GPU utilization to every epoch's logs.
+    """Per-device memory peaks and mean GPU utilization of every epoch: in ``model.device_stats``
+    and, with ``into_logs=True`` (the default when you pass one), in the epoch's logs.
 
     ``interval``: seconds between NVML utilization samples. ``devices``: the devices to report
     (``"cuda:0"``, ``torch.device`` ...); default: every device holding the model's parameters.
-    Put it before the progress logger to see its keys printed; ``History`` always records them.
+    ``utilization``: sample GPU utilization with a background NVML thread (``fit``'s own monitor
+    does not). The progress line shows the figures whichever way they are kept.
     """
 
-    def __init__(self, interval: float = 0.5, devices: Iterable[Any] | None = None) -> None:
+    def __init__(self, interval: float = 0.5, devices: Iterable[Any] | None = None,
+                 into_logs: bool = True, utilization: bool = True) -> None:
         super().__init__()
         if not interval > 0:
             raise ValueError(f"DeviceStatsMonitor: interval={interval!r} must be > 0 seconds")
         self.interval = float(interval)
+        self.into_logs = bool(into_logs)
+        self.utilization = bool(utilization)
         self._wanted = None if devices is None else [str(d) for d in devices]
         self._gpus: list[int] = []
         self._cpu = False
@@ -169,7 +181,7 @@ class DeviceStatsMonitor(Callback):
         names = self._devices()
         self._gpus = [i for i in map(self._cuda_index, names) if i is not None]
         self._cpu = "cpu" in names
-        if self._gpus:
+        if self._gpus and self.utilization:
             self._nvml = self._open_nvml(self._gpus)
             if self._nvml is not None:
                 self._sampler = _Sampler(self._read_utilization, self.interval)
@@ -187,8 +199,14 @@ class DeviceStatsMonitor(Callback):
             self._rss_resets = _reset_hwm()
 
     def on_epoch_end(self, epoch, logs=None) -> None:
-        if logs is None:
-            return
+        figures = self._figures()
+        if self.model is not None:
+            self.model.device_stats = figures
+        if self.into_logs and logs is not None:
+            logs.update(figures)
+
+    def _figures(self) -> dict[str, float]:
+        logs: dict[str, float] = {}
         if self._gpus:
             from arignote.devices import cuda
 
@@ -205,6 +223,7 @@ class DeviceStatsMonitor(Callback):
                 logs["cpu_peak_rss_mib"] = kib / 1024
             else:  # ru_maxrss is KiB on Linux: the peak since the process started
                 logs["cpu_process_peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        return logs
 
     def on_train_end(self, logs=None) -> None:
         if self._sampler is not None:

@@ -206,7 +206,9 @@ class ProgbarLogger(Callback):
         speed = f" - {samples / train_time:.0f} samples/s" if samples and train_time > 0 else ""
         keys = self._keys() or list(logs)
         values = format_values(logs, keys + [k for k in logs if k not in keys and not is_device_stat(k)])
-        speed += format_device_stats(logs)
+        # fit's device-stats monitor keeps its figures in model.device_stats, out of the logs
+        stats = getattr(self.model, "device_stats", None) or {}
+        speed += format_device_stats({**stats, **logs})
         duration = format_duration(now - self._epoch_start)
         if self.verbose == 1:
             target = self._target()

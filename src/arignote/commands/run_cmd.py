@@ -8,6 +8,10 @@ typed in the terminal already reaches both, so it is not sent twice). Exit code:
 (128+N if a signal N killed it); 1 when the GPUs are not free (without ``--wait``) or the wait
 timed out; 2 for bad arguments.
 
+Inside a job that was already given GPUs (SLURM, a scheduler, a container) the inherited
+``CUDA_VISIBLE_DEVICES`` (nvidia-smi indices or ``GPU-`` UUIDs) bounds the choice: only those
+GPUs are leased, and asking for more than the job was given is an error naming the variable.
+
 Example::
 
     $ arignote run --gpus 2 --min-free-memory 10GiB --max-utilization 20 --wait -- python train.py
@@ -78,12 +82,69 @@ def _check(args) -> tuple[list[str], int]:
     return command, 0
 
 
+def given_gpus(visible: str | None) -> list[str] | None:
+    """The GPUs an inherited ``CUDA_VISIBLE_DEVICES`` gives this job (its items: indices or UUID
+    prefixes), None when it is unset; ``""`` or ``-1`` give none.
+
+    >>> given_gpus("2,3"), given_gpus(None), given_gpus("-1"), given_gpus("GPU-8a1f, GPU-c2")
+    (['2', '3'], None, [], ['GPU-8a1f', 'GPU-c2'])
+    """
+    if visible is None:
+        return None
+    items = [item.strip() for item in visible.split(",") if item.strip()]
+    # CUDA stops at the first invalid entry: "-1" (or any negative index) hides what follows
+    out = []
+    for item in items:
+        if item.lstrip("-").isdigit() and int(item) < 0:
+            break
+        out.append(item)
+    return out
+
+
+def within(snapshot, given: list[str]):
+    """``snapshot`` reduced to the GPUs in ``given`` (nvidia-smi index, or a UUID / UUID prefix as
+    CUDA accepts them); the others are not this job's to lease."""
+    from dataclasses import replace
+
+    def mine(gpu) -> bool:
+        for item in given:
+            if item.isdigit() and int(item) == gpu.index:
+                return True
+            if not item.isdigit() and str(gpu.uuid).startswith(item):
+                return True
+        return False
+
+    return replace(snapshot, gpus=tuple(g for g in snapshot.gpus if mine(g)))
+
+
+def _snapshot_source(args, given: list[str] | None):
+    """What acquire() reads: the inventory/NVML snapshot, reduced to the job's GPUs when
+    ``CUDA_VISIBLE_DEVICES`` was inherited."""
+    if given is None:
+        return args.inventory
+    from arignote.devices import nvml
+
+    def fresh():
+        snap = nvml.load(args.inventory) if args.inventory is not None else nvml.snapshot(
+            processes=False, cpu_interval=None)
+        return within(snap, given)
+
+    return fresh
+
+
 def _lease(args, command: list[str]):
     """Acquire, telling the user once when it has to wait. Raises NoFreeGPUError/ShareError."""
-    from arignote.share import NoFreeGPUError, acquire, queue
+    from arignote import config
+    from arignote.share import NoFreeGPUError, ShareError, acquire, queue
 
+    visible = config.environ("CUDA_VISIBLE_DEVICES")
+    given = given_gpus(visible)
+    if given is not None and len(given) < args.gpus:
+        raise ShareError(f"--gpus {args.gpus}: this job was given {len(given)} GPU(s) "
+                         f"(CUDA_VISIBLE_DEVICES={visible!r}, inherited); arignote run leases only among "
+                         "them: ask for fewer, or for more GPUs from the scheduler")
     kw = dict(min_free_memory=args.min_free_memory, max_utilization=args.max_utilization,
-              snapshot=args.inventory, command=" ".join(command))
+              snapshot=_snapshot_source(args, given), command=" ".join(command))
     try:
         return acquire(args.gpus, **kw)
     except NoFreeGPUError as exc:

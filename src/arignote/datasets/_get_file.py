@@ -1,9 +1,10 @@
 """Keras 2's ``get_file``: a file from the cache, or downloaded into it, hash-checked, maybe extracted.
 
 Same arguments and return value as ``keras.utils.data_utils.get_file`` (Keras 2.3): the file lives
-at ``<cache_dir>/<cache_subdir>/<fname>`` with ``cache_dir`` defaulting to ``~/.keras`` (``/tmp/.keras``
-when that is not writable); ``untar=True`` returns the extracted folder ``<fname>`` from
-``<fname>.tar.gz``; ``extract=True`` unpacks a tar or zip next to the file and returns the file.
+at ``<cache_dir>/<cache_subdir>/<fname>`` with ``cache_dir`` defaulting to ``$KERAS_HOME`` or
+``~/.keras`` (``/tmp/.keras`` when that is not writable); ``untar=True`` returns the extracted
+folder ``<fname>`` from ``<fname>.tar.gz``; ``extract=True`` unpacks a tar or zip next to the file
+and returns the file.
 When ``cache_dir`` is not given and ``cache_subdir`` is ``'datasets'``, arignote's dataset
 directories (``ARIGNOTE_DATA``, ``~/.arignote/datasets``, ``~/.keras/datasets``) are searched first,
 so a file put where :mod:`arignote.datasets` looks is found too.
@@ -30,6 +31,7 @@ import sys
 import tarfile
 import zipfile
 
+from arignote import config
 from arignote.datasets import _files
 from arignote.datasets._files import DatasetError, Remote
 
@@ -61,7 +63,9 @@ def validate_file(fpath: str, file_hash: str, algorithm: str = "auto", chunk_siz
 
 
 def _cache_base(cache_dir: str | None) -> str:
-    base = os.path.expanduser(cache_dir if cache_dir is not None else os.path.join("~", ".keras"))
+    if cache_dir is None:  # Keras 2: $KERAS_HOME, else ~/.keras
+        cache_dir = config.environ("KERAS_HOME") or os.path.join("~", ".keras")
+    base = os.path.expanduser(cache_dir)
     probe = base
     while not os.path.exists(probe) and os.path.dirname(probe) != probe:
         probe = os.path.dirname(probe)

@@ -51,6 +51,7 @@ from arignote.layers.convolutional import (
     ZeroPadding2D,
     ZeroPadding3D,
 )
+from arignote.layers.convolutional_recurrent import ConvLSTM2D, ConvLSTM2DCell
 from arignote.layers.core import (
     Activation,
     ActivityRegularization,
@@ -68,6 +69,7 @@ from arignote.layers.core import (
     SpatialDropout2D,
     SpatialDropout3D,
 )
+from arignote.layers.cudnn_recurrent import CuDNNGRU, CuDNNLSTM
 from arignote.layers.embeddings import Embedding
 from arignote.layers.local import LocallyConnected1D, LocallyConnected2D
 from arignote.layers.merge import (
@@ -116,7 +118,17 @@ from arignote.layers.pooling import (
     MaxPooling2D,
     MaxPooling3D,
 )
-from arignote.layers.recurrent import GRU, LSTM
+from arignote.layers.recurrent import (
+    GRU,
+    LSTM,
+    RNN,
+    GRUCell,
+    LSTMCell,
+    SimpleRNN,
+    SimpleRNNCell,
+    StackedRNNCells,
+)
+from arignote.layers.wrappers import Bidirectional, TimeDistributed, Wrapper
 
 _LEGACY = {
     "MaxoutDense": "a Dense layer then a max over groups of units (Reshape + Lambda)",
@@ -140,7 +152,9 @@ def __getattr__(name: str):
 
 
 __all__ = [
-    "Activation", "ActivityRegularization", "Add", "AlphaDropout", "Average", "AveragePooling1D",
+    "Activation", "ActivityRegularization", "Bidirectional", "ConvLSTM2D", "ConvLSTM2DCell", "CuDNNGRU",
+    "CuDNNLSTM", "GRUCell", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells",
+    "TimeDistributed", "Wrapper", "Add", "AlphaDropout", "Average", "AveragePooling1D",
     "AveragePooling2D", "AveragePooling3D", "AvgPool1D", "AvgPool2D", "AvgPool3D", "BatchNormalization",
     "Concatenate", "Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "Convolution1D",
     "Convolution2D", "Convolution3D", "Cropping1D", "Cropping2D", "Cropping3D", "Deconvolution2D",
@@ -148,12 +162,12 @@ __all__ = [
     "GaussianDropout", "GaussianNoise", "GlobalAveragePooling1D", "GlobalAveragePooling2D",
     "GlobalAveragePooling3D", "GlobalAvgPool1D", "GlobalAvgPool2D", "GlobalAvgPool3D", "GlobalMaxPool1D",
     "GlobalMaxPool2D", "GlobalMaxPool3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
-    "Input", "InputLayer", "LSTM", "Lambda", "Layer", "LeakyReLU", "LocallyConnected1D",
+    "Input", "InputLayer", "InputSpec", "LSTM", "Lambda", "Layer", "LeakyReLU", "LocallyConnected1D",
     "LocallyConnected2D", "Masking", "MaxPool1D", "MaxPool2D", "MaxPool3D", "MaxPooling1D", "MaxPooling2D",
     "MaxPooling3D", "Maximum", "Minimum", "Multiply", "PReLU", "Permute", "ReLU", "RepeatVector",
     "Reshape", "SeparableConv1D", "SeparableConv2D", "Softmax", "SpatialDropout1D", "SpatialDropout2D",
     "SpatialDropout3D", "Subtract", "ThresholdedReLU", "UnsupportedLayerError", "UpSampling1D",
     "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "add", "average",
     "concatenate", "deserialize", "dot", "maximum", "minimum", "multiply",
-    "reset_name_counters", "serialize", "subtract", "InputSpec",
+    "reset_name_counters", "serialize", "subtract",
 ]

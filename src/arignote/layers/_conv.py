@@ -204,7 +204,7 @@ class _Conv(KerasLayer, Layer):
             x = F.pad(x, self._pad)
         return _CONV[self.rank](x, self.weight, self.bias, self.strides, self._op_pad, self.dilation_rate)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         y = from_torch(self._conv(to_torch(x, self.data_format)), self.data_format)
         return self._activity(self.activation(y))
 

@@ -27,6 +27,7 @@ from typing import Any
 import torch
 
 from arignote import regularizers
+from arignote.graph import ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
 
@@ -98,8 +99,10 @@ class Lambda(KerasLayer, Layer):
         self._output_shape = output_shape
         self.mask = mask
         self.supports_masking = mask is not None
+        if output_shape is None:  # the functional graph finds the shape by running the function
+            self._declares_output_shape = False
 
-    def forward(self, inputs: Any, mask: Any = None) -> Any:
+    def call(self, inputs: Any, mask: Any = None) -> Any:
         return self.function(inputs, **self.arguments)
 
     def output_shape_keras(self, input_shape: Any) -> Any:
@@ -116,12 +119,6 @@ class Lambda(KerasLayer, Layer):
             return [tuple(s) for s in shape] if isinstance(shape, list) else tuple(shape)
         batch = (input_shape[0] if isinstance(input_shape, list) else tuple(input_shape))[0]
         return (batch, *self._output_shape)
-
-    def build(self, input_shape: Any) -> None:
-        if isinstance(input_shape, list):  # several inputs: nothing to build
-            self.built_input_shape, self.built = input_shape, True
-            return
-        super().build(input_shape)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if callable(self.mask):
@@ -160,6 +157,10 @@ class Lambda(KerasLayer, Layer):
         return cls(fn, output_shape=shape, **config)
 
 
+def _not_all_equal(x: torch.Tensor, value: float) -> torch.Tensor:
+    return (x != value).any(dim=-1)
+
+
 class Masking(KerasLayer, Layer):
     """Masks time steps whose features all equal ``mask_value`` (default 0.): later mask-aware layers
     (RNNs, ``GlobalAveragePooling1D``...) skip them; the output has those steps zeroed."""
@@ -171,10 +172,10 @@ class Masking(KerasLayer, Layer):
         super().__init__(**kwargs)
         self.mask_value = mask_value
 
-    def compute_mask(self, inputs: torch.Tensor, mask: Any = None) -> torch.Tensor:
-        return (inputs != self.mask_value).any(dim=-1)
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return ops.apply("not_equal_any", _not_all_equal, inputs, self.mask_value)
 
-    def forward(self, x: torch.Tensor, mask: Any = None) -> torch.Tensor:
+    def call(self, x: torch.Tensor, mask: Any = None) -> torch.Tensor:
         keep = (x != self.mask_value).any(dim=-1, keepdim=True)
         return x * keep.to(x.dtype)
 
@@ -190,5 +191,5 @@ class ActivityRegularization(KerasLayer, Layer):
         self.l1, self.l2 = l1, l2
         self.activity_regularizer = regularizers.L1L2(l1=l1, l2=l2)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return self._activity(x)

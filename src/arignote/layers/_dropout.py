@@ -52,7 +52,7 @@ class Dropout(KerasLayer, Layer):
             return None
         return tuple(x.shape[i] if d is None else int(d) for i, d in enumerate(self.noise_shape))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or self.rate == 0.0:
             return x
         shape = self._noise_shape(x)

@@ -109,7 +109,7 @@ class _ZeroPadding(_Spatial):
     def output_shape_keras(self, input_shape: tuple) -> tuple:
         return self._resize(input_shape, lambda i, n: n + sum(self.padding[i]))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return from_torch(F.pad(to_torch(x, self.data_format), self._pad), self.data_format)
 
     def get_config(self) -> dict:
@@ -169,7 +169,7 @@ class _Cropping(_Spatial):
 
         return self._resize(input_shape, crop)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         t = to_torch(x, self.data_format)
         index = [slice(None), slice(None)] + [
             slice(a, n - b) for (a, b), n in zip(self.cropping, t.shape[2:])
@@ -241,7 +241,7 @@ class _UpSampling(_Spatial):
     def output_shape_keras(self, input_shape: tuple) -> tuple:
         return self._resize(input_shape, lambda i, n: n * self.size[i])
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         t = to_torch(x, self.data_format)
         for i, s in enumerate(self.size):
             if s != 1:
@@ -285,9 +285,9 @@ class UpSampling2D(_UpSampling):
             )
         self.interpolation = interpolation
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         if self.interpolation == "nearest":
-            return super().forward(x)
+            return super().call(x)
         t = to_torch(x, self.data_format)
         for i, s in enumerate(self.size):
             t = _bilinear_axis(t, 2 + i, s)

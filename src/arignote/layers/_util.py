@@ -168,6 +168,21 @@ def serial(kind: str, value: Any) -> Any:
     return module.serialize(value)
 
 
+def _inverse(perm: tuple) -> tuple:
+    return tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
+
+
+class _KerasViewConstraint:
+    """A constraint applied to the Keras-layout view of a torch-layout weight (Keras axes), returning
+    the torch layout: what ``layer.constraints[attr](weight)`` must give the training loop."""
+
+    def __init__(self, constraint: Any, perm: tuple) -> None:
+        self.constraint, self.perm = constraint, perm
+
+    def __call__(self, w: torch.Tensor) -> torch.Tensor:
+        return self.constraint(w.permute(self.perm)).permute(_inverse(self.perm))
+
+
 class KerasWeights:
     """Mixin: weights kept in torch layout, exposed under Keras 2 names, order and layout.
 
@@ -175,7 +190,8 @@ class KerasWeights:
     order. ``perm`` maps the torch tensor to the Keras layout (e.g. Dense's torch ``(units, in)``
     with ``perm=(1, 0)`` is Keras's kernel ``(in, units)``); the weight is initialized in Keras layout
     (so fans are Keras's) and stored permuted. ``get_weights``, constraints (applied on the Keras
-    view), regularization penalties and the HDF5 converter read the same table.
+    view, registered in the base ``layer.constraints``), regularization penalties (the base
+    ``layer.losses``) and the HDF5 converter read the same table.
     """
 
     def new_weight(
@@ -191,14 +207,13 @@ class KerasWeights:
         buffer: bool = False,
     ) -> torch.Tensor:
         init = _initializers.get(initializer)
-        from arignote import backend
-
-        value = init(tuple(int(d) for d in keras_shape), dtype=getattr(torch, backend.floatx()))
+        dtype = self._param_dtype()
+        value = init(tuple(int(d) for d in keras_shape), dtype=dtype)
         if not isinstance(value, torch.Tensor):
             value = torch.as_tensor(value)
+        value = value.to(dtype)
         if perm is not None:
-            inverse = tuple(sorted(range(len(perm)), key=lambda i: perm[i]))
-            value = value.permute(inverse)
+            value = value.permute(_inverse(perm))
         attr = attr or ("weight" if name == "kernel" else name)  # torch's name for the main tensor
         if buffer:  # a non-trainable state such as BatchNormalization's moving mean
             self.register_buffer(attr, value.contiguous())
@@ -206,9 +221,17 @@ class KerasWeights:
         else:
             param = nn.Parameter(value.contiguous(), requires_grad=trainable and self.trainable)
             setattr(self, attr, param)
+            if not trainable:
+                self._frozen.add(id(param))
         table = self.__dict__.setdefault("_weight_table", [])
         table[:] = [row for row in table if row[0] != name]
-        table.append((name, attr, perm, _regularizers.get(regularizer), _constraints.get(constraint)))
+        table.append((name, attr, perm))
+        regularizer = _regularizers.get(regularizer)
+        if regularizer is not None:
+            self._regularizers.append((param, regularizer))
+        constraint = _constraints.get(constraint)
+        if constraint is not None:
+            self.constraints[attr] = constraint if perm is None else _KerasViewConstraint(constraint, perm)
         return param
 
     def _table(self) -> list:
@@ -220,7 +243,7 @@ class KerasWeights:
 
     def keras_view(self, name: str) -> torch.Tensor:
         """The weight ``name`` in Keras layout (a view of the torch tensor)."""
-        for key, attr, perm, _, _ in self._table():
+        for key, attr, perm in self._table():
             if key == name:
                 t = getattr(self, attr)
                 return t.permute(perm) if perm is not None else t
@@ -237,31 +260,23 @@ class KerasWeights:
             view.copy_(w.to(dtype=view.dtype, device=view.device))
 
     def apply_constraints(self) -> None:
-        """Project each constrained weight (Keras layout, Keras axes); the loop calls this after a step."""
+        """Project each constrained weight of this layer and the layers inside it (Keras layout,
+        Keras axes), as Keras 2 does after each optimizer update."""
         with torch.no_grad():
-            for name, _, _, _, constraint in self._table():
-                if constraint is not None:
-                    view = self.keras_view(name)
-                    view.copy_(constraint(view))
-
-    def weight_penalties(self) -> list[torch.Tensor]:
-        """The current regularization penalties of this layer's weights."""
-        out = []
-        for _, attr, _, regularizer, _ in self._table():
-            if regularizer is not None:
-                out.append(regularizer(getattr(self, attr)))
-        return out
+            for module in self.modules():
+                for attr, constraint in getattr(module, "constraints", {}).items():
+                    weight = getattr(module, attr)
+                    weight.copy_(constraint(weight))
 
 
 class KerasLayer(KerasWeights):
-    """Mixin of every built-in layer: Keras 2 shapes (batch first, ``None`` batch) in
-    :meth:`build_keras` / :meth:`output_shape_keras`, which are the base ``Layer``'s ``build`` /
-    ``compute_output_shape`` (the Keras 2 contract of :mod:`arignote.layers.base`);
-    ``get_config`` serializes initializers, regularizers, constraints and activations as Keras 2 does;
-    ``losses`` holds the weight penalties plus the activity penalty of the last call."""
+    """Mixin of every built-in layer over the Keras 2 ``Layer`` contract of :mod:`.base`: weights from
+    :meth:`new_weight`, ``build`` via :meth:`build_keras`, ``compute_output_shape`` via
+    :meth:`output_shape_keras` (batch-first shapes); ``get_config`` serializes initializers,
+    regularizers, constraints and activations as Keras 2 does; the activity penalty of a call goes to
+    ``add_loss``."""
 
     activity_regularizer: Any = None
-    supports_masking = False
 
     @property
     def kernel(self) -> torch.Tensor:
@@ -281,34 +296,15 @@ class KerasLayer(KerasWeights):
         if self.built:  # built-in layers keep their weights when built again
             return
         self.build_keras(input_shape)
-        super().build(input_shape)
+        super().build(input_shape)  # type: ignore[misc]
 
     def compute_output_shape(self, input_shape: Any) -> Any:
         return self.output_shape_keras(input_shape)
 
-    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        """Keras 2: layers that support masking pass the mask on; others refuse one."""
-        if self.supports_masking:
-            return mask
-        if mask is not None and not (isinstance(mask, list) and all(m is None for m in mask)):
-            raise TypeError(
-                f"Layer {self.name} does not support masking, but was passed an input_mask; put a "
-                "mask-consuming layer (an RNN, GlobalAveragePooling1D...) before it, or drop "
-                "mask_zero / Masking"
-            )
-        return None
-
     def _activity(self, y: torch.Tensor) -> torch.Tensor:
         if self.activity_regularizer is not None:
-            self.__dict__["_activity_loss"] = self.activity_regularizer(y)
+            self.add_loss(self.activity_regularizer(y))
         return y
-
-    @property
-    def losses(self) -> list:
-        """Regularization penalties (weights now, activity of the last call), as Keras's ``layer.losses``."""
-        out = self.weight_penalties()
-        act = self.__dict__.get("_activity_loss")
-        return out + ([act] if act is not None else [])
 
     def get_config(self) -> dict:
         """Keras 2 ``get_config``: base fields plus ``_config_keys``, objects in their serialized form."""

@@ -38,7 +38,7 @@ class LeakyReLU(_Elementwise):
         super().__init__(**kwargs)
         self.alpha = float(alpha)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return F.leaky_relu(x, self.alpha)
 
 
@@ -85,7 +85,7 @@ class PReLU(_Elementwise):
             "alpha", tuple(shape), self.alpha_initializer, None, self.alpha_regularizer, self.alpha_constraint
         )
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return torch.relu(x) - self.alpha * torch.relu(-x)
 
 
@@ -98,7 +98,7 @@ class ELU(_Elementwise):
         super().__init__(**kwargs)
         self.alpha = float(alpha)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return F.elu(x, self.alpha)
 
 
@@ -111,7 +111,7 @@ class ThresholdedReLU(_Elementwise):
         super().__init__(**kwargs)
         self.theta = float(theta)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x * (x > self.theta).to(x.dtype)
 
 
@@ -124,7 +124,7 @@ class Softmax(_Elementwise):
         super().__init__(**kwargs)
         self.axis = int(axis)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return activations.softmax(x, axis=self.axis)
 
 
@@ -148,7 +148,7 @@ class ReLU(_Elementwise):
         self.max_value = None if max_value is None else float(max_value)
         self.negative_slope, self.threshold = float(negative_slope), float(threshold)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return activations.relu(
             x, alpha=self.negative_slope, max_value=self.max_value, threshold=self.threshold
         )

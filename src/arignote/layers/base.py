@@ -47,6 +47,7 @@ import torch
 from torch import nn
 
 from arignote import config, constraints, initializers, regularizers
+from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
@@ -443,6 +444,13 @@ class Layer(nn.Module):
         """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
         to schedule; kept so Keras 2 layers run."""
 
+    def _own_losses(self) -> list:
+        """This layer's own losses (not its sublayers'): what a model sums over its modules."""
+        out = [fn(p) for p, fn in self._regularizers]
+        out += [loss() if callable(loss) else loss for loss in self._added_losses
+                if not isinstance(loss, KerasTensor)]
+        return out + self._call_losses
+
     @property
     def updates(self) -> list:
         return []
@@ -451,14 +459,7 @@ class Layer(nn.Module):
     def losses(self) -> list:
         """Regularization penalties of the current weights, added losses, and the last call's losses
         (this layer and the layers inside it)."""
-        out: list = []
-        for module in self.modules():
-            if isinstance(module, Layer):
-                out += [fn(p) for p, fn in module._regularizers]
-                out += [loss() if callable(loss) else loss for loss in module._added_losses
-                        if not isinstance(loss, KerasTensor)]
-                out += module._call_losses
-        return out
+        return [loss for m in self.modules() if isinstance(m, Layer) for loss in m._own_losses()]
 
     @property
     def weights(self) -> list:
@@ -648,7 +649,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
     if not isinstance(spec, dict) or "class_name" not in spec:
         raise ValueError(f"a serialized layer is a dict with 'class_name' and 'config', got {spec!r}")
     name = spec["class_name"]
-    classes = {**_REGISTRY, **(custom_objects or {})}
+    classes = {**_REGISTRY, **GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
     cls = classes.get(name)
     if cls is None or name.startswith("_"):
         close = difflib.get_close_matches(name, list(classes), n=1, cutoff=0.6)
@@ -658,4 +659,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
             else " Pass custom_objects={'Name': cls} for your own layers."
         )
         raise ValueError(f"unknown layer class '{name}'.{hint}")
-    return cls.from_config(dict(spec.get("config", {})))
+    config = dict(spec.get("config", {}))
+    if "custom_objects" in inspect.signature(cls.from_config).parameters:  # wrappers, Lambda, RNN cells
+        return cls.from_config(config, custom_objects=custom_objects)
+    return cls.from_config(config)

@@ -125,7 +125,7 @@ class Dense(KerasLayer, Layer):
     def output_shape_keras(self, input_shape: tuple) -> tuple:
         return (*tuple(input_shape)[:-1], self.units)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return self._activity(self.activation(F.linear(x, self.weight, self.bias)))
 
 
@@ -139,7 +139,7 @@ class Activation(KerasLayer, Layer):
         super().__init__(**kwargs)
         self.activation = activations.get(activation)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return self.activation(x)
 
 
@@ -162,7 +162,7 @@ class Flatten(KerasLayer, Layer):
             )
         return (shape[0], math.prod(shape[1:]))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         if self.data_format == "channels_first" and x.dim() > 2:
             x = x.permute(0, *range(2, x.dim()), 1)
         return x.reshape(x.shape[0], -1)
@@ -195,7 +195,7 @@ class Reshape(KerasLayer, Layer):
             )
         return (shape[0], *(total // known if d == -1 else d for d in self.target_shape))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x.reshape(x.shape[0], *self.target_shape)
 
 
@@ -222,7 +222,7 @@ class Permute(KerasLayer, Layer):
         )
         return (shape[0], *(shape[d] for d in self.dims))
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x.permute(0, *self.dims)
 
 
@@ -239,5 +239,5 @@ class RepeatVector(KerasLayer, Layer):
         shape = check_rank(tuple(input_shape), 2, f"RepeatVector '{self.name}'", "vectors (batch, features)")
         return (shape[0], self.n, shape[1])
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x.unsqueeze(1).expand(x.shape[0], self.n, x.shape[1])

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from arignote.graph import ops
 from arignote.layers._util import KerasLayer, constraint_arg, initializer_arg, regularizer_arg
 from arignote.layers.base import Layer, positive_int
 
@@ -54,7 +55,7 @@ class Embedding(KerasLayer, Layer):
         **kwargs: Any,
     ) -> None:
         if "input_shape" not in kwargs and "batch_input_shape" not in kwargs:
-            # Keras 2: (input_length,), or (None,) when the length is unknown (summary shows None)
+            # Keras 2: the input shape is (None, input_length), (None, None) without one
             length = tuple(input_length) if isinstance(input_length, (list, tuple)) else (input_length,)
             kwargs["input_shape"] = length
         super().__init__(**kwargs)
@@ -71,8 +72,11 @@ class Embedding(KerasLayer, Layer):
 
     def get_config(self) -> dict:
         cfg = super().get_config()
-        if self.input_length is not None:
-            cfg.pop("input_shape", None)  # carried by input_length
+        length = (
+            list(self.input_length) if isinstance(self.input_length, (list, tuple)) else [self.input_length]
+        )
+        if cfg.get("batch_input_shape") == [None, *length]:
+            cfg.pop("batch_input_shape")  # carried by input_length
         return cfg
 
     def build_keras(self, input_shape: tuple) -> None:
@@ -88,10 +92,10 @@ class Embedding(KerasLayer, Layer):
     def output_shape_keras(self, input_shape: tuple) -> tuple:
         return (*tuple(input_shape), self.output_dim)
 
-    def compute_mask(self, inputs: torch.Tensor, mask: Any = None) -> torch.Tensor | None:
-        return inputs != 0 if self.mask_zero else None
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return ops.apply("not_equal", torch.ne, inputs, 0) if self.mask_zero else None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         # Keras users often feed indices as floats; .long() is free when they are already int64
         return self._activity(F.embedding(x.long(), self.embeddings))
 

@@ -86,7 +86,7 @@ class _Local(_Conv):
         c = t.shape[1]
         return cols.view(n, c, -1, positions).permute(0, 3, 2, 1).reshape(n, positions, -1)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.einsum("nlf,lfo->nlo", self._patches(x), self.weight)
         y = y.reshape(x.shape[0], *self._out, self.filters)
         if self.bias is not None:

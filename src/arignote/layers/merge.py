@@ -2,7 +2,7 @@
 ``Maximum``, ``Minimum``, ``Concatenate``, ``Dot`` and their functional forms ``add([a, b])``, ...
 
 Called on a list of tensors. Element-wise merges broadcast shapes of different ranks as Keras 2
-does (the lower-rank input gets trailing axes of size 1); masks are combined with a logical AND
+does (the lower-rank input gets unit axes after the batch axis); masks are combined with a logical AND
 (``Concatenate`` concatenates them). No weights.
 
 Example::
@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from arignote.graph import ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
 
@@ -42,6 +43,22 @@ __all__ = [
     "concatenate",
     "dot",
 ]
+
+
+def _all_masks(masks: list) -> torch.Tensor:
+    out = masks[0]
+    for m in masks[1:]:
+        out = out & m
+    return out
+
+
+def _concat_masks(inputs: list, masks: list, axis: int) -> torch.Tensor:
+    # Keras 2: a missing mask is all-true; masks one rank below their input get a trailing axis
+    full = []
+    for x, m in zip(inputs, masks):
+        m = torch.ones(x.shape, dtype=torch.bool, device=x.device) if m is None else m.to(torch.bool)
+        full.append(m.unsqueeze(-1).expand(x.shape) if m.dim() < x.dim() else m)
+    return torch.cat(full, dim=axis).all(dim=-1)
 
 
 def _shapes(input_shape: Any, where: str, exactly: int | None = None) -> list[tuple]:
@@ -83,9 +100,8 @@ class _Merge(KerasLayer, Layer):
     def _where(self) -> str:
         return f"{type(self).__name__} '{self.name}'"
 
-    def build(self, input_shape: Any) -> None:
-        # a list of batch-first shapes
-        super().build([tuple(s) for s in _shapes(input_shape, self._where(), self._exactly)])
+    def build_keras(self, input_shape: Any) -> None:
+        self.output_shape_keras(input_shape)
 
     def output_shape_keras(self, input_shape: Any) -> tuple:
         shapes = _shapes(input_shape, self._where(), self._exactly)
@@ -103,20 +119,16 @@ class _Merge(KerasLayer, Layer):
                 f"{self._where()} should be called on exactly {self._exactly} inputs, got {len(xs)}"
             )
         rank = max(x.dim() for x in xs)
-        # Keras 2: a lower-rank input gets trailing unit axes before broadcasting
-        return [x.reshape(*x.shape, *([1] * (rank - x.dim()))) for x in xs]
+        # Keras 2: a lower-rank input gets unit axes after the batch axis (right-aligned broadcasting)
+        return [x.reshape(x.shape[0], *([1] * (rank - x.dim())), *x.shape[1:]) for x in xs]
 
-    def forward(self, inputs: Any, mask: Any = None) -> torch.Tensor:
+    def call(self, inputs: Any, mask: Any = None) -> torch.Tensor:
         return self._merge(self._inputs(inputs))
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if mask is None or all(m is None for m in mask):
             return None
-        masks = [m for m in mask if m is not None]
-        out = masks[0]
-        for m in masks[1:]:
-            out = out & m
-        return out
+        return ops.apply("merge_masks", _all_masks, [m for m in mask if m is not None])
 
 
 class Add(_Merge):
@@ -201,7 +213,7 @@ class Concatenate(_Merge):
         out[axis] = None if None in sizes else sum(sizes)
         return tuple(out)
 
-    def forward(self, inputs: Any, mask: Any = None) -> torch.Tensor:
+    def call(self, inputs: Any, mask: Any = None) -> torch.Tensor:
         if not isinstance(inputs, (list, tuple)) or len(inputs) < 2:
             raise ValueError(
                 f"{self._where()}: a `Concatenate` layer should be called on a list of at least 2 inputs"
@@ -211,17 +223,7 @@ class Concatenate(_Merge):
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if mask is None or all(m is None for m in mask):
             return None
-        rank = inputs[0].dim()
-        full = []
-        for x, m in zip(inputs, mask):
-            if m is None:
-                m = torch.ones(
-                    x.shape[: rank - 1] if m is None else m.shape, dtype=torch.bool, device=x.device
-                )
-            if m.dim() < rank:
-                m = m.unsqueeze(-1).expand(*x.shape)
-            full.append(m)
-        return torch.cat(full, dim=self.axis).all(dim=-1)
+        return ops.apply("concatenate_masks", _concat_masks, list(inputs), list(mask), self.axis)
 
 
 class Dot(_Merge):
@@ -257,7 +259,7 @@ class Dot(_Merge):
         out = [d for i, d in enumerate(a) if i != ax] + [d for i, d in enumerate(b) if i not in (0, bx)]
         return tuple(out) if len(out) > 1 else (out[0], 1)
 
-    def forward(self, inputs: Any, mask: Any = None) -> torch.Tensor:
+    def call(self, inputs: Any, mask: Any = None) -> torch.Tensor:
         x, y = list(inputs)
         ax, bx = self._axes((x.dim(), y.dim()))
         if self.normalize:

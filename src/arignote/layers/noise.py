@@ -36,7 +36,7 @@ class GaussianNoise(KerasLayer, Layer):
         super().__init__(**kwargs)
         self.stddev = float(stddev)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x + torch.randn_like(x) * self.stddev if self.training else x
 
 
@@ -50,7 +50,7 @@ class GaussianDropout(KerasLayer, Layer):
         super().__init__(**kwargs)
         self.rate = _rate(rate, f"GaussianDropout '{self.name}'")
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or not 0 < self.rate < 1:
             return x
         return x * (1.0 + torch.randn_like(x) * math.sqrt(self.rate / (1.0 - self.rate)))
@@ -71,7 +71,7 @@ class AlphaDropout(KerasLayer, Layer):
         self.seed = seed
         self._generator: torch.Generator | None = None
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or not 0 < self.rate < 1:
             return x
         shape = (

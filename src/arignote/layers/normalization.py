@@ -115,7 +115,7 @@ class BatchNormalization(KerasLayer, Layer):
         self.new_weight("moving_mean", (n,), self.moving_mean_initializer, buffer=True)
         self.new_weight("moving_variance", (n,), self.moving_variance_initializer, buffer=True)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         t = x.movedim(self._dim, 1) if self._dim != 1 else x
         y = F.batch_norm(
             t,

@@ -106,7 +106,7 @@ class _Pooling(KerasLayer, Layer):
         pads = [same_pads(int(n), self.pool_size[i], self.strides[i]) for i, n in enumerate(x.shape[2:])]
         return None if all(p == (0, 0) for p in pads) else pad_arg(pads)
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         t = to_torch(x, self.data_format)
         return from_torch(self._pool(t, self._pads(t)), self.data_format)
 
@@ -251,12 +251,12 @@ class _GlobalPooling(KerasLayer, Layer):
 
 
 class _GlobalMax(_GlobalPooling):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor) -> torch.Tensor:
         return x.amax(dim=self._dims())
 
 
 class _GlobalAverage(_GlobalPooling):
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+    def call(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
         if mask is not None and self.rank == 1:  # Keras 2: masked steps do not count (1-D only)
             m = mask.to(x.dtype)
             m = m.unsqueeze(-1) if self.data_format == "channels_last" else m.unsqueeze(1)

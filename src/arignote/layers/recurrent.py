@@ -1,199 +1,274 @@
-"""``LSTM`` and ``GRU`` on torch's fused (cuDNN-backed on GPU) ``nn.LSTM`` / ``nn.GRU``.
+"""Recurrent layers (Keras 2 ``keras.layers.recurrent``): ``RNN``, ``SimpleRNN``, ``GRU``, ``LSTM``
+and their cells (:mod:`arignote.layers._rnn_cells`), ``StackedRNNCells``.
 
-What matches Keras: ``units``, ``return_sequences``, ``use_bias``, glorot_uniform input kernels,
-orthogonal recurrent kernels, zero biases, ``unit_forget_bias=True`` (LSTM forget-gate bias 1),
-``activation='tanh'`` and ``recurrent_activation='sigmoid'`` (the Keras >= 2.3 default; older
-Keras 2 used hard_sigmoid, which the fused kernels do not offer). ``GRU`` is Keras's
-``reset_after=True`` variant (CuDNNGRU, the Keras 3 default); Keras 2's default
-``reset_after=False`` is not available in torch's fused kernel and is refused.
-``get_weights()`` returns Keras layouts: LSTM ``[kernel (in, 4u), recurrent (u, 4u), bias (4u,)]``
-with gates i, f, c, o; GRU ``[kernel (in, 3u), recurrent (u, 3u), bias (2, 3u)]`` with gates z, r, h.
+Keras 2 arguments and defaults (``recurrent_activation='sigmoid'``, GRU ``reset_after=False``,
+LSTM ``unit_forget_bias=True``), ``dropout``, ``recurrent_dropout``, ``return_sequences``,
+``return_state``, ``stateful`` (``reset_states()``), ``go_backwards``, ``unroll`` (accepted; the
+result is the same), ``initial_state=``, masks (a masked step keeps the previous output and
+states, as Keras 2).
+
+Speed: a sequence runs through torch's fused kernel (cuDNN on a GPU) when the cell has one for its
+configuration and no mask is given: LSTM with tanh/sigmoid, GRU with ``reset_after=True`` and
+tanh/sigmoid, SimpleRNN with tanh/relu; input ``dropout`` keeps the fused path (one mask per
+sequence, as Keras 2's). Other activations, ``reset_after=False``, ``recurrent_dropout`` in
+training, masks and user cells take the general path: the input projection of all steps in one
+product, then a loop over the recurrent step.
+
+Weights are the cell's (see :mod:`arignote.layers._rnn_cells`): ``[kernel, recurrent_kernel, bias]``.
 
 Example::
 
-    >>> lstm = LSTM(8, input_shape=(5, 3))
-    >>> seq = LSTM(8, return_sequences=True)
-    >>> lstm.compute_output_shape((None, 5, 3)), seq.compute_output_shape((None, 5, 3))
-    ((None, 8), (None, 5, 8))
+    >>> import torch
+    >>> lstm = LSTM(8, return_sequences=True, return_state=True)
+    >>> y, h, c = lstm(torch.zeros(2, 5, 3))
+    >>> tuple(y.shape), tuple(h.shape), tuple(c.shape)
+    ((2, 5, 8), (2, 8), (2, 8))
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import torch
-from torch import nn
+from arignote.layers._rnn_base import RNN, StackedRNNCells
+from arignote.layers._rnn_base import delegate as _delegate
+from arignote.layers._rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
+from arignote.layers._util import regularizer_arg, serial
 
-from arignote.layers.activations import check_initializer, initialize
-from arignote.layers.base import Layer, positive_int
-
-__all__ = ["LSTM", "GRU"]
+__all__ = ["RNN", "SimpleRNN", "GRU", "LSTM", "SimpleRNNCell", "GRUCell", "LSTMCell", "StackedRNNCells"]
 
 
-class _RNN(Layer):
-    _gates = 4
-    _torch_cls: type = nn.LSTM
-    _config_keys = (
-        "units",
-        "activation",
-        "recurrent_activation",
-        "use_bias",
-        "return_sequences",
-        "kernel_initializer",
-        "recurrent_initializer",
-        "bias_initializer",
-    )
+
+_CELL_ONLY = ("name", "trainable", "dtype", "batch_input_shape")
+
+
+class _Wrapped(RNN):
+    """A layer that owns its cell (SimpleRNN, GRU, LSTM): cell arguments are layer arguments."""
+
+    _cell_cls: type = SimpleRNNCell
+    _rnn_args = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll")
+
+    def __init__(self, units: int, **kwargs: Any) -> None:
+        rnn = {k: kwargs.pop(k) for k in self._rnn_args if k in kwargs}
+        layer = {
+            k: kwargs.pop(k)
+            for k in (
+                "name",
+                "input_shape",
+                "input_dim",
+                "batch_input_shape",
+                "batch_size",
+                "dtype",
+                "trainable",
+                "weights",
+                "input_dtype",
+                "activity_regularizer",
+            )
+            if k in kwargs
+        }
+        activity = layer.pop("activity_regularizer", None)
+        cell = self._cell_cls(units, dtype=layer.get("dtype"), **kwargs)
+        super().__init__(cell, **rnn, **layer)
+        self.activity_regularizer = regularizer_arg(activity)
+
+    def get_config(self) -> dict:
+        cfg = super().get_config()
+        cell_cfg = {k: v for k, v in self.cell.get_config().items() if k not in _CELL_ONLY}
+        cfg.update(cell_cfg, activity_regularizer=serial("regularizer", self.activity_regularizer))
+        return cfg
+
+
+_COMMON = (
+    "units",
+    "activation",
+    "use_bias",
+    "kernel_initializer",
+    "recurrent_initializer",
+    "bias_initializer",
+    "kernel_regularizer",
+    "recurrent_regularizer",
+    "bias_regularizer",
+    "kernel_constraint",
+    "recurrent_constraint",
+    "bias_constraint",
+    "dropout",
+    "recurrent_dropout",
+)
+
+
+@_delegate(*_COMMON)
+class SimpleRNN(_Wrapped):
+    """Fully connected RNN, ``SimpleRNN(units, activation='tanh', ...)`` (Keras 2)."""
+
+    _cell_cls = SimpleRNNCell
 
     def __init__(
         self,
         units: int,
-        activation: str = "tanh",
-        recurrent_activation: str = "sigmoid",
+        activation: Any = "tanh",
         use_bias: bool = True,
-        return_sequences: bool = False,
         kernel_initializer: Any = "glorot_uniform",
         recurrent_initializer: Any = "orthogonal",
         bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        recurrent_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        recurrent_constraint: Any = None,
+        bias_constraint: Any = None,
         dropout: float = 0.0,
         recurrent_dropout: float = 0.0,
+        return_sequences: bool = False,
         return_state: bool = False,
         go_backwards: bool = False,
         stateful: bool = False,
+        unroll: bool = False,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        where = f"{type(self).__name__} '{self.name}'"
-        units = positive_int(units, "units", where)
-        if activation != "tanh" or recurrent_activation != "sigmoid":
-            raise ValueError(
-                f"{where}: the fused kernels support only activation='tanh' and "
-                f"recurrent_activation='sigmoid', got {activation!r} / {recurrent_activation!r}"
-            )
-        for flag, value in (("dropout", dropout), ("recurrent_dropout", recurrent_dropout)):
-            if value:
-                raise ValueError(
-                    f"{where}: {flag} is not supported by the fused kernels; put a Dropout layer "
-                    "before or after the recurrent layer instead"
-                )
-        for flag, value in (
-            ("return_state", return_state),
-            ("go_backwards", go_backwards),
-            ("stateful", stateful),
-        ):
-            if value:
-                raise ValueError(f"{where}: {flag}=True is not supported")
-        self.units = units
-        self.activation = activation
-        self.recurrent_activation = recurrent_activation
-        self.use_bias = bool(use_bias)
-        self.return_sequences = bool(return_sequences)
-        self.kernel_initializer = check_initializer(kernel_initializer, "kernel_initializer")
-        self.recurrent_initializer = check_initializer(recurrent_initializer, "recurrent_initializer")
-        self.bias_initializer = check_initializer(bias_initializer, "bias_initializer")
-
-    def build(self, input_shape: Any) -> None:
-        if len(input_shape) != 3 or input_shape[-1] is None:
-            raise ValueError(
-                f"{type(self).__name__} '{self.name}' expects sequences (batch, timesteps, features), "
-                f"got input shape {tuple(input_shape)}"
-            )
-        self.rnn = self._torch_cls(
-            input_shape[-1], self.units, bias=self.use_bias, batch_first=True, dtype=self._param_dtype()
+        super().__init__(
+            units,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            unroll=unroll,
+            **kwargs,
         )
-        initialize(self.rnn.weight_ih_l0, self.kernel_initializer)
-        # Keras's orthogonal recurrent kernel is one (units, gates*units) matrix
-        initialize(self.rnn.weight_hh_l0, self.recurrent_initializer)
-        if self.use_bias:
-            initialize(self.rnn.bias_ih_l0, self.bias_initializer)
-            initialize(self.rnn.bias_hh_l0, "zeros")
-            self._init_bias_extra()
-        super().build(input_shape)
-
-    def _init_bias_extra(self) -> None:
-        """Hook for LSTM's unit_forget_bias."""
-
-    def compute_output_shape(self, input_shape: Any) -> tuple:
-        batch, steps = tuple(input_shape)[:2]
-        return (batch, steps, self.units) if self.return_sequences else (batch, self.units)
-
-    def call(self, inputs: torch.Tensor) -> torch.Tensor:
-        out, _ = self.rnn(inputs)
-        return out if self.return_sequences else out[:, -1]
-
-    # torch gate order -> Keras gate order (a permutation of blocks of `units` rows)
-    _to_keras_blocks: tuple[int, ...] = (0, 1, 2, 3)
-
-    def _reorder(self, t: torch.Tensor, blocks: tuple[int, ...]) -> torch.Tensor:
-        parts = t.split(self.units, dim=0)
-        return torch.cat([parts[i] for i in blocks], dim=0)
 
 
-class LSTM(_RNN):
-    """Long short-term memory layer (Keras 2 ``LSTM``, ``unit_forget_bias=True``)."""
+@_delegate(*_COMMON, "recurrent_activation", "implementation", "reset_after")
+class GRU(_Wrapped):
+    """Gated recurrent unit, ``GRU(units, activation='tanh', recurrent_activation='sigmoid',
+    reset_after=False, ...)`` (Keras 2.3); ``reset_after=True`` is CuDNNGRU's formula (fused)."""
 
-    _gates = 4
-    _torch_cls = nn.LSTM
-    _config_keys = (*_RNN._config_keys, "unit_forget_bias")
+    _cell_cls = GRUCell
 
-    def __init__(self, units: int, unit_forget_bias: bool = True, **kwargs: Any) -> None:
-        super().__init__(units, **kwargs)
-        self.unit_forget_bias = bool(unit_forget_bias)
+    def __init__(
+        self,
+        units: int,
+        activation: Any = "tanh",
+        recurrent_activation: Any = "sigmoid",
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        kernel_regularizer: Any = None,
+        recurrent_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        recurrent_constraint: Any = None,
+        bias_constraint: Any = None,
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
+        implementation: int = 2,
+        return_sequences: bool = False,
+        return_state: bool = False,
+        go_backwards: bool = False,
+        stateful: bool = False,
+        unroll: bool = False,
+        reset_after: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            units,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            unroll=unroll,
+            recurrent_activation=recurrent_activation,
+            implementation=implementation,
+            reset_after=reset_after,
+            **kwargs,
+        )
 
-    def _init_bias_extra(self) -> None:
-        if self.unit_forget_bias:
-            with torch.no_grad():
-                self.rnn.bias_ih_l0[self.units : 2 * self.units].fill_(1.0)
 
-    def _keras_weights(self) -> list[torch.Tensor]:
-        out = [self.rnn.weight_ih_l0.t(), self.rnn.weight_hh_l0.t()]
-        if self.use_bias:
-            out.append(self.rnn.bias_ih_l0 + self.rnn.bias_hh_l0)
-        return out
+@_delegate(*_COMMON, "recurrent_activation", "implementation", "unit_forget_bias")
+class LSTM(_Wrapped):
+    """Long short-term memory, ``LSTM(units, activation='tanh', recurrent_activation='sigmoid',
+    unit_forget_bias=True, ...)`` (Keras 2.3)."""
 
-    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        self.rnn.weight_ih_l0.copy_(weights[0].t())
-        self.rnn.weight_hh_l0.copy_(weights[1].t())
-        if self.use_bias:
-            self.rnn.bias_ih_l0.copy_(weights[2])
-            self.rnn.bias_hh_l0.zero_()
+    _cell_cls = LSTMCell
 
-
-class GRU(_RNN):
-    """Gated recurrent unit (Keras ``GRU(reset_after=True)``, i.e. CuDNNGRU)."""
-
-    _gates = 3
-    _torch_cls = nn.GRU
-    _config_keys = (*_RNN._config_keys, "reset_after")
-    _perm = (1, 0, 2)  # torch r, z, n <-> Keras z, r, h (its own inverse)
-
-    def __init__(self, units: int, reset_after: bool = True, **kwargs: Any) -> None:
-        super().__init__(units, **kwargs)
-        if not reset_after:
-            raise ValueError(
-                f"GRU '{self.name}': reset_after=False (Keras 2's default) has no fused kernel; "
-                "arignote's GRU is the reset_after=True (CuDNNGRU) variant"
-            )
-        self.reset_after = True
-
-    def _keras_weights(self) -> list[torch.Tensor]:
-        out = [
-            self._reorder(self.rnn.weight_ih_l0, self._perm).t(),
-            self._reorder(self.rnn.weight_hh_l0, self._perm).t(),
-        ]
-        if self.use_bias:
-            out.append(
-                torch.stack(
-                    [
-                        self._reorder(self.rnn.bias_ih_l0, self._perm),
-                        self._reorder(self.rnn.bias_hh_l0, self._perm),
-                    ]
-                )
-            )
-        return out
-
-    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        self.rnn.weight_ih_l0.copy_(self._reorder(weights[0].t(), self._perm))
-        self.rnn.weight_hh_l0.copy_(self._reorder(weights[1].t(), self._perm))
-        if self.use_bias:
-            self.rnn.bias_ih_l0.copy_(self._reorder(weights[2][0], self._perm))
-            self.rnn.bias_hh_l0.copy_(self._reorder(weights[2][1], self._perm))
+    def __init__(
+        self,
+        units: int,
+        activation: Any = "tanh",
+        recurrent_activation: Any = "sigmoid",
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        unit_forget_bias: bool = True,
+        kernel_regularizer: Any = None,
+        recurrent_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        recurrent_constraint: Any = None,
+        bias_constraint: Any = None,
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
+        implementation: int = 2,
+        return_sequences: bool = False,
+        return_state: bool = False,
+        go_backwards: bool = False,
+        stateful: bool = False,
+        unroll: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            units,
+            activation=activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            activity_regularizer=activity_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            return_sequences=return_sequences,
+            return_state=return_state,
+            go_backwards=go_backwards,
+            stateful=stateful,
+            unroll=unroll,
+            recurrent_activation=recurrent_activation,
+            unit_forget_bias=unit_forget_bias,
+            implementation=implementation,
+            **kwargs,
+        )

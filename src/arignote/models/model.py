@@ -16,6 +16,7 @@ expect probabilities, as in Keras: end the network with a softmax.)
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import numpy as np
@@ -24,6 +25,9 @@ import torch
 from arignote import config
 from arignote.callbacks.base import CallbackList, History
 from arignote.callbacks.stopping import TerminateOnNaN
+from arignote.graph import functional
+from arignote.graph.functional import Functional
+from arignote.layers.base import Layer
 from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
 from arignote.training.loop import Trainer
@@ -31,21 +35,33 @@ from arignote.training.loop import Trainer
 __all__ = ["Model"]
 
 
-class Model(GeneratorMethods):
+class Model(Functional, GeneratorMethods):
     """Wrap ``module`` (a ``torch.nn.Module``) with the Keras 2 training API.
 
     Attributes: ``module`` (the torch module), ``device`` (``torch.device`` once placed),
     ``optimizer`` (an :mod:`arignote.optimizers` optimizer after ``compile``), ``history``,
     ``stop_training``, ``resume_epoch`` (set by BackupAndRestore through
-    :meth:`load_training_state`), ``epochs_done``.
+    :meth:`load_training_state`), ``epochs_done`` (finished epochs; an interrupted one does not
+    count), ``epoch_interrupted`` (True in ``on_epoch_end`` of an epoch that ``stop_training`` cut
+    short), ``device_stats`` (the last epoch's device memory peaks: ``cpu_peak_rss_mib``,
+    ``cuda0_peak_allocated_mib``...; also shown in the progress line).
     """
 
-    def __init__(self, module: torch.nn.Module | None = None, name: str | None = None) -> None:
-        if module is not None and not isinstance(module, torch.nn.Module):
-            raise TypeError(f"Model() wraps a torch.nn.Module, got {type(module).__name__}; "
-                            "use Sequential([...]) for a stack of arignote layers")
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """``Model(inputs, outputs, name=None)`` (the functional API, also as keywords), ``Model(module,
+        name=None)`` for a torch module, or ``Model()`` from a subclass that defines ``call``."""
+        kind, spec = functional.construction_args(args, kwargs)
+        self._order = None
+        self._model_losses: list = []
+        self._y_packing: Any = None
+        self._subclassed = False
+        module = spec.get("module")
         self.module = module
-        self.name = name or (type(module).__name__.lower() if module is not None else "model")
+        self.name = spec.get("name") or (type(module).__name__.lower() if module is not None else "model")
+        if kind == "empty" and type(self).call is not Model.call:
+            self.module = functional._CallModule(self)
+            self._subclassed = True
+            self.name = spec.get("name") or functional.auto_name(type(self).__name__.lower())
         self.optimizer: Any = None
         self.loss: Any = None
         self.loss_fn: Any = None
@@ -54,30 +70,65 @@ class Model(GeneratorMethods):
         self.stop_training = False
         self.resume_epoch: int | None = None
         self.epochs_done = 0
+        self.epoch_interrupted = False  # the last epoch ended early (stop_training during its batches)
+        self.device_stats: dict[str, float] = {}  # the last epoch's device figures (DeviceStatsMonitor)
         self.history = History()
         self._trainer: Trainer | None = None
         self._placed = False
         self._compile_args: dict[str, Any] = {}
         self._metric_ids: list[Any] = []
         self._pending_optimizer_state: dict | None = None  # from load_model, applied once placed
+        if kind == "graph":
+            self._init_functional(spec["inputs"], spec["outputs"], spec["name"])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # a subclassed model's layers become children of its module (parameters, state_dict, placement)
+        if self.__dict__.get("_subclassed") and isinstance(value, torch.nn.Module) and name != "module":
+            self.module.add_module(name, value)
+        object.__setattr__(self, name, value)
+
+    def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
+        """Subclassed models define the forward computation here (Keras 2)."""
+        raise NotImplementedError(f"{type(self).__name__} must define call(inputs)")
 
     # ------------------------------------------------------------------ hooks for subclasses
 
     def _ensure_built(self, sample_shape: tuple | None) -> None:
         if self.module is None:
-            raise ValueError("this Model wraps no module: pass one, Model(my_torch_module)")
+            raise ValueError("this Model wraps no module: pass one, Model(my_torch_module), or build a "
+                             "functional model, Model(inputs, outputs)")
+        if self._subclassed and not self.__dict__.get("_built_subclass"):
+            if sample_shape is None:
+                raise ValueError(f"{self.name} is a subclassed model: call it on data (fit/predict, or "
+                                 "model(x)) before asking for its weights")
+            was = self.module.training
+            self.module.eval()
+            with torch.no_grad():
+                self.module(torch.zeros(2, *sample_shape))
+            self.module.train(was)
+            self._built_subclass = True
 
     def expected_input_shape(self) -> tuple | None:
-        """Per-sample input shape the model takes (None when unknown, e.g. a wrapped module)."""
+        """Per-sample input shape the model takes (None when unknown, e.g. a wrapped module); several
+        inputs arrive packed side by side (:mod:`arignote.graph.network`)."""
+        if self._is_graph:
+            if len(self.inputs) == 1:
+                return tuple(self.inputs[0].shape[1:])
+            return (self.module.input_packing.width,)
         return None
 
     def _sample_output_shape(self) -> tuple | None:
         """Per-sample output shape (None when unknown or several outputs)."""
+        if self._is_graph and len(self.outputs) == 1:
+            return tuple(self.outputs[0].shape[1:])
         return None
 
     @property
     def output_shape(self) -> Any:
         """Keras ``model.output_shape`` with the batch dim (None when unknown, e.g. a wrapped module)."""
+        if self._is_graph:
+            shapes = [t.shape for t in self.outputs]
+            return shapes[0] if len(shapes) == 1 else shapes
         return None
 
     @property
@@ -88,7 +139,7 @@ class Model(GeneratorMethods):
     # ------------------------------------------------------------------ compile and placement
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
-                **kwargs: Any) -> None:
+                loss_weights: Any = None, **kwargs: Any) -> None:
         """Choose the optimizer, loss and metrics (names, or arignote objects), Keras 2 style.
 
         Example: ``model.compile(optimizer=RMSprop(lr=1e-4), loss="categorical_crossentropy",
@@ -101,21 +152,35 @@ class Model(GeneratorMethods):
         if unsupported:
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; "
                             "arguments: optimizer, loss, metrics")
-        if loss is None:
+        if loss is None and not self._model_losses:
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy'")
         if isinstance(metrics, str):
             metrics = [metrics]
         self.loss = loss
-        self.loss_fn = losses.get(loss)
         self.optimizer = optimizers.get(optimizer)
-        # metrics resolve against the output shape ('acc' is binary for one output unit), known once built
-        self.metrics_list = [metrics_mod.get(m, loss) for m in (metrics or [])]
-        self._metric_ids = list(metrics or [])
+        multi = self._is_graph and len(self.outputs) > 1
+        if multi:
+            base, self.metrics_list, _ = functional.compile_outputs(self, loss, loss_weights, metrics)
+            self._metric_ids = []
+        else:
+            base = losses.get(loss) if loss is not None else None
+            # metrics resolve against the output shape ('acc' is binary for one output unit), known once built
+            self.metrics_list = [metrics_mod.get(m, loss) for m in (metrics or [])]
+            self._metric_ids = list(metrics or [])
+        if self._is_graph:
+            self.module.keep_values = functional._is_custom(loss)  # a custom loss may read graph tensors
+        self.loss_fn = functional.with_model_losses(self, base) if self._has_layers() else base
         self.metrics_names = ["loss", *[m.name for m in self.metrics_list]]
-        self._compile_args = {"optimizer": optimizer, "loss": loss, "metrics": list(metrics or [])}
+        self._compile_args = {"optimizer": optimizer, "loss": loss, "metrics": metrics if multi else
+                              list(metrics or [])}
+        if loss_weights is not None:
+            self._compile_args["loss_weights"] = loss_weights
         self._trainer = None
         if self._placed:
             self.optimizer.build(list(self.module.parameters()))
+
+    def _has_layers(self) -> bool:
+        return self.module is not None and any(isinstance(m, Layer) for m in self.module.modules())
 
     @property
     def compiled(self) -> bool:
@@ -175,7 +240,10 @@ class Model(GeneratorMethods):
             from arignote import devices, parallel
             from arignote.precision import Precision
 
-            chosen = devices.configured_devices()
+            # multi_gpu_model(model, gpus=N) names this model's GPUs as the device flag would
+            spec = getattr(self, "device_spec", None)
+            with config.override(device=spec) if spec else contextlib.nullcontext():
+                chosen = devices.configured_devices()
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
             devices.prepare(device, layout=getattr(strategy, "layout", None))
@@ -214,6 +282,10 @@ class Model(GeneratorMethods):
                                            steps_per_epoch)
         inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers,
                                 use_multiprocessing)
+        x, y = self._pack(x, y, targets=True)
+        if isinstance(validation_data, (list, tuple)) and len(validation_data) in (2, 3):
+            vx, vy = self._pack(validation_data[0], validation_data[1], targets=True)
+            validation_data = (vx, vy, *validation_data[2:])
         plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch)
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape)
@@ -248,13 +320,17 @@ class Model(GeneratorMethods):
 
     def _fit_callbacks(self, callbacks: list | None, verbose: int, plan: Any, trainer: Trainer) -> list:
         """The user's callbacks with fit's defaults around them, each default only when the user did
-        not pass one of its kind: a device-stats monitor first (its figures in the progress line),
+        not pass one of its kind: a device-stats monitor first (``model.device_stats`` and the
+        progress line, not the logs),
         a ``ProgbarLogger`` (``verbose``, rank 0) and a ``History`` (last, as Keras 2)."""
         from arignote.callbacks.device_stats import DeviceStatsMonitor
         from arignote.callbacks.progbar import ProgbarLogger
 
         user = list(callbacks or [])
-        cbs: list = [] if any(isinstance(cb, DeviceStatsMonitor) for cb in user) else [DeviceStatsMonitor()]
+        # device figures for the progress line and model.device_stats, never in History/CSV logs
+        # (the user's own DeviceStatsMonitor puts them in the logs on purpose)
+        cbs: list = ([] if any(isinstance(cb, DeviceStatsMonitor) for cb in user)
+                     else [DeviceStatsMonitor(into_logs=False, utilization=False)])
         if verbose and trainer.strategy.is_main and not any(isinstance(cb, ProgbarLogger) for cb in user):
             cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
         history = next((cb for cb in user if isinstance(cb, History)), None)
@@ -273,6 +349,7 @@ class Model(GeneratorMethods):
         ``workers``/``max_queue_size``: threads fetching a ``Sequence``'s batches ahead, as in fit."""
         batch_size = inputs.check_batch(batch_size)
         inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
+        x, y = self._pack(x, y, targets=True)
         plan = inputs.plan_eval(self, x, y, steps)
         plan.workers, plan.max_queue_size = workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape)
@@ -292,6 +369,7 @@ class Model(GeneratorMethods):
         """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device)."""
         batch_size = inputs.check_batch(batch_size)
         inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
+        x, _ = self._pack(x, None)
         plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
         plan.workers, plan.max_queue_size = workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape, need_compile=False)
@@ -300,7 +378,10 @@ class Model(GeneratorMethods):
         cblist.on_predict_begin()
         out = trainer.predict(data, batch_size, cblist)
         cblist.on_predict_end()
-        return out.float().numpy() if out.dtype in (torch.bfloat16, torch.float16) else out.numpy()
+        out = out.float() if out.dtype in (torch.bfloat16, torch.float16) else out
+        if self._is_graph and len(self.outputs) > 1:  # packed side by side: one array per output
+            return [t.numpy() for t in self.module.output_packing.unpack(out)]
+        return out.numpy()
 
     def train_on_batch(self, x: Any, y: Any) -> Any:
         """One optimizer step on one batch (the global batch: each rank runs its rows under data
@@ -329,9 +410,40 @@ class Model(GeneratorMethods):
 
     def predict_on_batch(self, x: Any) -> np.ndarray:
         """Outputs for one batch (numpy)."""
-        return self.predict(x, batch_size=max(1, len(x)))
+        n = len(next(iter(x.values())) if isinstance(x, dict) else x[0] if
+                isinstance(x, (list, tuple)) and self._is_graph and len(self.inputs) > 1 else x)
+        return self.predict(x, batch_size=max(1, n))
+
+    def _pack(self, x: Any, y: Any, targets: bool = False) -> tuple[Any, Any]:
+        """Several inputs (outputs) of a functional model as one packed array (see graph.network).
+        A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
+        1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
+        output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``)."""
+        if (targets and self.compiled and functional._is_custom(self.loss) and y is not None
+                and getattr(y, "ndim", None) == 1):
+            y = y.reshape(-1, 1)
+        if not self._is_graph:
+            return x, y
+        if len(self.inputs) > 1 and isinstance(x, (list, tuple, dict)):
+            x, _ = functional.pack_data(self, x, self.input_names, "x")
+        elif len(self.inputs) == 1 and isinstance(x, dict):
+            x = x[self.input_names[0]] if self.input_names[0] in x else next(iter(x.values()))
+        if y is not None and len(self.outputs) > 1:
+            y, shapes = functional.pack_data(self, y, self.output_names, "y")
+            from arignote.graph.network import Packing
+
+            self._y_packing = Packing(shapes, self.output_names)
+        elif y is not None and isinstance(y, dict):
+            y = y[self.output_names[0]] if self.output_names[0] in y else next(iter(y.values()))
+        elif y is not None and isinstance(y, (list, tuple)) and len(y) == 1 and not np.isscalar(y[0]):
+            y = y[0]
+        if y is None and targets and self.compiled and self.loss is None and x is not None and \
+                not isinstance(x, (list, tuple, dict)) and hasattr(x, "__len__") and hasattr(x, "shape"):
+            y = np.zeros((len(x), 1), dtype=np.float32)  # the loss reads no targets
+        return x, y
 
     def _one_batch(self, x: Any, y: Any) -> tuple[Trainer, Any, Any, int, int]:
+        x, y = self._pack(x, y, targets=True)
         plan = inputs.plan_eval(self, x, y, None)
         trainer = self._get_trainer(plan.sample_shape)
         data = inputs.load_eval(plan, trainer)
@@ -347,13 +459,28 @@ class Model(GeneratorMethods):
     # ------------------------------------------------------------------ weights and state
 
     def get_weights(self) -> list[np.ndarray]:
-        """Parameters and buffers as numpy arrays (state_dict order for a wrapped module)."""
+        """Weights as numpy arrays: Keras order and layouts layer by layer for a functional or
+        subclassed model, state_dict order for a wrapped module."""
         self._ensure_built(None)
+        if self._is_graph or self._subclassed:
+            return [w for layer in self.layers for w in layer.get_weights()]
         return [t.detach().cpu().numpy().copy() for t in self.module.state_dict().values()]
 
     def set_weights(self, weights: list) -> None:
         """Load arrays in :meth:`get_weights`'s order and shapes."""
         self._ensure_built(None)
+        if self._is_graph or self._subclassed:
+            weights = list(weights)
+            counts = [len(layer.get_weights()) for layer in self.layers]
+            if len(weights) != sum(counts):
+                raise ValueError(f"set_weights: the model has {sum(counts)} weight arrays, got "
+                                 f"{len(weights)}")
+            at = 0
+            for layer, n in zip(self.layers, counts):
+                if n:
+                    layer.set_weights([np.asarray(w) for w in weights[at:at + n]])
+                at += n
+            return
         state = self.module.state_dict()
         if len(weights) != len(state):
             raise ValueError(f"set_weights: the model has {len(state)} weight arrays, got {len(weights)}")
@@ -367,6 +494,8 @@ class Model(GeneratorMethods):
 
     def count_params(self) -> int:
         self._ensure_built(None)
+        if self._is_graph:
+            return Functional.count_params(self)
         return sum(p.numel() for p in self.module.parameters())
 
     def save_weights(self, filepath: str) -> None:
@@ -415,10 +544,16 @@ class Model(GeneratorMethods):
         self.epochs_done = int(state.get("epoch", 0))
         self.resume_epoch = self.epochs_done
 
-    def summary(self, print_fn: Any = None) -> None:
+    def summary(self, print_fn: Any = None, line_length: Any = None, positions: Any = None) -> None:
         from arignote.models import summary
 
         self._ensure_built(None)
+        if self._is_graph:
+            self._graph_summary(print_fn)
+            from arignote.training.memory_plan import summary_lines
+
+            summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
+            return
         rows = summary.module_rows(self.module)
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
@@ -426,3 +561,11 @@ class Model(GeneratorMethods):
         from arignote.training.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Model:
+        """Rebuild a functional model from :meth:`get_config` (Keras 2 ``model_config`` layout)."""
+        if not isinstance(config, dict) or "layers" not in config or "input_layers" not in config:
+            raise ValueError("Model.from_config takes a functional model config (name, layers, input_layers, "
+                             "output_layers) as get_config() returns it")
+        return cls._functional_from_config(config, custom_objects)

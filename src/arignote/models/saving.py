@@ -28,9 +28,11 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -70,6 +72,14 @@ def _compile_config(model: Any) -> str | None:
     return json.dumps({"loss": loss, "metrics": metrics, "optimizer": opt_config})
 
 
+def _model_classes() -> dict:
+    """What rebuilds each Keras model class name (the functional ``Model`` once it has ``from_config``)."""
+    from arignote.models.model import Model
+    from arignote.models.sequential import Sequential
+
+    return {"Sequential": Sequential, "Model": Model}
+
+
 def is_hdf5_name(filepath: Any) -> bool:
     """True for the names that get a Keras 2 HDF5 file: ``.h5``, ``.hdf5``, ``.keras`` (any case)."""
     return os.fspath(filepath).lower().endswith(saving.HDF5_EXTENSIONS)
@@ -82,8 +92,11 @@ def _describe(path: str) -> str | None:
     with open(path, "rb") as fh:
         head = fh.read(16)
     if zipfile.is_zipfile(path):
-        with zipfile.ZipFile(path) as z:
-            names = z.namelist()
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except (zipfile.BadZipFile, OSError, ValueError):
+            return None  # a damaged zip: checkpoint.load names what is wrong with it
         if "config.json" in names and any(n.endswith(".weights.h5") for n in names):
             return ("a Keras 3 '.keras' archive (a zip of config.json and model.weights.h5), which arignote "
                     "does "
@@ -96,6 +109,23 @@ def _describe(path: str) -> str | None:
     if head:
         return f"neither a Keras 2 HDF5 file nor an arignote checkpoint (it starts with {head[:8]!r})"
     return None
+
+
+@contextlib.contextmanager
+def _load_errors(path: str) -> Iterator[None]:
+    """Whatever reading a Keras HDF5 file raises on a damaged or hostile file (h5py's KeyError/OSError,
+    bad JSON, an unknown class) becomes one CheckpointError naming the file (issue 16: every load
+    failure is a CheckpointError)."""
+    try:
+        yield
+    except checkpoint.CheckpointError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RuntimeError) as exc:
+        lines = str(exc).strip().splitlines()
+        text = lines[0].strip("'\"") if lines else "no message"
+        if not text.startswith(path):
+            text = f"{path}: unusable Keras HDF5 file ({type(exc).__name__}: {text})"
+        raise checkpoint.CheckpointError(text) from exc
 
 
 def _checkpoint_or_error(path: str) -> None:
@@ -169,7 +199,8 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
 
     path = os.fspath(filepath)
     if saving.is_hdf5(path):
-        return saving.load_model(path, {"Sequential": Sequential}, custom_objects, compile)
+        with _load_errors(path):
+            return saving.load_model(path, _model_classes(), custom_objects, compile)
     _checkpoint_or_error(path)
     obj = _read(filepath)
     if obj["format"] == WEIGHTS_FORMAT:
@@ -256,7 +287,8 @@ def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch
     """
     path = os.fspath(filepath)
     if saving.is_hdf5(path):
-        saving.load_weights(model, path, by_name=by_name, skip_mismatch=skip_mismatch)
+        with _load_errors(path):
+            saving.load_weights(model, path, by_name=by_name, skip_mismatch=skip_mismatch)
         return
     _checkpoint_or_error(path)
     if by_name or skip_mismatch:
@@ -304,14 +336,13 @@ def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any
         >>> model_from_json(text).layers[0].name
         'd'
     """
-    from arignote.models.sequential import Sequential
 
     try:
         spec = json.loads(json_string)
     except json.JSONDecodeError as err:
         raise ValueError(f"model_from_json: not JSON ({err}); pass the text to_json() returned") from None
     model, conversion = keras_hdf5.model_from_config(spec, custom_objects, "model_from_json",
-                                                      {"Sequential": Sequential})
+                                                      _model_classes())
     if conversion.channels_first:
         raise ValueError("model_from_json: a channels_first model; arignote rebuilds it channels_last, which "
                          "needs its weights converted too: load the whole model from its .h5 file instead")

@@ -24,6 +24,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from arignote.graph import state
+from arignote.graph.node import Node
 from arignote.graph.tensor import KerasTensor
 from arignote.layers.base import Layer
 from arignote.layers.input_layer import Input, InputLayer
@@ -42,6 +44,7 @@ class _Stack(nn.Module):
         self.mask_plan: list[bool] | None = None  # per layer: does its output carry a mask
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
         plan = self.mask_plan
         if plan is None:
             for layer in self.layers:
@@ -99,6 +102,7 @@ class Sequential(Model):
         self._invalidate()
         if graph is not None:  # built: call only the new layer on the current output (as Keras 2)
             self._graph = (graph[0], self._append_call(layer, graph[1]))
+            self._internal_node()
             return
         shape = self._batch_input_shape()
         if shape is not None:
@@ -116,6 +120,7 @@ class Sequential(Model):
             self._graph = (graph[0], self.layers[-1].get_output_at(len(self.layers[-1]._inbound_nodes) - 1))
             plan = self.module.mask_plan
             self.module.mask_plan = plan[:-1] if plan is not None and any(plan[:-1]) else None
+            self._internal_node()
         return layer
 
     def _invalidate(self) -> None:
@@ -154,6 +159,19 @@ class Sequential(Model):
         for i, layer in enumerate(self.layers):
             x = self._append_call(layer, x, i)
         self._graph = (inp, x)
+        self._internal_node()
+
+    def _internal_node(self) -> None:
+        """Keras 2: node 0 of a built Sequential is its own input -> output (calls are nodes 1, ...)."""
+        inp, out = self._graph
+        nodes = self._inbound_nodes
+        if nodes and getattr(nodes[0], "internal", False):
+            nodes[0].output_tensors, nodes[0].output_shapes = [out], [out.shape]
+            return
+        node = Node(self, [inp], [out], [None], [out._keras_mask])
+        node.internal = True
+        nodes.remove(node)
+        nodes.insert(0, node)
 
     def _append_call(self, layer: Any, x: KerasTensor, index: int | None = None) -> KerasTensor:
         y = layer(x)
@@ -197,6 +215,23 @@ class Sequential(Model):
     @property
     def input_shape(self) -> tuple | None:
         return self._batch_input_shape()
+
+    # a Sequential used as a layer of a functional model
+    @property
+    def built(self) -> bool:
+        return self._graph is not None
+
+    def _build_once(self, input_shape: Any) -> None:
+        self._ensure_built(tuple(input_shape)[1:])
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        shape = tuple(input_shape)
+        for layer in self.layers:
+            shape = tuple(layer.compute_output_shape(shape))
+        return shape
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return None
 
     @property
     def inputs(self) -> list:

@@ -24,7 +24,7 @@ from typing import Any
 
 from arignote import parallel
 
-__all__ = ["render", "layer_rows", "format_shape"]
+__all__ = ["render", "render_graph", "layer_rows", "format_shape"]
 
 _LINE = 65
 _POSITIONS = (0.45, 0.85, 1.0)  # Keras 2's columns for sequential models
@@ -77,6 +77,30 @@ def render(rows: list[tuple[str, str, int, str | None]], total: int, trainable: 
         out.append(("=" if i == len(rows) - 1 else "_") * line_length)
     if not rows:
         out.append("=" * line_length)
+    out.append(f"Total params: {total:,}")
+    out.append(f"Trainable params: {trainable:,}")
+    out.append(f"Non-trainable params: {total - trainable:,}")
+    out.append("_" * line_length)
+    return "\n".join(out)
+
+
+def render_graph(rows: list[tuple[str, str, int, list[str]]], total: int, trainable: int,
+                 title: str | None = None) -> str:
+    """Keras 2's functional-model table: Layer (type) / Output Shape / Param # / Connected to (one
+    inbound tensor per line, ``dense_1[0][0]``)."""
+    line_length = 98
+    positions = [int(line_length * p) for p in (0.33, 0.55, 0.67, 1.0)]
+    out = []
+    if title:
+        out.append(f'Model: "{title}"')
+    out.append("_" * line_length)
+    out.append(_row(["Layer (type)", "Output Shape", "Param #", "Connected to"], positions))
+    out.append("=" * line_length)
+    for i, (name, shape, params, connected) in enumerate(rows):
+        out.append(_row([name, shape, str(params), connected[0] if connected else ""], positions))
+        for more in connected[1:]:
+            out.append(_row(["", "", "", more], positions))
+        out.append(("=" if i == len(rows) - 1 else "_") * line_length)
     out.append(f"Total params: {total:,}")
     out.append(f"Trainable params: {trainable:,}")
     out.append(f"Non-trainable params: {total - trainable:,}")

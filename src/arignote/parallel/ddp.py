@@ -39,6 +39,7 @@ from torch.nn.parallel import DistributedDataParallel
 from arignote import config
 from arignote.config import ConfigError
 from arignote.parallel.env import DistEnv, relaunch_command, restart_count
+from arignote.parallel.heartbeat import Heartbeat
 from arignote.parallel.launcher import Launcher, watch_parent
 
 __all__ = ["DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
@@ -203,6 +204,8 @@ class DataParallel:
         if self._closed:
             return
         self._closed = True
+        if getattr(self, "_heartbeat", None) is not None:
+            self._heartbeat.close()
         watcher = getattr(self, "_watcher", None)
         if watcher is not None:
             watcher.set()
@@ -328,7 +331,11 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
         raise
     if launcher is not None:
         launcher.install_excepthook()
+    heartbeat = Heartbeat(store.host, store.port, env.rank, env.world_size, env.restart)  # names a stall
+    if launcher is not None:
+        launcher.diagnose = heartbeat.diagnose
     strategy = DataParallel(device, env, backend, launcher, control)
+    strategy._heartbeat = heartbeat
     strategy._store = store  # keep the store (rank 0 hosts it) alive as long as the group
     strategy._watcher = watcher
     _state["active"] = strategy

@@ -3,7 +3,11 @@
 Only the standard torchrun variables cross between the launcher and the ranks (``RANK``,
 ``LOCAL_RANK``, ``WORLD_SIZE``, ``LOCAL_WORLD_SIZE``, ``MASTER_ADDR``, ``MASTER_PORT``, and
 ``TORCHELASTIC_RESTART_COUNT`` for restarts); this module is the one place in arignote that
-reads them. Everything here is pure, so it is tested without starting a process.
+reads them. A job started by SLURM's ``srun`` (several tasks in the step) is adopted the same way
+from SLURM's own variables (:func:`from_slurm`): ``SLURM_PROCID``, ``SLURM_STEP_NUM_TASKS``,
+``SLURM_LOCALID``, ``SLURM_STEP_TASKS_PER_NODE``, and the first host of ``SLURM_STEP_NODELIST`` as
+the master address (port: ``MASTER_PORT`` if set, else one derived from ``SLURM_JOB_ID``).
+Everything here is pure, so it is tested without starting a process.
 
 Example::
 
@@ -25,7 +29,7 @@ from dataclasses import dataclass
 from arignote.config import ConfigError
 
 __all__ = ["DistEnv", "TORCHRUN_VARS", "child_environ", "relaunch_command", "describe_exit",
-           "restart_count"]
+           "restart_count", "from_slurm", "first_host"]
 
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
 _REQUIRED = ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -69,8 +73,10 @@ class DistEnv:
 
         A partial set (``RANK`` without ``MASTER_PORT``...) is an error naming what is missing.
         """
-        if not any(name in env for name in _REQUIRED):
-            return None
+        if "RANK" not in env and "WORLD_SIZE" not in env:
+            slurm = from_slurm(env)  # MASTER_ADDR/PORT may be the user's, for srun
+            if slurm is not None or not any(name in env for name in _REQUIRED):
+                return slurm
         rank = _whole(env, "RANK")
         world = _whole(env, "WORLD_SIZE")
         port = _whole(env, "MASTER_PORT")
@@ -89,6 +95,62 @@ class DistEnv:
             raise ConfigError(f"torchrun variable MASTER_PORT={port} is not a TCP port (1..65535)")
         return cls(rank, local_rank, world, local_world, str(addr), port, restart_count(env),
                    env.get("TORCHELASTIC_USE_AGENT_STORE") == "True")
+
+
+def first_host(nodelist: str) -> str:
+    """The first host of a SLURM node list (``node[07-09,12],gpu1`` -> ``node07``).
+
+    >>> first_host("node[07-09,12],gpu1"), first_host("gpu1,gpu2"), first_host("a-[1-2]")
+    ('node07', 'gpu1', 'a-1')
+    """
+    text = nodelist.strip()
+    head, bracket, rest = text.partition("[")
+    if not bracket or "," in head:
+        return text.split(",")[0]
+    first = rest.split("]")[0].split(",")[0].split("-")[0]
+    return head + first
+
+
+def _tasks_per_node(spec: str, node: int) -> int:
+    """Tasks on node ``node`` of ``SLURM_STEP_TASKS_PER_NODE`` (``2(x3),1`` -> 2, 2, 2, 1)."""
+    counts = []
+    for part in spec.split(","):
+        count, _, times = part.partition("(x")
+        counts += [int(count)] * (int(times.rstrip(")")) if times else 1)
+    return counts[min(node, len(counts) - 1)]
+
+
+def from_slurm(env: Mapping[str, str]) -> DistEnv | None:
+    """The job ``srun`` started (None outside an srun step of several tasks, e.g. in the batch
+    script itself, whose one process must not wait for peers).
+
+    >>> e = from_slurm({"SLURM_PROCID": "3", "SLURM_STEP_NUM_TASKS": "4", "SLURM_LOCALID": "1",
+    ...                 "SLURM_STEP_TASKS_PER_NODE": "2(x2)", "SLURM_STEP_NODELIST": "gpu[4-5]",
+    ...                 "SLURM_NODEID": "1", "SLURM_JOB_ID": "4242"})
+    >>> e.rank, e.world_size, e.local_rank, e.local_world_size, e.master_addr, e.master_port
+    (3, 4, 1, 2, 'gpu4', 14242)
+    """
+    if "SLURM_STEP_NUM_TASKS" not in env or "SLURM_PROCID" not in env:
+        return None
+    world = _whole(env, "SLURM_STEP_NUM_TASKS")
+    if world < 2:
+        return None
+    rank = _whole(env, "SLURM_PROCID")
+    local_rank = _whole(env, "SLURM_LOCALID", 0)
+    node = _whole(env, "SLURM_NODEID", 0)
+    spec = env.get("SLURM_STEP_TASKS_PER_NODE", str(world))
+    try:
+        local_world = _tasks_per_node(spec, node)
+    except ValueError:
+        raise ConfigError(f"SLURM_STEP_TASKS_PER_NODE={spec!r} is not a SLURM task count such as "
+                          "'2(x3),1'") from None
+    nodes = env.get("SLURM_STEP_NODELIST") or env.get("SLURM_JOB_NODELIST") or "127.0.0.1"
+    port = _whole(env, "MASTER_PORT", 10000 + _whole(env, "SLURM_JOB_ID", 0) % 20000)
+    if not 0 <= rank < world or not 0 <= local_rank < local_world:
+        raise ConfigError(f"SLURM variables SLURM_PROCID={rank} SLURM_STEP_NUM_TASKS={world} "
+                          f"SLURM_LOCALID={local_rank} ({local_world} task(s) on this node) are inconsistent")
+    return DistEnv(rank, local_rank, world, local_world, env.get("MASTER_ADDR") or first_host(nodes), port,
+                   restart_count(env))
 
 
 def restart_count(env: Mapping[str, str]) -> int:

@@ -81,6 +81,7 @@ class Launcher:
         self._old_wakeup_fd = -1
         self._old_handlers: dict[int, object] = {}
         self._old_excepthook = None
+        self.diagnose: Callable[[], str] | None = None  # names a stalled rank (parallel.heartbeat module)
 
     # ------------------------------------------------------------------ start
 
@@ -239,6 +240,9 @@ class Launcher:
         if _in_collective(tb) or (cause is not None and _in_collective(cause.__traceback__)):
             text += (f" in a collective: another rank stopped answering for {self._timeout_text} or left "
                      "the job")
+            stalled = self.diagnose() if self.diagnose is not None else ""
+            if stalled:
+                text += f"; {stalled}"
         self.fail(text, restartable=not issubclass(tp, KeyboardInterrupt))
 
     def _restore_wakeup(self) -> None:

@@ -7,8 +7,10 @@ image), ``rescale``, samplewise then featurewise centring / std normalization, Z
 Images are channels-last ``(N, H, W, C)`` numpy arrays. The warp runs for the whole batch in one
 torch call on the CPU; torch is imported on first use, not by ``import arignote``.
 
-Not supported (clear errors): ``data_format="channels_first"``, ``flow_from_directory``,
-``flow_from_dataframe`` and ``flow`` with an ``(images, extra_inputs)`` tuple.
+``flow_from_directory`` and ``flow_from_dataframe`` read image files with Pillow (see
+:mod:`arignote.preprocessing.file_iterators`); ``load_img``, ``img_to_array``, ``array_to_img``,
+``save_img`` are here too. Not supported (clear errors): ``data_format="channels_first"`` and
+``flow`` with an ``(images, extra_inputs)`` tuple.
 
 Example::
 
@@ -31,9 +33,12 @@ import numpy as np
 
 from arignote import backend
 from arignote.preprocessing import transforms
+from arignote.preprocessing.file_iterators import DataFrameIterator, DirectoryIterator
+from arignote.preprocessing.image_utils import array_to_img, img_to_array, list_pictures, load_img, save_img
 from arignote.preprocessing.numpy_array_iterator import NumpyArrayIterator, check_images, rng_for
 
-__all__ = ["ImageDataGenerator", "NumpyArrayIterator"]
+__all__ = ["ImageDataGenerator", "NumpyArrayIterator", "DirectoryIterator", "DataFrameIterator", "load_img",
+           "img_to_array", "array_to_img", "save_img", "list_pictures"]
 
 _FIT_CHUNK = 1024  # images per step of fit's sums (bounds its float64 temporaries)
 
@@ -157,15 +162,40 @@ class ImageDataGenerator:
                                   save_prefix=save_prefix, save_format=save_format, subset=subset,
                                   dtype=self.dtype)
 
-    def flow_from_directory(self, directory: str, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            f"flow_from_directory({directory!r}) is not implemented in arignote: load the images into a "
-            "(N, H, W, C) array and use flow(x, y), or feed a torch DataLoader to fit")
+    def flow_from_directory(self, directory: str, target_size: Any = (256, 256), color_mode: str = "rgb",
+                            classes: list[str] | None = None, class_mode: Any = "categorical",
+                            batch_size: int = 32, shuffle: bool = True, seed: int | None = None,
+                            save_to_dir: str | None = None, save_prefix: str = "", save_format: str = "png",
+                            follow_links: bool = False, subset: str | None = None,
+                            interpolation: str = "nearest") -> DirectoryIterator:
+        """A :class:`DirectoryIterator` over ``directory/<class>/*.png|jpg|...`` (Keras 2 arguments)."""
+        return DirectoryIterator(directory, self, target_size=target_size, color_mode=color_mode,
+                                 classes=classes, class_mode=class_mode, batch_size=batch_size,
+                                 shuffle=shuffle, seed=seed, save_to_dir=save_to_dir, save_prefix=save_prefix,
+                                 save_format=save_format, follow_links=follow_links, subset=subset,
+                                 interpolation=interpolation, dtype=self.dtype)
 
-    def flow_from_dataframe(self, dataframe: Any, *args: Any, **kwargs: Any) -> Any:
-        raise NotImplementedError(
-            "flow_from_dataframe is not implemented in arignote: load the images into a (N, H, W, C) "
-            "array and use flow(x, y), or feed a torch DataLoader to fit")
+    def flow_from_dataframe(self, dataframe: Any, directory: str | None = None, x_col: str = "filename",
+                            y_col: Any = "class", weight_col: str | None = None,
+                            target_size: Any = (256, 256),
+                            color_mode: str = "rgb", classes: list[str] | None = None,
+                            class_mode: Any = "categorical", batch_size: int = 32, shuffle: bool = True,
+                            seed: int | None = None, save_to_dir: str | None = None, save_prefix: str = "",
+                            save_format: str = "png", subset: str | None = None,
+                            interpolation: str = "nearest",
+                            validate_filenames: bool = True, **kwargs: Any) -> DataFrameIterator:
+        """A :class:`DataFrameIterator` over the files named in a pandas DataFrame (Keras 2 arguments;
+        the deprecated ``has_ext``, ``sort`` and ``drop_duplicates`` are refused by name)."""
+        if kwargs:
+            raise TypeError(f"flow_from_dataframe: {', '.join(sorted(kwargs))} not supported "
+                            "(keras_preprocessing "
+                            "deprecated has_ext, sort and drop_duplicates); remove them")
+        return DataFrameIterator(dataframe, directory, self, x_col=x_col, y_col=y_col, weight_col=weight_col,
+                                 target_size=target_size, color_mode=color_mode, classes=classes,
+                                 class_mode=class_mode, batch_size=batch_size, shuffle=shuffle, seed=seed,
+                                 save_to_dir=save_to_dir, save_prefix=save_prefix, save_format=save_format,
+                                 subset=subset, interpolation=interpolation, dtype=self.dtype,
+                                 validate_filenames=validate_filenames)
 
     def get_random_transform(self, img_shape: tuple[int, ...], seed: int | None = None) -> dict[str, Any]:
         """Keras's dict of one random transform (``theta``, ``tx``, ``ty``, ``shear``, ``zx``, ``zy``,

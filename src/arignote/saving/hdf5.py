@@ -34,6 +34,7 @@ import numpy as np
 
 from arignote import losses, optimizers
 from arignote.saving import h5file, keras_config, layouts, optimizer_state
+from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
     "save_model",
@@ -119,21 +120,32 @@ def _training_config(model: Any) -> dict | None:
     if not model.compiled:
         return None
     args = model._compile_args
-    try:  # a name stays as the user spelled it, as Keras 2 writes model.loss
-        loss = args["loss"] if isinstance(args["loss"], str) else losses.serialize(args["loss"])
+    try:  # the canonical name ('mean_squared_error', not 'mse'): Keras 3's legacy loader knows only those
+        loss = losses.serialize(args["loss"])
     except (ValueError, TypeError) as err:
         raise ValueError(
             f"the loss {args['loss']!r} cannot be written to a Keras 2 file: {err}; save with "
             "include_optimizer=False, or give the loss by name"
         ) from None
     return {
-        "optimizer_config": optimizers.serialize(model.optimizer),
+        "optimizer_config": _optimizer_config(model.optimizer),
         "loss": loss,
         "metrics": [m for m in args.get("metrics", []) if isinstance(m, str)],
         "weighted_metrics": None,
         "sample_weight_mode": None,
         "loss_weights": None,
     }
+
+
+def _optimizer_config(optimizer: Any) -> dict:
+    """Keras 2.3.1's spelling (``learning_rate``; ``decay`` only when set), which Keras 3 also reads."""
+    spec = optimizers.serialize(optimizer)
+    config = dict(spec["config"])
+    if "lr" in config:
+        config["learning_rate"] = config.pop("lr")
+    if not config.get("decay"):
+        config.pop("decay", None)
+    return {"class_name": spec["class_name"], "config": config}
 
 
 def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> None:
@@ -270,14 +282,11 @@ def model_from_config(
     """Rebuild a model from Keras 2's ``{"class_name", "config"}`` (``model_config``, ``to_json``)."""
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"{source}: model_config is not a Keras model configuration ({str(config)[:80]})")
-    name = config["class_name"]
-    if name == "Sequential":
-        cfg, conversion = keras_config.sequential_from_keras(config.get("config"), custom_objects, source)
-        return model_classes["Sequential"].from_config(cfg, custom_objects), conversion
-    raise ValueError(
-        f"{source}: a Keras '{name}' model; arignote rebuilds Sequential models from HDF5 files "
-        "(functional 'Model' configurations are not supported yet)"
-    )
+    spec, conversion = keras_config.model_from_keras(config, custom_objects, source)
+    cls = model_classes.get(spec["class_name"])
+    if cls is None or not callable(getattr(cls, "from_config", None)):
+        raise ValueError(f"{source}: a Keras '{config['class_name']}' model, which arignote cannot rebuild")
+    return cls.from_config(spec["config"], custom_objects), conversion
 
 
 def load_model(
@@ -323,7 +332,7 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
                 "does not support; load with compile=False and compile the model yourself"
             )
     spec = training.get("optimizer_config")
-    objects = custom_objects or {}
+    objects = {**get_custom_objects(), **(custom_objects or {})}
     if isinstance(spec, dict) and spec.get("class_name") in objects:
         optimizer = objects[spec["class_name"]].from_config(spec.get("config", {}))
     else:

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arignote.layers import base as layer_base
+from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
     "Conversion",
@@ -94,9 +95,11 @@ class Conversion:
 
 
 def _accepted(cls: type) -> set[str] | None:
-    """Constructor keywords ``cls`` takes (following ``**kwargs`` up its bases), or None when it takes
-    anything (a user's class with ``**kwargs``)."""
-    names: set[str] = set()
+    """Constructor keywords ``cls`` takes (following ``**kwargs`` up its bases, plus the keys its
+    ``get_config`` writes, which it also takes: ``_config_keys``, e.g. a cell's arguments a recurrent
+    layer forwards), or None when it takes anything (a user's class with ``**kwargs``)."""
+    ours = cls.__module__.startswith("arignote.")
+    names: set[str] = set(getattr(cls, "_config_keys", ())) if ours else set()
     for klass in cls.__mro__:
         if "__init__" not in vars(klass):
             continue
@@ -114,7 +117,7 @@ def _accepted(cls: type) -> set[str] | None:
 
 
 def _lookup(class_name: str, custom_objects: dict | None) -> type | None:
-    classes = {**layer_base._REGISTRY, **(custom_objects or {})}
+    classes = {**layer_base._REGISTRY, **get_custom_objects(), **(custom_objects or {})}
     return classes.get(class_name)
 
 
@@ -162,6 +165,15 @@ def _channels_last_shape(shape: list) -> list:
     return [shape[0], *shape[2:], shape[1]] if len(shape) >= 3 else shape
 
 
+def _auto_input_layer(specs: list) -> bool:
+    if len(specs) < 2 or not all(isinstance(s, dict) for s in specs[:2]):
+        return False
+    if specs[0].get("class_name") != "InputLayer":
+        return False
+    first, second = specs[0].get("config") or {}, specs[1].get("config") or {}
+    return first.get("name") == f"{second.get('name')}_input"
+
+
 def sequential_from_keras(
     config: Any, custom_objects: dict | None = None, source: str = "the file"
 ) -> tuple[dict, Conversion]:
@@ -170,7 +182,16 @@ def sequential_from_keras(
     if isinstance(config, list):
         config = {"layers": config}
     conversion = Conversion(source=source)
-    specs = list(config.get("layers") or [])
+    specs = [dict(s) if isinstance(s, dict) else s for s in (config.get("layers") or [])]
+    if _auto_input_layer(specs):
+        # tf.keras 2 (and arignote) write the input as an InputLayer named '<first layer>_input', which
+        # Sequential.layers does not list: put its shape on the first real layer, as Keras 2.3.1 wrote it
+        cfg = specs[0].get("config") or {}
+        shape = cfg.get("batch_input_shape", cfg.get("batch_shape"))
+        first = dict(specs[1].get("config") or {})
+        if shape is not None:
+            first["batch_input_shape"] = list(shape)
+        specs = [{**specs[1], "config": first}, *specs[2:]]
     layers = []
     flatten_feeds_cf = None  # name of the last Flatten that flattened channels-first features
     for spec in specs:
@@ -203,22 +224,109 @@ def sequential_from_keras(
         build = list(build)
         if conversion.channels_first:
             build = _channels_last_shape(build)
-        out["build_input_shape"] = build[1:]
+        out["build_input_shape"] = build  # with the batch dimension, as Keras 2 and arignote write it
     return out, conversion
 
 
+def _merge(into: Conversion, sub: Conversion) -> None:
+    into.channels_first |= sub.channels_first
+    into.dense_after_flatten.update(sub.dense_after_flatten)
+
+
+def model_from_keras(
+    spec: dict, custom_objects: dict | None = None, source: str = "the file"
+) -> tuple[dict, Conversion]:
+    """A Keras 2 ``{"class_name": "Sequential" | "Model", "config"}`` -> the same with arignote's layer
+    configs (what ``Sequential.from_config`` / ``Model.from_config`` take), and what was converted."""
+    name = spec.get("class_name")
+    if name == "Sequential":
+        cfg, conversion = sequential_from_keras(spec.get("config"), custom_objects, source)
+        return {"class_name": "Sequential", "config": cfg}, conversion
+    if name in ("Model", "Functional"):
+        cfg, conversion = functional_from_keras(spec.get("config") or {}, custom_objects, source)
+        return {"class_name": "Model", "config": cfg}, conversion
+    raise ValueError(
+        f"{source}: model class '{name}' is not a Keras 2 model configuration (Sequential or Model)"
+    )
+
+
+def functional_from_keras(
+    config: dict, custom_objects: dict | None = None, source: str = "the file"
+) -> tuple[dict, Conversion]:
+    """A Keras 2 functional ``Model`` config (``layers`` with ``inbound_nodes``, ``input_layers``,
+    ``output_layers``): every layer config converted as in :func:`layer_from_keras`; nested models
+    recursively; a channels_first model rebuilt channels-last (inputs included)."""
+    conversion = Conversion(source=source)
+    cf_out: dict[str, bool] = {}  # layer name -> its output is channels-first in the file
+    flattened_cf: dict[str, str] = {}  # Flatten name that flattened channels-first maps -> itself
+    feeds_cf: set[str] = set()  # InputLayers whose images go into channels-first layers
+    layers = []
+    for spec in config.get("layers") or []:
+        name, cls = spec.get("name"), spec.get("class_name")
+        raw = spec.get("config") or {}
+        sources = [ref[0] for node in spec.get("inbound_nodes") or [] for ref in node]
+        spec_cf = raw.get("data_format") == "channels_first"
+        in_cf = any(cf_out.get(s, False) for s in sources)
+        if cls in ("Sequential", "Model", "Functional"):
+            converted, sub = model_from_keras({"class_name": cls, "config": raw}, custom_objects, source)
+            _merge(conversion, sub)
+        else:
+            converted = layer_from_keras({"class_name": cls, "config": raw}, conversion, custom_objects)
+        if spec_cf:
+            feeds_cf.update(s for s in sources)
+        if cls == "Flatten":
+            if in_cf and not spec_cf:
+                flattened_cf[name] = name
+            cf_out[name] = False
+        elif cls == "Dense":
+            flat = [s for s in sources if s in flattened_cf]
+            if flat:
+                conversion.dense_after_flatten[name] = flat[0]
+            cf_out[name] = False
+        else:
+            cf_out[name] = spec_cf or in_cf
+        layers.append({**spec, "class_name": converted["class_name"], "config": converted["config"]})
+    if conversion.channels_first:
+        for spec in layers:
+            if spec["class_name"] == "InputLayer" and spec["name"] in feeds_cf:
+                shape = spec["config"].get("batch_input_shape")
+                if shape is not None:
+                    spec["config"] = {
+                        **spec["config"],
+                        "batch_input_shape": _channels_last_shape(list(shape)),
+                    }
+    return {**config, "layers": layers}, conversion
+
+
 def sequential_to_keras(config: dict) -> dict:
-    """arignote's Sequential config -> Keras 2.3.1's (batch dimension in ``batch_input_shape`` and
-    ``build_input_shape``), ready for ``json.dumps``."""
+    """arignote's Sequential config -> Keras 2's, ready for ``json.dumps``.
+
+    The input shape goes into an explicit first ``InputLayer`` (``batch_input_shape`` with the
+    batch dimension), as tf.keras 2 writes Sequential models: Keras 2.3.1 reads it, and so does
+    Keras 3's legacy HDF5 loader, which misreads ``batch_input_shape`` on any other layer.
+    """
     layers = []
     for i, spec in enumerate(config["layers"]):
         cfg = dict(spec["config"])
         shape = cfg.pop("input_shape", None)
-        if shape is not None and i == 0:
-            cfg["batch_input_shape"] = [None, *shape]
+        batch_shape = cfg.pop("batch_input_shape", None)
+        if shape is not None:
+            batch_shape = [None, *shape]
+        if batch_shape is not None and i == 0 and spec["class_name"] != "InputLayer":
+            layers.append(
+                {
+                    "class_name": "InputLayer",
+                    "config": {
+                        "batch_input_shape": list(batch_shape),
+                        "dtype": cfg.get("dtype", "float32"),
+                        "sparse": False,
+                        "name": f"{cfg.get('name', 'layer')}_input",
+                    },
+                }
+            )
         cfg.setdefault("dtype", "float32")
         layers.append({"class_name": spec["class_name"], "config": cfg})
     out: dict[str, Any] = {"name": config.get("name"), "layers": layers}
     if config.get("build_input_shape") is not None:
-        out["build_input_shape"] = [None, *config["build_input_shape"]]
+        out["build_input_shape"] = list(config["build_input_shape"])  # already with the batch dimension
     return out

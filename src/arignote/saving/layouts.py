@@ -103,31 +103,61 @@ def flip_kernel(kernel: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(np.flip(kernel, axis=spatial)) if spatial else kernel
 
 
-def _inner_layers(layer: Any) -> list[Any] | None:
-    """The layers whose weights make up ``layer``'s, in Keras order (wrappers, nested models)."""
+def _wrapped(layer: Any) -> list[Any] | None:
+    """The inner layers of a wrapper (Bidirectional: forward then backward; TimeDistributed)."""
     name = class_name(layer)
     if name == "Bidirectional":
         return [layer.forward_layer, layer.backward_layer]
     if name == "TimeDistributed":
         return [layer.layer]
-    sub = getattr(layer, "layers", None)
-    if sub is not None and not hasattr(layer, "_keras_weights"):
-        return list(sub)
     return None
+
+
+def _nested(layer: Any) -> list[Any] | None:
+    """The layers of a model used as a layer (a nested Sequential or functional Model)."""
+    sub = getattr(layer, "layers", None)
+    return list(sub) if sub is not None and not hasattr(layer, "_keras_weights") else None
+
+
+def trainable_mask(layer: Any) -> list[bool]:
+    """Per Keras weight of ``layer`` (its ``get_weights()`` order): True if Keras counts it trainable.
+
+    Keras 2 lists a model's weights as all trainable weights, then all non-trainable ones (moving
+    statistics, frozen layers); a nested model's group in a file follows that order.
+    """
+    nested = _nested(layer)
+    if nested is not None:
+        return [flag for sub in nested for flag in trainable_mask(sub)]
+    wrapped = _wrapped(layer)
+    if wrapped is not None:
+        return [flag for sub in wrapped for flag in trainable_mask(sub)]
+    views = list(layer._keras_weights())
+    buffers = {b.untyped_storage().data_ptr() for b in layer.buffers()}
+    params = {p.untyped_storage().data_ptr(): p.requires_grad for p in layer.parameters()}
+    trainable = bool(getattr(layer, "trainable", True))
+    out = []
+    for view in views:
+        ptr = view.untyped_storage().data_ptr()
+        out.append(False if ptr in buffers else params.get(ptr, trainable) and trainable)
+    return out
 
 
 def weight_names(layer: Any, count: int) -> list[str]:
     """Keras-style names (``<layer>/<weight>:0``) for ``count`` weights of ``layer``."""
     prefix = layer.name
-    inner = _inner_layers(layer)
-    if inner is not None:
+    wrapped = _wrapped(layer)
+    if wrapped is not None:
         names: list[str] = []
-        for sub in inner:
+        for sub in wrapped:
             n = len(sub.get_weights())
             names += [f"{prefix}/{name}" for name in weight_names(sub, n)]
         return names
+    own = getattr(layer, "weight_names", None)
+    base = list(own()) if callable(own) else []
     cls = class_name(layer)
-    if cls == "BatchNormalization":
+    if len(base) == count:
+        pass
+    elif cls == "BatchNormalization":
         base = [
             n
             for n, on in (("gamma", getattr(layer, "scale", True)), ("beta", getattr(layer, "center", True)))
@@ -217,24 +247,44 @@ def _rnn_from_file(layer: Any, weights: list[np.ndarray], origin: Origin) -> lis
 # ---------------------------------------------------------------------------------------- in and out
 
 
+def _to_keras_order(layer: Any) -> tuple[list[str], list[np.ndarray], list[bool]]:
+    """``(names, arrays, trainable)`` of ``layer`` in the order Keras 2 writes its group."""
+    nested = _nested(layer)
+    if nested is None:
+        arrays = [np.asarray(w) for w in layer.get_weights()]
+        return weight_names(layer, len(arrays)), arrays, trainable_mask(layer)
+    parts = [_to_keras_order(sub) for sub in nested]
+    rows = [row for names, arrays, mask in parts for row in zip(names, arrays, mask)]
+    ordered = [r for r in rows if r[2]] + [r for r in rows if not r[2]]
+    return [r[0] for r in ordered], [r[1] for r in ordered], [r[2] for r in ordered]
+
+
 def from_file(layer: Any, weights: list[np.ndarray], origin: Origin) -> list[np.ndarray]:
     """Arrays read from a file's layer group -> what ``layer.set_weights`` takes."""
     weights = [np.asarray(w) for w in weights]
-    inner = _inner_layers(layer)
-    if inner is not None:
+    nested = _nested(layer)
+    if nested is not None:
+        # the file: every sublayer's trainable weights, then every sublayer's non-trainable ones
+        masks = [trainable_mask(sub) for sub in nested]
+        trainable = iter(weights[: sum(f for m in masks for f in m)])
+        frozen = iter(weights[sum(f for m in masks for f in m) :])
         out: list[np.ndarray] = []
+        for sub, mask in zip(nested, masks):
+            try:
+                mine = [next(trainable) if flag else next(frozen) for flag in mask]
+            except StopIteration:
+                return weights  # fewer arrays than the model has: the caller reports the mismatch
+            out += from_file(sub, mine, origin)
+        return out + list(trainable) + list(frozen)
+    wrapped = _wrapped(layer)
+    if wrapped is not None:
+        out = []
         if class_name(layer) == "Bidirectional":
             half = len(weights) // 2
-            parts = [weights[:half], weights[half:]]
-            for sub, part in zip(inner, parts):
+            for sub, part in zip(wrapped, (weights[:half], weights[half:])):
                 out += from_file(sub, part, origin)
             return out
-        rest = weights
-        for sub in inner:
-            n = len(sub.get_weights())
-            out += from_file(sub, rest[:n], origin)
-            rest = rest[n:]
-        return out + rest
+        return from_file(wrapped[0], weights, origin)
     cls = class_name(layer)
     if origin.flips_kernels and cls in CONV_FLIP:
         for i in CONV_FLIP[cls]:
@@ -280,9 +330,9 @@ def theano_same_padding(layer: Any, origin: Origin) -> None:
 
 
 def to_file(layer: Any) -> tuple[list[str], list[np.ndarray]]:
-    """``(weight_names, arrays)`` to write for ``layer`` (Keras 2 layout, correlation kernels)."""
-    arrays = [np.asarray(w) for w in layer.get_weights()]
-    return weight_names(layer, len(arrays)), arrays
+    """``(weight_names, arrays)`` to write for ``layer`` (Keras 2 layout and order, correlation kernels)."""
+    names, arrays, _ = _to_keras_order(layer)
+    return names, arrays
 
 
 def reorder_dense_after_flatten(kernel: np.ndarray, feature_map: tuple[int, ...]) -> np.ndarray:

@@ -46,9 +46,13 @@ class _Unmappable(Exception):
 
 
 def _views(model: Any) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
-    """``(parameter, keras_view)`` per trainable Keras weight, in Keras's model order."""
+    """``(parameter, keras_view)`` per trainable Keras weight, in Keras's model order (a nested
+    model contributes its layers' weights in their order)."""
     out = []
     for layer in model.layers:
+        if getattr(layer, "layers", None) is not None and not hasattr(layer, "_keras_weights"):
+            out += _views(layer)
+            continue
         params = [p for p in layer.parameters() if p.requires_grad]
         if not params:
             continue

@@ -32,8 +32,12 @@ DEVICE_FRACTION = 0.5
 
 
 def is_array(obj: Any) -> bool:
-    """True for numpy arrays and torch tensors (what ``fit(x, y)`` slices on the device)."""
-    return isinstance(obj, (np.ndarray, torch.Tensor))
+    """True for numpy arrays and torch tensors (what ``fit(x, y)`` slices on the device), and for
+    array-likes with ``__array__`` and ``shape`` (``utils.HDF5Matrix``, a pandas DataFrame), which
+    are read into one array."""
+    if isinstance(obj, (np.ndarray, torch.Tensor)):
+        return True
+    return hasattr(obj, "__array__") and hasattr(obj, "shape") and not hasattr(obj, "on_epoch_end")
 
 
 def fits_on_device(nbytes: int, device: torch.device, free_bytes: int | None) -> bool:

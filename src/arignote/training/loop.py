@@ -271,7 +271,7 @@ class Trainer:
                     interrupted = True
                     break
                 if listen:
-                    fixed = {"batch": step, "size": rows}
+                    fixed = {"batch": step, "size": total}  # the global batch, as one process sees it
                     callbacks.on_train_batch_begin(step, fixed)
                 if not self.train_step(xb, yb, None if single else rows, None if single else total):
                     interrupted = True  # a rank asked to stop after the previous batch: all stop here

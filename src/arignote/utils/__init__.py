@@ -1,4 +1,7 @@
-"""Keras 2 ``utils``: ``to_categorical`` (also as ``np_utils.to_categorical``) and ``Sequence``.
+"""Keras 2 ``utils``: ``to_categorical``, ``normalize``, ``Sequence``, ``get_file``, ``HDF5Matrix``,
+``get_custom_objects`` / ``CustomObjectScope``, ``Progbar``, ``print_summary``, ``plot_model`` /
+``model_to_dot`` and ``multi_gpu_model``, under the same module names as Keras 2 (``np_utils``,
+``data_utils``, ``io_utils``, ``generic_utils``, ``layer_utils``, ``vis_utils``, ``multi_gpu_utils``).
 
 Example::
 
@@ -7,8 +10,25 @@ Example::
     ([[0.0, 1.0]], True)
 """
 
-from arignote.utils import np_utils
-from arignote.utils.data_utils import Sequence
-from arignote.utils.np_utils import to_categorical
+from arignote.utils import (
+                            data_utils,
+                            generic_utils,
+                            io_utils,
+                            layer_utils,
+                            multi_gpu_utils,
+                            np_utils,
+                            vis_utils,
+)
+from arignote.utils.data_utils import Sequence, get_file
+from arignote.utils.generic_utils import CustomObjectScope, custom_object_scope, get_custom_objects
+from arignote.utils.io_utils import HDF5Matrix
+from arignote.utils.layer_utils import print_summary
+from arignote.utils.multi_gpu_utils import multi_gpu_model
+from arignote.utils.np_utils import normalize, to_categorical
+from arignote.utils.progbar import Progbar
+from arignote.utils.vis_utils import model_to_dot, plot_model
 
-__all__ = ["to_categorical", "np_utils", "Sequence"]
+__all__ = ["CustomObjectScope", "HDF5Matrix", "Progbar", "Sequence", "custom_object_scope", "data_utils",
+           "generic_utils", "get_custom_objects", "get_file", "io_utils", "layer_utils", "model_to_dot",
+           "multi_gpu_model", "multi_gpu_utils", "normalize", "np_utils", "plot_model", "print_summary",
+           "to_categorical", "vis_utils"]

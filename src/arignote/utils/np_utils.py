@@ -1,17 +1,19 @@
-"""Keras 2 ``np_utils``: ``to_categorical``.
+"""Keras 2 ``np_utils``: ``to_categorical`` and ``normalize``.
 
 Example::
 
     >>> to_categorical([0, 2], 3)
     array([[1., 0., 0.],
            [0., 0., 1.]], dtype=float32)
+    >>> normalize([[3.0, 4.0]]).tolist()
+    [[0.6, 0.8]]
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["to_categorical"]
+__all__ = ["to_categorical", "normalize"]
 
 
 def to_categorical(y, num_classes: int | None = None, dtype: str = "float32") -> np.ndarray:
@@ -42,3 +44,11 @@ def to_categorical(y, num_classes: int | None = None, dtype: str = "float32") ->
     out = np.zeros((arr.size, num_classes), dtype=dtype)
     out[np.arange(arr.size), arr.reshape(-1)] = 1
     return out.reshape(*arr.shape, num_classes)
+
+
+def normalize(x, axis: int = -1, order: int = 2) -> np.ndarray:
+    """``x`` divided by its ``order``-norm along ``axis`` (vectors of norm 0 are left as they are)."""
+    x = np.asarray(x)
+    norms = np.atleast_1d(np.linalg.norm(x, order, axis))
+    norms[norms == 0] = 1
+    return x / np.expand_dims(norms, axis)

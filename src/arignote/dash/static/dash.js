@@ -202,6 +202,10 @@ function runCard(run) {
     el("div", { class: "progress" }, bar(done, progress + " · " + Math.round(100 * done) + "%")),
     el("div", { class: "line" }, facts.join(" · ")));
   if (run.error) card.append(el("div", { class: "err" }, run.error));
+  if (state === "running" && run.age > 120) {  // a record is rewritten every 2 s while steps run
+    card.append(el("div", { class: "warn" }, `no update for ${duration(run.age)}: a very long step or `
+      + "validation, or the process is stuck (or fit raised in a process that lives on)"));
+  }
   if (logs) card.append(el("div", { class: "line" }, logs));
   for (const c of charts(run)) card.append(c);
   card.append(el("div", { class: "line cmd muted", title: run.command || "" }, short(run.command || "", 140)));

@@ -1,0 +1,289 @@
+"""From ``Model(inputs, outputs)`` to one plain ``torch.nn.Module`` (Keras 2 ``engine/network.py``).
+
+:func:`topology` walks the nodes back from the outputs once (Keras 2's depth-first map): the
+execution order, the layers in Keras's ``model.layers`` order (by depth, inputs first), and the
+checks Keras makes (inputs come from ``Input``, no disconnected tensor, unique layer names).
+:class:`GraphModule` is the compiled result: a ``ModuleList`` of the layers and a flat list of
+steps (module, input slots, output slots, constant keyword arguments) that ``forward`` runs in
+order. There is no graph walking per call, so data parallel, placement, OOM splitting,
+checkpoints and ``torch.compile`` see an ordinary module.
+
+Several inputs arrive as a list/tuple (in ``model.inputs`` order), a dict keyed by input names, or
+*packed*: one ``(batch, features)`` tensor holding every input flattened side by side (what
+``fit`` feeds, so the training loop moves one tensor per batch); outputs then leave packed the
+same way. :class:`Packing` describes such a layout.
+
+Example::
+
+    >>> from arignote.layers import Input, Dense
+    >>> x = Input(shape=(4,)); y = Dense(2)(x)
+    >>> order, layers = topology([x], [y])
+    >>> [type(l).__name__ for l in layers]
+    ['InputLayer', 'Dense']
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+from torch import nn
+
+from arignote.graph import state
+from arignote.graph.node import nest_like, runtime_module
+from arignote.graph.tensor import KerasTensor
+
+__all__ = ["topology", "GraphModule", "Packing"]
+
+
+def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[list, list]:
+    """``(nodes in execution order, layers in Keras order)``; raises Keras 2's graph errors."""
+    for x in inputs:
+        layer = x._keras_history[0] if x._keras_history else None
+        if layer is None or type(layer).__name__ != "InputLayer" or x._keras_history[1] != 0:
+            raise ValueError("Input tensors to a Model must come from `arignote.layers.Input`. "
+                             f"Received: {x} "
+                             "(missing previous layer metadata)")
+    order: list = []
+    finished: set = set()
+    in_progress: set = set()
+    layer_index: dict = {}
+
+    def visit(t: KerasTensor) -> None:
+        if not isinstance(t, KerasTensor) or t._keras_history is None:
+            raise ValueError(f"Output tensors to a Model must be the output of an arignote layer, got {t!r}")
+        layer, node_index, _ = t._keras_history
+        node = layer._inbound_nodes[node_index]
+        if not node.inbound_layers:  # an Input that is not among the model's inputs
+            raise ValueError(f"Graph disconnected: cannot obtain value for tensor {t} at layer "
+                             f"\"{layer.name}\". The following previous layers were accessed without issue: "
+                             f"{[lay.name for _, lay in sorted(layer_index.values(), key=lambda p: p[0])]}")
+        if id(node) in in_progress:
+            raise ValueError(f"The tensor {t} at layer \"{layer.name}\" is part of a cycle.")
+        if id(node) in finished:
+            return
+        layer_index.setdefault(id(layer), (len(layer_index), layer))
+        in_progress.add(id(node))
+        for x in node.input_tensors:
+            if x not in inputs:  # an input of the model stops the walk (it may be an inner node)
+                visit(x)
+            else:
+                layer_index.setdefault(id(x._keras_history[0]), (len(layer_index), x._keras_history[0]))
+        in_progress.discard(id(node))
+        finished.add(id(node))
+        order.append(node)
+
+    for t in outputs:
+        if t in inputs:
+            layer_index.setdefault(id(t._keras_history[0]), (len(layer_index), t._keras_history[0]))
+        else:
+            visit(t)
+    # depths as Keras 2: an output node has depth 0, a node feeding one at depth d is at d + 1
+    depth: dict = {}
+    layer_depth: dict = {}
+    for node in reversed(order):
+        d = max(depth.get(id(node), 0), layer_depth.get(id(node.outbound_layer), 0))
+        layer_depth[id(node.outbound_layer)] = d
+        depth[id(node)] = d
+        for t in node.input_tensors:
+            if t in inputs:
+                continue
+            inbound = t._keras_history[0]._inbound_nodes[t._keras_history[1]]
+            depth[id(inbound)] = max(d + 1, depth.get(id(inbound), 0))
+    top = max(layer_depth.values(), default=0)
+    for x in inputs:
+        layer_depth[id(x._keras_history[0])] = max(layer_depth.get(id(x._keras_history[0]), 0), top + 1)
+    # check every tensor a node needs is computable from the inputs
+    available = {id(x) for x in inputs}
+    done_layers: list[str] = []
+    for node in order:
+        for t in node.input_tensors:
+            if id(t) not in available:
+                raise ValueError(f"Graph disconnected: cannot obtain value for tensor {t} at layer "
+                                 f"\"{node.outbound_layer.name}\". The following previous layers were "
+                                 f"accessed without issue: {done_layers}")
+        available.update(id(t) for t in node.output_tensors)
+        done_layers.append(node.outbound_layer.name)
+    for t in outputs:
+        if id(t) not in available:
+            raise ValueError(f"Graph disconnected: cannot obtain value for output {t}")
+    layers = [layer for _, layer in sorted(layer_index.values(), key=lambda p: (-layer_depth.get(id(p[1]), 0),
+                                                                               p[0]))]
+    names = [layer.name for layer in layers]
+    for name in names:
+        if names.count(name) > 1:
+            raise ValueError(f'The name "{name}" is used {names.count(name)} times in the model. All layer '
+                             "names should be unique.")
+    return order, layers
+
+
+class Packing:
+    """Several per-sample arrays side by side in one ``(batch, features)`` tensor (see module doc)."""
+
+    def __init__(self, shapes: list[tuple], names: list[str]) -> None:
+        self.shapes = [tuple(s) for s in shapes]
+        self.names = list(names)
+        sizes = [math.prod(s) for s in self.shapes]
+        self.bounds = []
+        at = 0
+        for n in sizes:
+            self.bounds.append((at, at + n))
+            at += n
+        self.width = at
+
+    def unpack(self, packed: torch.Tensor) -> list[torch.Tensor]:
+        n = packed.shape[0]
+        return [packed[:, a:b].reshape(n, *s) for (a, b), s in zip(self.bounds, self.shapes)]
+
+    @staticmethod
+    def pack(parts: list[Any]) -> Any:
+        n = parts[0].shape[0]
+        if isinstance(parts[0], torch.Tensor):
+            dtype = torch.promote_types(*[p.dtype for p in parts]) if len(parts) > 1 else parts[0].dtype
+            return torch.cat([p.reshape(n, -1).to(dtype) for p in parts], dim=1)
+        import numpy as np
+
+        return np.concatenate([np.asarray(p, dtype=np.float32).reshape(n, -1) for p in parts], axis=1)
+
+
+class GraphModule(nn.Module):
+    """The compiled functional graph (see the module doc)."""
+
+    def __init__(self, inputs: list[KerasTensor], outputs: list[KerasTensor], order: list,
+                 output_structure: Any = None, input_names: list[str] | None = None,
+                 extra: list[KerasTensor] | None = None) -> None:
+        super().__init__()
+        extra = list(extra or [])
+        slots: dict[int, int] = {}
+        for i, x in enumerate(inputs):
+            slots[id(x)] = i
+        modules: list[nn.Module] = []
+        index: dict[int, int] = {}
+        plan = []
+        masked = False
+        for node in order:
+            module = runtime_module(node.outbound_layer)
+            if id(module) not in index:
+                index[id(module)] = len(modules)
+                modules.append(module)
+            ins = tuple(slots[id(t)] for t in node.input_tensors)
+            outs = []
+            for t in node.output_tensors:
+                slots[id(t)] = len(slots)
+                outs.append(slots[id(t)])
+            kwargs = dict(node.arguments)
+            if isinstance(module, GraphModule):
+                kwargs["packed"] = False  # a model used as a layer hands its outputs on as a list
+            mask_in = any(m is not None for m in node.input_masks)
+            mask_out = any(m is not None for m in node.output_masks)
+            masked = masked or mask_in or mask_out
+            plan.append((module, ins, node.input_structure, kwargs, tuple(outs),
+                         node.output_structure is not None, mask_in and node.outbound_layer._call_takes_mask,
+                         mask_out, node.outbound_layer))
+        self.layers = nn.ModuleList(modules)
+        object.__setattr__(self, "_plan", plan)
+        self.n_slots = len(slots)
+        self.n_inputs = len(inputs)
+        self.out_slots = [slots[id(t)] for t in outputs]
+        self.extra_slots = [slots[id(t)] for t in extra]
+        self.output_structure = output_structure
+        self.input_names = list(input_names or [])
+        self.masked = masked
+        self.input_packing: Packing | None = None
+        self.output_packing: Packing | None = None
+        self.extra_losses: list[torch.Tensor] = []
+        self.keep_values = False
+        self.live: dict | None = None
+        object.__setattr__(self, "_slot_tensors", {slot: t for t, slot in
+                                                   ((t, s) for t, s in _pairs(inputs, order, slots))})
+
+    def _inputs(self, x: Any) -> list:
+        if self.n_inputs == 1:
+            if isinstance(x, (list, tuple)) and len(x) == 1:
+                return [x[0]]
+            if isinstance(x, dict) and len(x) == 1:
+                return list(x.values())
+            return [x]
+        if isinstance(x, torch.Tensor) and self.input_packing is not None:
+            return self.input_packing.unpack(x)
+        if isinstance(x, dict):
+            missing = [n for n in self.input_names if n not in x]
+            if missing:
+                raise ValueError(f"no data for the model inputs {missing}; the dict has {sorted(x)}")
+            return [x[n] for n in self.input_names]
+        if isinstance(x, (list, tuple)) and len(x) == self.n_inputs:
+            return list(x)
+        raise ValueError(f"the model has {self.n_inputs} inputs {self.input_names}: pass a list of "
+                         f"{self.n_inputs} arrays (or a dict keyed by input name)")
+
+    def forward(self, x: Any, packed: bool | None = None) -> Any:
+        """Outputs for ``x``; several outputs leave packed side by side when the input came as one
+        tensor (what ``fit``/``predict`` feed), as a list otherwise (``packed`` forces either)."""
+        state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
+        values: list = [None] * self.n_slots
+        if packed is None:
+            packed = isinstance(x, torch.Tensor)
+        values[:self.n_inputs] = self._inputs(x)
+        if self.masked:
+            self._run_masked(values)
+        else:
+            for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
+                arg = values[ins[0]] if structure is None else nest_like(structure, [values[i] for i in ins])
+                y = module(arg, **kwargs) if kwargs else module(arg)
+                if multi:
+                    for slot, v in zip(outs, _leaves(y)):
+                        values[slot] = v
+                else:
+                    values[outs[0]] = y
+        if self.extra_slots:
+            self.extra_losses = [values[i] for i in self.extra_slots]
+        if self.keep_values:
+            tensors = self._slot_tensors
+            self.live = {id(tensors[i]): v for i, v in enumerate(values) if i in tensors}
+        outs = [values[i] for i in self.out_slots]
+        if packed and self.output_packing is not None and len(outs) > 1:
+            return Packing.pack(outs)
+        if self.output_structure is not None:
+            return nest_like(self.output_structure, outs)
+        return outs[0] if len(outs) == 1 else outs
+
+    def _run_masked(self, values: list) -> None:
+        masks: list = [None] * self.n_slots
+        for module, ins, structure, kwargs, outs, multi, mask_in, mask_out, layer in self._plan:
+            leaves = [values[i] for i in ins]
+            arg = leaves[0] if structure is None else nest_like(structure, leaves)
+            in_masks = [masks[i] for i in ins]
+            mask = in_masks[0] if structure is None else (in_masks if any(m is not None for m in in_masks)
+                                                          else None)
+            call_kwargs = dict(kwargs)
+            if mask_in and mask is not None:
+                call_kwargs["mask"] = mask
+            y = module(arg, **call_kwargs)
+            out_leaves = _leaves(y) if multi else [y]
+            for slot, v in zip(outs, out_leaves):
+                values[slot] = v
+            if mask_out:
+                m = layer.compute_mask(arg, mask)
+                m_leaves = _leaves(m) if isinstance(m, (list, tuple)) else [m] * len(outs)
+                for slot, v in zip(outs, m_leaves):
+                    masks[slot] = v
+
+    def live_values(self) -> Any:
+        """A context exposing the last forward's values to backend functions (custom losses)."""
+        return state.live_values(self.live)
+
+
+def _pairs(inputs: list, order: list, slots: dict) -> list:
+    out = [(x, slots[id(x)]) for x in inputs]
+    for node in order:
+        out += [(t, slots[id(t)]) for t in node.output_tensors]
+    return out
+
+
+def _leaves(y: Any) -> list:
+    if isinstance(y, (list, tuple)):
+        return [leaf for v in y for leaf in _leaves(v)]
+    if isinstance(y, dict):
+        return [leaf for k in sorted(y) for leaf in _leaves(y[k])]
+    return [y]

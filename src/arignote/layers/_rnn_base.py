@@ -1,0 +1,361 @@
+"""The ``RNN`` layer (Keras 2 ``keras.layers.recurrent.RNN``): runs a cell over the time axis.
+
+The fused torch kernel when the cell has one for its configuration (no mask, or a padded-sequence
+mask); otherwise a loop over the cell's ``step`` with the input projection of all steps done at once.
+See :mod:`arignote.layers.recurrent` for the layers built on it.
+
+Example::
+
+    >>> import torch
+    >>> from arignote.layers._rnn_cells import LSTMCell
+    >>> RNN(LSTMCell(4), return_state=True)(torch.zeros(2, 5, 3))[1].shape
+    torch.Size([2, 4])
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+from arignote.layers._rnn_cells import LSTMCell, _Cell, dropout_mask
+from arignote.layers._util import KerasLayer, check_rank
+from arignote.layers.base import Layer
+
+__all__ = ["RNN", "StackedRNNCells", "build_cell", "delegate"]
+
+
+def _sizes(cell: Any) -> list[int]:
+    s = cell.state_size
+    return list(s) if isinstance(s, (list, tuple)) else [s]
+
+
+class RNN(KerasLayer, Layer):
+    """Runs a cell over the time axis of ``(batch, timesteps, features)`` (Keras 2 ``RNN``).
+
+    ``cell``: a cell (built-in or a Keras-style user cell with ``call(inputs, states)`` and
+    ``state_size``) or a list of cells (stacked).
+    """
+
+    supports_masking = True
+    _config_keys = ("return_sequences", "return_state", "go_backwards", "stateful", "unroll")
+
+    def __init__(
+        self,
+        cell: Any,
+        return_sequences: bool = False,
+        return_state: bool = False,
+        go_backwards: bool = False,
+        stateful: bool = False,
+        unroll: bool = False,
+        **kwargs: Any,
+    ) -> None:
+        if isinstance(cell, (list, tuple)):
+            cell = StackedRNNCells(list(cell))
+        if not hasattr(cell, "call"):
+            raise ValueError(f"`cell` should have a `call` method. The RNN was passed: {cell!r}")
+        if not hasattr(cell, "state_size"):
+            raise ValueError(
+                "The RNN cell should have an attribute `state_size` (an int or a tuple of ints, "
+                "one per state)"
+            )
+        super().__init__(**kwargs)
+        self.cell = cell
+        self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
+        self.go_backwards, self.stateful, self.unroll = bool(go_backwards), bool(stateful), bool(unroll)
+        self._states: list[torch.Tensor] | None = None
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        initial_state = kwargs.pop("initial_state", None)
+        if initial_state is not None:  # Keras 2: the states become extra inputs of the call
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+            inputs = [inputs, *states]
+        return super().__call__(inputs, *args, **kwargs)
+
+    @property
+    def output_size(self) -> int:
+        return getattr(self.cell, "output_size", None) or _sizes(self.cell)[0]
+
+    @property
+    def states(self) -> list[torch.Tensor] | None:
+        """The carried states of a ``stateful`` layer (None before the first batch)."""
+        return self._states
+
+    def build(self, input_shape: Any) -> None:
+        # RNN(x, initial_state) may be built from [x shape, state shapes...]
+        if isinstance(input_shape, list) and input_shape and isinstance(input_shape[0], (list, tuple)):
+            input_shape = input_shape[0]
+        super().build(input_shape)
+
+    def build_keras(self, input_shape: tuple) -> None:
+        shape = check_rank(
+            tuple(input_shape),
+            3,
+            f"{type(self).__name__} '{self.name}'",
+            "sequences (batch, timesteps, features)",
+        )
+        build_cell(self.cell, shape[-1])
+
+    def output_shape_keras(self, input_shape: Any) -> Any:
+        if isinstance(input_shape, list):
+            input_shape = input_shape[0]
+        shape = tuple(input_shape)
+        out = (
+            (shape[0], shape[1], self.output_size) if self.return_sequences else (shape[0], self.output_size)
+        )
+        if self.return_state:
+            return [out, *[(shape[0], s) for s in _sizes(self.cell)]]
+        return out
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        if isinstance(mask, list):
+            mask = mask[0]
+        out = mask if self.return_sequences else None
+        return [out] + [None] * len(_sizes(self.cell)) if self.return_state else out
+
+    # ---------------------------------------------------------------------------- states
+    def get_initial_state(self, x: torch.Tensor) -> list[torch.Tensor]:
+        """Zero states for batch ``x``."""
+        return [x.new_zeros(x.shape[0], s) for s in _sizes(self.cell)]
+
+    def reset_states(self, states: Any = None) -> None:
+        """Zero the carried states of a stateful layer, or set them to ``states`` (arrays)."""
+        if not self.stateful:
+            raise AttributeError(f"Layer '{self.name}' must be stateful (stateful=True) to reset its states")
+        if states is None:
+            if self._states is not None:
+                self._states = [torch.zeros_like(s) for s in self._states]
+            return
+        states = states if isinstance(states, (list, tuple)) else [states]
+        if len(states) != len(_sizes(self.cell)):
+            raise ValueError(
+                f"Layer '{self.name}' expects {len(_sizes(self.cell))} states, got {len(states)}"
+            )
+        self._states = [torch.as_tensor(s, dtype=self._param_dtype()) for s in states]
+
+    def _initial(self, x: torch.Tensor, initial_state: Any) -> list[torch.Tensor]:
+        sizes = _sizes(self.cell)
+        if initial_state is not None:
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+            if len(states) != len(sizes):
+                raise ValueError(
+                    f"Layer '{self.name}' expects {len(sizes)} initial states (sizes {sizes}), "
+                    f"got {len(states)}"
+                )
+            return states
+        if self.stateful and self._states is not None:
+            if self._states[0].shape[0] != x.shape[0]:
+                raise ValueError(
+                    f"stateful layer '{self.name}' carries states for batches of "
+                    f"{self._states[0].shape[0]} samples, got {x.shape[0]}; use the same batch "
+                    "size every time (Keras 2: batch_input_shape) or call reset_states() first"
+                )
+            return [s.to(x.device, x.dtype) for s in self._states]
+        return self.get_initial_state(x)
+
+    # ---------------------------------------------------------------------------- running
+    def call(self, inputs: Any, mask: Any = None, training: Any = None, initial_state: Any = None) -> Any:
+        if isinstance(inputs, (list, tuple)):  # Keras 2: [x, *initial_states]
+            inputs, initial_state = inputs[0], list(inputs[1:]) or initial_state
+            mask = mask[0] if isinstance(mask, list) else mask
+        training = self.training if training is None else bool(training)
+        x = inputs
+        states = self._initial(x, initial_state)
+        if self.go_backwards:
+            x = x.flip(1)
+            mask = None if mask is None else mask.flip(1)
+        outputs, last, states = self._run(x, mask, states, training)
+        if self.stateful:
+            self._states = [s.detach() for s in states]
+        y = self._activity(outputs if self.return_sequences else last)
+        return [y, *states] if self.return_state else y
+
+    def _run(self, x: torch.Tensor, mask: torch.Tensor | None, states: list, training: bool) -> tuple:
+        cell = self.cell
+        if isinstance(cell, _Cell) and cell.fusable(training):
+            if training and 0 < cell.dropout < 1:  # one input mask for the whole sequence (Keras 2)
+                x = x * dropout_mask(x[:, 0], cell.dropout, 1)[0].unsqueeze(1)
+            if mask is None:
+                out, states = cell.fused(x, states, training)
+                return out, out[:, -1], states
+            padded = self._padded_fused(x, mask, states, training)
+            if padded is not None:
+                return padded
+            training = False if 0 < cell.dropout < 1 else training  # input dropout already applied
+        if isinstance(cell, _Cell):
+            dp, rec = cell.masks(x[:, 0], states[0], training)
+            projected = cell.project(x, dp)
+
+            def step(t: int, st: list) -> tuple:
+                return cell.step(projected[:, t], st, rec)
+        else:
+            extra = {"training": training} if "training" in inspect.signature(cell.call).parameters else {}
+
+            def step(t: int, st: list) -> tuple:
+                out, new = cell.call(x[:, t], st, **extra)
+                return out, (list(new) if isinstance(new, (list, tuple)) else [new])
+
+        outs: list[torch.Tensor] = []
+        prev = None
+        for t in range(x.shape[1]):
+            out, new = step(t, states)
+            if mask is not None:
+                m = mask[:, t].to(torch.bool).unsqueeze(-1)
+                prev = torch.zeros_like(out) if prev is None else prev
+                out = torch.where(m, out, prev)
+                new = [torch.where(m, n, s) for n, s in zip(new, states)]
+            states, prev = list(new), out
+            outs.append(out)
+        return torch.stack(outs, 1), outs[-1], states
+
+    def _padded_fused(
+        self, x: torch.Tensor, mask: torch.Tensor, states: list, training: bool
+    ) -> tuple | None:
+        """Masks of padded sequences (each row one run of valid steps, e.g. ``pad_sequences`` 'pre' or
+        'post') on the fused kernel: rows are shifted so their valid steps come first (later steps cannot
+        change earlier outputs), then shifted back with Keras 2's masked values (zeros before the run,
+        the last output after it). None when the mask has another pattern, or when an LSTM's cell state
+        at the last valid step is needed (``return_state``/``stateful``)."""
+        cell = self.cell
+        if isinstance(cell, LSTMCell) and (self.return_state or self.stateful):
+            return None
+        m = mask.to(torch.bool)
+        n, t = m.shape
+        steps = torch.arange(t, device=m.device)
+        lengths = m.sum(1)
+        start = torch.argmax(m.to(torch.int8), 1)
+        run = (steps >= start[:, None]) & (steps < (start + lengths)[:, None])
+        if not bool(torch.equal(run, m) and (lengths > 0).all()):  # one host sync
+            return None
+        source = (steps[None, :] + start[:, None]) % t
+        shifted = x.gather(1, source[..., None].expand(n, t, x.shape[-1]))
+        out, _ = cell.fused(shifted, states, training)
+        last = out.gather(1, (lengths - 1).view(n, 1, 1).expand(n, 1, out.shape[-1]))[:, 0]
+        index = torch.clamp(steps[None, :] - start[:, None], min=0)
+        index = torch.minimum(index, (lengths - 1)[:, None])
+        seq = out.gather(1, index[..., None].expand(n, t, out.shape[-1]))
+        seq = seq * (steps[None, :] >= start[:, None]).unsqueeze(-1).to(seq.dtype)
+        return seq, last, [last]
+
+    # ---------------------------------------------------------------------------- weights and config
+    def weight_names(self) -> list[str]:
+        return list(getattr(self.cell, "weight_names", list)())
+
+    def _keras_weights(self) -> list[torch.Tensor]:
+        if hasattr(self.cell, "_keras_weights"):
+            return self.cell._keras_weights()
+        return [*self.cell.parameters()]
+
+    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
+        self.cell._set_keras_weights(weights)
+
+    def get_config(self) -> dict:
+        cfg = super().get_config()
+        if type(self) is RNN:
+            cfg["cell"] = {"class_name": type(self.cell).__name__, "config": self.cell.get_config()}
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> RNN:
+        from arignote.layers.base import deserialize
+
+        config = dict(config)
+        if cls is RNN:
+            config["cell"] = deserialize(config["cell"], custom_objects)
+        return cls(**config)
+
+
+def delegate(*names: str):
+    """Class decorator: read-only properties that forward ``names`` to ``self.cell`` (Keras 2's RNN
+    layers expose their cell's arguments)."""
+
+    def deco(cls: type) -> type:
+        for n in names:
+            setattr(cls, n, property(lambda self, n=n: getattr(self.cell, n)))
+        return cls
+
+    return deco
+
+
+class StackedRNNCells(KerasLayer, Layer):
+    """Several cells run as one (Keras 2): the output of each is the input of the next; the states
+    are the cells' states in order."""
+
+    def __init__(self, cells: list, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        for cell in cells:
+            if not hasattr(cell, "call") or not hasattr(cell, "state_size"):
+                raise ValueError(f"StackedRNNCells: every cell needs call() and state_size, got {cell!r}")
+        self.cells = torch.nn.ModuleList(cells)
+
+    @property
+    def state_size(self) -> list:
+        sizes: list = []
+        for cell in self.cells:
+            s = cell.state_size
+            sizes.extend(s if isinstance(s, (list, tuple)) else [s])
+        return sizes
+
+    @property
+    def output_size(self) -> int:
+        last = self.cells[-1]
+        return getattr(last, "output_size", None) or _first(last.state_size)
+
+    def build_keras(self, input_shape: tuple) -> None:
+        dim = tuple(input_shape)[-1]
+        for cell in self.cells:
+            build_cell(cell, dim)
+            dim = getattr(cell, "output_size", None) or _first(cell.state_size)
+
+    def call(self, inputs: torch.Tensor, states: list, training: Any = None) -> tuple[torch.Tensor, list]:
+        new_states, i = [], 0
+        for cell in self.cells:
+            n = _count(cell.state_size)
+            inputs, s = cell.call(inputs, list(states[i : i + n]), training=training)
+            new_states.extend(s if isinstance(s, (list, tuple)) else [s])
+            i += n
+        return inputs, new_states
+
+    def _keras_weights(self) -> list[torch.Tensor]:
+        return [w for cell in self.cells for w in cell._keras_weights()]
+
+    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
+        for cell in self.cells:
+            n = len(cell._keras_weights())
+            cell._set_keras_weights(weights[:n])
+            weights = weights[n:]
+
+    def weight_names(self) -> list[str]:
+        return [n for cell in self.cells for n in getattr(cell, "weight_names", list)()]
+
+    def get_config(self) -> dict:
+        cfg = super().get_config()
+        cfg["cells"] = [{"class_name": type(c).__name__, "config": c.get_config()} for c in self.cells]
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> StackedRNNCells:
+        from arignote.layers.base import deserialize
+
+        config = dict(config)
+        cells = [deserialize(c, custom_objects) for c in config.pop("cells")]
+        return cls(cells, **config)
+
+
+def _first(size: Any) -> int:
+    return size[0] if isinstance(size, (list, tuple)) else size
+
+
+def _count(size: Any) -> int:
+    return len(size) if isinstance(size, (list, tuple)) else 1
+
+
+def build_cell(cell: Any, input_dim: int) -> None:
+    """Build a cell for ``(batch, input_dim)`` inputs, as Keras 2's ``RNN.build`` does."""
+    if getattr(cell, "built", False):
+        return
+    if hasattr(cell, "_build_once"):
+        cell._build_once((None, input_dim))
+    else:
+        cell.build((None, input_dim))

@@ -1,0 +1,225 @@
+"""Layer wrappers (Keras 2 ``keras.layers.wrappers``): ``TimeDistributed`` and ``Bidirectional``.
+
+Weights: ``TimeDistributed`` has the wrapped layer's weights; ``Bidirectional`` the forward layer's
+then the backward layer's (Keras order), the sublayers named ``forward_<name>`` / ``backward_<name>``.
+
+Example::
+
+    >>> import torch
+    >>> from arignote.layers import Dense, LSTM
+    >>> TimeDistributed(Dense(4))(torch.zeros(2, 5, 3)).shape
+    torch.Size([2, 5, 4])
+    >>> Bidirectional(LSTM(3, return_sequences=True)).compute_output_shape((5, 2))
+    (5, 6)
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import torch
+
+from arignote.layers._util import KerasLayer, check_rank
+from arignote.layers.base import Layer, deserialize
+
+__all__ = ["Wrapper", "TimeDistributed", "Bidirectional"]
+
+
+def _takes(layer: Any, name: str) -> bool:
+    return name in inspect.signature(layer.forward).parameters
+
+
+def _build(layer: Any, full_shape: tuple) -> None:
+    """Build a wrapped layer from a batch-first shape (built-in layers and users' layers alike)."""
+    if not layer.built:
+        layer._build_once(tuple(full_shape))
+
+
+class Wrapper(KerasLayer, Layer):
+    """Base of the wrappers: holds ``layer``; its weights are this layer's."""
+
+    def __init__(self, layer: Any, **kwargs: Any) -> None:
+        if not isinstance(layer, Layer):
+            raise ValueError(f"{type(self).__name__} wraps an arignote layer (e.g. Dense(8)), got {layer!r}")
+        super().__init__(**kwargs)
+        self.layer = layer
+
+    def _keras_weights(self) -> list[torch.Tensor]:
+        return self.layer._keras_weights()
+
+    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
+        self.layer._set_keras_weights(weights)
+
+    def weight_names(self) -> list[str]:
+        return list(getattr(self.layer, "weight_names", list)())
+
+    def get_config(self) -> dict:
+        cfg = super().get_config()
+        cfg["layer"] = {"class_name": type(self.layer).__name__, "config": self.layer.get_config()}
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Wrapper:
+        config = dict(config)
+        layer = deserialize(config.pop("layer"), custom_objects)
+        return cls(layer, **config)
+
+
+class TimeDistributed(Wrapper):
+    """Applies ``layer`` to every time step of ``(batch, timesteps, ...)`` (one call on the merged
+    batch and time axes); masks pass through."""
+
+    supports_masking = True
+
+    def build_keras(self, input_shape: tuple) -> None:
+        shape = tuple(input_shape)
+        if len(shape) < 3:
+            raise ValueError(
+                f"TimeDistributed '{self.name}': the input should be at least 3D (batch, timesteps, "
+                f"...), got input shape {shape}"
+            )
+        _build(self.layer, (shape[0], *shape[2:]))
+
+    def output_shape_keras(self, input_shape: tuple) -> tuple:
+        shape = tuple(input_shape)
+        inner = self.layer.compute_output_shape((shape[0], *shape[2:]))
+        return (shape[0], shape[1], *tuple(inner)[1:])
+
+    def call(self, x: torch.Tensor, mask: Any = None, training: Any = None) -> torch.Tensor:
+        n, t = x.shape[0], x.shape[1]
+        kwargs = {}
+        if mask is not None and _takes(self.layer, "mask"):
+            kwargs["mask"] = mask.reshape(n * t, *mask.shape[2:])
+        y = self.layer(x.reshape(n * t, *x.shape[2:]), **kwargs)
+        return self._activity(y.reshape(n, t, *y.shape[1:]))
+
+
+class Bidirectional(Wrapper):
+    """Runs a recurrent layer forwards and backwards and merges the two (``merge_mode``: ``'concat'``
+    (default), ``'sum'``, ``'mul'``, ``'ave'`` or None for a list); the backward sequence is reversed
+    back before merging, as Keras 2."""
+
+    supports_masking = True
+    _config_keys = ("merge_mode",)
+
+    def __init__(
+        self, layer: Any, merge_mode: str | None = "concat", weights: Any = None, **kwargs: Any
+    ) -> None:
+        if merge_mode not in ("sum", "mul", "ave", "concat", None):
+            raise ValueError(
+                f"Invalid merge mode {merge_mode!r}. Merge mode should be one of "
+                "{'sum', 'mul', 'ave', 'concat', None}"
+            )
+        if not hasattr(layer, "go_backwards"):
+            raise ValueError(
+                f"Bidirectional wraps a recurrent layer (LSTM, GRU, SimpleRNN, RNN...), got {layer!r}"
+            )
+        super().__init__(layer, **kwargs)
+        del self._modules["layer"]  # registered as forward_layer below (one state_dict entry)
+        object.__setattr__(self, "layer", layer)
+        config = layer.get_config()
+        config["go_backwards"] = not config["go_backwards"]
+        config["name"] = "backward_" + layer.name
+        backward = type(layer).from_config(config)
+        layer.name = "forward_" + layer.name
+        self.forward_layer, self.backward_layer = layer, backward
+        self.merge_mode = merge_mode
+        self.return_sequences = layer.return_sequences
+        self.return_state = layer.return_state
+        self._initial_weights = weights
+
+    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        initial_state = kwargs.pop("initial_state", None)
+        if initial_state is not None:  # Keras 2: the states become extra inputs of the call
+            states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+            inputs = [inputs, *states]
+        return super().__call__(inputs, *args, **kwargs)
+
+    @property
+    def layers(self) -> list:
+        return [self.forward_layer, self.backward_layer]
+
+    def build_keras(self, input_shape: tuple) -> None:
+        shape = check_rank(
+            tuple(input_shape), 3, f"Bidirectional '{self.name}'", "sequences (batch, timesteps, features)"
+        )
+        _build(self.forward_layer, shape)
+        _build(self.backward_layer, shape)
+        if self._initial_weights is not None:
+            self.set_weights(self._initial_weights)
+            self._initial_weights = None
+
+    def output_shape_keras(self, input_shape: Any) -> Any:
+        out = self.forward_layer.output_shape_keras(input_shape)
+        states = []
+        if self.return_state:
+            out, states = out[0], list(out[1:])
+            states = states + states
+        if self.merge_mode == "concat":
+            out = (*out[:-1], out[-1] * 2)
+        outputs = [out, out] if self.merge_mode is None else [out]
+        everything = outputs + states
+        return everything if len(everything) > 1 else everything[0]
+
+    def call(self, x: Any, mask: Any = None, training: Any = None, initial_state: Any = None) -> Any:
+        if isinstance(x, (list, tuple)):
+            x, initial_state = x[0], list(x[1:]) or initial_state
+        fwd_state = bwd_state = None
+        if initial_state is not None:
+            half = len(initial_state) // 2
+            fwd_state, bwd_state = list(initial_state[:half]), list(initial_state[half:])
+        y = self.forward_layer(x, mask=mask, training=training, initial_state=fwd_state)
+        y_rev = self.backward_layer(x, mask=mask, training=training, initial_state=bwd_state)
+        states: list = []
+        if self.return_state:
+            states = list(y[1:]) + list(y_rev[1:])
+            y, y_rev = y[0], y_rev[0]
+        if self.return_sequences:
+            y_rev = y_rev.flip(1)
+        if self.merge_mode == "concat":
+            out: Any = torch.cat([y, y_rev], -1)
+        elif self.merge_mode == "sum":
+            out = y + y_rev
+        elif self.merge_mode == "ave":
+            out = (y + y_rev) / 2
+        elif self.merge_mode == "mul":
+            out = y * y_rev
+        else:
+            out = [y, y_rev]
+        if self.return_state:
+            return (out if isinstance(out, list) else [out]) + states
+        return out
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        if isinstance(mask, list):
+            mask = mask[0]
+        out = mask if self.return_sequences else None
+        outs = [out, out] if self.merge_mode is None else [out]
+        if self.return_state:
+            outs = outs + [None] * (2 * len(self.forward_layer.compute_mask(inputs, mask)[1:]))
+        return outs if len(outs) > 1 else outs[0]
+
+    def reset_states(self) -> None:
+        self.forward_layer.reset_states()
+        self.backward_layer.reset_states()
+
+    def _keras_weights(self) -> list[torch.Tensor]:
+        return self.forward_layer._keras_weights() + self.backward_layer._keras_weights()
+
+    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
+        half = len(weights) // 2
+        self.forward_layer._set_keras_weights(weights[:half])
+        self.backward_layer._set_keras_weights(weights[half:])
+
+    def weight_names(self) -> list[str]:
+        return [f"forward_{n}" for n in self.forward_layer.weight_names()] + [
+            f"backward_{n}" for n in self.backward_layer.weight_names()
+        ]
+
+    def get_config(self) -> dict:
+        cfg = super().get_config()
+        layer_cfg = dict(cfg["layer"]["config"])
+        layer_cfg["name"] = layer_cfg["name"].removeprefix("forward_")
+        cfg["layer"] = {"class_name": cfg["layer"]["class_name"], "config": layer_cfg}
+        return cfg

@@ -1,0 +1,31 @@
+"""The docstring examples of the Keras 2 utility modules run as written."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+from arignote import config
+
+MODULES = [
+    "arignote.metric_names", "arignote.datasets._get_file", "arignote.datasets._sequences",
+    "arignote.preprocessing.sequence", "arignote.preprocessing.text", "arignote.preprocessing.image_utils",
+    "arignote.utils.np_utils", "arignote.utils.generic_utils", "arignote.utils.io_utils",
+    "arignote.utils.progbar",
+    "arignote.utils.layer_utils", "arignote.utils.vis_utils", "arignote.callbacks.lambda_callback",
+    "arignote.callbacks.base_logger", "arignote.wrappers.scikit_learn",
+]
+NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
+         "arignote.preprocessing.image_utils": "PIL"}
+
+
+@pytest.mark.parametrize("module", MODULES)
+def test_docstring_examples_hold(module, tmp_path, monkeypatch):
+    if module in NEEDS:
+        pytest.importorskip(NEEDS[module])
+    monkeypatch.chdir(tmp_path)
+    with config.override(device="cpu", print_active_device=False):
+        result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
