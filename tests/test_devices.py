@@ -215,7 +215,7 @@ def test_import_arignote_sets_pci_bus_order_unless_user_set(user, want):
 
 
 def test_spec_module_and_devices_package_import_without_torch():
-    code = ("import sys; import arignote.devices.spec, arignote.devices.inventory; "
+    code = ("import sys; import arignote.devices.spec, arignote.devices.info; "
             "from arignote import config; config.get('device'); print('torch' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "False", out.stderr
@@ -426,9 +426,9 @@ def test_devices_command_rejects_bad_kind(capsys):
 
 
 @pytest.mark.parametrize("module", [
-    "arignote.devices", "arignote.devices.spec", "arignote.devices.inventory", "arignote.devices.banner",
-    "arignote.devices.setup", "arignote.devices.cpu", "arignote.devices.cuda", "arignote.memory",
-    "arignote.precision", "arignote.config"])
+    "arignote.devices", "arignote.devices.spec", "arignote.devices.info", "arignote.devices.inventory",
+    "arignote.devices.banner", "arignote.devices.setup", "arignote.devices.cpu", "arignote.devices.cuda",
+    "arignote.memory", "arignote.precision", "arignote.config"])
 def test_docstring_examples_hold(module):
     import doctest
     import importlib

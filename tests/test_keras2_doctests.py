@@ -15,7 +15,8 @@ MODULES = [
     "arignote.utils.np_utils", "arignote.utils.generic_utils", "arignote.utils.io_utils",
     "arignote.utils.progbar",
     "arignote.utils.layer_utils", "arignote.utils.vis_utils", "arignote.callbacks.lambda_callback",
-    "arignote.callbacks.base_logger", "arignote.wrappers.scikit_learn",
+    "arignote.callbacks.base_logger", "arignote.wrappers.scikit_learn", "arignote.backend_common",
+    "arignote.models.loading",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}

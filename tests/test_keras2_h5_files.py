@@ -18,6 +18,10 @@ FIXTURES = os.path.join(os.path.dirname(__file__), "fixtures", "keras2")
 
 # files whose every layer arignote has today; the others must fail with an error naming what is missing
 LOADABLE = [
+    "seq_bidirectional",
+    "seq_gru",
+    "seq_simple_rnn",
+    "seq_time_distributed",
     "seq_conv3d",
     "seq_conv2d_transpose",
     "seq_conv3d_transpose",

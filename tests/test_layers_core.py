@@ -268,3 +268,11 @@ def test_legacy_names_say_what_to_use_instead():
         layers.MaxoutDense  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'NoSuchLayer'"):
         layers.NoSuchLayer  # noqa: B018
+
+
+def test_deserialize_keras_object_is_reexported_as_in_keras2():
+    spec = {"class_name": "Dense", "config": {"units": 2}}
+    obj = layers.deserialize_keras_object(spec, module_objects=vars(layers))
+    assert isinstance(obj, layers.Dense) and obj.units == 2
+    with pytest.raises(ValueError, match="Unknown layer: 'Dens'"):
+        layers.deserialize_keras_object("Dens", module_objects=vars(layers), printable_module_name="layer")

@@ -123,3 +123,37 @@ def test_losses_metrics_optimizers_serialization():
     assert isinstance(opt, optimizers.Adam) and opt.get_config()["lr"] == pytest.approx(0.01)
     with pytest.raises(ValueError, match="unknown optimizer"):
         optimizers.deserialize({"class_name": "Adamm", "config": {}})
+
+
+def test_fit_and_evaluate_add_regularization_and_apply_constraints():
+    import numpy as np
+
+    from arignote import config
+    from arignote.layers import ActivityRegularization, Dense
+    from arignote.models import Sequential
+
+    x = np.array([[1.0, 2.0], [0.5, -1.0]], dtype=np.float32)
+    with config.override(device="cpu", print_active_device=False):
+        model = Sequential([Dense(1, use_bias=False, kernel_initializer="ones", input_shape=(2,),
+                                  kernel_regularizer=regularizers.l2(0.1))])
+        model.compile("sgd", "mse")
+        # predictions equal the targets: the loss is the penalty alone, 0.1 * (1 + 1)
+        assert model.evaluate(x, x.sum(1, keepdims=True), verbose=0) == pytest.approx(0.2, rel=1e-5)
+        act = Sequential([Dense(1, use_bias=False, kernel_initializer="ones", input_shape=(2,)),
+                          ActivityRegularization(l1=1.0)])
+        act.compile("sgd", "mse")
+        # the activity penalty of the batch: sum |y| = 3 + 0.5
+        got = act.evaluate(x, x.sum(1, keepdims=True), verbose=0, batch_size=2)
+        assert got == pytest.approx(3.5, rel=1e-5)
+        hist = model.fit(x, x.sum(1, keepdims=True), epochs=1, verbose=0, batch_size=2)
+        assert hist.history["loss"][0] == pytest.approx(0.2, rel=1e-5)  # logged with the penalty, as Keras 2
+        positive = np.abs(x)  # with positive inputs the gradient pushes every weight below zero
+        kernels = []
+        for constraint in (None, constraints.NonNeg()):
+            m = Sequential([Dense(3, input_shape=(2,), use_bias=False, kernel_initializer="ones",
+                                  kernel_constraint=constraint)])
+            m.compile(optimizers.SGD(lr=1.0), "mse")
+            m.fit(positive, -10 * np.ones((2, 3), dtype=np.float32), epochs=1, verbose=0, batch_size=2)
+            kernels.append(m.layers[0].get_weights()[0])
+        assert (kernels[0] < 0).all()  # the update alone goes negative
+        np.testing.assert_array_equal(kernels[1], 0.0)  # NonNeg projects it back after the step

@@ -552,3 +552,18 @@ def test_padded_masks_stay_on_the_fused_kernel_and_match_the_loop(monkeypatch):
         run(layer, x, mask=holes)
         assert not calls  # a mask with a gap takes the loop
         monkeypatch.setattr(torch, fused_name, original)
+
+
+def test_model_reset_states_resets_stateful_layers():
+    from arignote.models import Sequential
+
+    model = Sequential([LSTM(3, stateful=True, batch_input_shape=(3, 5, 4)), layers.Dense(1)])
+    lstm = model.layers[0]
+    with torch.no_grad():
+        first = model.module(torch.tensor(X)).numpy()
+        second = model.module(torch.tensor(X)).numpy()  # starts from the carried states
+        model.reset_states()
+        again = model.module(torch.tensor(X)).numpy()
+    assert not np.allclose(first, second)
+    np.testing.assert_allclose(again, first, rtol=1e-6)
+    assert lstm.states is not None

@@ -14,7 +14,7 @@ import torch
 
 from arignote import config
 from arignote.sizes import format_mib
-from arignote.training import oom
+from arignote.training import oom, oom_selftest
 from arignote.training.batch_size import SearchResult, TrainingSnapshot, auto_batch_size, search_batch_size
 from arignote.training.memory_plan import (
     MemoryPlan,
@@ -473,28 +473,16 @@ def test_memory_figures_on_cpu_and_free_memory_runs():
 
 
 def test_selftest_real_oom_skips_without_a_gpu():
-    ok, detail = oom.selftest_real_oom("cpu")
+    ok, detail = oom_selftest.selftest_real_oom("cpu")
     assert not ok and detail.startswith("skipped:") and "CUDA" in detail
 
 
 @pytest.mark.gpu
 def test_real_oom_on_the_gpu_recovers_with_the_full_batch_gradient():
-    ok, detail = oom.selftest_real_oom("cuda:0")
+    ok, detail = oom_selftest.selftest_real_oom("cuda:0")
     assert ok, detail
     assert "recovered as" in detail
     assert "allocated" in oom.memory_figures("cuda:0")
-
-
-class _HalvingStrategy:
-    """all_reduce_mean as if the other rank sent zeros and no failure: the mean halves everything."""
-
-    world_size, is_main = 2, True
-
-    def all_reduce_mean(self, t):
-        return t / 2
-
-    def agree_max(self, value):
-        return value
 
 
 def test_cublas_cudnn_and_nccl_allocation_failures_count_as_out_of_memory():
@@ -535,3 +523,19 @@ def test_a_cublas_allocation_failure_is_split_like_an_oom():
     with pytest.raises(RuntimeError, match="shapes"):
         guard.step(x, y, lambda *a: (_ for _ in ()).throw(RuntimeError("shapes differ")), opt.step,
                    opt.zero_grad)
+
+
+def test_recovery_keeps_a_preallocation(monkeypatch):
+    """free_memory must not hand memory.preallocate's block back to the driver (CPU-side logic)."""
+    from arignote import memory
+    from arignote.devices import cuda as cuda_dev
+
+    emptied = []
+    monkeypatch.setattr(cuda_dev, "empty_cache", lambda: emptied.append(1))
+    held = memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30, preallocate=0.5, preallocate_bytes=4 << 30)
+    monkeypatch.setitem(memory._applied, "cuda:0", held)
+    oom.free_memory("cuda:0")
+    assert emptied == []
+    monkeypatch.setitem(memory._applied, "cuda:0", memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30))
+    oom.free_memory("cuda:0")
+    assert emptied == [1]

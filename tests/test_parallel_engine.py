@@ -209,3 +209,48 @@ def test_terminate_on_nan_no_rank_steps_on_non_finite_gradients(runs):
     for rk in runs[2] + runs[1]:
         assert rk["nan"]["finite"]
         assert rk["nan"]["steps"] == 1 and rk["nan"]["epochs"] == [0]  # batch 0 stepped, batch 1 skipped
+
+
+SYNC_OOM = r'''
+import os, sys
+import numpy as np, torch
+import arignote
+from arignote.models import Model
+
+arignote.configure(device="cpu", cpu_processes=2, print_active_device=False)
+rank = int(os.environ.get("RANK", "0"))
+open(os.path.join(sys.argv[1], f"pid.{rank}"), "w").write(str(os.getpid()))
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+calls = [0]
+
+
+def hook(grad):
+    # rank 1 runs out of memory in the backward of its 3rd step: DDP is reducing the gradients then
+    calls[0] += 1
+    if rank == 1 and calls[0] == 3:
+        raise torch.OutOfMemoryError("CUDA out of memory (simulated during the gradient sync)")
+    return grad
+
+
+net[0].weight.register_hook(hook)
+m = Model(net)
+m.compile("sgd", "mse")
+x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+m.fit(x, x[:, :1], batch_size=16, epochs=2, verbose=0)
+'''
+
+
+def test_an_oom_during_the_gradient_sync_ends_every_rank_with_one_clear_error(tmp_path):
+    import time
+
+    from parallel_helpers import _alive, _pids
+
+    script = _write(tmp_path, "sync_oom.py", SYNC_OOM)
+    started = time.monotonic()
+    r = _run([str(script), str(tmp_path)], timeout=120)
+    assert r.returncode == 1
+    assert "rank 1: out of memory in the backward pass while the gradients were being reduced" in r.stderr
+    assert "arignote: rank 1 (pid" in r.stderr  # the launcher names the rank and stops the others
+    assert time.monotonic() - started < 60  # nobody waited for a collective timeout
+    assert not any(_alive(p) for p in _pids(tmp_path))

@@ -130,3 +130,44 @@ def test_layers_run_on_their_gpu_and_gradients_flow_back():
         assert next(m.layers[0].parameters()).device.type == "cuda"
         assert next(m.layers[1].parameters()).device.type == "cpu"
         assert m.predict(x).shape == (8, 2)
+
+
+# ----------------------------------------------------------------------------- placement + data parallel
+
+
+def test_contexts_are_relative_to_each_replicas_own_gpus():
+    from arignote.parallel.placement import (
+        configured_contexts,
+        device,
+        gpus_per_replica,
+        relative_contexts,
+        replica_gpus,
+        set_replica_gpus,
+    )
+
+    contexts = {"dev0": "cuda:0", "dev1": "cuda:1", "host": "cpu"}
+    assert gpus_per_replica(contexts) == 2 and gpus_per_replica({"a": "cpu"}) == 1
+    # device=all on 4 GPUs: 2 replicas of 2 GPUs; replica 1's cuda0/cuda1 are GPUs 2 and 3
+    assert [replica_gpus([0, 1, 2, 3], 2, r) for r in range(2)] == [[0, 1], [2, 3]]
+    assert relative_contexts(contexts, [2, 3]) == {"dev0": "cuda:2", "dev1": "cuda:3", "host": "cpu"}
+    with pytest.raises(ConfigError, match="multiple of 2 GPUs"):
+        replica_gpus([0, 1, 2], 2, 0)
+    with pytest.raises(ConfigError, match="owns 1 GPU"):
+        relative_contexts(contexts, [5])
+    with config.override(contexts="dev0->cuda0;dev1->cuda1"):
+        set_replica_gpus([2, 3])
+        try:
+            assert configured_contexts() == {"dev0": "cuda:2", "dev1": "cuda:3"}
+            with device("dev1") as dev:
+                assert dev == "cuda:3"  # what a layer added here is placed on, in replica 1
+        finally:
+            set_replica_gpus(None)
+        assert configured_contexts() == {"dev0": "cuda:0", "dev1": "cuda:1"}
+
+
+def test_two_gpus_placed_by_contexts_are_one_replica_not_data_parallel():
+    from arignote.parallel import SingleDevice, strategy_for
+
+    with config.override(contexts="dev0->cuda0;dev1->cuda1"):
+        s = strategy_for(["cuda:0", "cuda:1"])  # starts nothing: one replica owns both GPUs
+    assert isinstance(s, SingleDevice) and str(s.device) == "cuda:0"

@@ -15,7 +15,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
-__all__ = ["serialize_object", "deserialize_object", "lookup"]
+__all__ = ["serialize_object", "deserialize_object", "lookup", "serialize_keras_object",
+           "deserialize_keras_object"]
 
 
 def lookup(kind: str, name: str, module_objects: dict, custom_objects: dict | None) -> Any:
@@ -58,6 +59,22 @@ def deserialize_object(identifier: Any, module_objects: dict, custom_objects: di
         obj = lookup(kind, identifier, module_objects, custom_objects)
         return obj() if isinstance(obj, type) else obj
     raise ValueError(f"Could not interpret serialized {kind}: {identifier!r}")
+
+
+def serialize_keras_object(instance: Any) -> Any:
+    """Keras 2 ``generic_utils.serialize_keras_object`` (a name or ``{"class_name", "config"}``)."""
+    return serialize_object(instance)
+
+
+def deserialize_keras_object(
+    identifier: Any,
+    module_objects: dict | None = None,
+    custom_objects: dict | None = None,
+    printable_module_name: str = "object",
+) -> Any:
+    """Keras 2 ``utils.generic_utils.deserialize_keras_object`` (which ``keras.layers`` re-exports):
+    ``identifier`` (a name or a config dict) looked up in ``custom_objects`` then ``module_objects``."""
+    return deserialize_object(identifier, dict(module_objects or {}), custom_objects, printable_module_name)
 
 
 # the global custom-object registry (Keras 2 ``get_custom_objects()``); here, in a module without

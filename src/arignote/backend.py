@@ -12,20 +12,25 @@ Example::
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
-from arignote import config
-from arignote.backend_ops import *  # noqa: F403 - Keras's backend is one flat namespace
-from arignote.backend_ops import __all__ as _OPS
-from arignote.graph.kfunction import function, gradients, learning_phase, set_learning_phase
+from arignote._backend_names import GRAPH_FUNCTIONS, TENSOR_FUNCTIONS
+from arignote.backend_common import (
+    epsilon,
+    floatx,
+    get_uid,
+    image_data_format,
+    reset_uids,
+    set_epsilon,
+    set_floatx,
+    set_image_data_format,
+)
 from arignote.hyperparameter import HyperParameter
 
 __all__ = [
-    *_OPS,
-    "function",
-    "gradients",
-    "learning_phase",
-    "set_learning_phase",
+    *TENSOR_FUNCTIONS,
+    *GRAPH_FUNCTIONS,
     "backend",
     "image_data_format",
     "set_image_data_format",
@@ -34,13 +39,13 @@ __all__ = [
     "epsilon",
     "set_epsilon",
     "clear_session",
+    "get_uid",
+    "reset_uids",
     "get_value",
     "set_value",
     "batch_get_value",
     "batch_set_value",
 ]
-
-_EPSILON = [1e-7]
 
 
 def backend() -> str:
@@ -48,47 +53,9 @@ def backend() -> str:
     return "torch"
 
 
-def image_data_format() -> str:
-    """The default ``data_format`` of image layers: ``'channels_last'`` (Keras's default) or
-    ``'channels_first'`` (Theano's ordering), from :func:`set_image_data_format`, the
-    ``image_data_format`` flag, or ``~/.keras/keras.json``."""
-    return config.get("image_data_format")
-
-
-def set_image_data_format(data_format: str) -> None:
-    """Set the default image layout for layers built afterwards (Keras 2 ``K.set_image_data_format``)."""
-    if data_format not in ("channels_last", "channels_first"):
-        raise ValueError(f"Unknown data_format: {data_format!r}; use 'channels_last' or 'channels_first'")
-    config.configure(image_data_format=data_format)
-
-
-def floatx() -> str:
-    """The default float dtype name (``floatX`` flag), e.g. ``'float32'``."""
-    return config.get("floatX")
-
-
-def set_floatx(value: str) -> None:
-    """Set the ``floatX`` flag from code (``float16``, ``bfloat16``, ``float32``, ``float64``)."""
-    config.configure(floatX=value)
-
-
-def epsilon() -> float:
-    """The fuzz factor of losses and optimizers (Keras default ``1e-7``)."""
-    return _EPSILON[0]
-
-
-def set_epsilon(value: float) -> None:
-    """Change :func:`epsilon` (used by losses' clipping and as default optimizer epsilon)."""
-    if not value > 0:
-        raise ValueError(f"epsilon must be > 0, got {value!r}")
-    _EPSILON[0] = float(value)
-
-
 def clear_session() -> None:
     """Reset layer auto-names (the next ``Dense`` is ``dense_1`` again), as Keras does."""
-    from arignote.layers.base import reset_name_counters
-
-    reset_name_counters()
+    reset_uids()
 
 
 def get_value(x: Any) -> Any:
@@ -136,3 +103,17 @@ def batch_set_value(pairs: Any) -> None:
     """``set_value(x, v)`` for each ``(x, v)`` pair."""
     for x, value in pairs:
         set_value(x, value)
+
+
+# the tensor functions (K.sum, K.dot, K.function, ...) load torch: they arrive on first use, so that
+# `import arignote.backend` (image_data_format, floatx) stays light
+_LAZY = {**{name: "arignote.backend_ops" for name in TENSOR_FUNCTIONS},
+         **{name: "arignote.graph.kfunction" for name in GRAPH_FUNCTIONS}}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'arignote.backend' has no attribute '{name}'")

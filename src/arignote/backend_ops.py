@@ -22,24 +22,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from arignote import config
+from arignote import backend, config
+from arignote._backend_names import TENSOR_FUNCTIONS
 from arignote.graph import state
 from arignote.graph.ops import symbolic
 from arignote.graph.tensor import KerasTensor
 
-__all__ = [
-    "abs", "all", "any", "argmax", "argmin", "batch_dot", "batch_flatten", "binary_crossentropy", "cast",
-    "categorical_crossentropy", "clip", "concatenate", "cos", "cumprod", "cumsum", "dot", "dropout", "elu",
-    "equal", "exp", "expand_dims", "flatten", "gather", "greater", "greater_equal", "hard_sigmoid",
-    "l2_normalize", "less", "less_equal", "log", "logsumexp", "max", "maximum", "mean", "min", "minimum",
-    "not_equal", "one_hot", "ones_like", "permute_dimensions", "pow", "prod", "relu", "repeat",
-    "repeat_elements", "reshape", "round", "sigmoid", "sign", "sin", "softmax", "softplus", "softsign",
-    "sparse_categorical_crossentropy", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient", "sum",
-    "switch", "tanh", "tile", "transpose", "var", "zeros_like", "int_shape", "shape", "ndim", "dtype",
-    "random_normal", "random_uniform", "random_binomial", "truncated_normal", "variable", "constant", "zeros",
-    "ones", "eye", "is_keras_tensor", "is_tensor", "in_train_phase", "in_test_phase", "count_params",
-    "arange", "update", "update_add", "update_sub", "eval", "get_variable_shape", "slice",
-]  # fmt: skip
+__all__ = list(TENSOR_FUNCTIONS)
 
 def _t(x: Any) -> torch.Tensor:
     if isinstance(x, torch.Tensor):
@@ -466,9 +455,7 @@ def binary_crossentropy(target: Any, output: Any, from_logits: bool = False) -> 
 
 
 def _epsilon() -> float:
-    from arignote.backend import epsilon
-
-    return epsilon()
+    return backend.epsilon()
 
 
 # ---------------------------------------------------------------------- random, variables

@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from arignote import backend_common
 from arignote._keras_objects import deserialize_object, serialize_object
 
 __all__ = [
@@ -40,9 +41,7 @@ __all__ = [
 
 
 def _eps() -> float:
-    from arignote import backend
-
-    return backend.epsilon()
+    return backend_common.epsilon()
 
 
 def _norms(w: torch.Tensor, axis: Any) -> torch.Tensor:

@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from arignote import backend_common
 from arignote._keras_objects import deserialize_object, serialize_object
 
 __all__ = [
@@ -60,9 +61,7 @@ _TRUNC_STD = 0.87962566103423978
 
 def _dtype(dtype: Any) -> torch.dtype:
     if dtype is None:
-        from arignote import backend
-
-        dtype = backend.floatx()
+        dtype = backend_common.floatx()
     return getattr(torch, dtype) if isinstance(dtype, str) else dtype
 
 

@@ -22,6 +22,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from arignote.bench.selfchecks_dp import (
+    bf16_gpu,
+    dp_out_of_memory,
+    dp_preallocation_after_oom,
+    dp_weights,
+    dp_with_placement,
+)
+
 MARK = "@@selftest "
 MiB = 1 << 20
 
@@ -308,7 +316,7 @@ def placement() -> str:
 
 def out_of_memory() -> str:
     from arignote import config
-    from arignote.training.oom import selftest_real_oom
+    from arignote.training.oom_selftest import selftest_real_oom
 
     config.configure(device="cuda0", print_active_device=False)
     ok, detail = selftest_real_oom("cuda:0")
@@ -336,6 +344,15 @@ CHECKS = [
     Check("data-parallel-nccl", 2, "data parallel over all GPUs (NCCL)", data_parallel_gpu),
     Check("placement", 2, "layers placed on two GPUs with contexts", placement),
     Check("out-of-memory", 1, "a real OOM under a small memory.limit, recovered by splitting", out_of_memory),
+    # data parallel on GPUs (selfchecks_dp.py; written without a GPU, never run where they were written)
+    Check("data-parallel-weights", 2, "NCCL data parallel ends with one process's weights", dp_weights),
+    Check("data-parallel-oom", 2, "a real OOM on one of 2 GPUs: ranks agree, recover, same weights",
+          dp_out_of_memory),
+    Check("mixed-bf16", 1, "training with precision=mixed-bf16 on a GPU", bf16_gpu),
+    Check("preallocate-after-oom", 1, "memory.preallocate still held after an OOM recovery",
+          dp_preallocation_after_oom),
+    Check("placement-data-parallel", 4, "placement contexts inside each data-parallel replica's GPUs",
+          dp_with_placement),
 ]
 
 

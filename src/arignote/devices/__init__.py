@@ -31,7 +31,7 @@ del _torch
 
 # public name -> submodule defining it
 _NAMES = {
-    "Device": "inventory", "GPUInfo": "inventory", "CPUInfo": "inventory", "Inventory": "inventory",
+    "Device": "info", "GPUInfo": "info", "CPUInfo": "info", "Inventory": "info",
     "current_inventory": "inventory", "list_devices": "inventory", "is_gpu_available": "inventory",
     "gpu_device_name": "inventory", "cudnn_version": "inventory",
     "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",

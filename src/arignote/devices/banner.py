@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arignote.devices.inventory import CPUInfo, Device
+from arignote.devices.info import CPUInfo, Device
 from arignote.sizes import format_mib
 
 

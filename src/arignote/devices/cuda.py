@@ -24,7 +24,7 @@ from typing import Any
 import torch
 
 from arignote.devices import ORDER_SET_TOO_LATE, ORDER_WAS_SET_BY_USER  # noqa: F401 - re-exported
-from arignote.devices.inventory import GPUInfo
+from arignote.devices.info import GPUInfo
 
 MiB = 1 << 20
 

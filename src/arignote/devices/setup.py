@@ -17,7 +17,8 @@ from typing import Any
 
 from arignote import config
 from arignote.config import ConfigError
-from arignote.devices.inventory import CPUInfo, Device, Inventory, current_inventory
+from arignote.devices.info import CPUInfo, Device, Inventory
+from arignote.devices.inventory import current_inventory
 from arignote.devices.spec import DeviceError, Selector, parse_spec, resolve
 
 # what prepare() already did in this process

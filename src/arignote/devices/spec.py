@@ -22,7 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from arignote.devices.inventory import Device, Inventory, cpu_device, gpu_device
+from arignote.devices.info import Device, Inventory, cpu_device, gpu_device
 from arignote.errors import DeviceError
 
 FORMS = "auto, cpu, cuda, cudaN, cuda:N, a list like cuda0,cuda2, all, or free:N"

@@ -10,7 +10,8 @@ Example::
 
 from __future__ import annotations
 
-from arignote.graph.node import Node, get_source_inputs
+from arignote.graph.node import Node
+from arignote.graph.tensor import get_source_inputs
 from arignote.layers.base import InputSpec, Layer
 from arignote.layers.input_layer import Input, InputLayer
 from arignote.models.model import Model

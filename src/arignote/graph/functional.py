@@ -424,29 +424,14 @@ def shape_for(x: Any) -> Any:
 # ---------------------------------------------------------------------- compile
 
 
-def _loss_layers(model: Any) -> list:
-    """Layers whose ``_own_losses()`` can be non-empty (penalties, activity, add_loss in call)."""
-    out = []
-    for m in model.module.modules():
-        if not isinstance(m, Layer):
-            continue
-        builtin = type(m).__module__.startswith("arignote.layers")
-        if (not builtin or m._regularizers or m._added_losses
-                or getattr(m, "activity_regularizer", None) is not None):
-            out.append(m)
-    return out
-
-
 def with_model_losses(model: Any, fn: Any) -> Any:
-    """``fn(y_true, y_pred)`` plus the model's extra losses (Keras 2 adds regularization penalties and
-    ``add_loss`` terms to the training loss); a custom loss reads symbolic tensors of the graph it
-    closes over from the current forward (the Keras 2.0 VAE's ``z_mean``)."""
-    cache: dict = {}
+    """``fn(y_true, y_pred)`` plus the model-level losses (``model.add_loss``: symbolic terms the
+    graph computes, tensors, callables); a custom loss reads symbolic tensors of the graph it closes
+    over from the current forward (the Keras 2.0 VAE's ``z_mean``). The layers' own penalties
+    (regularizers, ``layer.add_loss``) are added by the training loop (:mod:`arignote.layers.penalties`)."""
 
     def total_loss(y_true: Any, y_pred: Any) -> Any:
         module = model.module
-        if "layers" not in cache:
-            cache["layers"] = _loss_layers(model)
         value = None
         if fn is not None:
             if getattr(module, "keep_values", False):
@@ -456,9 +441,8 @@ def with_model_losses(model: Any, fn: Any) -> Any:
                 value = fn(y_true, y_pred)
             if value.dim():
                 value = value.mean()
-        extra = [loss for layer in cache["layers"] for loss in layer._own_losses()]
-        extra += [loss() if callable(loss) else loss for loss in model._model_losses
-                  if not isinstance(loss, KerasTensor)]
+        extra = [loss() if callable(loss) else loss for loss in model._model_losses
+                 if not isinstance(loss, KerasTensor)]
         if isinstance(module, GraphModule):
             extra += [t.mean() if t.dim() else t for t in module.extra_losses]
         for loss in extra:

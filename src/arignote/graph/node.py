@@ -26,7 +26,7 @@ from torch import nn
 from arignote import config
 from arignote.graph.tensor import KerasTensor, flatten
 
-__all__ = ["Node", "symbolic_call", "runtime_module", "nest_like", "torch_dtype_name", "get_source_inputs"]
+__all__ = ["Node", "symbolic_call", "runtime_module", "nest_like", "torch_dtype_name"]
 
 
 class Node:
@@ -234,18 +234,3 @@ def symbolic_call(layer: Any, inputs: Any, kwargs: dict) -> Any:
          output_structure=structure if isinstance(structure, (list, tuple)) else None)
     return out_struct
 
-
-def get_source_inputs(tensor: Any, layer: Any = None, node_index: Any = None) -> list:
-    """The ``Input`` tensors ``tensor`` was computed from (Keras 2 ``get_source_inputs``)."""
-    if not isinstance(tensor, KerasTensor) or tensor._keras_history is None:
-        raise ValueError(f"get_source_inputs takes a symbolic tensor of a model, got {tensor!r}")
-    layer, node_index, _ = tensor._keras_history
-    node = layer._inbound_nodes[node_index]
-    if not node.inbound_layers:
-        return list(node.output_tensors)
-    out: list = []
-    for t in node.input_tensors:
-        for source in get_source_inputs(t):
-            if all(source is not o for o in out):
-                out.append(source)
-    return out

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["KerasTensor", "is_symbolic", "flatten", "register_dispatch"]
+__all__ = ["KerasTensor", "is_symbolic", "flatten", "register_dispatch", "get_source_inputs"]
 
 _DISPATCH: list[Callable | None] = [None]
 
@@ -124,3 +124,19 @@ def flatten(x: Any) -> list:
     if isinstance(x, dict):
         return [leaf for k in sorted(x) for leaf in flatten(x[k])]
     return [x]
+
+
+def get_source_inputs(tensor: Any, layer: Any = None, node_index: Any = None) -> list:
+    """The ``Input`` tensors ``tensor`` was computed from (Keras 2 ``get_source_inputs``)."""
+    if not isinstance(tensor, KerasTensor) or tensor._keras_history is None:
+        raise ValueError(f"get_source_inputs takes a symbolic tensor of a model, got {tensor!r}")
+    layer, node_index, _ = tensor._keras_history
+    node = layer._inbound_nodes[node_index]
+    if not node.inbound_layers:
+        return list(node.output_tensors)
+    out: list = []
+    for t in node.input_tensors:
+        for source in get_source_inputs(t):
+            if all(source is not o for o in out):
+                out.append(source)
+    return out

@@ -19,6 +19,7 @@ Example::
     ['Conv2D', 'Flatten', 'Dense']
 """
 
+from arignote._keras_objects import deserialize_keras_object
 from arignote.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
 from arignote.layers.base import (
     InputSpec,
@@ -168,6 +169,6 @@ __all__ = [
     "Reshape", "SeparableConv1D", "SeparableConv2D", "Softmax", "SpatialDropout1D", "SpatialDropout2D",
     "SpatialDropout3D", "Subtract", "ThresholdedReLU", "UnsupportedLayerError", "UpSampling1D",
     "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "add", "average",
-    "concatenate", "deserialize", "dot", "maximum", "minimum", "multiply",
+    "concatenate", "deserialize", "deserialize_keras_object", "dot", "maximum", "minimum", "multiply",
     "reset_name_counters", "serialize", "subtract",
 ]

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from arignote import config, constraints, initializers, regularizers
+from arignote import backend_common, config, constraints, initializers, regularizers
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.graph import node as _node
 from arignote.graph import state
@@ -64,7 +64,6 @@ __all__ = [
     "unknown_argument_error",
 ]
 
-_NAME_COUNTS: dict[str, int] = {}
 _REGISTRY: dict[str, type] = {}
 
 # kwargs every layer accepts (Keras 2 ``Layer.__init__``; input_dim as the layers that take it)
@@ -73,8 +72,8 @@ _BASE_KWARGS = ("name", "input_shape", "input_dim", "batch_input_shape", "batch_
 
 
 def reset_name_counters() -> None:
-    """Restart auto names at ``dense_1`` etc. (``backend.clear_session()`` calls this)."""
-    _NAME_COUNTS.clear()
+    """Restart auto names at ``dense_1`` etc. (what ``backend.clear_session()`` does)."""
+    backend_common.reset_uids()
 
 
 def _snake_case(name: str) -> str:
@@ -85,8 +84,7 @@ def _snake_case(name: str) -> str:
 
 def auto_name(prefix: str) -> str:
     """``prefix_N`` with N counting from 1 per prefix (Keras's ``K.get_uid``)."""
-    _NAME_COUNTS[prefix] = _NAME_COUNTS.get(prefix, 0) + 1
-    return f"{prefix}_{_NAME_COUNTS[prefix]}"
+    return f"{prefix}_{backend_common.get_uid(prefix)}"
 
 
 def _auto_name(cls: type) -> str:

@@ -22,8 +22,8 @@ Example::
 
 from __future__ import annotations
 
+from arignote.models.loading import load_model, model_from_json
 from arignote.models.model import Model
-from arignote.models.saving import load_model, model_from_json
 from arignote.models.sequential import Sequential
 
 __all__ = ["Model", "Sequential", "load_model", "model_from_json"]

@@ -27,7 +27,7 @@ from arignote.callbacks.base import CallbackList, History
 from arignote.callbacks.stopping import TerminateOnNaN
 from arignote.graph import functional
 from arignote.graph.functional import Functional
-from arignote.layers.base import Layer
+from arignote.models import saving
 from arignote.models.generators import GeneratorMethods
 from arignote.training import inputs
 from arignote.training.loop import Trainer
@@ -169,7 +169,8 @@ class Model(Functional, GeneratorMethods):
             self._metric_ids = list(metrics or [])
         if self._is_graph:
             self.module.keep_values = functional._is_custom(loss)  # a custom loss may read graph tensors
-        self.loss_fn = functional.with_model_losses(self, base) if self._has_layers() else base
+        needs_wrapper = self._is_graph or bool(self._model_losses)
+        self.loss_fn = functional.with_model_losses(self, base) if needs_wrapper else base
         self.metrics_names = ["loss", *[m.name for m in self.metrics_list]]
         self._compile_args = {"optimizer": optimizer, "loss": loss, "metrics": metrics if multi else
                               list(metrics or [])}
@@ -178,9 +179,6 @@ class Model(Functional, GeneratorMethods):
         self._trainer = None
         if self._placed:
             self.optimizer.build(list(self.module.parameters()))
-
-    def _has_layers(self) -> bool:
-        return self.module is not None and any(isinstance(m, Layer) for m in self.module.modules())
 
     @property
     def compiled(self) -> bool:
@@ -498,30 +496,28 @@ class Model(Functional, GeneratorMethods):
             return Functional.count_params(self)
         return sum(p.numel() for p in self.module.parameters())
 
+    def reset_states(self) -> None:
+        """Keras 2 ``model.reset_states()``: zero the carried states of every stateful layer."""
+        for layer in getattr(self, "layers", []):
+            if getattr(layer, "stateful", False) and hasattr(layer, "reset_states"):
+                layer.reset_states()
+
     def save_weights(self, filepath: str) -> None:
         """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint."""
-        from arignote.models import saving
-
         saving.save_weights(self, filepath)
 
     def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
         """Load weights written by :meth:`save_weights` or :meth:`save`, or by Keras 2 (HDF5; there also
         ``by_name=True`` and ``skip_mismatch=True`` as in Keras 2)."""
-        from arignote.models import saving
-
         saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch)
 
     def save(self, filepath: str, include_optimizer: bool = True) -> None:
         """Architecture + weights + optimizer state in one file: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``
         names, arignote's checkpoint for any other."""
-        from arignote.models import saving
-
         saving.save_model(self, filepath, include_optimizer=include_optimizer)
 
     def to_json(self, **kwargs: Any) -> str:
         """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
-        from arignote.models import saving
-
         return saving.to_json(self, **kwargs)
 
     def training_state(self) -> dict[str, Any]:

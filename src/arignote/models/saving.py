@@ -14,6 +14,9 @@ refused with what it looks like (a Keras 3 ``.keras`` archive, a bare ``torch.sa
 A wrapped ``torch.nn.Module`` has no layer configs: it saves to checkpoints only, and
 ``load_model`` explains how to restore it (build the module, then ``load_weights``).
 
+This module writes and reads into a model it is given; rebuilding a model from a file
+(``load_model``, ``model_from_json``) needs the model classes and lives in :mod:`.loading`, a floor up.
+
 Example::
 
     >>> import os, tempfile
@@ -40,8 +43,8 @@ import torch
 from arignote import checkpoint, saving
 from arignote.saving import hdf5 as keras_hdf5
 
-__all__ = ["save_model", "load_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT",
-           "is_hdf5_name", "to_json", "model_from_json"]
+__all__ = ["save_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT", "is_hdf5_name",
+           "to_json"]
 
 MODEL_FORMAT = "arignote-model/1"
 WEIGHTS_FORMAT = "arignote-weights/1"
@@ -72,12 +75,11 @@ def _compile_config(model: Any) -> str | None:
     return json.dumps({"loss": loss, "metrics": metrics, "optimizer": opt_config})
 
 
-def _model_classes() -> dict:
-    """What rebuilds each Keras model class name (the functional ``Model`` once it has ``from_config``)."""
-    from arignote.models.model import Model
-    from arignote.models.sequential import Sequential
-
-    return {"Sequential": Sequential, "Model": Model}
+def _is_sequential(model: Any) -> bool:
+    """``isinstance(model, Sequential)`` by the class's home, without importing it: this module is a floor
+    below ``models/model.py``, whose ``save``/``load_weights`` call it (loading.py imports the classes)."""
+    return any(c.__name__ == "Sequential" and c.__module__ == "arignote.models.sequential"
+               for c in type(model).__mro__)
 
 
 def is_hdf5_name(filepath: Any) -> bool:
@@ -136,15 +138,13 @@ def _checkpoint_or_error(path: str) -> None:
 
 def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> None:
     """Write architecture, weights and (optionally) optimizer state to ``filepath`` (HDF5 for .h5 names)."""
-    from arignote.models.sequential import Sequential
-
     if is_hdf5_name(filepath):
         saving.save_model(model, filepath, include_optimizer=include_optimizer)
         return
     model._ensure_built(None)
     obj: dict[str, Any] = {"format": MODEL_FORMAT, "class_name": type(model).__name__,
                            "weights": _cpu_state(model.module), "epochs_done": int(model.epochs_done)}
-    if isinstance(model, Sequential):
+    if _is_sequential(model):
         obj["config"] = json.dumps(model.get_config())
     else:
         obj["config"] = None
@@ -181,91 +181,6 @@ def _unusable(filepath: str, reason: str, exc: BaseException | None = None) -> c
 
 # what from_config / load_state_dict / compile raise on contents that do not make a model
 _CONTENT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, RuntimeError)
-
-
-def load_model(filepath: str, custom_objects: dict | None = None, compile: bool = True) -> Any:
-    """Rebuild a model saved with ``model.save(filepath)`` or Keras 2: layers, weights, compile settings,
-    optimizer state. ``custom_objects`` maps names in the file to your classes and functions.
-
-    Every way the file can be unusable (missing, truncated, corrupt, a checksum that verifies over
-    contents that do not make a model: bad JSON, an unknown layer or optimizer class, weights that
-    do not fit) raises :class:`arignote.checkpoint.CheckpointError` naming the file and the reason.
-    Layer and optimizer classes are looked up only among arignote's own (and ``custom_objects``),
-    never by an arbitrary name from the file.
-
-    Example: ``model = arignote.models.load_model("model.h5")``.
-    """
-    from arignote.models.sequential import Sequential
-
-    path = os.fspath(filepath)
-    if saving.is_hdf5(path):
-        with _load_errors(path):
-            return saving.load_model(path, _model_classes(), custom_objects, compile)
-    _checkpoint_or_error(path)
-    obj = _read(filepath)
-    if obj["format"] == WEIGHTS_FORMAT:
-        raise checkpoint.CheckpointError(
-            f"{filepath} holds weights only (model.save_weights): build the same model in code, then "
-            "call model.load_weights(path)")
-    if obj.get("config") is None:
-        raise checkpoint.CheckpointError(
-            f"{filepath} was saved from a wrapped torch module ({obj.get('module_class')}), so it holds "
-            "weights but no architecture: build the module in code, wrap it with "
-            "arignote.models.Model(module), then call model.load_weights(path)")
-    if obj.get("class_name") != "Sequential":
-        raise checkpoint.CheckpointError(
-            f"{filepath}: unknown model class {obj.get('class_name')!r} (load_model rebuilds 'Sequential')")
-    try:
-        config = json.loads(obj["config"])
-    except (TypeError, ValueError) as exc:
-        raise _unusable(filepath, "its model config is not valid JSON", exc) from None
-    try:
-        model = Sequential.from_config(config, custom_objects)
-    except _CONTENT_ERRORS as exc:
-        raise _unusable(filepath, "its model config does not rebuild a model", exc) from None
-    try:
-        model.module.load_state_dict(obj["weights"])
-    except _CONTENT_ERRORS as exc:
-        raise _unusable(filepath, "its weights do not fit the architecture it records", exc) from None
-    epochs_done = obj.get("epochs_done", 0)
-    if isinstance(epochs_done, bool) or not isinstance(epochs_done, int) or epochs_done < 0:
-        raise _unusable(filepath, f"it records epochs_done={epochs_done!r}, not a whole number >= 0")
-    model.epochs_done = epochs_done
-    if compile and obj.get("compile"):
-        try:
-            spec = json.loads(obj["compile"])
-            if not isinstance(spec, dict):
-                raise TypeError(f"a JSON object was expected, found {type(spec).__name__}")
-        except (TypeError, ValueError) as exc:
-            raise _unusable(filepath, "its compile settings are not a JSON object", exc) from None
-        if spec.get("loss") is not None and spec.get("optimizer") is not None:
-            try:
-                model.compile(optimizer=_optimizer_from(spec["optimizer"]), loss=spec["loss"],
-                              metrics=spec.get("metrics") or None)
-            except _CONTENT_ERRORS as exc:
-                raise _unusable(filepath, "its compile settings (loss, metrics, optimizer) are unusable; "
-                                "load_model(path, compile=False) skips them", exc) from None
-            state = obj.get("optimizer")
-            if state is not None:
-                try:  # checked now on a scratch optimizer, not at the first fit (where it is applied)
-                    _optimizer_from(spec["optimizer"]).build(list(model.module.parameters())) \
-                        .load_state_dict(state)
-                except _CONTENT_ERRORS as exc:
-                    raise _unusable(filepath, "its optimizer state does not fit the model; "
-                                    "load_model(path, compile=False) skips it", exc) from None
-                model._pending_optimizer_state = state
-    return model
-
-
-def _optimizer_from(spec: Any) -> Any:
-    """An optimizer from its saved form: a name or ``{"class_name", "config"}``, looked up only among
-    arignote's optimizers (:func:`arignote.optimizers.get`), never by ``getattr`` on a module."""
-    from arignote import optimizers
-
-    if isinstance(spec, (dict, str)):
-        return optimizers.get(spec)
-    raise ValueError(f"the saved optimizer is a {type(spec).__name__}, not a name or a "
-                     "class_name/config dict")
 
 
 def save_weights(model: Any, filepath: str) -> None:
@@ -323,27 +238,3 @@ def to_json(model: Any, **kwargs: Any) -> str:
     spec = keras_hdf5.model_config(model)
     spec.update(keras_version=keras_hdf5.KERAS_VERSION, backend=keras_hdf5.WRITTEN_BACKEND)
     return json.dumps(spec, **kwargs)
-
-
-def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any:
-    """Keras 2's ``model_from_json``: an uncompiled model from ``to_json()`` text (Keras 2's or ours).
-
-    Example::
-
-        >>> from arignote.models import Sequential
-        >>> from arignote.layers import Dense
-        >>> text = Sequential([Dense(2, input_dim=3, name="d")]).to_json()
-        >>> model_from_json(text).layers[0].name
-        'd'
-    """
-
-    try:
-        spec = json.loads(json_string)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"model_from_json: not JSON ({err}); pass the text to_json() returned") from None
-    model, conversion = keras_hdf5.model_from_config(spec, custom_objects, "model_from_json",
-                                                      _model_classes())
-    if conversion.channels_first:
-        raise ValueError("model_from_json: a channels_first model; arignote rebuilds it channels_last, which "
-                         "needs its weights converted too: load the whole model from its .h5 file instead")
-    return model

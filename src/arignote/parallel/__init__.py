@@ -55,7 +55,13 @@ def strategy_for(devices: list[Any]) -> Any:
     devices = [_as_device(d) for d in devices]
     processes = check_layout(devices)
     env = DistEnv.from_mapping(os.environ)
-    multi = len(devices) > 1 or processes > 1 or (env is not None and env.world_size > 1)
+    replicas = len(devices)
+    if replicas > 1 and all(_is_cuda(d) for d in devices):
+        from arignote.parallel.placement import gpus_per_replica, parse_contexts
+
+        # placement contexts on k GPUs: each replica owns k of the named GPUs
+        replicas = len(devices) // gpus_per_replica(parse_contexts(config.get("contexts")))
+    multi = replicas > 1 or processes > 1 or (env is not None and env.world_size > 1)
     if not multi:
         return SingleDevice(devices[0])
     from arignote.parallel.ddp import data_parallel

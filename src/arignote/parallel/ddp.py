@@ -41,6 +41,7 @@ from arignote.config import ConfigError
 from arignote.parallel.env import DistEnv, relaunch_command, restart_count
 from arignote.parallel.heartbeat import Heartbeat
 from arignote.parallel.launcher import Launcher, watch_parent
+from arignote.parallel.placement import gpus_per_replica, parse_contexts, replica_gpus, set_replica_gpus
 
 __all__ = ["DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
 
@@ -264,24 +265,32 @@ def _handshake(store: dist.TCPStore, env: DistEnv) -> None:
 
 
 def _gpu_device(devices: list[Any], env: DistEnv, store: dist.TCPStore, launching: bool) -> Any:
+    """This rank's GPU (with placement contexts: the first of the GPUs it owns, the others set in
+    :func:`arignote.parallel.placement.set_replica_gpus`)."""
     from arignote.devices import Device
     from arignote.devices import cuda as cuda_api
 
     key = "arignote/devices"
+    per = gpus_per_replica(configured_placement())
     if launching:
         # rank 0 chose the GPUs (free:N may pick differently in another process): share its choice
         store.set(key, ",".join(str(d.index) for d in devices))
+        indices = [d.index for d in devices]
         chosen = devices[0]
     elif store.check([key]):
         indices = [int(i) for i in store.get(key).decode().split(",")]
-        chosen = Device("cuda", indices[env.rank])
-    elif len(devices) >= env.local_world_size:
-        chosen = devices[env.local_rank]
+        chosen = Device("cuda", indices[env.rank * per])
+    elif len(devices) >= env.local_world_size * per:
+        indices = [d.index for d in devices]
+        chosen = devices[env.local_rank * per]
     else:
         raise ConfigError(
             f"torchrun started {env.local_world_size} processes on this node but the device flag "
             f"names {len(devices)} GPU(s) ({', '.join(str(d) for d in devices)}): use device=all or list "
             f"{env.local_world_size} GPUs, or match --nproc-per-node")
+    if per > 1:
+        rank = env.local_rank if not launching and not store.check([key]) else env.rank
+        set_replica_gpus(replica_gpus(indices, per, rank))
     cuda_api.set_device(chosen.index)
     return chosen
 
@@ -297,7 +306,8 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     launching = env is None
     launcher = watcher = None
     if launching:
-        world = len(devices) if on_gpu else processes
+        # with placement contexts each replica owns several GPUs
+        world = len(devices) // gpus_per_replica(configured_placement()) if on_gpu else processes
         main = sys.modules.get("__main__")
         spec = getattr(main, "__spec__", None)
         command = relaunch_command(sys.executable, getattr(sys, "orig_argv", []), sys.argv,
@@ -341,6 +351,11 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     _state["active"] = strategy
     atexit.register(strategy.close)
     return strategy
+
+
+def configured_placement() -> dict[str, str]:
+    """The ``contexts`` flag as written (absolute: before it is made relative to a replica)."""
+    return parse_contexts(config.get("contexts"))
 
 
 def _timeout(seconds: float) -> dict[str, Any]:

@@ -30,7 +30,7 @@ from arignote import config
 from arignote.config import ConfigError
 
 __all__ = ["device", "current_context", "parse_contexts", "layer_device", "apply_placement",
-           "mark"]
+           "mark", "gpus_per_replica", "replica_gpus", "relative_contexts", "set_replica_gpus"]
 
 _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("arignote_context", default=None)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -62,8 +62,70 @@ def parse_contexts(text: str) -> dict[str, str]:
 
 
 def configured_contexts() -> dict[str, str]:
-    """The ``contexts`` flag, parsed."""
-    return parse_contexts(config.get("contexts"))
+    """The ``contexts`` flag, parsed; under data parallel relative to this replica's own GPUs."""
+    contexts = parse_contexts(config.get("contexts"))
+    return contexts if _replica["gpus"] is None else relative_contexts(contexts, _replica["gpus"])
+
+
+# ----------------------------------------------------------------------------- with data parallel
+#
+# Placement and data parallel combine: each replica (process) owns `gpus_per_replica` GPUs, and a
+# context's `cuda<i>` means the replica's i-th GPU. With device=all on 4 GPUs and
+# contexts=dev0->cuda0;dev1->cuda1, replica 0 runs on GPUs 0 and 1 and replica 1 on GPUs 2 and 3.
+
+_replica: dict[str, list[int] | None] = {"gpus": None}
+
+
+def gpus_per_replica(contexts: dict[str, str]) -> int:
+    """GPUs one replica needs for ``contexts``: one more than the highest ``cuda<i>`` named (1 when
+    the contexts name no GPU, or none are configured).
+
+    >>> gpus_per_replica({"a": "cuda:0", "b": "cuda:1", "c": "cpu"}), gpus_per_replica({})
+    (2, 1)
+    """
+    indices = [int(dev.split(":")[1]) for dev in contexts.values() if dev.startswith("cuda:")]
+    return max(indices) + 1 if indices else 1
+
+
+def replica_gpus(gpus: list[int], per_replica: int, replica: int) -> list[int]:
+    """The GPU indices replica ``replica`` owns among ``gpus`` (the job's, in order); the count must
+    divide evenly (a clear error otherwise).
+
+    >>> replica_gpus([0, 1, 2, 3], 2, 1)
+    [2, 3]
+    """
+    if per_replica < 1 or len(gpus) % per_replica:
+        raise ConfigError(f"the contexts flag places layers on {per_replica} GPUs per replica, but the "
+                          f"device flag names {len(gpus)} GPU(s) ({', '.join(map(str, gpus))}): name a "
+                          f"multiple of {per_replica} GPUs for data parallel with placement")
+    start = replica * per_replica
+    if start + per_replica > len(gpus):
+        raise ConfigError(f"replica {replica} needs GPUs {start}..{start + per_replica - 1} of the job's "
+                          f"{len(gpus)}: start {len(gpus) // per_replica} processes, not more")
+    return list(gpus[start:start + per_replica])
+
+
+def relative_contexts(contexts: dict[str, str], own: list[int]) -> dict[str, str]:
+    """``contexts`` with ``cuda<i>`` read as this replica's ``i``-th GPU (``own``); ``cpu`` stays.
+
+    >>> relative_contexts({"dev0": "cuda:0", "dev1": "cuda:1", "host": "cpu"}, [2, 3])
+    {'dev0': 'cuda:2', 'dev1': 'cuda:3', 'host': 'cpu'}
+    """
+    out = {}
+    for name, dev in contexts.items():
+        if dev.startswith("cuda:"):
+            i = int(dev.split(":")[1])
+            if i >= len(own):
+                raise ConfigError(f"context {name!r} -> {dev}: this replica owns {len(own)} GPU(s) "
+                                  f"({', '.join(f'cuda:{g}' for g in own)})")
+            dev = f"cuda:{own[i]}"
+        out[name] = dev
+    return out
+
+
+def set_replica_gpus(gpus: list[int] | None) -> None:
+    """Make contexts relative to these GPUs (called by data parallel; None: absolute again)."""
+    _replica["gpus"] = None if gpus is None else list(gpus)
 
 
 def _check(name: str) -> str:

@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from arignote.callbacks.base import CallbackList, LazyLogs
+from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
 from arignote.training.data import ArrayData
 from arignote.training.oom import STOPPED, OOMGuard, StepFns, batch_len
@@ -60,6 +61,7 @@ class Trainer:
         self.precision = precision
         self.scaler = precision.scaler
         self.net = strategy.wrap(model.module)  # DDP under data parallel; trained through, always
+        self.penalties = Penalties(model.module)  # regularizers / add_loss / constraints of the layers
         self.accumulate = 1
         self.skip_nonfinite = False
         self.oom: OOMGuard | None = None
@@ -130,7 +132,7 @@ class Trainer:
     def _forward(self, xb: Any, yb: Any) -> tuple:
         with self.precision.autocast():
             y_pred = self.net(xb)
-            loss = self.model.loss_fn(yb, y_pred)
+            loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
         return loss, yb, y_pred, batch_len(xb)
 
     def _backward(self, handle: tuple, weight: float) -> tuple:
@@ -165,6 +167,7 @@ class Trainer:
             self.scaler.update()
         else:
             opt.step()
+        self.penalties.constrain()
         self._stale_grads = True  # cleared (to None) by the next backward: see _backward
 
     def _grads_finite(self) -> bool:
@@ -205,7 +208,7 @@ class Trainer:
         # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
         with self.precision.autocast():
             y_pred = self.model.module(xb)
-            loss = self.model.loss_fn(yb, y_pred)
+            loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
         self._record(loss, yb, y_pred, batch_len(xb))
 
     def predict_step(self, xb: Any) -> torch.Tensor:

@@ -21,7 +21,6 @@ the batch) before ``backward()`` so that the accumulated gradient is the full-ba
 from __future__ import annotations
 
 import contextlib
-import gc
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -31,11 +30,11 @@ import torch
 
 from arignote import config
 from arignote.errors import ArignoteError
-from arignote.sizes import format_mib
 from arignote.training.oom_inject import OOMInjector, make_injector
+from arignote.training.oom_memory import _advice, free_memory, is_out_of_memory, memory_figures
 
 __all__ = ["OOMGuard", "OOMInjector", "StepFns", "UnsplittableOOMError", "make_injector", "micro_slices",
-           "take", "batch_len", "next_k", "memory_figures", "free_memory", "selftest_real_oom",
+           "take", "batch_len", "next_k", "memory_figures", "free_memory",
            "is_out_of_memory", "STOPPED"]
 
 # Sent by a rank that cannot split further, so every rank raises together instead of hanging.
@@ -100,93 +99,6 @@ def next_k(k: int, n: int) -> int:
     (4, 30, True)
     """
     return CANNOT_SPLIT if k >= n else min(2 * k, n)
-
-
-# --------------------------------------------------------------------------- memory figures
-
-
-def _cuda_index(dev: torch.device) -> int:
-    return dev.index if dev.index is not None else 0
-
-
-def memory_figures(device: torch.device | str | None) -> str:
-    """One line of memory numbers for ``device``: this process's allocator figures, the driver's
-    free/total and the ``memory.limit`` cap on a GPU; available RAM on the CPU."""
-    dev = torch.device(device) if device is not None else torch.device("cpu")
-    if dev.type == "cuda":
-        from arignote import memory
-        from arignote.devices import cuda as cuda_dev
-
-        index = _cuda_index(dev)
-        allocated, reserved = cuda_dev.memory_in_use(index)
-        peak, _ = cuda_dev.peak_memory(index)
-        free, total = cuda_dev.mem_get_info(index)
-        text = (f"{dev}: {format_mib(allocated)} allocated, {format_mib(reserved)} reserved, "
-                f"peak {format_mib(peak)}; {format_mib(free)} free of {format_mib(total)}")
-        applied = memory.applied(f"cuda:{index}")
-        if applied is not None and applied.limit_bytes:
-            text += f"; capped at {format_mib(applied.limit_bytes)} by memory.limit={applied.limit:g}"
-        return text
-    import psutil
-
-    vm = psutil.virtual_memory()
-    return f"cpu: RAM {format_mib(vm.available)} available of {format_mib(vm.total)}"
-
-
-def free_memory(device: torch.device | str | None) -> None:
-    """Return what a failed attempt held to the GPU driver: collect reference cycles (a traceback can
-    pin tensors), then empty the caching allocator (devices/cuda.py). On the CPU, reference counting
-    already returned it, so this does nothing (a full ``gc.collect`` costs ~0.1-0.3 s there)."""
-    dev = torch.device(device) if device is not None else torch.device("cpu")
-    if dev.type == "cuda":
-        from arignote.devices import cuda as cuda_dev
-
-        gc.collect()
-        cuda_dev.empty_cache()
-
-
-def _advice(device: torch.device | str | None) -> str:
-    limit = config.get("memory.limit")
-    cap = f"memory.limit is {limit:g} ({config.source('memory.limit')})" if limit else "memory.limit is off"
-    return (
-        "Try: precision=mixed-bf16 (halves activations), a smaller model, or more memory for this "
-        f"process ({cap}; raise it, or free the device)."
-    )
-
-
-# --------------------------------------------------------------------------- what counts as OOM
-
-# Allocation failures that torch raises as a plain RuntimeError (or DistBackendError, a subclass)
-# rather than torch.OutOfMemoryError: a library's own allocation inside cuBLAS, cuDNN or NCCL, and a
-# cudaMalloc that is not the caching allocator's. Torch gives them no type of their own, so the
-# status names are the only handle; they are matched here and nowhere else.
-_ALLOCATION_FAILURES = (
-    "CUBLAS_STATUS_ALLOC_FAILED",
-    "CUDNN_STATUS_ALLOC_FAILED",
-    "CUDNN_STATUS_NOT_ENOUGH_WORKSPACE",
-    "CUDA error: out of memory",
-    "Cuda failure 'out of memory'",  # NCCL
-    "NCCL WARN Cuda failure 2",
-)
-
-
-def is_out_of_memory(exc: BaseException) -> bool:
-    """True for ``torch.OutOfMemoryError`` and for the allocation failures of cuBLAS, cuDNN and NCCL
-    that torch raises as ``RuntimeError`` (their status names are the only handle torch gives).
-
-    >>> is_out_of_memory(torch.OutOfMemoryError("CUDA out of memory"))
-    True
-    >>> is_out_of_memory(RuntimeError("CUDA error: CUBLAS_STATUS_ALLOC_FAILED when calling cublasCreate"))
-    True
-    >>> is_out_of_memory(RuntimeError("mat1 and mat2 shapes cannot be multiplied"))
-    False
-    """
-    if isinstance(exc, torch.OutOfMemoryError):
-        return True
-    if not isinstance(exc, RuntimeError):
-        return False
-    text = str(exc)
-    return any(marker in text for marker in _ALLOCATION_FAILURES)
 
 
 # --------------------------------------------------------------------------- the policy
@@ -484,14 +396,3 @@ class OOMGuard:
             f"Memory: {figures}. Set memory.on_oom=raise to stop instead.",
             file=self.stream if self.stream is not None else sys.stderr,
         )
-
-
-# --------------------------------------------------------------------------- self-test on a GPU
-
-
-def selftest_real_oom(device: torch.device | str) -> tuple[bool, str]:
-    """Provoke a real out-of-memory on ``device`` under a small ``memory.limit`` and check that a
-    step recovers by splitting, with the same gradients as a split-free step. ``(ok, detail)``."""
-    from arignote.training.oom_selftest import selftest_real_oom as run
-
-    return run(device)

@@ -16,7 +16,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from arignote.graph.node import get_source_inputs
+from arignote.graph.tensor import get_source_inputs  # torch-free
 
 __all__ = ["print_summary", "count_params", "get_source_inputs", "convert_all_kernels_in_model"]
 

@@ -1,0 +1,24 @@
+"""Names of the Keras 2 backend tensor functions (:mod:`arignote.backend_ops`), kept torch-free so that
+``import arignote.backend`` stays light and loads them on first use.
+
+Example::
+
+    >>> "l2_normalize" in TENSOR_FUNCTIONS
+    True
+"""
+
+TENSOR_FUNCTIONS = (
+    "abs", "all", "any", "argmax", "argmin", "batch_dot", "batch_flatten", "binary_crossentropy", "cast",
+    "categorical_crossentropy", "clip", "concatenate", "cos", "cumprod", "cumsum", "dot", "dropout", "elu",
+    "equal", "exp", "expand_dims", "flatten", "gather", "greater", "greater_equal", "hard_sigmoid",
+    "l2_normalize", "less", "less_equal", "log", "logsumexp", "max", "maximum", "mean", "min", "minimum",
+    "not_equal", "one_hot", "ones_like", "permute_dimensions", "pow", "prod", "relu", "repeat",
+    "repeat_elements", "reshape", "round", "sigmoid", "sign", "sin", "softmax", "softplus", "softsign",
+    "sparse_categorical_crossentropy", "sqrt", "square", "squeeze", "stack", "std", "stop_gradient", "sum",
+    "switch", "tanh", "tile", "transpose", "var", "zeros_like", "int_shape", "shape", "ndim", "dtype",
+    "random_normal", "random_uniform", "random_binomial", "truncated_normal", "variable", "constant", "zeros",
+    "ones", "eye", "is_keras_tensor", "is_tensor", "in_train_phase", "in_test_phase", "count_params",
+    "arange", "update", "update_add", "update_sub", "eval", "get_variable_shape", "slice",
+)  # fmt: skip
+
+GRAPH_FUNCTIONS = ("function", "gradients", "learning_phase", "set_learning_phase")
