@@ -24,17 +24,30 @@ KERAS = json.loads(FIXTURE.read_text())["networks"]
 
 # the parameter counts the Keras 2 documentation lists (keras.io/applications, "Documentation
 # for individual models"), with the classifier top
-DOCUMENTED = {"Xception": 22_910_480, "VGG16": 138_357_544, "VGG19": 143_667_240, "ResNet50": 25_636_712,
-              "InceptionV3": 23_851_784, "InceptionResNetV2": 55_873_736, "MobileNet": 4_253_864,
-              "MobileNetV2": 3_538_984, "DenseNet121": 8_062_504, "DenseNet169": 14_307_880,
-              "DenseNet201": 20_242_984, "NASNetMobile": 5_326_716}
+DOCUMENTED = {
+    "Xception": 22_910_480,
+    "VGG16": 138_357_544,
+    "VGG19": 143_667_240,
+    "ResNet50": 25_636_712,
+    "InceptionV3": 23_851_784,
+    "InceptionResNetV2": 55_873_736,
+    "MobileNet": 4_253_864,
+    "MobileNetV2": 3_538_984,
+    "DenseNet121": 8_062_504,
+    "DenseNet169": 14_307_880,
+    "DenseNet201": 20_242_984,
+    "NASNetMobile": 5_326_716,
+}
 
 
 def _keras_shapes(model) -> list:
     """(class, weight shapes in Keras's layout) of each layer with weights, in ``model.layers`` order
     (``layer.get_weights()`` speaks Keras's layout, as the HDF5 files do)."""
-    return [[layer.__class__.__name__, [list(w.shape) for w in layer.get_weights()]]
-            for layer in model.layers if layer.get_weights()]
+    return [
+        [layer.__class__.__name__, [list(w.shape) for w in layer.get_weights()]]
+        for layer in model.layers
+        if layer.get_weights()
+    ]
 
 
 @pytest.mark.slow
@@ -43,23 +56,42 @@ def test_architecture_matches_keras_2(name):
     model = getattr(applications, name)(weights=None)
     assert model.count_params() == DOCUMENTED[name] == KERAS[name]["params"]
     assert model.name == KERAS[name]["name"]
-    assert list(model.output_shape) == [None, 1000] == [None if d is None else d
-                                                        for d in KERAS[name]["output_shape"]]
+    assert (
+        list(model.output_shape)
+        == [None, 1000]
+        == [None if d is None else d for d in KERAS[name]["output_shape"]]
+    )
     assert _keras_shapes(model) == KERAS[name]["layers"]
 
 
-@pytest.mark.parametrize("name, layer_names", [
-    ("VGG16", ["block1_conv1", "block5_conv3", "block5_pool", "fc1", "fc2", "predictions"]),
-    ("ResNet50", ["conv1_pad", "bn_conv1", "res2a_branch2a", "res5c_branch2c", "bn5c_branch2c", "avg_pool",
-                  "fc1000"]),
-    ("InceptionV3", ["mixed0", "mixed9_1", "mixed10", "predictions"]),
-    ("Xception", ["block1_conv1", "block13_pool", "block14_sepconv2_act", "predictions"]),
-    ("MobileNet", ["conv1", "conv_dw_13", "conv_pw_13_relu", "reshape_1", "conv_preds", "act_softmax"]),
-    ("MobileNetV2", ["Conv1", "expanded_conv_project", "block_16_project_BN", "out_relu", "Logits"]),
-    ("DenseNet121", ["conv1/conv", "conv2_block6_concat", "pool4_pool", "conv5_block16_concat", "fc1000"]),
-    ("InceptionResNetV2", ["mixed_5b", "block35_10", "block8_10", "conv_7b", "predictions"]),
-    ("NASNetMobile", ["stem_conv1", "reduction_concat_stem_1", "normal_concat_12", "predictions"]),
-])
+@pytest.mark.parametrize(
+    "name, layer_names",
+    [
+        ("VGG16", ["block1_conv1", "block5_conv3", "block5_pool", "fc1", "fc2", "predictions"]),
+        (
+            "ResNet50",
+            [
+                "conv1_pad",
+                "bn_conv1",
+                "res2a_branch2a",
+                "res5c_branch2c",
+                "bn5c_branch2c",
+                "avg_pool",
+                "fc1000",
+            ],
+        ),
+        ("InceptionV3", ["mixed0", "mixed9_1", "mixed10", "predictions"]),
+        ("Xception", ["block1_conv1", "block13_pool", "block14_sepconv2_act", "predictions"]),
+        ("MobileNet", ["conv1", "conv_dw_13", "conv_pw_13_relu", "reshape_1", "conv_preds", "act_softmax"]),
+        ("MobileNetV2", ["Conv1", "expanded_conv_project", "block_16_project_BN", "out_relu", "Logits"]),
+        (
+            "DenseNet121",
+            ["conv1/conv", "conv2_block6_concat", "pool4_pool", "conv5_block16_concat", "fc1000"],
+        ),
+        ("InceptionResNetV2", ["mixed_5b", "block35_10", "block8_10", "conv_7b", "predictions"]),
+        ("NASNetMobile", ["stem_conv1", "reduction_concat_stem_1", "normal_concat_12", "predictions"]),
+    ],
+)
 def test_keras_2_layer_names(name, layer_names):
     shape = {"NASNetMobile": (224, 224, 3)}.get(name)
     model = getattr(applications, name)(weights=None, input_shape=shape)
@@ -67,11 +99,20 @@ def test_keras_2_layer_names(name, layer_names):
     assert set(layer_names) <= names, sorted(set(layer_names) - names)
 
 
-@pytest.mark.parametrize("name, side, features", [
-    ("VGG16", 150, (4, 4, 512)), ("VGG19", 48, (1, 1, 512)), ("ResNet50", 64, (2, 2, 2048)),
-    ("InceptionV3", 75, (1, 1, 2048)), ("Xception", 71, (3, 3, 2048)), ("MobileNet", 32, (1, 1, 1024)),
-    ("MobileNetV2", 32, (1, 1, 1280)), ("DenseNet121", 32, (1, 1, 1024)), ("InceptionResNetV2", 75, (1, 1, 1536)),
-])
+@pytest.mark.parametrize(
+    "name, side, features",
+    [
+        ("VGG16", 150, (4, 4, 512)),
+        ("VGG19", 48, (1, 1, 512)),
+        ("ResNet50", 64, (2, 2, 2048)),
+        ("InceptionV3", 75, (1, 1, 2048)),
+        ("Xception", 71, (3, 3, 2048)),
+        ("MobileNet", 32, (1, 1, 1024)),
+        ("MobileNetV2", 32, (1, 1, 1280)),
+        ("DenseNet121", 32, (1, 1, 1024)),
+        ("InceptionResNetV2", 75, (1, 1, 1536)),
+    ],
+)
 def test_feature_extractor_shapes_and_pooling(name, side, features):
     build = getattr(applications, name)
     base = build(weights=None, include_top=False, input_shape=(side, side, 3))
@@ -121,8 +162,11 @@ def test_imagenet_weights_load_from_the_keras_cache(keras_home, monkeypatch):
     np.testing.assert_allclose(loaded.predict(x), source.predict(x), rtol=1e-5, atol=1e-6)
     assert _md5(path)  # a file with a recorded hash is checked too:
     vgg_file = applications.vgg16._FILES[("vgg16", False)]
-    monkeypatch.setitem(applications.vgg16._FILES, ("vgg16", False),
-                        _weights.WeightFile(vgg_file.fname, vgg_file.url, "0" * 32))
+    monkeypatch.setitem(
+        applications.vgg16._FILES,
+        ("vgg16", False),
+        _weights.WeightFile(vgg_file.fname, vgg_file.url, "0" * 32),
+    )
     small = applications.VGG16(weights=None, include_top=False, input_shape=(32, 32, 3))
     small.save_weights(str(keras_home / "models" / vgg_file.fname))
     with pytest.raises(Exception) as err:  # the hash does not match: re-fetching fails offline
@@ -154,16 +198,25 @@ def test_weights_from_a_path(tmp_path):
     np.testing.assert_allclose(b.predict(x), a.predict(x), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("call, message", [
-    (lambda: applications.VGG16(weights="no/such/file.h5"), "weights"),
-    (lambda: applications.VGG16(weights="imagenet", classes=10), "classes"),
-    (lambda: applications.ResNet50(weights=None, input_shape=(16, 16, 3), include_top=False), "at least 32"),
-    (lambda: applications.InceptionV3(weights="imagenet", input_shape=(200, 200, 3)), "(299, 299, 3)"),
-    (lambda: applications.Xception(weights=None, include_top=True, input_shape=(None, None, 3)), "static"),
-    (lambda: applications.MobileNet(weights="imagenet", alpha=0.3), "alpha"),
-    (lambda: applications.VGG16(weights=None, pooling="sum", include_top=False), "pooling"),
-    (lambda: applications.VGG16(weights=None, colour=True), "colour"),
-])
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: applications.VGG16(weights="no/such/file.h5"), "weights"),
+        (lambda: applications.VGG16(weights="imagenet", classes=10), "classes"),
+        (
+            lambda: applications.ResNet50(weights=None, input_shape=(16, 16, 3), include_top=False),
+            "at least 32",
+        ),
+        (lambda: applications.InceptionV3(weights="imagenet", input_shape=(200, 200, 3)), "(299, 299, 3)"),
+        (
+            lambda: applications.Xception(weights=None, include_top=True, input_shape=(None, None, 3)),
+            "static",
+        ),
+        (lambda: applications.MobileNet(weights="imagenet", alpha=0.3), "alpha"),
+        (lambda: applications.VGG16(weights=None, pooling="sum", include_top=False), "pooling"),
+        (lambda: applications.VGG16(weights=None, colour=True), "colour"),
+    ],
+)
 def test_bad_arguments_are_named(call, message):
     with pytest.raises((ValueError, TypeError)) as err:
         call()
@@ -200,21 +253,27 @@ def test_decode_predictions_from_the_cached_class_index(keras_home, monkeypatch)
     index = {str(i): [f"n{i:08d}", f"class_{i}"] for i in range(1000)}
     path = keras_home / "models" / "imagenet_class_index.json"
     path.write_text(json.dumps(index))
-    monkeypatch.setattr(imagenet_utils, "CLASS_INDEX_FILE",
-                        _weights.WeightFile("imagenet_class_index.json", "https://example/x.json", _md5(path)))
+    monkeypatch.setattr(
+        imagenet_utils,
+        "CLASS_INDEX_FILE",
+        _weights.WeightFile("imagenet_class_index.json", "https://example/x.json", _md5(path)),
+    )
     monkeypatch.setattr(imagenet_utils, "_class_index", None)
     preds = np.zeros((2, 1000), dtype="float32")
     preds[0, [3, 7, 999]] = [0.2, 0.7, 0.1]
     preds[1, 42] = 1.0
     top = imagenet_utils.decode_predictions(preds, top=3)
-    assert [t[:2] for t in top[0]] == [("n00000007", "class_7"), ("n00000003", "class_3"),
-                                       ("n00000999", "class_999")]
+    assert [t[:2] for t in top[0]] == [
+        ("n00000007", "class_7"),
+        ("n00000003", "class_3"),
+        ("n00000999", "class_999"),
+    ]
     assert top[0][0][2] == pytest.approx(0.7) and top[1][0][1] == "class_42"
     with pytest.raises(ValueError, match="1000"):
         imagenet_utils.decode_predictions(np.zeros((2, 10)))
 
 
-BOOK_SCRIPT = '''
+BOOK_SCRIPT = """
 # Feature extraction with a pretrained convnet, as chapter 5 of a well-known Keras 2 book writes it
 # (Keras 2.0.x era: history.history['acc']); the only change is keras -> arignote, and random weights.
 import numpy as np
@@ -251,7 +310,7 @@ before = conv_base.get_weights()[0].copy()
 history = model.fit(images, labels, epochs=1, batch_size=20, verbose=0)
 assert np.array_equal(conv_base.get_weights()[0], before), 'the frozen base must not train'
 print('trainable weights', len(model.trainable_weights), 'acc', len(history.history['acc']))
-'''
+"""
 
 
 @pytest.mark.slow
@@ -261,8 +320,41 @@ def test_book_style_feature_extraction_script(tmp_path):
 
     script = tmp_path / "feature_extraction.py"
     script.write_text(BOOK_SCRIPT)
-    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
-                          env={**__import__("os").environ, "ARIGNOTE_FLAGS": "device=cpu,print_active_device=false"})
+    proc = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**__import__("os").environ, "ARIGNOTE_FLAGS": "device=cpu,print_active_device=false"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "features (40, 512) epochs 2 2" in proc.stdout
     assert "trainable weights 4 acc 1" in proc.stdout
+
+
+def test_a_model_inside_a_sequential_and_model_trainable():
+    """Keras 2's fine-tuning idiom: a functional model added to a Sequential like a layer, frozen with
+    ``model.trainable = False``; unfreezing it again makes its layers train."""
+    import torch
+
+    from arignote import layers, models
+
+    inp = layers.Input(shape=(4,))
+    base = models.Model(inp, layers.Dense(3, activation="relu", name="base_dense")(inp), name="base")
+    top = models.Sequential([base, layers.Dense(1, name="head")])
+    assert [layer.name for layer in top.layers] == ["base", "head"]
+    assert top.output_shape == (None, 1)
+    x = np.random.default_rng(4).random((8, 4), dtype=np.float32)
+    expected = top.layers[1](base(torch.from_numpy(x))).detach().numpy()
+    np.testing.assert_allclose(top.predict(x), expected, rtol=1e-6)
+    base.trainable = False
+    assert not base.get_layer("base_dense").trainable
+    top.compile("sgd", "mse")
+    frozen, head = base.get_weights()[0].copy(), top.layers[1].get_weights()[0].copy()
+    top.fit(x, np.ones((8, 1), "float32"), epochs=2, batch_size=4, verbose=0)
+    assert np.array_equal(base.get_weights()[0], frozen)
+    assert not np.array_equal(top.layers[1].get_weights()[0], head)
+    base.trainable = True
+    top.compile("sgd", "mse")
+    top.fit(x, np.ones((8, 1), "float32"), epochs=1, batch_size=4, verbose=0)
+    assert not np.array_equal(base.get_weights()[0], frozen)
