@@ -284,3 +284,45 @@ def test_temporary_files_finds_what_killed_saves_left(tmp_path):
     assert checkpoint.temporary_files(tmp_path, "e03.h5") == [str(tmp_path / ".e03.h5.abcd1234.tmp")]
     assert [os.path.basename(p) for p in checkpoint.temporary_files(tmp_path, re.compile(r"e\d+\.h5"))] == [
         ".e03.h5.abcd1234.tmp", ".e04.h5.k_9x0zzz.tmp"]
+
+
+_READ_ONLY = """
+import os, sys, torch
+from arignote import checkpoint
+path = sys.argv[1]
+checkpoint.save(path, {"v": 1})
+if os.geteuid() == 0:   # root ignores permissions: drop to nobody (modules are already loaded)
+    os.setgid(65534)
+    os.setuid(65534)
+else:
+    os.chmod(os.path.dirname(path), 0o555)
+try:
+    checkpoint.save(path, {"v": 2})
+except checkpoint.CheckpointSaveError as exc:
+    print(exc.errno, exc)
+"""
+
+
+def test_a_directory_the_process_cannot_write_is_named(tmp_path):
+    # the mount-free stand-in for a read-only file system: the kernel's own EACCES, as a user that
+    # may not write into the directory (a root test process drops to 'nobody' after its imports)
+    import shutil
+    import tempfile
+
+    base = tempfile.mkdtemp(prefix="arignote-ro-", dir="/tmp")
+    try:
+        os.chmod(base, 0o755)  # traversable by nobody; writable only by its owner
+        path = os.path.join(base, "e02.h5.ckpt")
+        script = tmp_path / "ro.py"
+        script.write_text(_READ_ONLY)
+        out = subprocess.run([sys.executable, str(script), path], capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        code, _, message = out.stdout.strip().partition(" ")
+        assert int(code) == errno.EACCES, out.stdout
+        assert message.startswith(f"cannot save checkpoint {path}: Permission denied (EACCES)")
+        assert "no permission to write there" in message
+        assert message.endswith("the previous e02.h5.ckpt is intact")
+        assert checkpoint.load(path) == {"v": 1} and os.listdir(base) == ["e02.h5.ckpt"]
+    finally:
+        os.chmod(base, 0o755)
+        shutil.rmtree(base)

@@ -90,7 +90,7 @@ TRAIN = textwrap.dedent('''
     checkpoint.save(os.path.join(work, "final.ckpt"), {
         "weights": model.get_weights(), "optimizer": model.optimizer.state_dict(),
         "epochs_done": model.epochs_done, "history_epochs": history.epoch,
-        "val_loss": history.history["val_loss"], "restored_from": stop.restored_from})
+        "val_loss": history.history.get("val_loss", []), "restored_from": stop.restored_from})
 ''')
 
 

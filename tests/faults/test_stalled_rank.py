@@ -25,7 +25,8 @@ from arignote.layers import Dense
 from arignote.models import Sequential
 
 out = sys.argv[1]
-arignote.configure(device="cpu", cpu_processes=2, parallel_timeout=5, print_active_device=False)
+# 15 s: long enough for start-up collectives on a loaded 2-core box, short for a test
+arignote.configure(device="cpu", cpu_processes=2, parallel_timeout=15, print_active_device=False)
 torch.manual_seed(0)
 x = np.random.default_rng(0).normal(size=(256, 8)).astype("float32")
 model = Sequential([Dense(8, activation="tanh", input_dim=8), Dense(1)])
@@ -66,13 +67,14 @@ def test_a_frozen_rank_is_named_with_its_pid_state_and_step(tmp_path):
     r = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True,
                        timeout=240, env=env)
     assert r.returncode == 1, r.stderr[-3000:]
+    assert (tmp_path / "pid.1").exists(), r.stderr[-3000:]  # rank 1 reached training
     pid1 = int((tmp_path / "pid.1").read_text())
     # 256 samples, global batch 32: 8 steps per epoch; rank 1 froze before batch 3 of epoch 1, so
     # rank 0 did 11 steps and waits in step 12
     expected = (f"rank 1 (pid {pid1} on {socket.gethostname()}, stopped by a signal (SIGSTOP?)) did not "
                 "arrive at optimizer step 12, where the other ranks wait: its last heartbeat was ")
     assert expected in r.stderr, r.stderr[-3000:]
-    assert "in a collective: another rank stopped answering for parallel.timeout=5s" in r.stderr
+    assert "in a collective: another rank stopped answering for parallel.timeout=15s" in r.stderr
     deadline = time.time() + 10
     while _alive(pid1) and time.time() < deadline:
         time.sleep(0.2)

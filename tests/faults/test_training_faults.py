@@ -52,7 +52,7 @@ def test_killed_or_interrupted_mid_fit_resumes_to_the_same_weights(tmp_path, ref
     r = run(tmp_path, mode, epoch, batch)
     assert r.returncode == -getattr(signal, mode.upper()), r.stderr
     assert not (tmp_path / "final.ckpt").exists()
-    assert sorted(os.listdir(tmp_path / "backup"))[-1] == f"backup-epoch-{epoch:06d}.ckpt" or epoch == 0
+    assert epoch == 0 or sorted(os.listdir(tmp_path / "backup"))[-1] == f"backup-epoch-{epoch:06d}.ckpt"
     r = run(tmp_path)
     assert r.returncode == 0, r.stderr
     _same_as(tmp_path, ref, epoch)
@@ -97,7 +97,7 @@ def test_full_disk_at_a_save_is_named_and_a_rerun_loses_nothing(tmp_path, refere
     _same_as(tmp_path, ref, epoch)
 
 
-@pytest.mark.parametrize("epoch,batch", points([(2, 2)], [(0, 0), (4, 5)]))
+@pytest.mark.parametrize("epoch,batch", points([(2, 2)], [(0, 0), (4, 3)]))
 def test_nan_loss_never_becomes_a_checkpoint_or_resume_point(tmp_path, reference, epoch, batch):
     ref, ref_work = reference
     r = run(tmp_path, "nan", epoch, batch)
@@ -105,8 +105,8 @@ def test_nan_loss_never_becomes_a_checkpoint_or_resume_point(tmp_path, reference
     assert f"Batch {batch}: Invalid loss, terminating training" in r.stdout
     ckpt = tmp_path / "ckpt"
     expected = [f"e{e:02d}.h5" for e in range(1, epoch + 1)] + (["last.h5"] if epoch else [])
-    assert sorted(os.listdir(ckpt)) == expected
-    for f in os.listdir(ckpt):
+    assert (sorted(os.listdir(ckpt)) if ckpt.exists() else []) == expected
+    for f in expected:
         assert all(np.isfinite(w).all() for w in _weights(ckpt / f)), f
     if epoch:
         for a, b in zip(_weights(ckpt / "last.h5"), _weights(ref_work / "ckpt" / f"e{epoch:02d}.h5")):

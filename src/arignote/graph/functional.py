@@ -337,9 +337,9 @@ class Functional:
             if spec["class_name"] in ("Model", "Functional"):
                 layer = cls._functional_from_config(spec["config"], custom_objects)
             elif spec["class_name"] == "Sequential":
-                from arignote.models.sequential import Sequential
-
-                layer = Sequential.from_config(spec["config"], custom_objects)
+                # Sequential subclasses Model: found among cls's subclasses (no import back up)
+                sequential = next(c for c in cls.__subclasses__() if c.__name__ == "Sequential")
+                layer = sequential.from_config(spec["config"], custom_objects)
             else:
                 layer = deserialize({"class_name": spec["class_name"], "config": spec["config"]},
                                     custom_objects)
