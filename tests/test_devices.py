@@ -214,6 +214,64 @@ def test_import_arignote_sets_pci_bus_order_unless_user_set(user, want):
     assert out.stdout.split() == [*want.split(), "False"], out.stderr
 
 
+class _FakeTorch:
+    def __init__(self, initialised):
+        self.cuda = type("cuda", (), {"is_initialized": staticmethod(lambda: initialised)})
+
+
+class _FakeLibcuda:
+    """cuDeviceGetCount as libcuda answers it: CUDA_ERROR_NOT_INITIALIZED (3) before cuInit, 0 after."""
+
+    def __init__(self, status):
+        self.status, self.calls = status, 0
+
+    def cuDeviceGetCount(self, count_ref):
+        self.calls += 1
+        return self.status
+
+
+def test_device_order_set_when_the_driver_is_not_up_yet():
+    from arignote.devices import order
+
+    env = {}
+    found = order.set_pci_bus_order(env, _FakeTorch(False), _FakeLibcuda(3))
+    assert env == {"CUDA_DEVICE_ORDER": "PCI_BUS_ID"}
+    assert found == order.DeviceOrder(set_by_user=False) and not found.too_late and found.note() is None
+    # torch not imported and libcuda not loaded: nothing can have initialised the driver
+    assert order.set_pci_bus_order({}, None, None).too_late is False
+
+
+def test_device_order_too_late_after_is_available_though_torch_is_not_initialised():
+    """torch.cuda.is_available() (or device_count() without NVML) runs cuInit but leaves
+    torch.cuda.is_initialized() False: only the driver probe sees it."""
+    from arignote.devices import order
+
+    libcuda = _FakeLibcuda(0)
+    env = {}
+    found = order.set_pci_bus_order(env, _FakeTorch(False), libcuda)
+    assert libcuda.calls == 1 and found.too_late and "CUDA driver is initialised" in found.too_late_reason
+    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # set anyway: child processes still get it
+    assert "may differ from nvidia-smi" in found.note() and "import arignote first" in found.note()
+
+
+def test_device_order_too_late_after_torch_cuda_initialised_and_user_choice_wins():
+    from arignote.devices import order
+
+    libcuda = _FakeLibcuda(3)
+    found = order.set_pci_bus_order({}, _FakeTorch(True), libcuda)
+    assert found.too_late and "torch.cuda is initialised" in found.too_late_reason and libcuda.calls == 0
+    env = {"CUDA_DEVICE_ORDER": "FASTEST_FIRST"}
+    found = order.set_pci_bus_order(env, _FakeTorch(True), _FakeLibcuda(0))
+    assert env == {"CUDA_DEVICE_ORDER": "FASTEST_FIRST"} and found == order.DeviceOrder(set_by_user=True)
+
+
+def test_device_order_probe_never_loads_libcuda():
+    code = ("import sys, arignote.devices as d; "
+            "print(d.DEVICE_ORDER.too_late, any('libcuda' in l for l in open('/proc/self/maps')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["False", "False"], out.stderr
+
+
 def test_spec_module_and_devices_package_import_without_torch():
     code = ("import sys; import arignote.devices.spec, arignote.devices.info; "
             "from arignote import config; config.get('device'); print('torch' in sys.modules)")
@@ -426,7 +484,8 @@ def test_devices_command_rejects_bad_kind(capsys):
 
 
 @pytest.mark.parametrize("module", [
-    "arignote.devices", "arignote.devices.spec", "arignote.devices.info", "arignote.devices.inventory",
+    "arignote.devices", "arignote.devices.spec", "arignote.devices.info", "arignote.devices.order",
+    "arignote.devices.inventory",
     "arignote.devices.banner", "arignote.devices.setup", "arignote.devices.cpu", "arignote.devices.cuda",
     "arignote.memory", "arignote.precision", "arignote.config"])
 def test_docstring_examples_hold(module):

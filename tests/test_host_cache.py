@@ -17,20 +17,25 @@ from arignote.devices import cpu
 glibc = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
                            reason="memory.host_cache acts on glibc's malloc only")
 
-# Allocates and frees 96 MiB of float tensors 20 times; prints the minor page faults of the loop.
+# Allocates and frees 96 MiB of float tensors 20 times inside the host_cache block fit runs in, then
+# 20 times after it; prints the minor page faults of each loop.
 CHURN = """
 import json, resource, sys
 import torch
 from arignote import config
 from arignote.devices import setup
 config.configure(device="cpu", print_active_device=False, **{"memory.host_cache": int(sys.argv[1])})
-setup.prepare("cpu")
-before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-for _ in range(20):
-    parts = [torch.ones(4 << 20) for _ in range(6)]  # 6 x 16 MiB, written to
-    del parts
-after = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-print(json.dumps({"faults": after - before, "applied": setup._state["host_cache"]}))
+
+def churn():
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(20):
+        parts = [torch.ones(4 << 20) for _ in range(6)]  # 6 x 16 MiB, written to
+        del parts
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+
+with setup.host_cache() as applied:
+    inside = churn()
+print(json.dumps({"faults": inside, "after": churn(), "applied": applied}))
 """
 
 
@@ -71,3 +76,89 @@ def test_cache_removes_the_page_faults_of_freed_tensors():
     # with it only the first round does
     assert returned["faults"] > 200_000, returned
     assert kept["faults"] < 3 * 24_600 and kept["faults"] * 5 < returned["faults"], (kept, returned)
+    # after the block glibc's start settings are back: freed blocks go back to the OS again
+    assert kept["after"] > 200_000 and returned["after"] > 200_000, (kept, returned)
+
+
+class FakeLibc:
+    """Records mallopt / malloc_trim calls instead of changing this process's allocator."""
+
+    def __init__(self):
+        self.calls: list[tuple] = []
+
+    def mallopt(self, code, value):
+        self.calls.append(("mallopt", code, value))
+        return 1
+
+    def malloc_trim(self, pad):
+        self.calls.append(("malloc_trim", pad))
+        return 1
+
+
+@pytest.fixture
+def fake_libc(monkeypatch):
+    libc = FakeLibc()
+    monkeypatch.setattr(cpu, "_glibc", lambda: libc)
+    return libc
+
+
+APPLY_256 = [("mallopt", -3, 32 << 20), ("mallopt", -1, 256 << 20)]
+
+
+def test_block_applies_then_restores_the_start_settings_and_trims(fake_libc):
+    start = {"M_MMAP_THRESHOLD": 131072, "M_TRIM_THRESHOLD": 262144}
+    with cpu.keeping_freed_memory(256, start) as applied:
+        assert applied is True and fake_libc.calls == APPLY_256
+    restore = [("mallopt", -3, 131072), ("mallopt", -1, 262144), ("malloc_trim", 0)]
+    assert fake_libc.calls == APPLY_256 + restore
+
+
+def test_block_restores_when_the_body_raises_and_nested_blocks_apply_once(fake_libc):
+    with pytest.raises(RuntimeError, match="boom"):
+        with cpu.keeping_freed_memory(256, cpu.GLIBC_DEFAULTS):
+            with cpu.keeping_freed_memory(512, cpu.GLIBC_DEFAULTS) as inner:
+                assert inner is True and fake_libc.calls == APPLY_256  # the outer block's settings hold
+            assert fake_libc.calls == APPLY_256  # leaving the inner block restores nothing
+            raise RuntimeError("boom")
+    assert fake_libc.calls[2:] == [("mallopt", -3, 128 << 10), ("mallopt", -1, 128 << 10), ("malloc_trim", 0)]
+    assert cpu._KEEPING == [0]
+
+
+def test_zero_or_no_glibc_touches_nothing(fake_libc, monkeypatch):
+    with cpu.keeping_freed_memory(0, cpu.GLIBC_DEFAULTS) as applied:
+        assert applied is False
+    monkeypatch.setattr(cpu, "_glibc", lambda: None)
+    with cpu.keeping_freed_memory(256, cpu.GLIBC_DEFAULTS) as applied:
+        assert applied is False
+    assert fake_libc.calls == []
+
+
+def test_start_settings_follow_glibcs_variables():
+    assert cpu.malloc_start_settings({}.get) == {"M_MMAP_THRESHOLD": 131072, "M_TRIM_THRESHOLD": 131072}
+    env = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": " nonsense"}
+    assert cpu.malloc_start_settings(env.get) == {"M_MMAP_THRESHOLD": 65536, "M_TRIM_THRESHOLD": 131072}
+
+
+def test_fit_keeps_freed_memory_only_while_it_runs(fake_libc):
+    import numpy as np
+
+    from arignote.callbacks import Callback
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+
+    seen = []
+
+    class Watch(Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            seen.append((cpu._KEEPING[0], len(fake_libc.calls)))
+
+    model = Sequential([Dense(1, input_dim=2)])
+    model.compile("sgd", "mse")
+    with config.override(device="cpu", print_active_device=False, memory_host_cache=64):
+        model.fit(np.zeros((8, 2), "float32"), np.zeros((8, 1), "float32"), epochs=2, verbose=0,
+                  callbacks=[Watch()])
+        assert seen == [(1, 2), (1, 2)]  # applied before the first epoch, not undone between epochs
+        assert fake_libc.calls[:2] == [("mallopt", -3, 32 << 20), ("mallopt", -1, 64 << 20)]
+        assert fake_libc.calls[-1] == ("malloc_trim", 0) and cpu._KEEPING == [0]
+        model.predict(np.zeros((4, 2), "float32"))
+        assert len(fake_libc.calls) == 5  # predict leaves malloc alone

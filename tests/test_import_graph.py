@@ -114,6 +114,56 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
     return found
 
 
+# The floors of docs/architecture.md: a module may import its own floor and the floors below, never
+# one above. Keys are the first name under arignote (a module or a package); "arignote" is the
+# package's own __init__.
+FLOORS = {
+    # 0 ground: plain data and errors, no arignote imports
+    "errors": 0, "sizes": 0, "hyperparameter": 0, "_keras_objects": 0,
+    # 1 settings: the one flag registry and what reads/parses it
+    "config": 1, "_flag_types": 1, "theanorc": 1, "backend_common": 1, "metric_names": 1,
+    # 2 machine: devices, their memory and precision, atomic files
+    "devices": 2, "memory": 2, "precision": 2, "checkpoint": 2,
+    # 3 sharing policy over the devices (leases, selection)
+    "share": 3,
+    # 4 numerics: Keras's building blocks, the functional graph, data, file formats
+    "activations": 4, "initializers": 4, "constraints": 4, "regularizers": 4, "backend": 4, "losses": 4,
+    "metrics": 4, "optimizers": 4, "graph": 4, "layers": 4, "utils": 4, "datasets": 4,
+    "preprocessing": 4, "saving": 4, "backend_ops": 4, "_backend_names": 4,
+    # 5 engine: strategies, callbacks, the training loop
+    "parallel": 5, "callbacks": 5, "training": 5,
+    # 6 models: what users build and fit
+    "models": 6, "wrappers": 6, "engine": 6,
+    # 7 tools: monitoring, dashboard, benchmarks and self-tests
+    "monitor": 7, "dash": 7, "bench": 7,
+    # 8 entry points
+    "commands": 8, "cli": 8, "__main__": 8, "arignote": 8,
+}
+
+# Upward imports that exist today (issue 17 lists them as debt): the test fails on any new one and
+# when one of these is gone (then delete it here).
+KNOWN_UPWARD = {
+    ("arignote._flag_types", "arignote.devices.spec"),  # the `device` flag's type is the spec grammar
+    ("arignote.devices.setup", "arignote.share"),  # device=free:N picks GPUs through the lease policy
+    ("arignote.devices.banner", "arignote"),  # the banner's version line reads arignote.__version__
+    ("arignote.bench.selfchecks", "arignote"),  # checks the public top-level names
+    ("arignote.graph.functional", "arignote.models.summary"),  # summary()'s table rendering
+}
+
+
+def floor_of(module: str) -> int:
+    parts = module.split(".")
+    key = parts[1] if len(parts) > 1 else "arignote"
+    if key not in FLOORS:
+        raise AssertionError(f"{module}: put '{key}' on a floor in FLOORS (tests/test_import_graph.py) "
+                             "and in docs/architecture.md")
+    return FLOORS[key]
+
+
+def upward_imports(edges: dict[str, set[str]]) -> set[tuple[str, str]]:
+    return {(m, t) for m, targets in edges.items() for t in targets if floor_of(t) > floor_of(m)}
+
+
 def test_the_checker_finds_a_circle():
     assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
     assert circles({"a": {"b"}, "b": set()}) == []
@@ -124,6 +174,32 @@ def test_no_import_circles():
     found = circles(edges)
     assert not found, "import circles (break each by moving the shared piece down a floor):\n" + "\n".join(
         " <-> ".join(c) for c in found)
+
+
+def test_no_module_imports_a_floor_above_its_own():
+    edges, _ = import_graph()
+    found = upward_imports(edges)
+    new = sorted(found - KNOWN_UPWARD)
+    assert not new, "imports of a higher floor (docs/architecture.md, 'Floors'):\n" + "\n".join(
+        f"{m} -> {t} (floor {floor_of(m)} -> {floor_of(t)})" for m, t in new)
+    assert not KNOWN_UPWARD - found, f"gone, delete from KNOWN_UPWARD: {sorted(KNOWN_UPWARD - found)}"
+
+
+def test_the_floors_table_of_the_architecture_doc_is_this_one():
+    import re
+
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    shown = {}
+    for floor, cells in re.findall(r"^\| (\d) \w+ \| ([^|]+) \|", doc, flags=re.MULTILINE):
+        for name in re.findall(r"`([\w_]+)/?`", cells):
+            shown[name] = int(floor)
+    shown["arignote"] = shown.pop("__init__", FLOORS["arignote"])  # "the package `__init__`"
+    assert shown == FLOORS
+
+
+def test_the_floor_check_finds_an_upward_import():
+    assert upward_imports({"arignote.config": {"arignote.layers.core", "arignote.errors"}}) == {
+        ("arignote.config", "arignote.layers.core")}
 
 
 @pytest.mark.xfail(strict=True, reason="191 function-level imports still without a comment: issue 17")

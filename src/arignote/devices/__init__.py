@@ -16,18 +16,15 @@ Example::
 from __future__ import annotations
 
 import importlib
-import os
-import sys
 from typing import Any
 
-# GPU numbers follow the PCI bus, as nvidia-smi shows them; CUDA reads this only when it initialises.
-ORDER_WAS_SET_BY_USER = "CUDA_DEVICE_ORDER" in os.environ
-_torch = sys.modules.get("torch")
-ORDER_SET_TOO_LATE = (not ORDER_WAS_SET_BY_USER and _torch is not None and hasattr(_torch, "cuda")
-                      and _torch.cuda.is_initialized())
-if not ORDER_WAS_SET_BY_USER:
-    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-del _torch
+from arignote.devices import order as _order
+
+# GPU numbers follow the PCI bus, as nvidia-smi shows them; CUDA reads this only when it initialises
+# (devices/order.py: set once here, the earliest moment, and whether the driver was already up).
+DEVICE_ORDER = _order.at_import()
+ORDER_WAS_SET_BY_USER = DEVICE_ORDER.set_by_user
+ORDER_SET_TOO_LATE = DEVICE_ORDER.too_late
 
 # public name -> submodule defining it
 _NAMES = {
@@ -36,7 +33,7 @@ _NAMES = {
     "gpu_device_name": "inventory", "cudnn_version": "inventory",
     "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",
     "rank_by_free_memory": "spec",
-    "configured_devices": "setup", "prepare": "setup", "rank": "setup",
+    "configured_devices": "setup", "prepare": "setup", "rank": "setup", "host_cache": "setup",
     "Versions": "banner",
 }
 

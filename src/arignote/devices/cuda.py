@@ -3,7 +3,8 @@
 Everything else asks this module; on a machine without CUDA each query answers with a value
 (``False``, ``0``, ``None``, an empty list), never an exception. GPU numbers follow the PCI bus
 (``CUDA_DEVICE_ORDER=PCI_BUS_ID``, set when the ``arignote.devices`` package is imported, which is
-before this module and, through ``import arignote``, before the user's first CUDA call).
+before this module and, through ``import arignote``, before the user's first CUDA call;
+``DEVICE_ORDER`` says whether the driver was already up then: see ``devices/order.py``).
 
 Example::
 
@@ -23,7 +24,11 @@ from typing import Any
 
 import torch
 
-from arignote.devices import ORDER_SET_TOO_LATE, ORDER_WAS_SET_BY_USER  # noqa: F401 - re-exported
+from arignote.devices import (  # noqa: F401 - re-exported
+    DEVICE_ORDER,
+    ORDER_SET_TOO_LATE,
+    ORDER_WAS_SET_BY_USER,
+)
 from arignote.devices.info import GPUInfo
 
 MiB = 1 << 20

@@ -12,18 +12,19 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from typing import Any
 
 from arignote import config
 from arignote.config import ConfigError
+from arignote.devices import DEVICE_ORDER, cpu
 from arignote.devices.info import CPUInfo, Device, Inventory
 from arignote.devices.inventory import current_inventory
 from arignote.devices.spec import DeviceError, Selector, parse_spec, resolve
 
 # what prepare() already did in this process
-_state: dict[str, Any] = {"prepared": {}, "header_printed": False, "threads_set": False, "cudnn_set": False,
-                          "host_cache": None}
+_state: dict[str, Any] = {"prepared": {}, "header_printed": False, "threads_set": False, "cudnn_set": False}
 
 
 def rank() -> int:
@@ -121,7 +122,7 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
     ``layout`` is the strategy's line (``data parallel: 2 processes x 1 thread (gloo)``).
     """
     from arignote import memory
-    from arignote.devices import banner, cpu, cuda
+    from arignote.devices import banner, cuda
 
     inv = inventory if inventory is not None else current_inventory()
     dev = _as_device(device, inv)
@@ -131,8 +132,6 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
     if not _state["threads_set"]:
         cpu.set_threads(config.get("cpu.threads"))
         _state["threads_set"] = True
-    if _state["host_cache"] is None:  # process-wide, once: malloc settings are not undone
-        _state["host_cache"] = cpu.keep_freed_memory(config.get("memory.host_cache"))
     plan = None
     cudnn_on = True
     if dev.is_cuda:
@@ -149,6 +148,8 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
 
         extra.append("Precision " + Precision.from_config(dev).describe())
     extra.extend(banner.setting_notes([dev], config.get))
+    if dev.is_cuda and DEVICE_ORDER.too_late:
+        extra.append(DEVICE_ORDER.note())
     if config.get("print_active_device") and rank() == 0:
         if not dev.is_cuda:  # show the thread count cpu.threads just set
             info = CPUInfo(inv.cpu_name, cpu.threads(), inv.cpu_memory, inv.cpu_free_memory)
@@ -163,4 +164,17 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
 
 def reset() -> None:
     """Forget what :func:`prepare` did (tests): the banner prints again, flags are re-applied."""
-    _state.update(prepared={}, header_printed=False, threads_set=False, cudnn_set=False, host_cache=None)
+    _state.update(prepared={}, header_printed=False, threads_set=False, cudnn_set=False)
+
+
+def host_cache() -> contextlib.AbstractContextManager[bool]:
+    """A block during which ``malloc`` keeps up to ``memory.host_cache`` MiB of freed host memory
+    (:func:`arignote.devices.cpu.keeping_freed_memory`); ``fit`` runs inside one, and on leaving it the
+    process's malloc settings are back to what glibc started with. Yields whether they were applied.
+
+    >>> with config.override(memory_host_cache=0), host_cache() as applied:
+    ...     applied
+    False
+    """
+    start = cpu.malloc_start_settings(config.environ)
+    return cpu.keeping_freed_memory(config.get("memory.host_cache"), start)

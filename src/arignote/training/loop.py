@@ -34,6 +34,7 @@ from typing import Any
 import torch
 
 from arignote.callbacks.base import CallbackList, LazyLogs
+from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
 from arignote.training.data import ArrayData
@@ -246,9 +247,15 @@ class Trainer:
 
     # ------------------------------------------------------------------ loops
 
-    def fit(self, train: Any, val: Any, *, epochs: int, initial_epoch: int, batch_size: int, shuffle: bool,
-            steps_per_epoch: int | None, validation_batch_size: int, callbacks: CallbackList,
-            validation_freq: Any = 1) -> None:
+    def fit(self, train: Any, val: Any, **kwargs: Any) -> None:
+        """Run the epochs (:meth:`_epochs`) with ``memory.host_cache`` in force: malloc keeps freed host
+        memory while this fit runs and is back to glibc's settings when it returns (issue 17)."""
+        with host_cache():
+            self._epochs(train, val, **kwargs)
+
+    def _epochs(self, train: Any, val: Any, *, epochs: int, initial_epoch: int, batch_size: int,
+                shuffle: bool, steps_per_epoch: int | None, validation_batch_size: int,
+                callbacks: CallbackList, validation_freq: Any = 1) -> None:
         model = self.model
         model.stop_training = False
         model.epoch_interrupted = False
