@@ -183,6 +183,30 @@ class Functional:
         return True
 
     @property
+    def trainable(self) -> bool:
+        """Keras ``model.trainable``: setting it (before compile) freezes or unfreezes every layer's
+        weights, e.g. a pretrained convolutional base inside a new model."""
+        return self.__dict__.get("_trainable", True)
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self.__dict__["_trainable"] = bool(value)
+        if not self._is_graph and not isinstance(getattr(self, "module", None), _CallModule) and not hasattr(
+                self.module, "members"):  # a wrapped torch module: its parameters
+            for p in self.module.parameters():
+                p.requires_grad_(bool(value))
+            return
+        for layer in self.layers:
+            layer.trainable = bool(value)
+
+    @property
+    def batch_input_shape(self) -> tuple | None:
+        """The input's batch shape, for a single-input model used as the first layer of a Sequential."""
+        if not self._is_graph or len(self.inputs) != 1:
+            return None
+        return tuple(self.inputs[0].shape)
+
+    @property
     def trainable_weights(self) -> list:
         return [p for p in self.module.parameters() if p.requires_grad]
 

@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from arignote.graph import state
-from arignote.graph.node import Node
+from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
 from arignote.layers.base import Layer
 from arignote.layers.input_layer import Input, InputLayer
@@ -40,18 +40,27 @@ class _Stack(nn.Module):
 
     def __init__(self) -> None:
         super().__init__()
-        self.layers = nn.ModuleList()
+        self.layers = nn.ModuleList()  # what computes each member (a model's own module for a model)
+        self.members: list[Any] = []  # what the user added: layers, or models used as layers
         self.mask_plan: list[bool] | None = None  # per layer: does its output carry a mask
+
+    def append(self, member: Any) -> None:
+        self.layers.append(runtime_module(member))
+        self.members.append(member)
+
+    def pop(self) -> Any:
+        del self.layers[-1]
+        return self.members.pop()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
         plan = self.mask_plan
         if plan is None:
-            for layer in self.layers:
+            for layer in self.members:
                 x = layer(x)
             return x
         mask = None
-        for layer, makes_mask in zip(self.layers, plan):
+        for layer, makes_mask in zip(self.members, plan):
             y = layer(x, mask=mask) if mask is not None and layer._call_takes_mask else layer(x)
             mask = layer.compute_mask(x, mask) if makes_mask else None
             x = y
@@ -71,7 +80,7 @@ class Sequential(Model):
 
     @property
     def layers(self) -> list[Any]:
-        return list(self.module.layers)
+        return list(self.module.members)
 
     def add(self, layer: Any) -> None:
         """Append ``layer``; built at once when the input shape is known (Keras behaviour)."""
@@ -88,9 +97,12 @@ class Sequential(Model):
             self._built_shape = None
             self._build(layer.batch_input_shape)
             return
-        if not isinstance(layer, Layer):
-            raise TypeError(f"Sequential.add takes an arignote layer (arignote.layers.Dense, ...), got "
-                            f"{type(layer).__name__}; wrap a torch module with arignote.models.Model")
+        nested = isinstance(layer, Model) and layer is not self and (
+            layer._is_graph or isinstance(layer, Sequential))
+        if not (isinstance(layer, Layer) or nested):
+            raise TypeError(f"Sequential.add takes an arignote layer (arignote.layers.Dense, ...) or a "
+                            f"functional/Sequential model, got {type(layer).__name__}; wrap a torch module "
+                            "with arignote.models.Model")
         if (self.layers or self._input_layer is not None) and layer.batch_input_shape is not None:
             prev = self.output_shape
             if prev is not None and tuple(layer.batch_input_shape[1:]) != tuple(prev[1:]):
@@ -98,7 +110,7 @@ class Sequential(Model):
                                  f"the previous layer outputs {prev}; remove input_shape= from later layers")
         placement.mark(layer)  # inside `with arignote.device("dev1"):` the layer goes to dev1
         graph = self._graph
-        self.module.layers.append(layer)
+        self.module.append(layer)
         self._invalidate()
         if graph is not None:  # built: call only the new layer on the current output (as Keras 2)
             self._graph = (graph[0], self._append_call(layer, graph[1]))
@@ -112,8 +124,7 @@ class Sequential(Model):
         """Remove and return the last layer."""
         if not self.layers:
             raise IndexError("pop from an empty Sequential model")
-        layer = self.module.layers[-1]
-        del self.module.layers[-1]
+        layer = self.module.pop()
         graph = self._graph
         self._invalidate()
         if graph is not None and self.layers:
@@ -152,7 +163,7 @@ class Sequential(Model):
         if self._input_layer is not None:
             x = self._input_layer._inbound_nodes[0].output_tensors[0]
         else:
-            dtype = self.layers[0].dtype_name
+            dtype = getattr(self.layers[0], "dtype_name", "float32")
             x = Input(batch_shape=shape, name=f"{self.layers[0].name}_input", dtype=dtype)
         inp = x
         self.module.mask_plan = None
@@ -214,6 +225,11 @@ class Sequential(Model):
 
     @property
     def input_shape(self) -> tuple | None:
+        return self._batch_input_shape()
+
+    @property
+    def batch_input_shape(self) -> tuple | None:
+        """What a Sequential used as the first layer of another one declares (Keras 2)."""
         return self._batch_input_shape()
 
     # a Sequential used as a layer of a functional model
@@ -288,7 +304,7 @@ class Sequential(Model):
         model = cls(name=config.get("name"))
         layers = config["layers"] if isinstance(config, dict) else config  # Keras 2.0-2.2: a bare list
         for spec in layers:
-            model.module.layers.append(deserialize(spec, custom_objects))
+            model.module.append(deserialize(spec, custom_objects))
         shape = config.get("build_input_shape") if isinstance(config, dict) else None
         shape = shape or model._batch_input_shape()
         if shape is not None:
