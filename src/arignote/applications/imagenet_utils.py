@@ -43,7 +43,7 @@ _MODES = ("caffe", "tf", "torch")
 _class_index: dict[str, list[str]] | None = None
 
 
-def _channel_shape(ndim: int, data_format: str) -> tuple[int, ...]:
+def _channel_shape(data_format: str) -> tuple[int, ...]:
     """The shape that broadcasts a per-channel vector over an image (3-D) or a batch (4-D)."""
     if data_format == "channels_last":
         return (3,)
@@ -79,7 +79,7 @@ def preprocess_input(x: Any, data_format: str | None = None, mode: str = "caffe"
         x -= 1.0
         return x
     channel_axis = x.ndim - 1 if data_format == "channels_last" else x.ndim - 3
-    shape = _channel_shape(x.ndim, data_format)
+    shape = _channel_shape(data_format)
     if mode == "torch":
         mean, std = np.array(_TORCH_MEAN).reshape(shape), np.array(_TORCH_STD).reshape(shape)
         x /= 255.0
