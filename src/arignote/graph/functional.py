@@ -504,7 +504,7 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any) -> t
 
     def split(y_true: Any, y_pred: Any) -> tuple[list, list]:
         trues = model._y_packing.unpack(y_true) if model._y_packing is not None else [None] * len(names)
-        preds = model.module.output_packing.unpack(y_pred)
+        preds = model.module.packed_outputs().unpack(y_pred)
         return trues, preds
 
     def fn(y_true: Any, y_pred: Any) -> Any:

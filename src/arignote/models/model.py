@@ -114,7 +114,8 @@ class Model(Functional, GeneratorMethods):
         if self._is_graph:
             if len(self.inputs) == 1:
                 return tuple(self.inputs[0].shape[1:])
-            return (self.module.input_packing.width,)
+            width = (self.module.input_layout or self.module.input_packing).width
+            return None if width is None else (width,)
         return None
 
     def _sample_output_shape(self) -> tuple | None:
@@ -378,7 +379,7 @@ class Model(Functional, GeneratorMethods):
         cblist.on_predict_end()
         out = out.float() if out.dtype in (torch.bfloat16, torch.float16) else out
         if self._is_graph and len(self.outputs) > 1:  # packed side by side: one array per output
-            return [t.numpy() for t in self.module.output_packing.unpack(out)]
+            return [t.numpy() for t in self.module.packed_outputs().unpack(out)]
         return out.numpy()
 
     def train_on_batch(self, x: Any, y: Any) -> Any:
@@ -423,7 +424,8 @@ class Model(Functional, GeneratorMethods):
         if not self._is_graph:
             return x, y
         if len(self.inputs) > 1 and isinstance(x, (list, tuple, dict)):
-            x, _ = functional.pack_data(self, x, self.input_names, "x")
+            x, shapes = functional.pack_data(self, x, self.input_names, "x")
+            self.module.input_layout = self.module.input_packing.concrete(shapes)
         elif len(self.inputs) == 1 and isinstance(x, dict):
             x = x[self.input_names[0]] if self.input_names[0] in x else next(iter(x.values()))
         if y is not None and len(self.outputs) > 1:

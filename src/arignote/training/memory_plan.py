@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 
+from arignote.layers._rnn_base import states_set_aside
 from arignote.sizes import format_mib
 
 __all__ = [
@@ -255,7 +256,8 @@ def plan_memory(
 ) -> MemoryPlan:
     """Estimate training memory for ``batch`` samples from a small sample batch ``x`` (and ``y``),
     already on the device. The sample forward passes change nothing: buffers (BatchNorm
-    statistics) and the random-number state are put back. ``context`` is the autocast context."""
+    statistics), the random-number state and the states stateful RNNs carry are put back.
+    ``context`` is the autocast context."""
     from arignote.training.oom import batch_len, take
 
     device = torch.device(device) if device is not None else next(module.parameters()).device
@@ -264,6 +266,7 @@ def plan_memory(
 
     def saved(m: int) -> int:
         xs, ys = take(x, 0, m), take(y, 0, m)
+        clear_states()
 
         def forward() -> Any:
             with context():
@@ -274,7 +277,8 @@ def plan_memory(
 
     buffers = [b.detach().clone() for b in module.buffers()]
     try:
-        with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad():
+        with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad(), \
+                states_set_aside(module) as clear_states:
             if n >= 2:
                 half = n // 2
                 small, large = saved(half), saved(2 * half)
