@@ -29,6 +29,7 @@ from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.models import saving
 from arignote.models.generators import GeneratorMethods
+from arignote.training import compiled as compiled_steps
 from arignote.training import inputs
 from arignote.training.loop import Trainer
 
@@ -139,11 +140,14 @@ class Model(Functional, GeneratorMethods):
     # ------------------------------------------------------------------ compile and placement
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
-                loss_weights: Any = None, **kwargs: Any) -> None:
+                loss_weights: Any = None, jit_compile: Any = None, **kwargs: Any) -> None:
         """Choose the optimizer, loss and metrics (names, or arignote objects), Keras 2 style.
 
+        ``jit_compile`` (tf.keras's name): True/'on' runs the steps through ``torch.compile``
+        (``training/compiled.py``), or a ``torch.compile`` mode; False off; None: the ``jit`` flag.
+
         Example: ``model.compile(optimizer=RMSprop(lr=1e-4), loss="categorical_crossentropy",
-        metrics=["accuracy"])``.
+        metrics=["accuracy"], jit_compile=True)``.
         """
         from arignote import losses, optimizers
         from arignote import metrics as metrics_mod
@@ -152,6 +156,7 @@ class Model(Functional, GeneratorMethods):
         if unsupported:
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; "
                             "arguments: optimizer, loss, metrics")
+        self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
         if loss is None and not self._model_losses:
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy'")
         if isinstance(metrics, str):
