@@ -79,7 +79,8 @@ class Trainer:
         self._train_fn, self._eval_fn, self._predict_fn = self._loss_and_pred, self._eval_loss, self._predict
         self._keep = _same
         if plan is not None:
-            steps = self.compiled = compiled.CompiledSteps(plan, self._train_fn, self._eval_fn, self._predict_fn)
+            steps = compiled.CompiledSteps(plan, self._train_fn, self._eval_fn, self._predict_fn)
+            self.compiled = steps
             self._train_fn, self._eval_fn, self._predict_fn = steps.train, steps.evaluate, steps.predict
             self._keep = steps.keep
             compiled.announce(plan, notes, self.device, strategy.is_main)
