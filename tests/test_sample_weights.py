@@ -266,3 +266,23 @@ def test_test_on_batch_takes_sample_weights():
     m = _dense()
     assert m.test_on_batch(X, Y, sample_weight=W) == pytest.approx(float((W * _mse_values(m)).sum() / 10),
                                                                     rel=1e-6)
+
+
+def test_hdf5_training_config_keeps_sample_weight_mode_and_weighted_metrics(tmp_path):
+    import json
+
+    import h5py
+
+    from arignote.models import load_model
+
+    m = _sequences()
+    m.compile("sgd", "mse", weighted_metrics=["mae"], sample_weight_mode="temporal")
+    m.fit(np.zeros((4, 4, 3), "float32"), np.zeros((4, 4, 2), "float32"), verbose=0)
+    m.save(tmp_path / "m.h5")
+    with h5py.File(tmp_path / "m.h5", "r") as f:
+        raw = f.attrs["training_config"]
+        training = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
+    assert training["sample_weight_mode"] == "temporal" and training["weighted_metrics"] == ["mae"]
+    back = load_model(tmp_path / "m.h5")
+    assert back.sample_weight_mode == "temporal" and back.metrics_names == ["loss", "mae"]
+    assert back.metrics_list[0].weighted
