@@ -341,6 +341,7 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
     if isinstance(loss, str) and loss in objects:
         loss = objects[loss]
     metrics = [objects.get(m, m) if isinstance(m, str) else m for m in (training.get("metrics") or [])]
-    weighted = [objects.get(m, m) if isinstance(m, str) else m for m in (training.get("weighted_metrics") or [])]
+    weighted = [objects.get(m, m) if isinstance(m, str) else m
+                for m in (training.get("weighted_metrics") or [])]
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, weighted_metrics=weighted or None,
                   sample_weight_mode=training.get("sample_weight_mode"))
