@@ -21,7 +21,8 @@ What the harness changes, and only for the run:
 * **Work.** A boot module (written next to the example, imported before it runs) wraps
   ``Model.fit`` (which ``fit_generator`` goes through): ``epochs`` is capped to one epoch past
   ``initial_epoch``, array inputs and ``validation_data`` are cut to their first
-  ``HARNESS_SAMPLES`` (256) samples and ``steps_per_epoch`` / ``validation_steps`` to 3. Examples
+  ``HARNESS_SAMPLES`` (256) samples and ``steps_per_epoch`` / ``validation_steps`` to 3;
+  ``Model.evaluate`` scores the first 256 samples (``predict`` is never cut: its output is used). Examples
   that train in their own loop are stopped cleanly (exit 0, ``HARNESS-BUDGET`` on stderr) after 12
   ``fit`` calls or 40 ``train_on_batch`` calls: they ran their training steps and the classification
   says "runs (stopped by the work budget)". matplotlib draws to the Agg backend.
@@ -374,6 +375,22 @@ BOOT = textwrap.dedent('''
 
 
     _model.Model.train_on_batch = train_on_batch
+    _evaluate = _model.Model.evaluate
+
+
+    @functools.wraps(_evaluate)  # a score only: x, y (and weights) are cut alike
+    def evaluate(self, *args, **kwargs):
+        bound = inspect.signature(_evaluate).bind(self, *args, **kwargs)
+        kwargs = dict(bound.arguments)
+        kwargs.pop("self")
+        kwargs.update(kwargs.pop("kwargs", {}))
+        for key in ("x", "y", "sample_weight"):
+            if kwargs.get(key) is not None:
+                kwargs[key] = _cut(kwargs[key])
+        return _evaluate(self, **kwargs)
+
+
+    _model.Model.evaluate = evaluate
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))

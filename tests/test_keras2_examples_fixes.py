@@ -175,3 +175,91 @@ def test_stateful_lstm_fits_with_batch_size_one():
     assert carried.shape == (1, 4) and float(carried.abs().sum()) > 0  # the last batch's state, carried on
     model.reset_states()
     assert float(model.layers[0].states[0].abs().sum()) == 0.0
+
+
+def test_validation_data_of_another_length_is_refused_by_name():
+    _, _, _, _, model = _seq2seq()
+    model.compile("rmsprop", "categorical_crossentropy")
+    rng = np.random.RandomState(0)
+    x1, x2 = rng.rand(4, 6, 3).astype("float32"), rng.rand(4, 2, 4).astype("float32")
+    y = np.eye(4, dtype="float32")[rng.randint(0, 4, (4, 2))]
+    with pytest.raises(ValueError, match="validation_data: per-sample shapes"):
+        model.fit([x1, x2], y, epochs=1, verbose=0, validation_data=([x1[:, :5], x2], y))
+    model.fit([x1, x2], y, epochs=1, verbose=0, validation_data=([x1[:2], x2[:2]], y[:2]))
+
+
+# ------------------------------------------------------------- K.gradients inside a Lambda (swwae)
+
+def _where(x):  # mnist_swwae's trick: d sum(maxpool(y)) / d y marks where each max was
+    before, after = x
+    return K.gradients(K.sum(after), before)
+
+
+def test_gradients_on_torch_tensors_match_autograd():
+    w = torch.tensor([1.0, -2.0, 3.0], requires_grad=True)
+    x = torch.tensor([[1.0, 2.0, 3.0], [0.5, 0.5, 0.5]])
+    y = x * w
+    (g,) = K.gradients(K.sum(K.square(y)), [y])
+    assert torch.allclose(g, 2 * y)
+    assert g.requires_grad  # differentiable: a training step goes through it
+    (unused,) = K.gradients(K.sum(y), [torch.ones(2, requires_grad=True)])
+    assert unused.tolist() == [0.0, 0.0]
+    with torch.no_grad():
+        y0 = x * w
+    with pytest.raises(ValueError, match="autograd recorded nothing the loss depends on"):
+        K.gradients(K.sum(y0), [y0])
+
+
+def test_lambda_taking_gradients_marks_the_max_positions_in_fit_and_predict():
+    from arignote.layers import Lambda, MaxPooling2D
+
+    inp = Input(shape=(4, 4, 1))
+    pooled = MaxPooling2D(2)(inp)
+    model = Model(inp, Lambda(_where, output_shape=lambda s: s[0])([inp, pooled]))
+    x = np.zeros((1, 4, 4, 1), "float32")
+    x[0, 0, 1, 0], x[0, 3, 3, 0], x[0, 2, 0, 0], x[0, 1, 2, 0] = 5.0, 4.0, 3.0, 2.0
+    want = (x > 0).astype("float32")  # one maximum per 2x2 window
+    np.testing.assert_array_equal(model.predict(x), want)  # predict runs under no_grad
+    assert model.module.needs_autograd
+
+
+def test_lambda_unpacks_a_one_tensor_list_as_keras():
+    from arignote.layers import Lambda
+
+    inp = Input(shape=(3,))
+    out = Lambda(lambda t: [t * 2])(inp)
+    assert out.shape == (None, 3)
+    np.testing.assert_allclose(Model(inp, out).predict(np.ones((2, 3), "float32")), 2 * np.ones((2, 3)))
+
+
+def test_a_model_with_a_gradient_lambda_trains_and_validates():
+    from arignote.layers import Conv2D, Lambda, MaxPooling2D, UpSampling2D, multiply
+
+    inp = Input(shape=(8, 8, 1))
+    y = Conv2D(2, 3, padding="same")(inp)
+    pooled = MaxPooling2D(2)(y)
+    where = Lambda(_where, output_shape=lambda s: s[0])([y, pooled])
+    out = Conv2D(1, 3, padding="same")(multiply([UpSampling2D(2)(pooled), where]))
+    model = Model(inp, out)
+    model.compile("adam", "mse")
+    x = np.random.RandomState(0).rand(8, 8, 8, 1).astype("float32")
+    before = [w.copy() for w in model.get_weights()]
+    history = model.fit(x, x, batch_size=4, epochs=1, verbose=0, validation_data=(x, x))
+    assert np.isfinite(history.history["val_loss"][0])
+    assert any(not np.array_equal(a, b) for a, b in zip(before, model.get_weights()))
+
+
+# ------------------------------------------------- summary() of a compiled multi-output model (acgan)
+
+def test_summary_of_a_compiled_two_output_model_measures_with_its_loss(capsys):
+    inp = Input(shape=(4,))
+    model = Model(inp, [Dense(1, activation="sigmoid", name="real")(inp), Dense(3, name="aux")(inp)])
+    model.compile("adam", ["binary_crossentropy", "mse"])
+    model.summary()
+    text = capsys.readouterr().out
+    assert "Memory plan for batch 32" in text and "activations" in text
+    # targets shaped like the packed outputs split per output, each loss on its own part
+    y = torch.tensor([[1.0, 0.0, 0.0, 2.0]])
+    pred = torch.tensor([[0.5, 0.0, 0.0, 0.0]])
+    bce = -np.log(0.5)
+    assert float(model.loss_fn(y, pred)) == pytest.approx(bce + 4.0 / 3.0, rel=1e-5)

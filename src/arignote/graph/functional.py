@@ -514,7 +514,12 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
         """Per-output targets (each ``Weighted`` with its own weights when the batch has some) and
         predictions."""
         packed, w = weighting.split(y_true)
-        trues = model._y_packing.unpack(packed) if model._y_packing is not None else [None] * len(names)
+        layout = model._y_packing
+        outputs = model.module.packed_outputs()
+        if layout is None and outputs is not None and isinstance(packed, torch.Tensor) and \
+                packed.shape[1:] == (outputs.width,):  # targets shaped like the outputs, packed no data yet
+            layout = outputs
+        trues = layout.unpack(packed) if layout is not None else [None] * len(names)
         if w is not None:
             trues = [weighting.Weighted((t, wi)) for t, wi in zip(trues, model._w_packing.unpack(w))]
         return trues, model.module.packed_outputs().unpack(y_pred)

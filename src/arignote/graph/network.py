@@ -168,6 +168,26 @@ class Packing:
         return np.concatenate([np.asarray(p, dtype=np.float32).reshape(n, -1) for p in parts], axis=1)
 
 
+def _tracked(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().requires_grad_() if x.is_floating_point() else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(_tracked(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _tracked(v) for k, v in x.items()}
+    return x
+
+
+def _detached(out: Any) -> Any:
+    if isinstance(out, torch.Tensor):
+        return out.detach()
+    if isinstance(out, (list, tuple)):
+        return type(out)(_detached(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _detached(v) for k, v in out.items()}
+    return out
+
+
 class GraphModule(nn.Module):
     """The compiled functional graph (see the module doc)."""
 
@@ -217,6 +237,7 @@ class GraphModule(nn.Module):
         self.output_layout: Packing | None = None  # output_packing of the last packed forward
         self.extra_losses: list[torch.Tensor] = []
         self.keep_values = False
+        self.needs_autograd = False  # a layer takes gradients in the forward (see forward)
         self.live: dict | None = None
         object.__setattr__(self, "_slot_tensors", {slot: t for t, slot in
                                                    ((t, s) for t, s in _pairs(inputs, order, slots))})
@@ -248,7 +269,22 @@ class GraphModule(nn.Module):
 
     def forward(self, x: Any, packed: bool | None = None) -> Any:
         """Outputs for ``x``; several outputs leave packed side by side when the input came as one
-        tensor (what ``fit``/``predict`` feed), as a list otherwise (``packed`` forces either)."""
+        tensor (what ``fit``/``predict`` feed), as a list otherwise (``packed`` forces either).
+
+        A graph whose layers take gradients in their forward (``K.gradients`` in a ``Lambda``) runs
+        with autograd on even under ``torch.no_grad()`` (predict, validation), its outputs detached.
+        """
+        if not self.needs_autograd:
+            try:
+                return self._forward(x, packed)
+            except state.NeedsAutograd:
+                self.needs_autograd = True
+        outer = torch.is_grad_enabled()
+        with torch.enable_grad():  # gradients may be asked for with respect to the inputs too
+            out = self._forward(_tracked(x), packed)
+        return out if outer else _detached(out)
+
+    def _forward(self, x: Any, packed: bool | None) -> Any:
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
         values: list = [None] * self.n_slots
         if packed is None:

@@ -315,7 +315,11 @@ class Model(Functional, GeneratorMethods):
                 is_array(validation_data[0]) or isinstance(validation_data[0], (list, dict))):
             vw = self._sample_weights(validation_data[0], validation_data[1],
                                       validation_data[2] if len(validation_data) == 3 else None, None)
+            layouts = self._packed_layouts()
             vx, vy = self._pack(validation_data[0], validation_data[1], targets=True)
+            if self._packed_layouts() != layouts:  # one packed layout per fit (variable-length inputs)
+                raise ValueError(f"validation_data: per-sample shapes {self._packed_layouts()} differ from "
+                                 f"the training data's {layouts}; pad both to the same lengths")
             validation_data = (vx, vy, vw)
         plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
                                w=w, class_weight=class_weight)
@@ -448,6 +452,12 @@ class Model(Functional, GeneratorMethods):
         n = len(next(iter(x.values())) if isinstance(x, dict) else x[0] if
                 isinstance(x, (list, tuple)) and self._is_graph and len(self.inputs) > 1 else x)
         return self.predict(x, batch_size=max(1, n))
+
+    def _packed_layouts(self) -> tuple:
+        """Per-sample shapes of the last packed inputs and targets of a multi-input/output model."""
+        if not self._is_graph:
+            return ()
+        return tuple(p.shapes if p is not None else None for p in (self.module.input_layout, self._y_packing))
 
     def _pack(self, x: Any, y: Any, targets: bool = False) -> tuple[Any, Any]:
         """Several inputs (outputs) of a functional model as one packed array (see graph.network).
