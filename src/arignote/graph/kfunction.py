@@ -95,11 +95,11 @@ def gradients(loss: Any, variables: Any) -> list:
 def _eager_gradients(loss: torch.Tensor, variables: Any) -> list:
     wrt = list(variables) if isinstance(variables, (list, tuple)) else [variables]
     if not all(isinstance(v, torch.Tensor) for v in wrt):
-        raise ValueError("K.gradients: the loss is a torch tensor, so the variables must be torch tensors too, "
-                         f"got {[type(v).__name__ for v in wrt]}")
+        raise ValueError("K.gradients: the loss is a torch tensor, so the variables must be torch tensors "
+                         f"too, got {[type(v).__name__ for v in wrt]}")
     if not loss.requires_grad:  # a functional graph catches this and runs again with autograd on its inputs
-        raise state.NeedsAutograd("K.gradients: autograd recorded nothing the loss depends on (it was computed "
-                                  "under torch.no_grad(), or from tensors without requires_grad=True)")
+        raise state.NeedsAutograd("K.gradients: autograd recorded nothing the loss depends on (it was "
+                                  "computed under torch.no_grad(), or from tensors that require no gradient)")
     total = loss.sum() if loss.dim() else loss
     grads = torch.autograd.grad(total, wrt, create_graph=True, allow_unused=True)
     return [torch.zeros_like(v) if g is None else g for g, v in zip(grads, wrt)]
