@@ -263,3 +263,20 @@ def test_summary_of_a_compiled_two_output_model_measures_with_its_loss(capsys):
     pred = torch.tensor([[0.5, 0.0, 0.0, 0.0]])
     bce = -np.log(0.5)
     assert float(model.loss_fn(y, pred)) == pytest.approx(bce + 4.0 / 3.0, rel=1e-5)
+
+
+# ------------------------------------------------ predict: the first input sets the length (Keras 2.3)
+
+def test_predict_takes_the_first_inputs_length_as_keras_2_3():
+    a, b = Input(shape=(2,)), Input(shape=(3,))
+    model = Model([a, b], Dense(1)(concatenate([a, b])))
+    rng = np.random.RandomState(0)
+    xa, xb = rng.rand(3, 2).astype("float32"), rng.rand(5, 3).astype("float32")
+    with pytest.warns(UserWarning, match=r"have \[3, 5\] samples; predicting for the first input's 3"):
+        got = model.predict([xa, xb])
+    np.testing.assert_allclose(got, model.predict([xa, xb[:3]]), rtol=1e-6)
+    with pytest.raises(ValueError, match="same number of samples"):
+        model.predict([xa, xb[:2]])  # shorter than the first: no rows to take
+    model.compile("sgd", "mse")
+    with pytest.raises(ValueError, match="same number of samples"):
+        model.evaluate([xa, xb], np.zeros((3, 1)), verbose=0)  # fit/evaluate stay strict

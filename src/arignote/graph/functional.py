@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -404,8 +405,11 @@ def _skips_first_node(layer: Any) -> bool:
     return bool(nodes) and getattr(nodes[0], "internal", False)
 
 
-def pack_data(model: Any, x: Any, names: list[str], what: str) -> Any:
-    """Several arrays for a multi-input (or multi-output) model, as one packed ``(n, features)`` array."""
+def pack_data(model: Any, x: Any, names: list[str], what: str, first_sets_length: bool = False) -> Any:
+    """Several arrays for a multi-input (or multi-output) model, as one packed ``(n, features)`` array.
+
+    ``first_sets_length`` (``predict``): as Keras 2.3, the first array's length is the number of
+    samples and longer arrays give only their first rows (with a warning)."""
     if x is None:
         return None
     if isinstance(x, dict):
@@ -420,6 +424,11 @@ def pack_data(model: Any, x: Any, names: list[str], what: str) -> Any:
                          f"pass a list of {len(names)} arrays (or a dict keyed by name)")
     arrays = [np.asarray(a) if not isinstance(a, torch.Tensor) else a for a in x]
     n = {len(a) for a in arrays}
+    if len(n) > 1 and first_sets_length and all(len(a) >= len(arrays[0]) for a in arrays):
+        lengths, first = [len(a) for a in arrays], len(arrays[0])
+        warnings.warn(f"{what}: the inputs {names} have {lengths} samples; predicting for the first input's "
+                      f"{first}, as Keras 2.3 (the other rows are not used)", stacklevel=3)
+        arrays, n = [a[:first] for a in arrays], {first}
     if len(n) > 1:
         raise ValueError(f"{what}: all arrays need the same number of samples, got "
                          f"{[len(a) for a in arrays]}")

@@ -470,7 +470,7 @@ class Model(Functional, GeneratorMethods):
         if not self._is_graph:
             return x, y
         if len(self.inputs) > 1 and isinstance(x, (list, tuple, dict)):
-            x, shapes = functional.pack_data(self, x, self.input_names, "x")
+            x, shapes = functional.pack_data(self, x, self.input_names, "x", first_sets_length=not targets)
             self.module.input_layout = self.module.input_packing.concrete(shapes)
         elif len(self.inputs) == 1 and isinstance(x, dict):
             x = x[self.input_names[0]] if self.input_names[0] in x else next(iter(x.values()))
