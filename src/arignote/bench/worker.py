@@ -43,7 +43,7 @@ def peak_rss_bytes() -> int:
 
 def main(argv: list[str]) -> int:
     from arignote import config, devices
-    from arignote.bench import configs, data, runners
+    from arignote.bench import configs, data, models, runners
 
     spec = json.loads(argv[0])
     inventory = devices.current_inventory()
@@ -53,6 +53,10 @@ def main(argv: list[str]) -> int:
     device = chosen[0]
     # the peers get the same process-wide settings (threads, cuDNN switches, memory policy)
     devices.prepare(device, inventory)
+    if device.is_cuda and spec["runner"] != "arignote":
+        # dnn.benchmark=auto is decided per fit; a peer gets the decision fit makes (arrays: fixed shapes)
+        conv = len(models.spec(spec["model"]).input_shape) == 3
+        devices.fast_paths(devices.FitFacts(device=str(device), has_conv=conv, fixed_shapes=True), inventory)
     if spec["runner"] != "arignote":
         warnings.filterwarnings("ignore")  # Lightning's and Keras's advice is noise in a benchmark log
     bench_data = data.load(spec["model"], spec["n_train"], spec["n_val"], source=spec["data"])
