@@ -15,12 +15,19 @@ Example::
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.util
 import json
 import os
 import platform
 import shlex
 import sys
+from importlib import metadata as md
 from pathlib import Path
+
+import arignote
+from arignote import devices
+from arignote.bench import configs as configs_mod
+from arignote.bench import models, perfmodel, report, runners, suite
 
 HELP = "benchmark the seeds' CIFAR-10 CNN (or an MLP/LSTM) on every configuration, vs PyTorch/Keras/Lightning"
 
@@ -61,9 +68,7 @@ def _positive(name: str, value: int) -> str | None:
 
 
 def run(args) -> int:
-    from arignote.bench import configs as configs_mod
-    from arignote.bench import models, runners
-    from arignote.bench.data import default_val
+    from arignote.bench.data import default_val  # imports numpy: kept off `arignote --help`
 
     # ---- validate everything before the first (slow) run
     if args.model not in models.SPECS:
@@ -90,9 +95,6 @@ def run(args) -> int:
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         return _fail(f"--out {out} is a file; give a directory (it is created if missing)")
-
-    from arignote import devices
-    from arignote.bench import report, suite
 
     inventory = devices.current_inventory()
     config_names = [c.strip() for c in args.configs.split(",")] if args.configs else None
@@ -144,7 +146,7 @@ def run(args) -> int:
 
 
 def _plan(model: str, batches: list[int]) -> int:
-    from arignote.bench import plan
+    from arignote.bench import plan  # imports torch: kept off `arignote --help` and a plain `bench` start
 
     for i, b in enumerate(batches):
         print(("\n" if i else "") + plan.render(plan.plan_model(model, b)))
@@ -153,7 +155,7 @@ def _plan(model: str, batches: list[int]) -> int:
 
 def _predictions(model: str, runs) -> str:
     """On a GPU the table knows, the performance model's prediction beside each measured row."""
-    from arignote.bench import perfmodel, plan
+    from arignote.bench import plan  # imports torch: kept off `arignote --help`
 
     gpu_runs = [r for r in runs if r.ok and r.device_name and perfmodel.find_gpu(r.device_name)]
     lines = []
@@ -164,8 +166,6 @@ def _predictions(model: str, runs) -> str:
 
 def _strategies() -> frozenset[str]:
     """Data-parallel training is there when the parallel package ships its DDP strategy."""
-    import importlib.util
-
     return frozenset({"ddp"}) if importlib.util.find_spec("arignote.parallel.ddp") else frozenset()
 
 
@@ -178,11 +178,7 @@ def _load_average() -> float | None:
 
 
 def _meta(args, plan, spec, inventory, data_source, missing) -> dict:
-    import importlib.metadata as md
-
-    import torch
-
-    import arignote
+    import torch  # kept off `arignote --help`: only a finished bench run reads its version
 
     def version(pkg: str) -> str | None:
         try:

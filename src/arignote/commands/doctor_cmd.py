@@ -20,6 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from arignote import config
+from arignote.devices.spec import DeviceError, parse_spec, resolve
 
 HELP = "diagnose torch, CUDA, driver, cuDNN, NCCL, CUDA_VISIBLE_DEVICES for a device spec (exit 1: unhealthy)"
 TORCH_CUDA_INDEX = "pip install torch --index-url https://download.pytorch.org/whl/cu128"
@@ -88,9 +89,9 @@ def driver_version() -> tuple[str | None, int | None]:
 def gather() -> Facts:
     """Read the live machine (imports torch; the driver part does not need it)."""
     driver, nvml_count = driver_version()
-    import torch
+    import torch  # doctor reads the driver first: that part must work when torch cannot load
 
-    from arignote.devices import cuda, current_inventory
+    from arignote.devices import cuda, current_inventory  # import torch, as above
 
     inv = current_inventory()
     order = config.environ("CUDA_DEVICE_ORDER") if cuda.ORDER_WAS_SET_BY_USER else None
@@ -130,8 +131,6 @@ def check_visible_devices(value: str | None, gpu_count: int | None, needs_gpu: b
 
 def diagnose(facts: Facts, spec: str, devices: list[str] | None, error: str | None) -> list[Finding]:
     """Every finding for ``spec`` (pure); ``devices`` is what it resolved to, or ``error`` why not."""
-    from arignote.devices import parse_spec
-
     needs_gpu = parse_spec(spec).kind in ("cuda", "all", "free")
     bad = "fail" if needs_gpu else "info"
     out: list[Finding] = []
@@ -194,7 +193,7 @@ def render(findings: list[Finding], spec: str) -> str:
 
 
 def run(args) -> int:
-    from arignote.devices import DeviceError, current_inventory, parse_spec, resolve
+    from arignote.devices import current_inventory  # imports torch: kept off `arignote --help`
 
     spec = args.device if args.device is not None else config.get("device")
     parse_spec(spec)  # malformed: DeviceError, exit 2 through the CLI

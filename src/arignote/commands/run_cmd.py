@@ -24,6 +24,12 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
+
+from arignote import config
+from arignote.devices import nvml
+from arignote.devices.nvml import SnapshotFormatError
+from arignote.share import NoFreeGPUError, ShareError, acquire, parse_size, queue
 
 HELP = "lease N free GPUs and run a command on them (CUDA_VISIBLE_DEVICES set), optionally waiting"
 
@@ -57,8 +63,6 @@ def _bad(message: str) -> int:
 
 def _check(args) -> tuple[list[str], int]:
     """The command to run, or an exit code 2 after printing what is wrong."""
-    from arignote.share import parse_size
-
     command = list(args.argv)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -104,8 +108,6 @@ def given_gpus(visible: str | None) -> list[str] | None:
 def within(snapshot, given: list[str]):
     """``snapshot`` reduced to the GPUs in ``given`` (nvidia-smi index, or a UUID / UUID prefix as
     CUDA accepts them); the others are not this job's to lease."""
-    from dataclasses import replace
-
     def mine(gpu) -> bool:
         for item in given:
             if item.isdigit() and int(item) == gpu.index:
@@ -122,8 +124,6 @@ def _snapshot_source(args, given: list[str] | None):
     ``CUDA_VISIBLE_DEVICES`` was inherited."""
     if given is None:
         return args.inventory
-    from arignote.devices import nvml
-
     def fresh():
         snap = nvml.load(args.inventory) if args.inventory is not None else nvml.snapshot(
             processes=False, cpu_interval=None)
@@ -134,9 +134,6 @@ def _snapshot_source(args, given: list[str] | None):
 
 def _lease(args, command: list[str]):
     """Acquire, telling the user once when it has to wait. Raises NoFreeGPUError/ShareError."""
-    from arignote import config
-    from arignote.share import NoFreeGPUError, ShareError, acquire, queue
-
     visible = config.environ("CUDA_VISIBLE_DEVICES")
     given = given_gpus(visible)
     if given is not None and len(given) < args.gpus:
@@ -187,9 +184,6 @@ def _unblock() -> None:  # runs in the child between fork and exec
 
 
 def run(args) -> int:
-    from arignote.devices.nvml import SnapshotFormatError
-    from arignote.share import NoFreeGPUError, ShareError
-
     command, code = _check(args)
     if code:
         return code

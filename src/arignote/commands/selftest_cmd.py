@@ -21,6 +21,8 @@ import subprocess
 import sys
 import time
 
+from arignote import devices
+
 HELP = "exercise every GPU (and CPU) path on this machine and print pass/fail per item"
 
 
@@ -31,7 +33,7 @@ def add_arguments(parser) -> None:
 
 
 def _run_item(name: str, timeout: float) -> tuple[bool, str]:
-    from arignote.bench.selfchecks import MARK
+    from arignote.bench.selfchecks import MARK  # imports numpy: kept off `arignote --help`
 
     cmd = [sys.executable, "-m", "arignote.bench.selfchecks", name]
     try:
@@ -47,8 +49,7 @@ def _run_item(name: str, timeout: float) -> tuple[bool, str]:
 
 
 def run(args) -> int:
-    from arignote import devices
-    from arignote.bench import selfchecks
+    from arignote.bench import selfchecks  # imports numpy: kept off `arignote --help`
 
     if args.timeout <= 0:
         print(f"arignote selftest: --timeout must be positive (got {args.timeout})", file=sys.stderr)
