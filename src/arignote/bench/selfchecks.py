@@ -61,6 +61,7 @@ def _mib(n: float) -> str:
 def _fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int = 256,
          callbacks: list | None = None):
     """A few training steps of a small model under ``flags``; returns (model, history)."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
     from arignote.datasets import synthetic
     from arignote.layers import Conv2D, Dense, Flatten, MaxPooling2D
@@ -88,6 +89,7 @@ def _fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int
 
 
 def _banner(device: str) -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config, devices
 
     config.configure(device=device, print_active_device=True)
@@ -116,6 +118,7 @@ def train_cpu() -> str:
 
 def _strategy_probe(seen: list[tuple[int, str]]):
     """A callback recording (world size, collective backend) of the strategy fit runs on."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.callbacks import Callback
     from arignote.parallel import ddp
 
@@ -135,6 +138,7 @@ def data_parallel_cpu() -> str:
 
 
 def mixed_precision_cpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.precision import Precision
 
     _fit({"device": "cpu", "precision": "mixed-bf16"}, kind="cnn")
@@ -155,6 +159,7 @@ def oom_split_cpu() -> str:
 
 def _train_placed(device: str, contexts: str, hidden: int) -> Any:
     """Two Dense layers under two placement contexts, trained for 2 epochs; returns the model."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import arignote
     from arignote import config
     from arignote.datasets import synthetic
@@ -176,6 +181,7 @@ def _train_placed(device: str, contexts: str, hidden: int) -> Any:
 
 
 def placement_cpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.parallel.placement import layer_device
 
     model = _train_placed("cpu", "dev0->cpu;dev1->cpu", hidden=32)
@@ -188,6 +194,7 @@ def placement_cpu() -> str:
 
 
 def banner_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import current_inventory
 
     line = _banner("cuda0")
@@ -197,6 +204,7 @@ def banner_gpu() -> str:
 
 
 def memory_preallocate() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config, devices
     from arignote.devices import cuda
 
@@ -213,6 +221,7 @@ def memory_preallocate() -> str:
 
 
 def memory_limit() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote import config, devices
@@ -237,6 +246,7 @@ def memory_limit() -> str:
 
 
 def memory_no_cache() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote import config, devices
@@ -256,6 +266,7 @@ def memory_no_cache() -> str:
 
 
 def _cudnn(enabled: str, benchmark: bool) -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import cuda
 
     _fit({"device": "cuda0", "dnn.enabled": enabled, "dnn.benchmark": benchmark}, kind="cnn")
@@ -278,6 +289,7 @@ def cudnn_benchmark() -> str:
 
 
 def mixed_precision() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.precision import Precision
 
     _fit({"device": "cuda0", "precision": "mixed-fp16"}, kind="cnn")
@@ -285,6 +297,7 @@ def mixed_precision() -> str:
 
 
 def train_each_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote.devices import current_inventory
@@ -298,6 +311,7 @@ def train_each_gpu() -> str:
 
 
 def data_parallel_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import cuda, current_inventory
 
     seen: list[tuple[int, str]] = []
@@ -315,6 +329,7 @@ def placement() -> str:
 
 
 def out_of_memory() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
     from arignote.training.oom_selftest import selftest_real_oom
 
@@ -370,6 +385,7 @@ def plan(inventory: Any) -> list[tuple[Check, str | None]]:
 
 
 def main(argv: list[str]) -> int:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import devices
 
     by_name = {c.name: c for c in CHECKS}
