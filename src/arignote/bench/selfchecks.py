@@ -331,7 +331,7 @@ def placement() -> str:
 def out_of_memory() -> str:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
-    from arignote.training.oom_selftest import selftest_real_oom
+    from arignote.diagnostics.oom_selftest import selftest_real_oom
 
     config.configure(device="cuda0", print_active_device=False)
     ok, detail = selftest_real_oom("cuda:0")

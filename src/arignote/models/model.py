@@ -293,14 +293,14 @@ class Model(Functional, GeneratorMethods):
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
-            from arignote.training.batch_size import trainer_batch_size
+            from arignote.diagnostics.batch_size import trainer_batch_size
 
             batch_size = trainer_batch_size(trainer, train).batch
             plan.steps = steps_per_epoch or -(-train.n // batch_size)
         self._last_batch_size = batch_size
-        from arignote.training import memory_plan
+        from arignote.diagnostics import memory_plan
 
-        self._memory_plan = memory_plan.trainer_plan(trainer, train, batch_size)  # model.summary() shows it
+        self._memory_plan = memory_plan.FitPlan.of(trainer, train, batch_size)  # measured when shown
         memory_plan.announce(self._memory_plan, verbose=verbose, is_main=trainer.strategy.is_main)
         params = {"epochs": epochs, "steps": plan.steps, "samples": plan.samples,
                   "val_samples": plan.val_samples, "batch_size": batch_size, "verbose": verbose,
@@ -546,7 +546,7 @@ class Model(Functional, GeneratorMethods):
         self._ensure_built(None)
         if self._is_graph:
             self._graph_summary(print_fn)
-            from arignote.training.memory_plan import summary_lines
+            from arignote.diagnostics.memory_plan import summary_lines
 
             summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
             return
@@ -554,7 +554,7 @@ class Model(Functional, GeneratorMethods):
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable, title=self.name), print_fn)
-        from arignote.training.memory_plan import summary_lines
+        from arignote.diagnostics.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
 
