@@ -29,6 +29,7 @@ from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.models import saving
 from arignote.models.generators import GeneratorMethods
+from arignote.training import compiled as compiled_steps
 from arignote.training import inputs, sample_weights
 from arignote.training.data import is_array
 from arignote.training.loop import Trainer
@@ -141,16 +142,18 @@ class Model(Functional, GeneratorMethods):
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
                 loss_weights: Any = None, sample_weight_mode: Any = None, weighted_metrics: Any = None,
-                **kwargs: Any) -> None:
+                jit_compile: Any = None, **kwargs: Any) -> None:
         """Choose the optimizer, loss and metrics (names, or arignote objects), Keras 2 style.
 
         ``sample_weight_mode='temporal'``: ``fit(sample_weight=...)`` takes one weight per time step,
         shape ``(samples, steps)`` (a dict or list per output for several outputs).
         ``weighted_metrics``: metrics averaged with the sample (and class) weights, logged after the
         plain ones (a name already taken gets ``_1``, as Keras 2.3).
+        ``jit_compile`` (tf.keras's name): True/'on' runs the steps through ``torch.compile``
+        (``training/compiled.py``), or a ``torch.compile`` mode; False off; None: the ``jit`` flag.
 
         Example: ``model.compile(optimizer=RMSprop(lr=1e-4), loss="categorical_crossentropy",
-        metrics=["accuracy"])``.
+        metrics=["accuracy"], jit_compile=True)``.
         """
         from arignote import losses, optimizers
         from arignote import metrics as metrics_mod
@@ -158,7 +161,8 @@ class Model(Functional, GeneratorMethods):
         unsupported = sorted(k for k in kwargs if kwargs[k] is not None)
         if unsupported:
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
-                            "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics")
+                            "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
+        self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
         if loss is None and not self._model_losses:
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy'")
         if isinstance(metrics, str):
