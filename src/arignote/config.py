@@ -122,6 +122,12 @@ _FLAG_LIST = [
          "2.0-2.2 (acc, mean_absolute_error); logs and History answer both"),
     Flag("image_data_format", _t.choice("channels_last", "channels_first"), "channels_last",
          "default data_format of image layers (also read from Keras's ~/.keras/keras.json)"),
+    Flag("jit", _t.choice("off", "on", "default", "reduce-overhead", "max-autotune",
+                          "max-autotune-no-cudagraphs"), "off",
+         "compile the train/eval steps with torch.compile: on (reduce-overhead on GPU, default on cpu) "
+         "or a torch.compile mode; compile(jit_compile=...) wins"),
+    Flag("jit.backend", _t.choice("inductor", "aot_eager", "eager"), "inductor",
+         "torch.compile backend of compiled steps: inductor generates kernels; aot_eager/eager to debug"),
 ]
 
 FLAGS: dict[str, Flag] = {f.name: f for f in _FLAG_LIST}

@@ -68,6 +68,7 @@ def _mib(n: float) -> str:
 def _fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int = 256,
          callbacks: list | None = None):
     """A few training steps of a small model under ``flags``; returns (model, history)."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
     from arignote.datasets import synthetic
     from arignote.layers import Conv2D, Dense, Flatten, MaxPooling2D
@@ -95,6 +96,7 @@ def _fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int
 
 
 def _banner(device: str) -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config, devices
 
     config.configure(device=device, print_active_device=True)
@@ -123,6 +125,7 @@ def train_cpu() -> str:
 
 def _strategy_probe(seen: list[tuple[int, str]]):
     """A callback recording (world size, collective backend) of the strategy fit runs on."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.callbacks import Callback
     from arignote.parallel import ddp
 
@@ -142,6 +145,7 @@ def data_parallel_cpu() -> str:
 
 
 def mixed_precision_cpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.precision import Precision
 
     _fit({"device": "cpu", "precision": "mixed-bf16"}, kind="cnn")
@@ -162,6 +166,7 @@ def oom_split_cpu() -> str:
 
 def _train_placed(device: str, contexts: str, hidden: int) -> Any:
     """Two Dense layers under two placement contexts, trained for 2 epochs; returns the model."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import arignote
     from arignote import config
     from arignote.datasets import synthetic
@@ -183,6 +188,7 @@ def _train_placed(device: str, contexts: str, hidden: int) -> Any:
 
 
 def placement_cpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.parallel.placement import layer_device
 
     model = _train_placed("cpu", "dev0->cpu;dev1->cpu", hidden=32)
@@ -195,6 +201,7 @@ def placement_cpu() -> str:
 
 
 def banner_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import current_inventory
 
     line = _banner("cuda0")
@@ -204,6 +211,7 @@ def banner_gpu() -> str:
 
 
 def memory_preallocate() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config, devices
     from arignote.devices import cuda
 
@@ -220,6 +228,7 @@ def memory_preallocate() -> str:
 
 
 def memory_limit() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote import config, devices
@@ -244,6 +253,7 @@ def memory_limit() -> str:
 
 
 def memory_no_cache() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote import config, devices
@@ -263,6 +273,7 @@ def memory_no_cache() -> str:
 
 
 def _cudnn(enabled: str, benchmark: bool) -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import cuda
 
     _fit({"device": "cuda0", "dnn.enabled": enabled, "dnn.benchmark": benchmark}, kind="cnn")
@@ -285,6 +296,7 @@ def cudnn_benchmark() -> str:
 
 
 def mixed_precision() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.precision import Precision
 
     _fit({"device": "cuda0", "precision": "mixed-fp16"}, kind="cnn")
@@ -292,6 +304,7 @@ def mixed_precision() -> str:
 
 
 def train_each_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote.devices import current_inventory
@@ -305,6 +318,7 @@ def train_each_gpu() -> str:
 
 
 def data_parallel_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import cuda, current_inventory
 
     seen: list[tuple[int, str]] = []
@@ -322,8 +336,9 @@ def placement() -> str:
 
 
 def out_of_memory() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
-    from arignote.training.oom_selftest import selftest_real_oom
+    from arignote.diagnostics.oom_selftest import selftest_real_oom
 
     config.configure(device="cuda0", print_active_device=False)
     ok, detail = selftest_real_oom("cuda:0")
@@ -385,6 +400,7 @@ def plan(inventory: Any) -> list[tuple[Check, str | None]]:
 
 
 def main(argv: list[str]) -> int:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import devices
 
     by_name = {c.name: c for c in CHECKS}

@@ -30,6 +30,7 @@ from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.models import saving
 from arignote.models.generators import GeneratorMethods
+from arignote.training import compiled as compiled_steps
 from arignote.training import inputs, sample_weights
 from arignote.training.data import is_array
 from arignote.training.loop import Trainer
@@ -152,16 +153,18 @@ class Model(Functional, GeneratorMethods):
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
                 loss_weights: Any = None, sample_weight_mode: Any = None, weighted_metrics: Any = None,
-                **kwargs: Any) -> None:
+                jit_compile: Any = None, **kwargs: Any) -> None:
         """Choose the optimizer, loss and metrics (names, or arignote objects), Keras 2 style.
 
         ``sample_weight_mode='temporal'``: ``fit(sample_weight=...)`` takes one weight per time step,
         shape ``(samples, steps)`` (a dict or list per output for several outputs).
         ``weighted_metrics``: metrics averaged with the sample (and class) weights, logged after the
         plain ones (a name already taken gets ``_1``, as Keras 2.3).
+        ``jit_compile`` (tf.keras's name): True/'on' runs the steps through ``torch.compile``
+        (``training/compiled.py``), or a ``torch.compile`` mode; False off; None: the ``jit`` flag.
 
         Example: ``model.compile(optimizer=RMSprop(lr=1e-4), loss="categorical_crossentropy",
-        metrics=["accuracy"])``.
+        metrics=["accuracy"], jit_compile=True)``.
         """
         from arignote import losses, optimizers
         from arignote import metrics as metrics_mod
@@ -169,7 +172,8 @@ class Model(Functional, GeneratorMethods):
         unsupported = sorted(k for k in kwargs if kwargs[k] is not None)
         if unsupported:
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
-                            "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics")
+                            "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
+        self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
         if loss is None and not self._model_losses:
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy'")
         if isinstance(metrics, str):
@@ -336,14 +340,14 @@ class Model(Functional, GeneratorMethods):
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
-            from arignote.training.batch_size import trainer_batch_size
+            from arignote.diagnostics.batch_size import trainer_batch_size
 
             batch_size = trainer_batch_size(trainer, train).batch
             plan.steps = steps_per_epoch or -(-train.n // batch_size)
         self._last_batch_size = batch_size
-        from arignote.training import memory_plan
+        from arignote.diagnostics import memory_plan
 
-        self._memory_plan = memory_plan.trainer_plan(trainer, train, batch_size)  # model.summary() shows it
+        self._memory_plan = memory_plan.FitPlan.of(trainer, train, batch_size)  # measured when shown
         memory_plan.announce(self._memory_plan, verbose=verbose, is_main=trainer.strategy.is_main)
         params = {"epochs": epochs, "steps": plan.steps, "samples": plan.samples,
                   "val_samples": plan.val_samples, "batch_size": batch_size, "verbose": verbose,
@@ -620,7 +624,7 @@ class Model(Functional, GeneratorMethods):
         self._ensure_built(None)
         if self._is_graph:
             self._graph_summary(print_fn)
-            from arignote.training.memory_plan import summary_lines
+            from arignote.diagnostics.memory_plan import summary_lines
 
             summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
             return
@@ -628,7 +632,7 @@ class Model(Functional, GeneratorMethods):
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable, title=self.name), print_fn)
-        from arignote.training.memory_plan import summary_lines
+        from arignote.diagnostics.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
 
