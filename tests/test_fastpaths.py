@@ -355,3 +355,14 @@ def test_fast_path_took_effect_on_a_gpu(item):
 
     detail = getattr(selfchecks_fast, item)()
     assert detail
+
+
+def test_readme_banner_example_is_what_fit_prints():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("**Fast paths on a GPU**", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    facts = FitFacts(device="cuda:0", capability=(9, 0), has_conv=True, fixed_shapes=True, optimizer="Adam",
+                     optimizer_impl="fused", arrays_on_device=True)
+    assert block.splitlines() == [fastpaths.tf32_line(fastpaths.tf32(flags(), (9, 0))),
+                                  fastpaths.fit_line(flags(), facts)]
