@@ -5,6 +5,8 @@ process-wide torch flags, readable and settable on a CPU build)."""
 from __future__ import annotations
 
 import contextlib
+import doctest
+import importlib
 import io
 
 import numpy as np
@@ -120,6 +122,15 @@ def test_fit_line_with_every_fast_path_switched_off():
     assert line == ("fast paths: cuDNN autotune off (dnn.benchmark=false), "
                     "contiguous (memory_format=contiguous), "
                     "Adam foreach, batches pinned + non_blocking to cuda:1")
+
+
+def test_fit_line_for_a_dataloader_without_pinned_memory():
+    facts = FitFacts(device="cuda:0", has_conv=True, fixed_shapes=False, loader_pins=False)
+    assert fastpaths.fit_line(flags(), facts).endswith(
+        "batches pinned by the loop + non_blocking to cuda:0 (DataLoader(pin_memory=True) pins in the "
+        "loader's thread instead)")
+    pinned = FitFacts(device="cuda:0", has_conv=True, fixed_shapes=False, loader_pins=True)
+    assert fastpaths.fit_line(flags(), pinned).endswith("batches pinned + non_blocking to cuda:0")
 
 
 def test_fit_line_for_arrays_too_big_for_the_gpu():
@@ -272,7 +283,12 @@ def test_fit_facts_describe_arrays_and_iterables(monkeypatch):
     arrays, loader = seen
     assert arrays == FitFacts(device="cpu", has_conv=True, fixed_shapes=True, optimizer="Adam",
                               optimizer_impl="fused", arrays_on_device=True)
-    assert loader.fixed_shapes is False and loader.arrays_on_device is None
+    assert loader.fixed_shapes is False and loader.arrays_on_device is None and loader.loader_pins is None
+    seen.clear()
+    with config.override(device="cpu", print_active_device=False):
+        dataset = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+        model.fit(torch.utils.data.DataLoader(dataset, batch_size=4), epochs=1, verbose=0)
+    assert seen[0].loader_pins is False
 
 
 def test_choice_is_plain_data():
@@ -366,3 +382,50 @@ def test_readme_banner_example_is_what_fit_prints():
                      optimizer_impl="fused", arrays_on_device=True)
     assert block.splitlines() == [fastpaths.tf32_line(fastpaths.tf32(flags(), (9, 0))),
                                   fastpaths.fit_line(flags(), facts)]
+
+
+def test_bench_predictions_use_each_rows_tf32(monkeypatch):
+    """`arignote bench` on a GPU sets each measured row beside the prediction with its own TF32:
+    the seeds' rows run with tf32=off, cuda-fast with it on."""
+    from arignote.bench import configs, opcount, perfmodel, plan
+    from arignote.bench.report import Run
+    from arignote.commands import bench_cmd
+
+    seen = []
+
+    def fake_plan(model, batch, assume=perfmodel.Assumptions()):
+        seen.append((batch, assume.tf32))
+        step = opcount.StepCount((), batch)
+        rows = perfmodel.table([(2e9, 1e3, True)] * 50, 0, batch, assume=assume)  # matmul-bound
+        return plan.StepPlan(model, batch, step, step, 0, 0, rows)
+
+    monkeypatch.setattr(plan, "plan_model", fake_plan)
+    h100 = "NVIDIA H100 80GB HBM3"
+    runs = [Run("cuda", "arignote", 32, epoch_seconds=[3.0], samples=45000, device_name=h100),
+            Run("cuda-fast", "arignote", 32, epoch_seconds=[1.0], samples=45000, device_name=h100)]
+    lines = bench_cmd._predictions("cnn", runs).strip().splitlines()[1:]
+    assert seen == [(32, False), (32, True)]
+    assert [line.split()[0] for line in lines] == ["cuda", "cuda-fast"]
+    eager = [float(line.split("predicted eager ")[1].split()[0]) for line in lines]
+    assert eager[0] > eager[1]  # fp32 matmuls predicted slower than TF32
+    names = ("cuda-nodnn", "cuda", "cuda-benchmark", "cuda-fast", "all-gpus", "cpu")
+    assert [configs.tf32_of(n) for n in names] == [False, False, False, True, True, True]
+
+
+def test_plan_assumptions_follow_the_tf32_flag():
+    from arignote.bench import plan
+
+    assert plan.assumptions_from_flags().tf32 is True
+    with config.override(tf32="off"):
+        assert plan.assumptions_from_flags().tf32 is False
+    with config.override(tf32="torch"):
+        assert plan.assumptions_from_flags().tf32 is True
+
+
+@pytest.mark.parametrize("module", ["arignote.devices.fastpaths", "arignote.bench.selfchecks_fast",
+                                    "arignote.bench.fastprobes", "arignote.bench.configs",
+                                    "arignote.bench.plan"])
+def test_docstring_examples_hold(module):
+
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0
