@@ -30,6 +30,13 @@ from arignote.bench.selfchecks_dp import (
     dp_weights,
     dp_with_placement,
 )
+from arignote.bench.selfchecks_fast import (
+    autotune_gpu,
+    channels_last_gpu,
+    fused_optimizer_gpu,
+    no_host_sync_gpu,
+    tf32_gpu,
+)
 
 MARK = "@@selftest "
 MiB = 1 << 20
@@ -373,6 +380,14 @@ CHECKS = [
           dp_preallocation_after_oom),
     Check("placement-data-parallel", 4, "placement contexts inside each data-parallel replica's GPUs",
           dp_with_placement),
+    # the fast paths took effect during a fit (selfchecks_fast.py; written without a GPU)
+    Check("fast-autotune", 1, "cuDNN autotuning on for array data, off for an iterable (dnn.benchmark=auto)",
+          autotune_gpu),
+    Check("fast-channels-last", 1, "every conv2d output of a CNN fit is channels-last", channels_last_gpu),
+    Check("fast-fused-optimizer", 1, "Adam runs torch's fused kernel on the GPU", fused_optimizer_gpu),
+    Check("fast-tf32", 1, "TF32 switches as the tf32 flag asks", tf32_gpu),
+    Check("no-host-sync", 1, "steps 2..N of a fit under torch.cuda.set_sync_debug_mode('error')",
+          no_host_sync_gpu),
 ]
 
 

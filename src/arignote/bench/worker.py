@@ -23,7 +23,7 @@ import warnings
 from typing import Any
 
 from arignote import config, devices
-from arignote.bench import configs, runners
+from arignote.bench import configs, models, runners
 from arignote.devices import cpu
 
 MARK = "@@bench "
@@ -54,6 +54,10 @@ def main(argv: list[str]) -> int:
     device = chosen[0]
     # the peers get the same process-wide settings (threads, cuDNN switches, memory policy)
     devices.prepare(device, inventory)
+    if device.is_cuda and spec["runner"] != "arignote":
+        # dnn.benchmark=auto is decided per fit; a peer gets the decision fit makes (arrays: fixed shapes)
+        conv = len(models.spec(spec["model"]).input_shape) == 3
+        devices.fast_paths(devices.FitFacts(device=str(device), has_conv=conv, fixed_shapes=True), inventory)
     if spec["runner"] != "arignote":
         warnings.filterwarnings("ignore")  # Lightning's and Keras's advice is noise in a benchmark log
     bench_data = data.load(spec["model"], spec["n_train"], spec["n_val"], source=spec["data"])
