@@ -36,8 +36,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from arignote.callbacks.base import Callback
-from arignote.devices import nvml
-from arignote.devices.inventory import current_inventory
+from arignote.devices import inventory, nvml
+from arignote.devices.identity import GPUIdentity
 
 __all__ = ["DeviceStatsMonitor"]
 
@@ -147,13 +147,13 @@ class DeviceStatsMonitor(Callback):
             pynvml = nvml.session()
         except nvml.NVMLUnavailable:
             return None
-        infos = {g.index: g for g in current_inventory().gpus}
+        infos = {g.index: g for g in inventory.current_inventory().gpus}
         handles = {}
         for i in indices:
             info = infos.get(i)
             with contextlib.suppress(pynvml.NVMLError):
                 if info is not None and info.uuid:
-                    handles[i] = pynvml.nvmlDeviceGetHandleByUUID("GPU-" + info.uuid.removeprefix("GPU-"))
+                    handles[i] = pynvml.nvmlDeviceGetHandleByUUID(GPUIdentity.of(info).cuda_name)
                 elif info is not None and info.pci_bus_id:
                     handles[i] = pynvml.nvmlDeviceGetHandleByPciBusId(info.pci_bus_id)
         return (pynvml, handles) if handles else None
