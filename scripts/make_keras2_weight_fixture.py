@@ -73,8 +73,8 @@ def softmax_classes(sparse):
     h = m.fit(x, y, sample_weight=w, class_weight=cw, batch_size=4, epochs=2, shuffle=False, verbose=0)
     out["history"] = {k: floats(v) for k, v in h.history.items()}
     out["after_fit"] = [v.tolist() for v in m.get_weights()]
-    return {"x": x.tolist(), "y": y.tolist(), "w": w.tolist(), "class_weight": {str(k): v for k, v in cw.items()},
-            "loss": loss, "start": start, **out}
+    return {"x": x.tolist(), "y": y.tolist(), "w": w.tolist(),
+            "class_weight": {str(k): v for k, v in cw.items()}, "loss": loss, "start": start, **out}
 
 
 def temporal():

@@ -44,7 +44,8 @@ def test_dense_mse_weighted_evaluate_metrics_and_one_step():
     m.compile(SGD(lr=0.1), "mse", metrics=["mae"], weighted_metrics=["mae", "mse"])
     m.set_weights([a(v) for v in case["start"]])
     assert m.metrics_names == case["names"]
-    assert m.evaluate(x, y, sample_weight=w, batch_size=3, verbose=0) == pytest.approx(case["evaluate"], **TOL)
+    got = m.evaluate(x, y, sample_weight=w, batch_size=3, verbose=0)
+    assert got == pytest.approx(case["evaluate"], **TOL)
     assert m.evaluate(x, y, batch_size=3, verbose=0) == pytest.approx(case["evaluate_plain"], **TOL)
     assert m.train_on_batch(x, y, sample_weight=w) == pytest.approx(case["train_on_batch"], **TOL)
     _assert_weights(m, case["after_step"])
@@ -59,7 +60,8 @@ def test_class_and_sample_weights_in_fit_and_weighted_accuracy(name):
     m = Sequential([Dense(3, activation="softmax", input_shape=(4,))])
     m.compile(SGD(lr=0.2), case["loss"], metrics=["acc"], weighted_metrics=["acc"])
     m.set_weights([a(v) for v in case["start"]])
-    assert m.evaluate(x, y, sample_weight=w, batch_size=4, verbose=0) == pytest.approx(case["evaluate"], **TOL)
+    got = m.evaluate(x, y, sample_weight=w, batch_size=4, verbose=0)
+    assert got == pytest.approx(case["evaluate"], **TOL)
     assert m.metrics_names == case["names"]
     h = m.fit(x, y, sample_weight=w, class_weight=cw, batch_size=4, epochs=2, shuffle=False, verbose=0)
     for key, values in case["history"].items():
@@ -73,7 +75,8 @@ def test_temporal_weights():
     m = Sequential([Dense(2, input_shape=(4, 3))])
     m.compile(SGD(lr=0.1), "mae", weighted_metrics=["mse"], sample_weight_mode="temporal")
     m.set_weights([a(v) for v in case["start"]])
-    assert m.evaluate(x, y, sample_weight=w, batch_size=2, verbose=0) == pytest.approx(case["evaluate"], **TOL)
+    got = m.evaluate(x, y, sample_weight=w, batch_size=2, verbose=0)
+    assert got == pytest.approx(case["evaluate"], **TOL)
     assert m.train_on_batch(x, y, sample_weight=w) == pytest.approx(case["train_on_batch"], **TOL)
     _assert_weights(m, case["after_step"])
 
