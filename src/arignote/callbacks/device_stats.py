@@ -36,6 +36,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from arignote.callbacks.base import Callback
+from arignote.devices import nvml
+from arignote.devices.inventory import current_inventory
 
 __all__ = ["DeviceStatsMonitor"]
 
@@ -139,17 +141,12 @@ class DeviceStatsMonitor(Callback):
     # ------------------------------------------------------------------ NVML (overridable in tests)
 
     def _open_nvml(self, indices: list[int]) -> Any:
-        """Handles of the GPUs (torch indices) through NVML, or None when NVML is absent."""
+        """Handles of the GPUs (torch indices) through the process's NVML session, or None when NVML
+        is absent."""
         try:
-            import pynvml
-        except ImportError:
+            pynvml = nvml.session()
+        except nvml.NVMLUnavailable:
             return None
-        try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError:
-            return None
-        from arignote.devices import current_inventory
-
         infos = {g.index: g for g in current_inventory().gpus}
         handles = {}
         for i in indices:
@@ -170,10 +167,7 @@ class DeviceStatsMonitor(Callback):
         return out
 
     def _close_nvml(self) -> None:
-        if self._nvml is not None and hasattr(self._nvml[0], "nvmlShutdown"):
-            with contextlib.suppress(Exception):
-                self._nvml[0].nvmlShutdown()
-        self._nvml = None
+        self._nvml = None  # the handles only: the session stays open for the process (devices/nvml.py)
 
     # ------------------------------------------------------------------ hooks
 

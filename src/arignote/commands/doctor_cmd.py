@@ -20,6 +20,7 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from arignote import config
+from arignote.devices import nvml
 from arignote.devices.spec import DeviceError, parse_spec, resolve
 
 HELP = "diagnose torch, CUDA, driver, cuDNN, NCCL, CUDA_VISIBLE_DEVICES for a device spec (exit 1: unhealthy)"
@@ -69,12 +70,8 @@ def driver_version() -> tuple[str | None, int | None]:
     except OSError:
         pass
     try:
-        import pynvml
-    except ImportError:
-        return version, None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
+        pynvml = nvml.session()
+    except nvml.NVMLUnavailable:
         return version, None
     try:
         raw = pynvml.nvmlSystemGetDriverVersion()
@@ -82,8 +79,6 @@ def driver_version() -> tuple[str | None, int | None]:
         return version, int(pynvml.nvmlDeviceGetCount())
     except pynvml.NVMLError:
         return version, None
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def gather() -> Facts:
