@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -231,7 +232,7 @@ def memory_limit() -> str:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
-    from arignote import config, devices
+    from arignote import config, devices, memory
     from arignote.devices import cuda
 
     _, total = cuda.mem_get_info(0)
@@ -240,9 +241,11 @@ def memory_limit() -> str:
     fraction = cuda.memory_fraction(0)
     _expect(abs(fraction - 0.25) < 0.01, f"per-process cap is {fraction}, expected 0.25")
     try:
-        block = torch.empty(int(0.35 * total), dtype=torch.uint8, device="cuda:0")
-    except torch.OutOfMemoryError:
-        pass
+        with memory.oom_explained("cuda:0"):
+            block = torch.empty(int(0.35 * total), dtype=torch.uint8, device="cuda:0")
+    except torch.OutOfMemoryError as exc:
+        _expect("memory.limit=0.25 (from code)" in str(exc),
+                f"the out-of-memory error does not name the flag: {str(exc)[-160:]!r}")
     else:
         del block
         raise CheckFailed("allocating 35% of the GPU succeeded under memory.limit=0.25")
@@ -300,7 +303,9 @@ def mixed_precision() -> str:
     from arignote.precision import Precision
 
     _fit({"device": "cuda0", "precision": "mixed-fp16"}, kind="cnn")
-    return Precision.from_config("cuda:0").describe()
+    precision = Precision.from_config("cuda:0")
+    _expect(precision.scaler.is_enabled(), "mixed-fp16 on a GPU has no enabled grad scaler")
+    return precision.describe()
 
 
 def train_each_gpu() -> str:
@@ -397,6 +402,28 @@ def plan(inventory: Any) -> list[tuple[Check, str | None]]:
                    else f"needs {check.gpus} GPUs, this machine has {gpus}")
         out.append((check, why))
     return out
+
+
+def run_in_process(name: str, timeout: float) -> tuple[bool, str]:
+    """Run check ``name`` in a fresh interpreter (``python -m arignote.bench.selfchecks NAME``):
+    ``(passed, detail)``. The one runner of ``arignote selftest`` and of the ``gpu``-marked tests.
+
+    Example::
+
+        >>> run_in_process("train-cpu", timeout=300)
+        (True, 'CNN, loss 1.386 -> 1.371 on cpu')
+    """
+    cmd = [sys.executable, "-m", "arignote.bench.selfchecks", name]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {timeout:.0f} s"
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            msg = json.loads(line[len(MARK):])
+            return bool(msg["ok"]), msg["detail"]
+    tail = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+    return False, f"exit code {proc.returncode}: {tail[-1] if tail else 'no output'}"
 
 
 def main(argv: list[str]) -> int:
