@@ -15,7 +15,7 @@ from arignote.graph.network import Packing
 from arignote.layers import LSTM, Dense, Input, SimpleRNN, concatenate
 from arignote.layers._rnn_base import states_set_aside
 from arignote.models import Model, Sequential
-from arignote.training.memory_plan import plan_memory
+from arignote.diagnostics.memory_plan import plan_memory
 
 
 @pytest.fixture(autouse=True)
