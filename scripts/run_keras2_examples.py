@@ -24,10 +24,18 @@ What the harness changes, and only for the run:
   ``HARNESS_SAMPLES`` (256) samples and ``steps_per_epoch`` / ``validation_steps`` to 3;
   ``Model.evaluate`` scores the first 256 samples (``predict`` is never cut: its output is used). Examples
   that train in their own loop are stopped cleanly (exit 0, ``HARNESS-BUDGET`` on stderr) after 12
-  ``fit`` calls or 40 ``train_on_batch`` calls: they ran their training steps and the classification
-  says "runs (stopped by the work budget)". matplotlib draws to the Agg backend.
+  ``fit`` calls, 40 ``train_on_batch`` calls or 30 calls of ``K.function`` callables (the gradient
+  ascent and L-BFGS loops of the image examples): they ran their steps and the classification says
+  "runs (stopped by the work budget)". matplotlib draws to the Agg backend.
+* **Pretrained weights.** ``weights='imagenet'`` finds no file offline; the harness saves the
+  freshly built network's own random weights in Keras's HDF5 layout under Keras's file name in
+  ``~/.keras/models`` and lets the application load them (``stand-in weights`` in the result): the
+  example runs end to end, on meaningless weights.
 * **Run.** One subprocess per example, ``ARIGNOTE_FLAGS=device=cpu``, ``OMP_NUM_THREADS=1``, this
   checkout's ``src`` first on ``PYTHONPATH``, a timeout (``--timeout``, default 120 s).
+
+The examples themselves import six, numpy, scipy, pandas, matplotlib, Pillow and scikit-learn,
+and plot_model needs Graphviz's ``dot`` (a Keras 2 user had them); install those to measure.
 
 Classification: ``runs`` (exit 0), ``fails`` (the exception line and the innermost arignote frame of
 the traceback), ``out of scope`` (a download was attempted, or a module that is not arignote's to
@@ -305,10 +313,12 @@ BOOT = textwrap.dedent('''
 
     import numpy as np
 
+    from arignote import backend as K
+    from arignote.applications import _weights
     from arignote.datasets import _files, _get_file
     from arignote.models import model as _model
 
-    SAMPLES, STEPS, FIT_BUDGET, BATCH_BUDGET = 256, 3, 12, 40
+    SAMPLES, STEPS, FIT_BUDGET, BATCH_BUDGET, FUNCTION_BUDGET = 256, 3, 12, 40, 30
     _files.verify = lambda path, hashes: None
     _get_file.validate_file = lambda *a, **k: True
 
@@ -319,7 +329,7 @@ BOOT = textwrap.dedent('''
 
 
     _files._urlopen = _no_network
-    _calls = {"fit": 0, "train_on_batch": 0}
+    _calls = {"fit": 0, "train_on_batch": 0, "K.function": 0}
 
 
     def _budget(kind, limit):
@@ -391,6 +401,39 @@ BOOT = textwrap.dedent('''
 
 
     _model.Model.evaluate = evaluate
+    _function = K.function
+
+
+    @functools.wraps(_function)  # K.function's callables drive the hand-written optimisation loops
+    def function(*args, **kwargs):
+        run = _function(*args, **kwargs)
+
+        def counted(*a, **k):
+            _budget("K.function", FUNCTION_BUDGET)
+            return run(*a, **k)
+
+        return counted
+
+
+    K.function = function
+    _load = _weights.load
+
+
+    @functools.wraps(_load)
+    def load(model, weights, imagenet):
+        # No ImageNet weights offline: the network's own random initial weights, saved in Keras's
+        # HDF5 layout under Keras's file name, stand in for them (and are read back by the loader).
+        if weights == "imagenet" and imagenet is not None:
+            cache = os.path.join(os.path.expanduser("~"), ".keras", "models")
+            path = os.path.join(cache, imagenet.fname)
+            if not os.path.exists(path):
+                os.makedirs(cache, exist_ok=True)
+                model.save_weights(path)
+                print("HARNESS-WEIGHTS " + imagenet.fname, file=sys.stderr, flush=True)
+        return _load(model, weights, imagenet)
+
+
+    _weights.load = load
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
@@ -423,7 +466,8 @@ OUTSIDE = {
 }
 
 # Modules that are not arignote's to provide: an example that needs them is out of scope.
-FOREIGN = {"tensorflow": "TensorFlow-only API", "cairocffi": "cairocffi (Cairo text rendering)"}
+FOREIGN = {"tensorflow": "TensorFlow-only API", "cairocffi": "cairocffi (Cairo text rendering)",
+           "cv2": "OpenCV (cv2)"}
 
 
 def list_examples(repo: str, tag: str) -> list[str]:
@@ -444,7 +488,9 @@ def classify(returncode: int | None, stderr: str) -> tuple[str, str]:
         return "timeout", ""
     if returncode == 0:
         budget = re.search(r"HARNESS-BUDGET (.*)", stderr)
-        return "runs", f"stopped by the work budget ({budget.group(1)})" if budget else ""
+        notes = [f"stopped by the work budget ({budget.group(1)})"] if budget else []
+        notes += [f"stand-in weights for {w}" for w in re.findall(r"HARNESS-WEIGHTS (\S+)", stderr)]
+        return "runs", "; ".join(notes)
     if network:
         return "out of scope", f"needs the network: {network[0]}"
     missing = re.search(r"ModuleNotFoundError: No module named '([\w.]+)'", stderr)
