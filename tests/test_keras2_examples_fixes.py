@@ -11,11 +11,11 @@ import torch
 
 from arignote import backend as K
 from arignote import config
+from arignote.diagnostics.memory_plan import plan_memory
 from arignote.graph.network import Packing
 from arignote.layers import LSTM, Dense, Input, SimpleRNN, concatenate
 from arignote.layers._rnn_base import states_set_aside
 from arignote.models import Model, Sequential
-from arignote.diagnostics.memory_plan import plan_memory
 
 
 @pytest.fixture(autouse=True)
