@@ -131,7 +131,7 @@ FLOORS = {
     "metrics": 4, "optimizers": 4, "graph": 4, "layers": 4, "utils": 4, "datasets": 4,
     "preprocessing": 4, "saving": 4, "backend_ops": 4, "_backend_names": 4, "weighting": 4,
     # 5 engine: strategies, callbacks, the training loop
-    "parallel": 5, "callbacks": 5, "training": 5,
+    "parallel": 5, "callbacks": 5, "training": 5, "diagnostics": 5,
     # 6 models: what users build and fit
     "models": 6, "wrappers": 6, "engine": 6, "applications": 6,
     # 7 tools: monitoring, dashboard, benchmarks and self-tests
@@ -183,6 +183,14 @@ def test_no_module_imports_a_floor_above_its_own():
     assert not new, "imports of a higher floor (docs/architecture.md, 'Floors'):\n" + "\n".join(
         f"{m} -> {t} (floor {floor_of(m)} -> {floor_of(t)})" for m, t in new)
     assert not KNOWN_UPWARD - found, f"gone, delete from KNOWN_UPWARD: {sorted(KNOWN_UPWARD - found)}"
+
+
+def test_the_training_loop_imports_only_the_fault_hook_from_diagnostics():
+    """diagnostics/ looks at training from the outside: the loop's one use of it is OOM injection."""
+    edges, _ = import_graph()
+    used = {t for m, targets in edges.items() if m.startswith("arignote.training") for t in targets
+            if t.startswith("arignote.diagnostics")}
+    assert used <= {"arignote.diagnostics.oom_inject"}, sorted(used)
 
 
 def test_the_floors_table_of_the_architecture_doc_is_this_one():

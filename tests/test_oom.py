@@ -13,16 +13,17 @@ import pytest
 import torch
 
 from arignote import config
-from arignote.sizes import format_mib
-from arignote.training import oom, oom_selftest
-from arignote.training.batch_size import SearchResult, TrainingSnapshot, auto_batch_size, search_batch_size
-from arignote.training.memory_plan import (
+from arignote.diagnostics import oom_selftest
+from arignote.diagnostics.batch_size import SearchResult, TrainingSnapshot, auto_batch_size, search_batch_size
+from arignote.diagnostics.memory_plan import (
     MemoryPlan,
     measure_saved_bytes,
     optimizer_state_bytes,
     parameter_bytes,
     plan_memory,
 )
+from arignote.sizes import format_mib
+from arignote.training import oom
 from arignote.training.oom import (
     CANNOT_SPLIT,
     OOMGuard,

@@ -38,6 +38,8 @@ from typing import Any
 
 import torch
 
+from arignote import config
+from arignote.devices import fastpaths
 from arignote.hyperparameter import HyperParameter
 
 __all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "get", "serialize",
@@ -54,16 +56,16 @@ def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | Non
 
 
 def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
-    """Pick torch's fastest implementation the params allow: fused where torch has a kernel; else
+    """torch's implementation the ``optimizer.impl`` flag and the params allow
+    (:func:`arignote.devices.fastpaths.optimizer_impl`): fused where torch has a kernel; else
     foreach on accelerators and the per-tensor loop on CPU (measured on the MLP 784-512-512-10 at
     batch 128 on 2 CPU cores: foreach RMSprop was 5-40 % slower a step than the per-tensor loop)."""
     devices = {p.device.type for p in params}
-    # fused Adam/SGD exist for CPU and CUDA; fused Adagrad for CPU only; RMSprop/Adadelta have none
-    fused_devices = {torch.optim.Adam: {"cuda", "cpu"}, torch.optim.SGD: {"cuda", "cpu"},
-                     torch.optim.Adagrad: {"cpu"}}.get(torch_cls, set())  # fmt: skip
-    if devices <= fused_devices and all(p.is_floating_point() for p in params):
+    all_float = all(p.is_floating_point() for p in params)
+    impl = fastpaths.optimizer_impl(config.get, torch_cls.__name__, devices, all_float).value
+    if impl == "fused":
         return {"fused": True}
-    return {"foreach": devices != {"cpu"}}
+    return {"foreach": impl == "foreach"}
 
 
 class Optimizer:

@@ -18,8 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from arignote import config
 from arignote.bench import models, perfmodel
 from arignote.bench.opcount import OpRecorder, StepCount, count_fit_step, count_torch_step
+from arignote.bench.report import seconds_per_epoch
+from arignote.optimizers import RMSprop
 
 __all__ = ["StepPlan", "plan_model", "render"]
 
@@ -83,9 +86,6 @@ def plan_model(name: str = "cnn", batch_size: int = 32,
                assume: perfmodel.Assumptions = perfmodel.Assumptions()) -> StepPlan:
     """Count one step of ``name`` (a :data:`arignote.bench.models.SPECS` key) and predict it per GPU."""
     import torch
-
-    from arignote import config
-    from arignote.optimizers import RMSprop
 
     x, y = _data(name, batch_size, steps=4)
     with config.override(print_active_device=False):
@@ -160,8 +160,6 @@ def predicted_vs_measured(plan: StepPlan, runs: list) -> list[str]:
     table knows, at the plan's batch size, are compared. Measured epochs include validation
     (forward passes over a ninth more samples), which the prediction leaves out.
     """
-    from arignote.bench.report import seconds_per_epoch
-
     rows = {r["gpu"]: r for r in plan.rows}
     lines = []
     for run in runs:

@@ -123,6 +123,8 @@ def run(args) -> int:
     title = (f"arignote bench · {args.model}: {spec.doc} · data: {data_source} · "
              f"{n_train} train + {plan.n_val} val · {epochs} epoch(s)")
     text = report.render_table(runs, title)
+    seeds = configs_mod.seeds_reference(args.model, batches)
+    text += "\n\n" + "\n".join(seeds) if seeds else ""
     text += _predictions(args.model, runs)
     busy = max((x for x in load if x is not None), default=0.0)
     if busy > inventory.cpu_threads + 1:  # the bench itself accounts for about cpu_threads

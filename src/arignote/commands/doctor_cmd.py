@@ -20,6 +20,8 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from arignote import config
+from arignote.devices import nvml
+from arignote.devices.identity import parse_visible_devices
 from arignote.devices.spec import DeviceError, parse_spec, resolve
 
 HELP = "diagnose torch, CUDA, driver, cuDNN, NCCL, CUDA_VISIBLE_DEVICES for a device spec (exit 1: unhealthy)"
@@ -69,12 +71,8 @@ def driver_version() -> tuple[str | None, int | None]:
     except OSError:
         pass
     try:
-        import pynvml
-    except ImportError:
-        return version, None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
+        pynvml = nvml.session()
+    except nvml.NVMLUnavailable:
         return version, None
     try:
         raw = pynvml.nvmlSystemGetDriverVersion()
@@ -82,8 +80,6 @@ def driver_version() -> tuple[str | None, int | None]:
         return version, int(pynvml.nvmlDeviceGetCount())
     except pynvml.NVMLError:
         return version, None
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def gather() -> Facts:
@@ -114,7 +110,7 @@ def check_visible_devices(value: str | None, gpu_count: int | None, needs_gpu: b
     entries = [e.strip() for e in value.split(",")]
     seen: set[str] = set()
     for e in entries:
-        if not (e.isdigit() or e.startswith(("GPU-", "MIG-"))):
+        if not parse_visible_devices(e):  # CUDA's grammar (devices/identity.py): not an entry it reads
             out.append(Finding("warn", topic, f"entry {e!r} of {value!r} is neither an index nor a GPU-/MIG- "
                                "UUID; CUDA ignores it and every entry after it",
                                "list indices like 0,1 or UUIDs"))

@@ -84,8 +84,10 @@ def setting_notes(devices: Sequence[Device], get: Callable[[str], Any]) -> list[
                      "the CPU's reduced-precision mode")
     if get("memory.preallocate") or get("memory.limit"):
         notes.append("note: memory.preallocate and memory.limit apply to GPUs only; nothing to do on cpu")
-    if get("dnn.benchmark") or get("dnn.deterministic") or get("dnn.enabled") == "true":
+    if get("dnn.benchmark") is True or get("dnn.deterministic") or get("dnn.enabled") == "true":
         notes.append("note: the dnn.* flags switch cuDNN on GPUs; nothing to do on cpu")
+    if get("tf32") != "on":
+        notes.append(f"note: tf32={get('tf32')} switches TensorFloat-32 on GPUs; nothing to do on cpu")
     return notes
 
 

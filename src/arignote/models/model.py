@@ -25,10 +25,12 @@ import torch
 from arignote import config, weighting
 from arignote.callbacks.base import CallbackList, History
 from arignote.callbacks.stopping import TerminateOnNaN
+from arignote.devices import fastpaths, setup
 from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.models import saving
 from arignote.models.generators import GeneratorMethods
+from arignote.training import compiled as compiled_steps
 from arignote.training import inputs, sample_weights
 from arignote.training.data import is_array
 from arignote.training.loop import Trainer
@@ -132,25 +134,37 @@ class Model(Functional, GeneratorMethods):
             return shapes[0] if len(shapes) == 1 else shapes
         return None
 
+    # the memory_format decision of the last placement (devices.fastpaths.memory_format)
+    _memory_format: str | None = None
+
     @property
     def _image_input(self) -> bool:
-        """Whether 4-D inputs should be stored channels-last (wrapped modules with convolutions)."""
-        return any(isinstance(m, torch.nn.Conv2d) for m in self.module.modules())
+        """Whether 4-D inputs should be stored channels-last (wrapped modules with convolutions,
+        unless ``memory_format=contiguous``)."""
+        return self._memory_format != "contiguous" and any(
+            isinstance(m, torch.nn.Conv2d) for m in self.module.modules())
+
+    def _conv_modules(self) -> list[torch.nn.Module]:
+        """The modules holding a 4-D (2-D convolution) kernel."""
+        return [m for m in self.module.modules()
+                if isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.dim() == 4]
 
     # ------------------------------------------------------------------ compile and placement
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
                 loss_weights: Any = None, sample_weight_mode: Any = None, weighted_metrics: Any = None,
-                **kwargs: Any) -> None:
+                jit_compile: Any = None, **kwargs: Any) -> None:
         """Choose the optimizer, loss and metrics (names, or arignote objects), Keras 2 style.
 
         ``sample_weight_mode='temporal'``: ``fit(sample_weight=...)`` takes one weight per time step,
         shape ``(samples, steps)`` (a dict or list per output for several outputs).
         ``weighted_metrics``: metrics averaged with the sample (and class) weights, logged after the
         plain ones (a name already taken gets ``_1``, as Keras 2.3).
+        ``jit_compile`` (tf.keras's name): True/'on' runs the steps through ``torch.compile``
+        (``training/compiled.py``), or a ``torch.compile`` mode; False off; None: the ``jit`` flag.
 
         Example: ``model.compile(optimizer=RMSprop(lr=1e-4), loss="categorical_crossentropy",
-        metrics=["accuracy"])``.
+        metrics=["accuracy"], jit_compile=True)``.
         """
         from arignote import losses, optimizers
         from arignote import metrics as metrics_mod
@@ -158,7 +172,8 @@ class Model(Functional, GeneratorMethods):
         unsupported = sorted(k for k in kwargs if kwargs[k] is not None)
         if unsupported:
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
-                            "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics")
+                            "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
+        self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
         if loss is None and not self._model_losses:
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy'")
         if isinstance(metrics, str):
@@ -229,10 +244,12 @@ class Model(Functional, GeneratorMethods):
 
         self.module.to(device=device, dtype=dtype_of())
         # convolution weights in channels-last memory format (NHWC kernels; cuDNN/oneDNN fast path)
-        for m in self.module.modules():
-            w = getattr(m, "weight", None)
-            if isinstance(w, torch.nn.Parameter) and w.dim() == 4:
-                m.to(memory_format=torch.channels_last)
+        # unless memory_format says otherwise
+        convs = self._conv_modules()
+        self._memory_format = fastpaths.memory_format(config.get, device.type, bool(convs)).value
+        fmt = torch.channels_last if self._memory_format == "channels_last" else torch.contiguous_format
+        for m in convs:
+            m.to(memory_format=fmt)
         from arignote.parallel.placement import apply_placement  # layers under `with arignote.device(..)`
 
         apply_placement(self.module, getattr(self, "layers", ()), device)
@@ -317,19 +334,20 @@ class Model(Functional, GeneratorMethods):
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
+        setup.fast_paths(self._fit_facts(trainer, train))
         if steps_per_epoch is None and getattr(train, "length", None) is not None:
             plan.steps = train.length  # global batches: the same for any number of processes
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
-            from arignote.training.batch_size import trainer_batch_size
+            from arignote.diagnostics.batch_size import trainer_batch_size
 
             batch_size = trainer_batch_size(trainer, train).batch
             plan.steps = steps_per_epoch or -(-train.n // batch_size)
         self._last_batch_size = batch_size
-        from arignote.training import memory_plan
+        from arignote.diagnostics import memory_plan
 
-        self._memory_plan = memory_plan.trainer_plan(trainer, train, batch_size)  # model.summary() shows it
+        self._memory_plan = memory_plan.FitPlan.of(trainer, train, batch_size)  # measured when shown
         memory_plan.announce(self._memory_plan, verbose=verbose, is_main=trainer.strategy.is_main)
         params = {"epochs": epochs, "steps": plan.steps, "samples": plan.samples,
                   "val_samples": plan.val_samples, "batch_size": batch_size, "verbose": verbose,
@@ -344,6 +362,19 @@ class Model(Functional, GeneratorMethods):
                     validation_batch_size=validation_batch_size or batch_size, callbacks=cblist,
                     validation_freq=validation_freq)
         return self.history
+
+    def _fit_facts(self, trainer: Trainer, train: Any) -> fastpaths.FitFacts:
+        """What the fast-path decisions need to know about this fit (devices/fastpaths.py)."""
+        opt = getattr(self.optimizer, "torch", None)
+        impl = None
+        if opt is not None:
+            defaults = opt.defaults
+            impl = "fused" if defaults.get("fused") else "foreach" if defaults.get("foreach") else "loop"
+        on_device = getattr(train, "on_device", None)
+        return fastpaths.FitFacts(device=str(trainer.device), has_conv=bool(self._conv_modules()),
+                                  fixed_shapes=on_device is not None,
+                                  optimizer=type(opt).__name__ if opt else None, optimizer_impl=impl,
+                                  arrays_on_device=on_device)
 
     def _fit_callbacks(self, callbacks: list | None, verbose: int, plan: Any, trainer: Trainer) -> list:
         """The user's callbacks with fit's defaults around them, each default only when the user did
@@ -593,7 +624,7 @@ class Model(Functional, GeneratorMethods):
         self._ensure_built(None)
         if self._is_graph:
             self._graph_summary(print_fn)
-            from arignote.training.memory_plan import summary_lines
+            from arignote.diagnostics.memory_plan import summary_lines
 
             summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
             return
@@ -601,7 +632,7 @@ class Model(Functional, GeneratorMethods):
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable, title=self.name), print_fn)
-        from arignote.training.memory_plan import summary_lines
+        from arignote.diagnostics.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
 

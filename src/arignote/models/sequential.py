@@ -320,6 +320,6 @@ class Sequential(Model):
         total = sum(layer.count_params() for layer in self.layers)
         trainable = sum(layer.count_trainable_params() for layer in self.layers)
         summary.print_summary(summary.render(rows, total, trainable), print_fn)
-        from arignote.training.memory_plan import summary_lines
+        from arignote.diagnostics.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from arignote.devices.identity import GPUIdentity
 from arignote.devices.nvml import GPUSnapshot, Snapshot
 from arignote.share.leases import Lease, LeaseInfo, acquire, busy_map, current_leases, gpu_key, lease_dir
 from arignote.share.select import NoFreeGPUError, ShareError, evaluate, explain, format_mib, parse_size, rank
@@ -92,15 +93,6 @@ def snapshot_from_inventory(inventory: Any) -> Snapshot:
     return Snapshot(hostname=socket.gethostname(), time=time.time(), gpus=gpus)
 
 
-def _bus(bus_id: Any) -> str:
-    """``00000000:07:00.0`` (NVML) and ``0000:07:00.0`` (torch) -> ``0:07:00.0``."""
-    domain, _, rest = str(bus_id).lower().partition(":")
-    try:
-        return f"{int(domain, 16)}:{rest}"
-    except ValueError:
-        return str(bus_id).lower()
-
-
 def _visible_only(snap: Snapshot, inventory: Any) -> Snapshot:
     """Keep the NVML GPUs this process can use (those in torch's ``inventory``, matched by UUID or
     PCI bus id): under ``CUDA_VISIBLE_DEVICES`` NVML still lists every GPU of the machine."""
@@ -109,10 +101,8 @@ def _visible_only(snap: Snapshot, inventory: Any) -> Snapshot:
     visible = list(getattr(inventory, "gpus", ()) or ())
     if not visible or not snap.gpus:
         return snap
-    uuids = {str(g.uuid).removeprefix("GPU-") for g in visible if g.uuid}
-    buses = {_bus(g.pci_bus_id) for g in visible if g.pci_bus_id}
-    kept = tuple(g for g in snap.gpus
-                 if str(g.uuid).removeprefix("GPU-") in uuids or _bus(g.pci_bus_id) in buses)
+    seen = [GPUIdentity.of(g) for g in visible]
+    kept = tuple(g for g in snap.gpus if any(GPUIdentity.of(g).same_gpu(t) for t in seen))
     if not kept:
         raise ShareError("none of the GPUs NVML lists matches a GPU torch sees (by UUID or PCI bus id); "
                          "check CUDA_VISIBLE_DEVICES, or name the GPUs instead of free:N (device=cuda0)")

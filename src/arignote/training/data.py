@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arignote.devices import fastpaths
 from arignote.parallel.sharding import row_range
 from arignote.training.oom import batch_len, take
 from arignote.weighting import Weighted
@@ -208,7 +209,11 @@ def _move(obj: Any, device: torch.device, float_dtype: torch.dtype, name: str) -
     t = as_tensor(obj, float_dtype, name)
     if t.device == device:
         return t
-    pin = device.type == "cuda" and t.is_pinned()
+    # a host batch bound for a GPU is pinned (unless its loader did) and copied non_blocking: the
+    # copy then overlaps the previous step's kernels
+    pin = fastpaths.pin_batches(device.type) and t.device.type == "cpu"
+    if pin and not t.is_pinned():
+        t = t.pin_memory()
     return t.to(device, non_blocking=pin)
 
 

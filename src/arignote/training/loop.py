@@ -37,6 +37,7 @@ from arignote.callbacks.base import CallbackList, LazyLogs
 from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
+from arignote.training import compiled
 from arignote.training.data import ArrayData
 from arignote.training.oom import STOPPED, OOMGuard, StepFns, batch_len
 
@@ -72,6 +73,17 @@ class Trainer:
         self._loss_sum = torch.zeros((), dtype=_f64(self.device), device=self.device)
         self._count = 0
         self.last_count = 0.0  # samples behind the last results(), over all ranks
+        # compile(jit_compile=...) / the jit flag: the step's arithmetic through torch.compile
+        plan, notes = compiled.resolve(getattr(model, "jit_compile", None), self.device)
+        self.compiled: compiled.CompiledSteps | None = None
+        self._train_fn, self._eval_fn, self._predict_fn = self._loss_and_pred, self._eval_loss, self._predict
+        self._keep = _same
+        if plan is not None:
+            steps = compiled.CompiledSteps(plan, self._train_fn, self._eval_fn, self._predict_fn)
+            self.compiled = steps
+            self._train_fn, self._eval_fn, self._predict_fn = steps.train, steps.evaluate, steps.predict
+            self._keep = steps.keep
+            compiled.announce(plan, notes, self.device, strategy.is_main)
         self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
                             no_sync=lambda: strategy.no_sync(self.net),
                             arm=lambda: strategy.reduce_next_backward(self.net),
@@ -131,10 +143,27 @@ class Trainer:
     # ------------------------------------------------------------------ steps
 
     def _forward(self, xb: Any, yb: Any) -> tuple:
+        loss, y_pred = self._train_fn(xb, yb)
+        return loss, yb, y_pred, batch_len(xb)
+
+    def _loss_and_pred(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
+        """The training forward: the (DDP) module, the loss and the layer penalties (compiled whole
+        under jit_compile, its backward with it)."""
         with self.precision.autocast():
             y_pred = self.net(xb)
             loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
-        return loss, yb, y_pred, batch_len(xb)
+        return loss, y_pred
+
+    def _eval_loss(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
+        """The evaluation forward: the bare module (no DDP hook), the loss and the penalties."""
+        with self.precision.autocast():
+            y_pred = self.model.module(xb)
+            loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
+        return loss, y_pred
+
+    def _predict(self, xb: Any) -> Any:
+        with self.precision.autocast():
+            return self.model.module(xb)
 
     def _backward(self, handle: tuple, weight: float) -> tuple:
         """Backward of one forward, gradients scaled by ``weight``; returns what :meth:`_record` takes
@@ -147,7 +176,7 @@ class Trainer:
             self.model.optimizer.zero_grad()
             self._stale_grads = False
         self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()
-        return loss.detach(), yb, y_pred.detach(), n
+        return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
 
     def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
         """One (micro-)batch, forward and backward (the batch-size search's trial step)."""
@@ -207,14 +236,11 @@ class Trainer:
 
     def test_step(self, xb: Any, yb: Any) -> None:
         # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
-        with self.precision.autocast():
-            y_pred = self.model.module(xb)
-            loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
+        loss, y_pred = self._eval_fn(xb, yb)
         self._record(loss, yb, y_pred, batch_len(xb))
 
     def predict_step(self, xb: Any) -> torch.Tensor:
-        with self.precision.autocast():
-            return self.model.module(xb)
+        return self._keep(self._predict_fn(xb))
 
     # ------------------------------------------------------------------ batches
 
@@ -391,6 +417,10 @@ def _losses_nonfinite(items: list) -> bool:
     """Whether the loss (first field) of any forward/backward record is not finite (one host sync)."""
     losses = torch.stack([item[0].detach().float().reshape(()) for item in items])
     return not bool(torch.isfinite(losses).all())
+
+
+def _same(tensor: Any) -> Any:
+    return tensor
 
 
 def _f64(device: torch.device) -> torch.dtype:
