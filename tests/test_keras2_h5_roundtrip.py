@@ -551,3 +551,36 @@ def test_multi_output_compile_settings_are_written_as_keras2_and_restored(tmp_pa
     loaded.train_on_batch(x, ys)  # the same step from the file's Adam state
     for a, b in zip(loaded.get_weights(), model.get_weights(), strict=True):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
+
+
+def test_nested_models_and_wrappers_are_written_as_keras_3_also_reads_them(tmp_path):
+    from arignote.layers import Bidirectional, Input
+
+    inner = Sequential([Dense(4, input_shape=(3,), name="in_dense"), BatchNormalization(name="in_bn")],
+                       name="inner")
+    outer = Sequential([inner, Dense(2, name="top")], name="outer")
+    _randomize(outer)
+    path = str(tmp_path / "seq.h5")
+    outer.save(path)
+    with h5py.File(path, "r") as f:
+        config = json.loads(f.attrs["model_config"])["config"]
+    nested = config["layers"][0]
+    assert nested["class_name"] == "Sequential"
+    # the nested input is an InputLayer, as tf.keras writes it (Keras 3 misreads batch_input_shape elsewhere)
+    assert [s["class_name"] for s in nested["config"]["layers"]] == ["InputLayer", "Dense",
+                                                                     "BatchNormalization"]
+    assert nested["config"]["layers"][0]["config"]["batch_input_shape"] == [None, 3]
+    assert "batch_input_shape" not in nested["config"]["layers"][1]["config"]
+    x = RNG.uniform(-1, 1, (3, 3)).astype("float32")
+    loaded = load_model(path)  # a Sequential inside a Sequential is rebuilt by its class
+    assert [type(layer).__name__ for layer in loaded.layers] == ["Sequential", "Dense"]
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), outer.predict(x, verbose=0), rtol=0, atol=1e-6)
+
+    inp = Input(shape=(5, 3))
+    model = Model(inp, Bidirectional(LSTM(2), name="bi")(inp))
+    model.save(str(tmp_path / "bi.h5"))
+    with h5py.File(str(tmp_path / "bi.h5"), "r") as f:
+        layers = json.loads(f.attrs["model_config"])["config"]["layers"]
+    inner_spec = layers[1]["config"]["layer"]
+    assert (inner_spec["class_name"], inner_spec["module"]) == ("LSTM", "keras.layers")  # Keras 3 finds it so
+    assert type(load_model(str(tmp_path / "bi.h5")).get_layer("bi").layer).__name__ == "LSTM"

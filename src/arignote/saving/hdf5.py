@@ -111,8 +111,8 @@ def model_config(model: Any) -> dict:
     if type(model).__name__ == "Sequential":
         return {"class_name": "Sequential", "config": keras_config.sequential_to_keras(model.get_config())}
     get_config = getattr(model, "get_config", None)
-    if callable(get_config):  # a functional Model writes Keras 2's layout itself
-        return {"class_name": "Model", "config": get_config()}
+    if callable(get_config):  # a functional Model writes Keras 2's layout itself (but for what it nests)
+        return {"class_name": "Model", "config": keras_config.functional_to_keras(get_config())}
     raise ValueError(f"{type(model).__name__} has no get_config(): its architecture cannot be saved")
 
 
