@@ -21,6 +21,7 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from arignote import config
 from arignote.config import ConfigError
 
 MiB = 1 << 20
@@ -112,8 +113,6 @@ def plan(preallocate: float, limit: float, total_bytes: int, free_bytes: int, de
 
 def plan_for(device) -> MemoryPlan | None:
     """The plan for a :class:`~arignote.devices.Device` from the current flags (None on CPU)."""
-    from arignote import config
-
     if not device.is_cuda:
         return None
     names = ("memory.preallocate", "memory.limit")
@@ -147,8 +146,6 @@ def applied(device) -> MemoryPlan | None:
 
 def explain_oom(exc: BaseException, device) -> str:  # noqa: ARG001 - exc kept for future detail
     """One paragraph for an out-of-memory error on ``device``: the cap and the flag that set it."""
-    from arignote import config
-
     name = str(device)
     p = _applied.get(name)
     if p is not None and p.limit_bytes:

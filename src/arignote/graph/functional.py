@@ -22,6 +22,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from arignote import losses as losses_mod
+from arignote import metrics as metrics_mod
 from arignote import weighting
 from arignote.graph.network import GraphModule, Packing, topology
 from arignote.graph.node import Node, symbolic_call
@@ -481,9 +483,8 @@ def with_model_losses(model: Any, fn: Any) -> Any:
 
 
 def _is_custom(loss: Any) -> bool:
-    from arignote import losses
-
-    return callable(loss) and not isinstance(loss, (str, nn.Module)) and loss not in losses._NAMES.values()
+    return (callable(loss) and not isinstance(loss, (str, nn.Module))
+            and loss not in losses_mod._NAMES.values())
 
 
 def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
@@ -495,9 +496,6 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     ``{output}_{metric}``: the names Keras 2.3 logs). Targets with sample weights
     (:class:`arignote.weighting.Weighted`, the weights packed by ``model._w_packing``) give each
     output its own weights."""
-    from arignote import losses as losses_mod
-    from arignote import metrics as metrics_mod
-
     names = model.output_names
     raw = per_output(model, loss, "loss")
     fns = [weighting.weighted_loss(losses_mod.get(v), losses_mod.per_sample(v)) if v is not None else None

@@ -27,6 +27,7 @@ from torch import nn
 from arignote.graph import state
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
+from arignote.layers import deserialize, serialize
 from arignote.layers.base import Layer
 from arignote.layers.input_layer import Input, InputLayer
 from arignote.models.model import Model
@@ -289,8 +290,6 @@ class Sequential(Model):
 
     def get_config(self) -> dict:
         """Keras 2 config: ``{"name", "layers": [{"class_name", "config"}, ...]}``."""
-        from arignote.layers import serialize
-
         specs = [serialize(layer) for layer in self.layers]
         if self._input_layer is not None and specs:
             specs[0]["config"]["batch_input_shape"] = list(self._input_layer.batch_input_shape)
@@ -299,8 +298,6 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> Sequential:
-        from arignote.layers import deserialize
-
         model = cls(name=config.get("name"))
         layers = config["layers"] if isinstance(config, dict) else config  # Keras 2.0-2.2: a bare list
         for spec in layers:
