@@ -102,7 +102,7 @@ def run(args) -> int:
         configs_mod.parse(args.configs, inventory)
     except ValueError as exc:
         return _fail(str(exc))
-    plan = suite.Plan(model=args.model, n_train=n_train, n_val=default_val(n_train), epochs=epochs,
+    plan = suite.SuitePlan(model=args.model, n_train=n_train, n_val=default_val(n_train), epochs=epochs,
                       batch_sizes=batches, configs=config_names, runners=["arignote", *dict.fromkeys(peers)],
                       data=args.data, repeats=args.repeats)
     missing = {p: runners.missing(p) for p in peers}
