@@ -34,12 +34,11 @@ keeps its cache and its recompile limit per code object, so many models in one p
 suite, a hyper-parameter search) neither share nor exhaust one cache, and a model's graphs are freed
 with it.
 
-Example::
+Example (a model, arrays ``x``, ``y`` whose length is not a multiple of the batch)::
 
-    >>> model.compile("adam", "mse", jit_compile=True)      # or: arignote.configure(jit="on")
-    >>> model.fit(x, y, epochs=3)                          # graphs: 2 (full batch, then any size)
-    >>> model._trainer.compiled.graphs
-    2
+    model.compile("adam", "mse", jit_compile=True)      # or: arignote.configure(jit="on")
+    model.fit(x, y, epochs=3)                           # graphs: 2 (full batch, then any size)
+    model._trainer.compiled.graphs                      # 2 after epoch 1, still 2 after epoch 3
 """
 
 from __future__ import annotations
