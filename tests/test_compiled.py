@@ -241,3 +241,27 @@ def test_bad_values_name_the_choices():
     with pytest.raises(config.ConfigError, match="jit"):
         with config.override(jit="fast"):
             pass
+
+
+# --------------------------------------------------------------------------- the selftest item
+
+
+def test_selftest_probe_on_cpu_sees_no_replay_and_fewer_launches():
+    from arignote.bench import selfchecks, selfchecks_compiled
+
+    facts = selfchecks_compiled.probe("cpu", backend="aot_eager")
+    assert facts["graphs_first_epoch"] == facts["graphs_last_epoch"] == 2
+    assert facts["graph_replays"] == 0 and not facts["cudagraphs"]  # CPU: no CUDA graph
+    assert 0 < facts["launches"] and 0 < facts["eager_launches"]
+    names = [c.name for c in selfchecks.CHECKS]
+    assert "compiled-cuda-graphs" in names
+    assert next(c for c in selfchecks.CHECKS if c.name == "compiled-cuda-graphs").gpus == 1
+
+
+@pytest.mark.gpu
+def test_cuda_graphs_replayed_on_gpu():
+    from arignote.bench import selfchecks_compiled
+
+    with config.override(jit_backend="inductor"):
+        detail = selfchecks_compiled.cuda_graphs_gpu()
+    assert "CUDA graph" in detail
