@@ -60,8 +60,8 @@ _GPU_LADDER = [
                 "optimizer, device-resident arrays)", {"device": "cuda", "dnn.enabled": "true", **FAST_GPU},
                 min_gpus=1),
     BenchConfig("cuda-compiled", "one GPU, cuDNN + fast defaults + compiled step (jit=on: torch.compile "
-                "reduce-overhead, CUDA graphs)", {"device": "cuda", "dnn.enabled": "true", **FAST_GPU, "jit": "on"},
-                min_gpus=1),
+                "reduce-overhead, CUDA graphs)",
+                {"device": "cuda", "dnn.enabled": "true", **FAST_GPU, "jit": "on"}, min_gpus=1),
     BenchConfig("cuda-mixed", "one GPU, cuDNN + fast defaults + mixed precision (fp16 autocast)",
                 {"device": "cuda", "dnn.enabled": "true", **FAST_GPU, "precision": "mixed-fp16"},
                 min_gpus=1),
