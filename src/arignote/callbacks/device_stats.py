@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from arignote.callbacks.base import Callback
-from arignote.devices import inventory, nvml
+from arignote.devices import cuda, inventory, nvml
 from arignote.devices.identity import GPUIdentity
 
 __all__ = ["DeviceStatsMonitor"]
@@ -183,8 +183,6 @@ class DeviceStatsMonitor(Callback):
 
     def on_epoch_begin(self, epoch, logs=None) -> None:
         if self._gpus:
-            from arignote.devices import cuda
-
             for i in self._gpus:
                 cuda.reset_peak_memory(i)
         if self._sampler is not None:
@@ -202,8 +200,6 @@ class DeviceStatsMonitor(Callback):
     def _figures(self) -> dict[str, float]:
         logs: dict[str, float] = {}
         if self._gpus:
-            from arignote.devices import cuda
-
             for i in self._gpus:
                 allocated, reserved = cuda.peak_memory(i)
                 logs[f"cuda{i}_peak_allocated_mib"] = allocated / _MIB

@@ -25,9 +25,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from arignote.devices import nvml
 from arignote.devices.identity import GPUIdentity
 from arignote.devices.nvml import GPUSnapshot, Snapshot
-from arignote.share.leases import Lease, LeaseInfo, acquire, busy_map, current_leases, gpu_key, lease_dir
+from arignote.share.leases import (
+    Lease,
+    LeaseInfo,
+    _source,
+    acquire,
+    busy_map,
+    current_leases,
+    gpu_key,
+    lease_dir,
+)
 from arignote.share.select import NoFreeGPUError, ShareError, evaluate, explain, format_mib, parse_size, rank
 
 __all__ = [
@@ -52,8 +62,6 @@ _PROCESS_LEASES: list[Lease] = []
 
 
 def _resolve(snapshot: Any) -> Snapshot:
-    from arignote.share.leases import _source
-
     return _source(snapshot)()
 
 
@@ -130,8 +138,6 @@ def select_for_device_spec(n: int, inventory: Any = None) -> list[int]:
     process (``arignote run``) are used first, without a new lease. Returns NVML (PCI-order)
     indices, ascending. Raises NoFreeGPUError.
     """
-    from arignote.devices import nvml
-
     def live() -> Snapshot:
         return _visible_only(nvml.snapshot(processes=False, cpu_interval=None), inventory)
 
