@@ -303,7 +303,14 @@ class Sequential(Model):
         model = cls(name=config.get("name"))
         layers = config["layers"] if isinstance(config, dict) else config  # Keras 2.0-2.2: a bare list
         for spec in layers:
-            model.module.append(deserialize(spec, custom_objects))
+            kind = spec.get("class_name") if isinstance(spec, dict) else None
+            if kind == "Sequential":  # a nested model is rebuilt by its own class, as Keras 2 does
+                layer = cls.from_config(spec["config"], custom_objects)
+            elif kind in ("Model", "Functional"):
+                layer = Model.from_config(spec["config"], custom_objects)
+            else:
+                layer = deserialize(spec, custom_objects)
+            model.module.append(layer)
         shape = config.get("build_input_shape") if isinstance(config, dict) else None
         shape = shape or model._batch_input_shape()
         if shape is not None:
