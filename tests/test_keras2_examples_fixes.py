@@ -280,3 +280,35 @@ def test_predict_takes_the_first_inputs_length_as_keras_2_3():
     model.compile("sgd", "mse")
     with pytest.raises(ValueError, match="same number of samples"):
         model.evaluate([xa, xb], np.zeros((3, 1)), verbose=0)  # fit/evaluate stay strict
+
+
+# ------------------------------------------------- trainable is fixed at compile (mnist_acgan's GAN)
+
+def _gan():
+    disc = Sequential([Dense(1, activation="sigmoid", input_shape=(2,))])
+    disc.compile("sgd", "binary_crossentropy")
+    gen = Sequential([Dense(2, input_shape=(3,))])
+    disc.trainable = False  # Keras 2's GAN recipe: freeze, then compile the combined model
+    z = Input(shape=(3,))
+    combined = Model(z, disc(gen(z)))
+    combined.compile("sgd", "binary_crossentropy")
+    return disc, gen, combined
+
+
+def test_trainable_changed_after_compile_waits_for_the_next_compile():
+    disc, gen, combined = _gan()
+    rng = np.random.RandomState(0)
+    d0, g0 = disc.get_weights(), gen.get_weights()
+    disc.train_on_batch(rng.rand(4, 2).astype("float32"), np.ones((4, 1), "float32"))
+    d1 = disc.get_weights()
+    assert not np.array_equal(d0[0], d1[0])  # compiled while trainable: it still trains
+    assert all(not p.requires_grad for p in disc.module.parameters())  # ... and stays frozen outside
+    combined.train_on_batch(rng.rand(4, 3).astype("float32"), np.ones((4, 1), "float32"))
+    for a, b in zip(d1, disc.get_weights()):
+        np.testing.assert_array_equal(a, b)  # the combined model was compiled with it frozen
+    assert not np.array_equal(g0[0], gen.get_weights()[0])
+    combined.fit(rng.rand(8, 3).astype("float32"), np.ones((8, 1), "float32"), epochs=1, verbose=0)
+    for a, b in zip(d1, disc.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    disc.fit(rng.rand(8, 2).astype("float32"), np.zeros((8, 1), "float32"), epochs=1, verbose=0)
+    assert not np.array_equal(d1[0], disc.get_weights()[0])
