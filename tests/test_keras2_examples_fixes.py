@@ -312,3 +312,43 @@ def test_trainable_changed_after_compile_waits_for_the_next_compile():
         np.testing.assert_array_equal(a, b)
     disc.fit(rng.rand(8, 2).astype("float32"), np.zeros((8, 1), "float32"), epochs=1, verbose=0)
     assert not np.array_equal(d1[0], disc.get_weights()[0])
+
+
+# ------------------------------------------- K.variable of a reversed view; Constant(matrix); losses
+
+def test_variable_and_constant_take_reversed_views():
+    rgb = np.arange(12, dtype="float32").reshape(1, 2, 2, 3)
+    bgr = rgb[..., ::-1]  # what the style-transfer examples' preprocessing hands K.variable
+    v = K.variable(bgr)
+    np.testing.assert_array_equal(K.get_value(v), bgr)
+    assert v.requires_grad
+    np.testing.assert_array_equal(K.constant(bgr).numpy(), bgr)
+
+
+def test_constant_initializer_takes_the_whole_embedding_matrix():
+    from arignote.initializers import Constant
+    from arignote.layers import Embedding
+
+    matrix = np.random.RandomState(0).rand(5, 3).astype("float32")
+    layer = Embedding(5, 3, embeddings_initializer=Constant(matrix), trainable=False)
+    out = layer(torch.tensor([[4, 0, 2]]))
+    np.testing.assert_allclose(out.detach().numpy()[0], matrix[[4, 0, 2]], rtol=1e-6)
+    np.testing.assert_allclose(Constant(2.5)((2,)).numpy(), [2.5, 2.5])
+    with pytest.raises(ValueError, match=r"shape \(5, 3\) cannot fill a weight of shape \(4, 3\)"):
+        Constant(matrix)((4, 3))
+
+
+def test_builtin_losses_on_graph_tensors_feed_add_loss():
+    from arignote import losses
+
+    inp = Input(shape=(4,))
+    out = Dense(4, activation="sigmoid")(inp)
+    model = Model(inp, out)
+    model.add_loss(K.mean(losses.binary_crossentropy(inp, out) * 4.0))  # the VAE example's recipe
+    model.compile("adam")
+    x = np.random.RandomState(0).rand(8, 4).astype("float32")
+    p = np.clip(model.predict(x), 1e-7, 1 - 1e-7)
+    want = 4.0 * np.mean(-(x * np.log(p) + (1 - x) * np.log(1 - p)))
+    assert model.evaluate(x, None, verbose=0) == pytest.approx(want, rel=1e-4)
+    assert losses.get("binary_crossentropy") is losses.binary_crossentropy  # one object either way
+    assert losses.per_sample(losses.binary_crossentropy) is not None  # sample weights still find it

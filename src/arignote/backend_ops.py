@@ -525,12 +525,13 @@ def random_binomial(shape: Any, p: float = 0.0, dtype: Any = None, seed: Any = N
 
 def variable(value: Any, dtype: Any = None, name: str | None = None, constraint: Any = None) -> torch.Tensor:  # noqa: A002
     """A trainable torch tensor holding ``value`` (Keras ``K.variable``); read it with ``K.get_value``."""
-    t = torch.as_tensor(np.asarray(value), dtype=getattr(torch, dtype or config.get("floatX"))).clone()
+    # np.array copies: a reversed view (img[..., ::-1], RGB to BGR) has negative strides torch refuses
+    t = torch.as_tensor(np.array(value), dtype=getattr(torch, dtype or config.get("floatX")))
     return torch.nn.Parameter(t)
 
 
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None = None) -> torch.Tensor:  # noqa: A002
-    t = torch.as_tensor(np.asarray(value), dtype=getattr(torch, dtype or config.get("floatX")))
+    t = torch.as_tensor(np.array(value), dtype=getattr(torch, dtype or config.get("floatX")))  # see variable
     return t.expand(*shape).clone() if shape is not None else t
 
 
