@@ -352,3 +352,58 @@ def test_builtin_losses_on_graph_tensors_feed_add_loss():
     assert model.evaluate(x, None, verbose=0) == pytest.approx(want, rel=1e-4)
     assert losses.get("binary_crossentropy") is losses.binary_crossentropy  # one object either way
     assert losses.per_sample(losses.binary_crossentropy) is not None  # sample weights still find it
+
+
+# ------------------------------------------- K.placeholder and the rest of Keras 2.3's backend names
+
+def test_placeholder_feeds_k_function_and_gradients():
+    x = K.placeholder(shape=(2, 3))
+    assert x.shape == (2, 3) and K.is_placeholder(x) and K.is_keras_tensor(x)
+    loss = K.sum(K.square(x))
+    f = K.function([x], [loss, K.gradients(loss, x)[0]])
+    value = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 0.5]], "float32")
+    out, grad = f([value])
+    assert float(out) == pytest.approx((value ** 2).sum())
+    np.testing.assert_allclose(grad, 2 * value)
+    assert K.placeholder(ndim=3).shape == (None, None, None)
+    with pytest.raises(ValueError, match="no sparse tensors"):
+        K.placeholder(shape=(2,), sparse=True)
+
+
+def test_an_application_on_a_placeholder_concatenated_with_a_variable():
+    from arignote.applications import vgg16
+
+    image = K.variable(np.random.RandomState(0).rand(1, 32, 32, 3).astype("float32"))
+    target = K.placeholder((1, 32, 32, 3))
+    model = vgg16.VGG16(input_tensor=K.concatenate([image, target], axis=0), weights=None, include_top=False)
+    assert model.inputs[0] is target  # the source input, as Keras's get_source_inputs
+    features = model.get_layer("block1_conv1").output
+    loss = K.sum(K.square(features[0] - features[1]))
+    f = K.function([target], [loss])
+    assert float(f([K.get_value(image)])[0]) == pytest.approx(0.0, abs=1e-6)  # the same picture twice
+    assert float(f([np.zeros((1, 32, 32, 3), "float32")])[0]) > 0
+
+
+def test_small_backend_functions_against_numpy():
+    a = np.arange(24, dtype="float32").reshape(2, 3, 4)
+    np.testing.assert_array_equal(K.reverse(torch.from_numpy(a), axes=[1, -1]).numpy(), a[:, ::-1, ::-1])
+    np.testing.assert_array_equal(K.identity(torch.from_numpy(a)).numpy(), a)
+    assert int(K.size(torch.from_numpy(a))) == 24
+    assert K.is_variable(K.variable(a)) and not K.is_variable(torch.from_numpy(a)) and not K.is_sparse(a)
+    bias = np.array([1.0, 2.0, 3.0, 4.0], "float32")
+    np.testing.assert_array_equal(K.bias_add(torch.from_numpy(a), torch.from_numpy(bias)).numpy(), a + bias)
+    img = np.ones((2, 3, 4, 5), "float32")  # channels_first: channels on axis 1
+    cf = K.bias_add(torch.from_numpy(img), torch.tensor([1.0, 2.0, 3.0]), data_format="channels_first")
+    np.testing.assert_array_equal(cf.numpy()[:, :, 0, 0], [[2.0, 3.0, 4.0]] * 2)
+
+
+def test_backend_names_left_out_say_so_and_what_to_use():
+    from arignote.backend import NOT_PROVIDED, NotProvidedError
+
+    with pytest.raises(NotProvidedError, match=r"K\.conv2d is a Keras 2 backend function that arignote "
+                                               r"deliberately does not provide; use .*Conv2D"):
+        K.conv2d  # noqa: B018
+    with pytest.raises(ImportError, match="ctc_loss"):
+        from arignote.backend import ctc_batch_cost  # noqa: F401
+    assert not hasattr(K, "no_such_function")  # an unknown name is still a plain AttributeError
+    assert {"rnn", "map_fn", "resize_images", "ctc_decode"} <= set(NOT_PROVIDED)
