@@ -197,6 +197,21 @@ class GraphModule(nn.Module):
         self.live: dict | None = None
         object.__setattr__(self, "_slot_tensors", {slot: t for t, slot in
                                                    ((t, s) for t, s in _pairs(inputs, order, slots))})
+        object.__setattr__(self, "_chain", self._as_chain())
+
+    def _as_chain(self) -> list[nn.Module] | None:
+        """The modules in order when the graph is a plain chain (one input, each layer called on the
+        previous one's only output without arguments, one output, no masks, no extra losses): then
+        ``forward`` runs them exactly as ``Sequential`` does, with no slot bookkeeping per layer."""
+        if self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked:
+            return None
+        previous, chain = 0, []
+        for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
+            if structure is not None or kwargs or multi or ins != (previous,) or len(outs) != 1:
+                return None
+            chain.append(module)
+            previous = outs[0]
+        return chain if previous == self.out_slots[0] else None
 
     def _inputs(self, x: Any) -> list:
         if self.n_inputs == 1:
@@ -221,6 +236,13 @@ class GraphModule(nn.Module):
         """Outputs for ``x``; several outputs leave packed side by side when the input came as one
         tensor (what ``fit``/``predict`` feed), as a list otherwise (``packed`` forces either)."""
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
+        chain = self._chain
+        if chain is not None and not self.keep_values:  # the Sequential-like fast path
+            if not isinstance(x, torch.Tensor):
+                x = self._inputs(x)[0]
+            for module in chain:
+                x = module(x)
+            return x if self.output_structure is None else nest_like(self.output_structure, [x])
         values: list = [None] * self.n_slots
         if packed is None:
             packed = isinstance(x, torch.Tensor)
