@@ -183,7 +183,7 @@ def test_configs_parse_keeps_order_and_rejects_unknown_names():
 
 
 def test_schedule_alternates_runners_and_carries_skip_reasons():
-    plan = suite.Plan(model="mlp", n_train=64, n_val=8, batch_sizes=[32, 128],
+    plan = suite.SuitePlan(model="mlp", n_train=64, n_val=8, batch_sizes=[32, 128],
                       configs=["cpu", "cuda", "cpu-2x1"], runners=["arignote", "torch", "keras"], repeats=2)
     runs = suite.schedule(plan, CPU2, {"keras": "keras is not installed"})
     b32 = [(r.config, r.runner, r.status) for r in runs if r.batch_size == 32]

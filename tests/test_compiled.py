@@ -17,7 +17,7 @@ from arignote import config
 from arignote.callbacks import Callback
 from arignote.layers import Conv2D, Dense, Flatten, Input
 from arignote.models import Model, Sequential
-from arignote.optimizers import SGD, Adam
+from arignote.optimizers import SGD, Adam, RMSprop
 from arignote.training import compiled
 
 RNG = np.random.default_rng(0)
@@ -140,10 +140,28 @@ def test_lr_changes_take_effect_without_recompiling(optimizer):
     assert K.get_value(jit.optimizer.lr) == pytest.approx(start / 64)  # halved twice an epoch
     _assert_same(_weights(eager), _weights(jit))
     assert len(set(cb_j.graphs)) == 1, cb_j.graphs  # no graph after the first step
+    # the forward/backward graph, plus the update's where torch has no fused CPU kernel
+    assert cb_j.graphs[0] == (2 if optimizer in ("rmsprop", "adadelta") else 1)
+    if optimizer == "rmsprop":
+        assert isinstance(jit.optimizer.torch.param_groups[0]["lr"], torch.Tensor)
     # and the change matters: without it the weights differ
     plain = _mlp(optimizer, True)
     plain.fit(X[:64], Y[:64], batch_size=16, epochs=3, verbose=0, shuffle=False)
     assert not np.allclose(_weights(plain)[0], _weights(jit)[0])
+
+
+def test_decay_and_clipping_under_a_compiled_update():
+    # decay writes a new lr before every step: into the tensor the compiled update reads
+    def make(jit):
+        return _mlp(RMSprop(lr=0.01, decay=0.5, clipnorm=0.1), jit)
+
+    graphs = Graphs()
+    eager, jit = make(False), make(True)
+    eager.fit(X, Y, batch_size=16, epochs=3, verbose=0, shuffle=False)
+    jit.fit(X, Y, batch_size=16, epochs=3, verbose=0, shuffle=False, callbacks=[graphs])
+    _assert_same(_weights(eager), _weights(jit))
+    assert graphs.per_epoch == [3, 3, 3]  # train: 2 sizes; the update: one
+    assert float(jit.optimizer.torch.param_groups[0]["lr"]) == pytest.approx(0.01 / (1 + 0.5 * 14))
 
 
 def test_functional_model_and_cnn_evaluate_predict_match_eager():

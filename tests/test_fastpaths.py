@@ -5,18 +5,29 @@ process-wide torch flags, readable and settable on a CPU build)."""
 from __future__ import annotations
 
 import contextlib
+import doctest
+import importlib
 import io
+from pathlib import Path
+from types import SimpleNamespace as NS
 
 import numpy as np
 import pytest
 import torch
 
 from arignote import config, optimizers, theanorc
+from arignote.bench import configs, opcount, perfmodel, plan, selfchecks, selfchecks_fast
+from arignote.bench.fastprobes import HostSyncCounter, SyncGuard, observe_fit
+from arignote.bench.report import Run
+from arignote.bench.selfchecks_fast import expected, mismatches
+from arignote.commands import bench_cmd
 from arignote.devices import cuda, fastpaths, setup
 from arignote.devices.banner import setting_notes
 from arignote.devices.fastpaths import Choice, FitFacts
 from arignote.devices.info import Device, GPUInfo, Inventory
 from arignote.errors import ConfigError
+from arignote.layers import Conv2D, Dense, Flatten
+from arignote.models import Model, Sequential
 
 DEFAULTS = {"dnn.benchmark": "auto", "tf32": "on", "memory_format": "auto", "optimizer.impl": "auto"}
 H100 = GPUInfo(0, "NVIDIA H100 80GB HBM3", "0000:18:00.0", 81559 << 20, 80000 << 20, (9, 0), "u0")
@@ -122,6 +133,15 @@ def test_fit_line_with_every_fast_path_switched_off():
                     "Adam foreach, batches pinned + non_blocking to cuda:1")
 
 
+def test_fit_line_for_a_dataloader_without_pinned_memory():
+    facts = FitFacts(device="cuda:0", has_conv=True, fixed_shapes=False, loader_pins=False)
+    assert fastpaths.fit_line(flags(), facts).endswith(
+        "batches pinned by the loop + non_blocking to cuda:0 (DataLoader(pin_memory=True) pins in the "
+        "loader's thread instead)")
+    pinned = FitFacts(device="cuda:0", has_conv=True, fixed_shapes=False, loader_pins=True)
+    assert fastpaths.fit_line(flags(), pinned).endswith("batches pinned + non_blocking to cuda:0")
+
+
 def test_fit_line_for_arrays_too_big_for_the_gpu():
     facts = FitFacts(device="cuda:0", has_conv=False, fixed_shapes=True, arrays_on_device=False)
     assert fastpaths.fit_line(flags(), facts).endswith(
@@ -221,9 +241,6 @@ def test_optimizer_impl_flag_reaches_the_torch_optimizer():
 
 
 def _cnn():
-    from arignote.layers import Conv2D, Dense, Flatten
-    from arignote.models import Sequential
-
     model = Sequential()
     model.add(Conv2D(4, (3, 3), input_shape=(8, 8, 3)))
     model.add(Flatten())
@@ -246,8 +263,6 @@ def test_memory_format_flag_sets_the_conv_kernels_layout(flag, channels_last):
 
 
 def test_wrapped_module_image_arrays_follow_the_memory_format():
-    from arignote.models import Model
-
     net = torch.nn.Sequential(torch.nn.Conv2d(3, 2, 3), torch.nn.Flatten(), torch.nn.LazyLinear(2))
     net(torch.zeros(1, 3, 8, 8))
     for flag, want in (("auto", True), ("contiguous", False)):
@@ -272,7 +287,12 @@ def test_fit_facts_describe_arrays_and_iterables(monkeypatch):
     arrays, loader = seen
     assert arrays == FitFacts(device="cpu", has_conv=True, fixed_shapes=True, optimizer="Adam",
                               optimizer_impl="fused", arrays_on_device=True)
-    assert loader.fixed_shapes is False and loader.arrays_on_device is None
+    assert loader.fixed_shapes is False and loader.arrays_on_device is None and loader.loader_pins is None
+    seen.clear()
+    with config.override(device="cpu", print_active_device=False):
+        dataset = torch.utils.data.TensorDataset(torch.from_numpy(x), torch.from_numpy(y))
+        model.fit(torch.utils.data.DataLoader(dataset, batch_size=4), epochs=1, verbose=0)
+    assert seen[0].loader_pins is False
 
 
 def test_choice_is_plain_data():
@@ -283,8 +303,6 @@ def test_choice_is_plain_data():
 
 
 def test_expected_follows_the_decisions_and_mismatches_name_the_culprit():
-    from arignote.bench.selfchecks_fast import expected, mismatches
-
     facts = FitFacts("cuda:0", (8, 0), has_conv=True, fixed_shapes=True, optimizer="Adam")
     want = expected(flags(), facts)
     assert want == {"benchmark": True, "tf32": (True, True), "channels_last": True, "fused": True}
@@ -298,8 +316,6 @@ def test_expected_follows_the_decisions_and_mismatches_name_the_culprit():
 
 
 def test_sync_guard_covers_steps_2_to_n_of_each_epoch():
-    from arignote.bench.fastprobes import SyncGuard
-
     calls = []
     guard = SyncGuard(calls.append)
     guard.set_params({"steps": 4})
@@ -318,8 +334,6 @@ def test_probed_cpu_fit_keeps_channels_last_uses_fused_adam_and_reads_nothing_ba
     """The probes behind `arignote selftest`'s fast-path items, on a real fit on the CPU: every
     conv2d output channels-last, fused Adam, and no `.item()`-style read in steps 2..N (on a GPU
     the same guard is torch.cuda.set_sync_debug_mode('error'))."""
-    from arignote.bench.fastprobes import HostSyncCounter, observe_fit
-
     counter = HostSyncCounter()
     facts, seen = observe_fit({}, "cpu", sync_guard=True, sync_switch=counter.switch)
     assert facts.device == "cpu" and facts.fixed_shapes is True and facts.optimizer == "Adam"
@@ -335,8 +349,6 @@ def test_probed_cpu_fit_keeps_channels_last_uses_fused_adam_and_reads_nothing_ba
 
 
 def test_host_sync_counter_sees_item_calls():
-    from arignote.bench.fastprobes import HostSyncCounter
-
     counter = HostSyncCounter()
     counter.switch(True)
     t = torch.ones(3)
@@ -347,11 +359,62 @@ def test_host_sync_counter_sees_item_calls():
     assert counter.syncs == 2
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("item", ["autotune_gpu", "channels_last_gpu", "fused_optimizer_gpu", "tf32_gpu",
-                                  "no_host_sync_gpu"])
-def test_fast_path_took_effect_on_a_gpu(item):
-    from arignote.bench import selfchecks_fast
+def test_fast_path_items_are_selftest_checks_run_by_the_gpu_tests():
+    """Each fast-path item is an `arignote selftest` check needing one GPU, so tests/test_cuda_gpu.py's
+    `test_selftest_item` (gpu-marked: skipped here with the reason) runs it through the same runner."""
+    fast = {c.name: c for c in selfchecks.CHECKS if c.fn.__module__ == selfchecks_fast.__name__}
+    assert sorted(fast) == ["fast-autotune", "fast-channels-last", "fast-fused-optimizer", "fast-tf32",
+                            "no-host-sync"]
+    assert all(c.gpus == 1 for c in fast.values())
 
-    detail = getattr(selfchecks_fast, item)()
-    assert detail
+    why = dict((c.name, reason) for c, reason in selfchecks.plan(NS(gpus=[], cuda_reason="no driver")))
+    assert {why[name] for name in fast} == {"needs a CUDA GPU (no driver)"}
+
+
+def test_readme_banner_example_is_what_fit_prints():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = readme.split("**Fast paths on a GPU**", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+    facts = FitFacts(device="cuda:0", capability=(9, 0), has_conv=True, fixed_shapes=True, optimizer="Adam",
+                     optimizer_impl="fused", arrays_on_device=True)
+    assert block.splitlines() == [fastpaths.tf32_line(fastpaths.tf32(flags(), (9, 0))),
+                                  fastpaths.fit_line(flags(), facts)]
+
+
+def test_bench_predictions_use_each_rows_tf32(monkeypatch):
+    """`arignote bench` on a GPU sets each measured row beside the prediction with its own TF32:
+    the seeds' rows run with tf32=off, cuda-fast with it on."""
+    seen = []
+
+    def fake_plan(model, batch, assume=perfmodel.Assumptions()):
+        seen.append((batch, assume.tf32))
+        step = opcount.StepCount((), batch)
+        rows = perfmodel.table([(2e9, 1e3, True)] * 50, 0, batch, assume=assume)  # matmul-bound
+        return plan.StepPlan(model, batch, step, step, 0, 0, rows)
+
+    monkeypatch.setattr(plan, "plan_model", fake_plan)
+    h100 = "NVIDIA H100 80GB HBM3"
+    runs = [Run("cuda", "arignote", 32, epoch_seconds=[3.0], samples=45000, device_name=h100),
+            Run("cuda-fast", "arignote", 32, epoch_seconds=[1.0], samples=45000, device_name=h100)]
+    lines = bench_cmd._predictions("cnn", runs).strip().splitlines()[1:]
+    assert seen == [(32, False), (32, True)]
+    assert [line.split()[0] for line in lines] == ["cuda", "cuda-fast"]
+    eager = [float(line.split("predicted eager ")[1].split()[0]) for line in lines]
+    assert eager[0] > eager[1]  # fp32 matmuls predicted slower than TF32
+    names = ("cuda-nodnn", "cuda", "cuda-benchmark", "cuda-fast", "all-gpus", "cpu")
+    assert [configs.tf32_of(n) for n in names] == [False, False, False, True, True, True]
+
+
+def test_plan_assumptions_follow_the_tf32_flag():
+    assert plan.assumptions_from_flags().tf32 is True
+    with config.override(tf32="off"):
+        assert plan.assumptions_from_flags().tf32 is False
+    with config.override(tf32="torch"):
+        assert plan.assumptions_from_flags().tf32 is True
+
+
+@pytest.mark.parametrize("module", ["arignote.devices.fastpaths", "arignote.bench.selfchecks_fast",
+                                    "arignote.bench.fastprobes", "arignote.bench.configs",
+                                    "arignote.bench.plan"])
+def test_docstring_examples_hold(module):
+    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
+    assert result.attempted > 0 and result.failed == 0

@@ -116,7 +116,8 @@ def test_the_device_stats_callback_reads_through_the_session(fake, monkeypatch):
 
     gpu = GPUInfo(index=0, name="Fake GPU", pci_bus_id="0000:01:00.0", total_memory=16 << 30,
                   free_memory=15 << 30, capability=(8, 0), uuid="fake-0")
-    monkeypatch.setattr(device_stats, "current_inventory", lambda: types.SimpleNamespace(gpus=[gpu]))
+    box = types.SimpleNamespace(gpus=[gpu])
+    monkeypatch.setattr(device_stats.inventory, "current_inventory", lambda: box)
     cb = device_stats.DeviceStatsMonitor()
     cb._nvml = cb._open_nvml([0])
     assert cb._read_utilization() == {0: 10.0}

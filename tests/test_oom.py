@@ -533,10 +533,10 @@ def test_recovery_keeps_a_preallocation(monkeypatch):
 
     emptied = []
     monkeypatch.setattr(cuda_dev, "empty_cache", lambda: emptied.append(1))
-    held = memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30, preallocate=0.5, preallocate_bytes=4 << 30)
+    held = memory.MemoryPolicy("cuda:0", 8 << 30, 8 << 30, preallocate=0.5, preallocate_bytes=4 << 30)
     monkeypatch.setitem(memory._applied, "cuda:0", held)
     oom.free_memory("cuda:0")
     assert emptied == []
-    monkeypatch.setitem(memory._applied, "cuda:0", memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30))
+    monkeypatch.setitem(memory._applied, "cuda:0", memory.MemoryPolicy("cuda:0", 8 << 30, 8 << 30))
     oom.free_memory("cuda:0")
     assert emptied == [1]

@@ -131,14 +131,18 @@ class Optimizer:
 
     def _set_group_lr(self, lr: float) -> None:
         for group in self.torch.param_groups:
-            group["lr"] = lr
+            if isinstance(group["lr"], torch.Tensor):  # a compiled step reads it (training/compiled.py)
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
         self._applied_lr = lr
 
     def _before_step(self) -> None:
         """Per-step hook (Adam's epsilon hat, SGD's momentum rescale)."""
 
-    def step(self) -> None:
-        """Apply clipping and the decay schedule, then one torch step; ``iterations += 1``."""
+    def step(self, torch_step: Any = None) -> None:
+        """Apply clipping and the decay schedule, then one torch step (``torch_step()`` when given:
+        a compiled one); ``iterations += 1``."""
         if self.torch is None:
             raise RuntimeError(f"{type(self).__name__}.build(params) must be called before step()")
         if self.clipnorm is not None:
@@ -148,7 +152,7 @@ class Optimizer:
         if self.decay:
             self._set_group_lr(self._current_lr())
         self._before_step()
-        self.torch.step()
+        (torch_step or self.torch.step)()
         self.iterations += 1
 
     def zero_grad(self, set_to_none: bool = True) -> None:

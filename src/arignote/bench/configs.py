@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["BenchConfig", "default_configs", "get", "parse", "skip_reason", "peer_skip_reason",
-           "seeds_reference", "PLAIN_GPU", "FAST_GPU", "SEEDS_ROWS"]
+           "seeds_reference", "tf32_of", "PLAIN_GPU", "FAST_GPU", "SEEDS_ROWS"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,17 @@ _GPU_LADDER = [
 # configuration each one corresponds to
 SEEDS_ROWS = (("cpu", "CPU", 152.0), ("cuda-nodnn", "GTX 1060, CUDA", 20.0),
               ("cuda", "GTX 1060, CUDA + cuDNN", 7.0))
+
+
+def tf32_of(name: str) -> bool:
+    """Whether configuration ``name`` runs with TF32 (the performance model's ``tf32``); a name
+    that sets no ``tf32`` runs with the flag's default, on.
+
+    >>> tf32_of("cuda"), tf32_of("cuda-fast")
+    (False, True)
+    """
+    cfg = next((c for c in _GPU_LADDER if c.name == name), None)
+    return (cfg.flags.get("tf32", "on") if cfg else "on") != "off"
 
 
 def seeds_reference(model: str, batch_sizes: Any) -> list[str]:

@@ -111,6 +111,16 @@ def plan_model(name: str = "cnn", batch_size: int = 32,
     return StepPlan(name, batch_size, fit, loop, len(per_tensor), len(foreach), rows)
 
 
+def assumptions_from_flags(get: Any = None) -> perfmodel.Assumptions:
+    """The model's assumptions with TF32 as the ``tf32`` flag sets it (``off``: full fp32;
+    ``torch`` keeps TF32 convolutions, which carry nearly all of a CNN's FLOPs, so it counts as on).
+
+    >>> assumptions_from_flags({"tf32": "off"}.get).tf32
+    False
+    """
+    return perfmodel.Assumptions(tf32=(get or config.get)("tf32") != "off")
+
+
 def render(plan: StepPlan, assume: perfmodel.Assumptions = perfmodel.Assumptions()) -> str:
     """The plan as text: counts, top operators, and one prediction row per GPU."""
     spec = models.spec(plan.model)

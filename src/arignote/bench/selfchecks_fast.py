@@ -65,6 +65,7 @@ def mismatches(want: dict[str, Any], seen: dict[str, Any], keys: Any = None) -> 
 
 def observed(flags: dict[str, Any], device: str = "cuda0", **kw: Any) -> tuple[dict, dict]:
     """``(expected, seen)`` of one probed fit (:func:`arignote.bench.fastprobes.observe_fit`)."""
+    # runs in the check's own process (selfchecks.run_in_process), as the torch import below
     from arignote import config
     from arignote.bench import fastprobes  # why: torch at import; selftest plans its items without it
 

@@ -102,7 +102,7 @@ def run(args) -> int:
         configs_mod.parse(args.configs, inventory)
     except ValueError as exc:
         return _fail(str(exc))
-    plan = suite.Plan(model=args.model, n_train=n_train, n_val=default_val(n_train), epochs=epochs,
+    plan = suite.SuitePlan(model=args.model, n_train=n_train, n_val=default_val(n_train), epochs=epochs,
                       batch_sizes=batches, configs=config_names, runners=["arignote", *dict.fromkeys(peers)],
                       data=args.data, repeats=args.repeats)
     missing = {p: runners.missing(p) for p in peers}
@@ -148,8 +148,9 @@ def run(args) -> int:
 def _plan(model: str, batches: list[int]) -> int:
     from arignote.bench import plan  # imports torch: kept off `arignote --help` and a plain `bench` start
 
+    assume = plan.assumptions_from_flags()
     for i, b in enumerate(batches):
-        print(("\n" if i else "") + plan.render(plan.plan_model(model, b)))
+        print(("\n" if i else "") + plan.render(plan.plan_model(model, b, assume), assume))
     return 0
 
 
@@ -160,7 +161,11 @@ def _predictions(model: str, runs) -> str:
     gpu_runs = [r for r in runs if r.ok and r.device_name and perfmodel.find_gpu(r.device_name)]
     lines = []
     for b in sorted({r.batch_size for r in gpu_runs}):
-        lines += plan.predicted_vs_measured(plan.plan_model(model, b), gpu_runs)
+        for tf32 in (False, True):  # the seeds' rows run with tf32=off, the fast rows with it on
+            same = [r for r in gpu_runs if configs_mod.tf32_of(r.config) == tf32 and r.batch_size == b]
+            if same:
+                step = plan.plan_model(model, b, perfmodel.Assumptions(tf32=tf32))
+                lines += plan.predicted_vs_measured(step, same)
     return "\n\npredicted vs measured (arignote bench --plan):\n" + "\n".join(lines) if lines else ""
 
 

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 
 from arignote import config
 from arignote.devices import nvml
+from arignote.devices.identity import parse_visible_devices
 from arignote.devices.spec import DeviceError, parse_spec, resolve
 
 HELP = "diagnose torch, CUDA, driver, cuDNN, NCCL, CUDA_VISIBLE_DEVICES for a device spec (exit 1: unhealthy)"
@@ -109,7 +110,7 @@ def check_visible_devices(value: str | None, gpu_count: int | None, needs_gpu: b
     entries = [e.strip() for e in value.split(",")]
     seen: set[str] = set()
     for e in entries:
-        if not (e.isdigit() or e.startswith(("GPU-", "MIG-"))):
+        if not parse_visible_devices(e):  # CUDA's grammar (devices/identity.py): not an entry it reads
             out.append(Finding("warn", topic, f"entry {e!r} of {value!r} is neither an index nor a GPU-/MIG- "
                                "UUID; CUDA ignores it and every entry after it",
                                "list indices like 0,1 or UUIDs"))

@@ -24,7 +24,7 @@ Example::
     >>> flags = {"dnn.benchmark": "auto", "tf32": "on", "memory_format": "auto", "optimizer.impl": "auto"}
     >>> facts = FitFacts(device="cuda:0", capability=(9, 0), has_conv=True, fixed_shapes=True,
     ...                  optimizer="Adam", optimizer_impl="fused", arrays_on_device=True)
-    >>> print(fit_line(flags.get, facts).replace(", ", ",\n  "))
+    >>> print(fit_line(flags.get, facts).replace(", ", ",\\n  "))
     fast paths: cuDNN autotune on (fixed input shapes),
       channels-last (conv model),
       Adam fused,
@@ -213,7 +213,8 @@ class FitFacts:
 
     ``optimizer_impl`` is what the built optimizer uses (``fused``/``foreach``/``loop``, None when
     there is none); ``arrays_on_device``: True arrays moved once, False arrays kept on the host
-    (too big), None an iterable.
+    (too big), None an iterable; ``loader_pins``: a DataLoader's own ``pin_memory`` (None: not a
+    DataLoader).
     """
 
     device: str
@@ -224,6 +225,7 @@ class FitFacts:
     optimizer_impl: str | None = None
     arrays_on_device: bool | None = None
     cudnn_enabled: bool = True
+    loader_pins: bool | None = None
 
     @property
     def device_kind(self) -> str:
@@ -235,7 +237,7 @@ def fit_line(get: Get, facts: FitFacts) -> str:
 
     >>> facts = FitFacts(device="cuda:1", capability=(7, 0), has_conv=False, fixed_shapes=None,
     ...                  optimizer="RMSprop", optimizer_impl="foreach", arrays_on_device=None)
-    >>> print(fit_line({"dnn.benchmark": "auto", "memory_format": "auto"}.get, facts).replace(", ", ",\n  "))
+    >>> print(fit_line({"dnn.benchmark": "auto", "memory_format": "auto"}.get, facts).replace(", ", ",\\n  "))
     fast paths: cuDNN autotune off (no convolutions),
       contiguous (no 4-D convolution kernels),
       RMSprop foreach,
@@ -253,6 +255,9 @@ def fit_line(get: Get, facts: FitFacts) -> str:
     elif facts.arrays_on_device is False:
         pinned = " pinned + non_blocking" if pin_batches(kind) else ""
         parts.append(f"arrays on the host (too big for {facts.device}), batches{pinned} to it")
+    elif pin_batches(kind) and facts.loader_pins is False:
+        parts.append(f"batches pinned by the loop + non_blocking to {facts.device} "
+                     "(DataLoader(pin_memory=True) pins in the loader's thread instead)")
     elif pin_batches(kind):
         parts.append(f"batches pinned + non_blocking to {facts.device}")
     return "fast paths: " + ", ".join(parts)

@@ -119,7 +119,7 @@ def _cudnn_enabled() -> bool:
 
 
 def prepare(device: Device | str, inventory: Inventory | None = None, layout: str | None = None):
-    """Apply the flags to ``device`` once per process; returns its :class:`~arignote.memory.MemoryPlan`
+    """Apply the flags to ``device`` once per process; returns its :class:`~arignote.memory.MemoryPolicy`
     (None on CPU). Prints the banner lines not printed yet when ``print_active_device`` is on, rank 0;
     ``layout`` is the strategy's line (``data parallel: 2 processes x 1 thread (gloo)``).
     """

@@ -22,11 +22,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from arignote import losses as losses_mod
+from arignote import metrics as metrics_mod
 from arignote import weighting
 from arignote.graph.network import GraphModule, Packing, topology
 from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
-from arignote.layers.base import Layer, auto_name, deserialize, serialize, shape_of
+from arignote.layers.base import Layer, auto_name, deserialize, serialize
 
 __all__ = ["Functional", "construction_args", "model_losses"]
 
@@ -113,7 +115,6 @@ class Functional:
     module: Any
 
     def _init_functional(self, inputs: Any, outputs: Any, name: str | None) -> None:
-        self._input_structure = inputs
         self._output_structure = outputs
         self.inputs = list(flatten(inputs)) if isinstance(inputs, (list, tuple, dict)) else [inputs]
         self.outputs = list(flatten(outputs)) if isinstance(outputs, (list, tuple, dict)) else [outputs]
@@ -378,6 +379,7 @@ class Functional:
     # ------------------------------------------------------------------ summary
 
     def _graph_summary(self, print_fn: Any = None, line_length: int | None = None) -> None:
+        # upward (KNOWN_UPWARD debt): models/summary.py renders devices through parallel/'s placement
         from arignote.models import summary
 
         kept = {id(n) for n in self._order}
@@ -442,10 +444,6 @@ def per_output(model: Any, value: Any, what: str) -> list:
     return [value] * len(names)
 
 
-def shape_for(x: Any) -> Any:
-    return shape_of(x)
-
-
 # ---------------------------------------------------------------------- compile
 
 
@@ -481,9 +479,8 @@ def with_model_losses(model: Any, fn: Any) -> Any:
 
 
 def _is_custom(loss: Any) -> bool:
-    from arignote import losses
-
-    return callable(loss) and not isinstance(loss, (str, nn.Module)) and loss not in losses._NAMES.values()
+    return (callable(loss) and not isinstance(loss, (str, nn.Module))
+            and loss not in losses_mod._NAMES.values())
 
 
 def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
@@ -495,9 +492,6 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     ``{output}_{metric}``: the names Keras 2.3 logs). Targets with sample weights
     (:class:`arignote.weighting.Weighted`, the weights packed by ``model._w_packing``) give each
     output its own weights."""
-    from arignote import losses as losses_mod
-    from arignote import metrics as metrics_mod
-
     names = model.output_names
     raw = per_output(model, loss, "loss")
     fns = [weighting.weighted_loss(losses_mod.get(v), losses_mod.per_sample(v)) if v is not None else None

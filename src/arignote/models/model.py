@@ -374,7 +374,8 @@ class Model(Functional, GeneratorMethods):
         return fastpaths.FitFacts(device=str(trainer.device), has_conv=bool(self._conv_modules()),
                                   fixed_shapes=on_device is not None,
                                   optimizer=type(opt).__name__ if opt else None, optimizer_impl=impl,
-                                  arrays_on_device=on_device)
+                                  arrays_on_device=on_device,
+                                  loader_pins=getattr(getattr(train, "data", None), "pin_memory", None))
 
     def _fit_callbacks(self, callbacks: list | None, verbose: int, plan: Any, trainer: Trainer) -> list:
         """The user's callbacks with fit's defaults around them, each default only when the user did

@@ -9,11 +9,14 @@ What is compiled, per model (per :class:`~arignote.training.loop.Trainer`):
   the gradient buckets so the reduction still overlaps the backward, PyTorch's guidance for
   ``torch.compile(DDP(model))``);
 * the evaluation forward + loss and the prediction forward (their own graphs: eval mode, no grad);
-* not the optimizer update (yet): it runs torch's fused kernel where there is one (Adam, SGD;
-  Adagrad on the CPU), one kernel already, which Dynamo deliberately does not trace (torch marks it
-  ``torch.compiler.disable``, "don't trace into fused optimizer"); the others (RMSprop, Adadelta,
-  Adagrad on a GPU) run torch's eager implementation. A new learning rate (``decay``,
-  ``K.set_value(model.optimizer.lr, x)``, LR callbacks) is therefore seen without a recompile.
+* the optimizer update: torch's fused kernel where there is one (Adam, SGD; Adagrad on the CPU) is
+  one kernel already, and Dynamo deliberately does not trace it (torch marks it
+  ``torch.compiler.disable``, "don't trace into fused optimizer"), so it runs as it is; the others
+  (RMSprop, Adadelta, Adagrad on a GPU) have their torch ``step()`` compiled, with the learning
+  rate of each param group held in a 0-d tensor: a new value (``decay``,
+  ``K.set_value(model.optimizer.lr, x)``, LR callbacks) is written into it and read by the same
+  graph, never a recompile. Clipping, the decay schedule and the iteration count stay in
+  :class:`arignote.optimizers.Optimizer`'s Python around it.
 
 The loop's control stays in Python between them: the out-of-memory guard, DDP's arming and the
 ranks' agreement, the metric sums on the device.
@@ -180,13 +183,35 @@ class CompiledSteps:
         self.train = self._compile(train, "arignote_train_step")
         self.evaluate = self._compile(evaluate, "arignote_eval_step")
         self.predict = self._compile(predict, "arignote_predict_step")
+        self.optimizer = optimizer
+        self._update = self._compile(self._torch_update, "arignote_optimizer_step")
+
+    def _torch_update(self) -> None:
+        self.optimizer.torch.step()
+
+    def optimizer_step(self) -> None:
+        """The torch optimizer's step (what ``Optimizer.step(torch_step)`` calls): compiled unless
+        it is a fused kernel; a param group's float learning rate becomes a 0-d tensor first (also
+        after ``load_state_dict`` put a float back)."""
+        opt = self.optimizer.torch
+        groups = opt.param_groups
+        if any(group.get("fused") for group in groups):
+            opt.step()
+            return
+        for group in groups:
+            lr = group["lr"]
+            if not isinstance(lr, torch.Tensor):
+                param = group["params"][0]
+                dtype = torch.float64 if param.dtype == torch.float64 else torch.float32
+                group["lr"] = torch.tensor(float(lr), dtype=dtype, device=param.device)
+        self._update()
 
     def _compile(self, method: Callable, name: str) -> Callable:
         return torch.compile(_fresh(method, f"{name}_{id(self):x}"), backend=self.backend)
 
     @property
     def graphs(self) -> int:
-        """Graphs compiled so far by this trainer's steps (train, eval and predict)."""
+        """Graphs compiled so far by this trainer's steps (train, eval, predict, optimizer)."""
         return self.backend.graphs
 
     def keep(self, tensor: torch.Tensor) -> torch.Tensor:

@@ -78,11 +78,13 @@ class Trainer:
         self.compiled: compiled.CompiledSteps | None = None
         self._train_fn, self._eval_fn, self._predict_fn = self._loss_and_pred, self._eval_loss, self._predict
         self._keep = _same
+        self._torch_step = None  # the torch optimizer's own step
         if plan is not None:
-            steps = compiled.CompiledSteps(plan, self._train_fn, self._eval_fn, self._predict_fn)
+            steps = compiled.CompiledSteps(plan, self._train_fn, self._eval_fn, self._predict_fn,
+                                           model.optimizer)
             self.compiled = steps
             self._train_fn, self._eval_fn, self._predict_fn = steps.train, steps.evaluate, steps.predict
-            self._keep = steps.keep
+            self._keep, self._torch_step = steps.keep, steps.optimizer_step
             compiled.announce(plan, notes, self.device, strategy.is_main)
         self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
                             no_sync=lambda: strategy.no_sync(self.net),
@@ -192,11 +194,11 @@ class Trainer:
         if self.scaler.is_enabled():
             view = self._scaler_view
             if view is None or view.optimizer is not opt:
-                view = self._scaler_view = _ScalerView(opt)
+                view = self._scaler_view = _ScalerView(opt, self._torch_step)
             self.scaler.step(view)  # unscales, skips the step on inf/nan gradients
             self.scaler.update()
         else:
-            opt.step()
+            opt.step(self._torch_step)
         self.penalties.constrain()
         self._stale_grads = True  # cleared (to None) by the next backward: see _backward
 
@@ -404,13 +406,13 @@ class _ScalerView:
     """What ``GradScaler.step`` needs of an optimizer: the torch param groups to unscale, and a
     ``step`` that runs the arignote optimizer (clipping, decay, iteration count)."""
 
-    def __init__(self, optimizer: Any) -> None:
-        self.optimizer = optimizer
+    def __init__(self, optimizer: Any, torch_step: Any = None) -> None:
+        self.optimizer, self.torch_step = optimizer, torch_step
         self.param_groups = optimizer.torch.param_groups
         self.state = optimizer.torch.state
 
     def step(self) -> None:
-        self.optimizer.step()
+        self.optimizer.step(self.torch_step)
 
 
 def _losses_nonfinite(items: list) -> bool:
