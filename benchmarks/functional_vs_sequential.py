@@ -116,8 +116,9 @@ def main() -> None:
         m.compile("rmsprop", "categorical_crossentropy", metrics=["accuracy"])
         m.fit(x[:args.batch * 2], y[:args.batch * 2], batch_size=args.batch, epochs=1, verbose=0)  # warm up
     assert models["functional"].module._chain is not None
-    print(f"torch {torch.__version__}, {args.threads} thread(s), {platform.processor() or platform.machine()}, "
-          f"batch {args.batch}, {args.rounds} rounds (order rotating)")
+    cpu = platform.processor() or platform.machine()
+    print(f"torch {torch.__version__}, {args.threads} thread(s), {cpu}, batch {args.batch}, "
+          f"{args.rounds} rounds (order rotating)")
     if "step" in args.mode:
         xb, yb = x[:args.batch], y[:args.batch]
 
