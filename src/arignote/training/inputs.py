@@ -105,6 +105,11 @@ def _check_targets(model: Any, y: Any, what: str) -> None:
     out = model._sample_output_shape()
     if out is None or y is None or model.loss is None:
         return
+    if None in out:  # a variable dim (Input(shape=(None, n))): the targets' own size stands in for it
+        given = tuple(y.shape[1:])
+        if any(d is None and i >= len(given) for i, d in enumerate(out)):
+            return
+        out = tuple(given[i] if d is None else d for i, d in enumerate(out))
     try:
         losses.check_targets(model.loss, y, out)
     except ValueError as exc:
