@@ -125,11 +125,13 @@ class StepFns:
 
     ``forward(xb, yb) -> handle`` and ``backward(handle, weight) -> record`` (gradients scaled by
     ``weight``); ``no_sync()`` wraps every forward (DDP's, a no-op otherwise) and ``arm()`` makes
-    the next backward reduce the gradients (called once a step, after the agreement);
-    ``stop()`` is this rank's stop request (sent in the step's agreement). Optional, for
-    TerminateOnNaN: ``nonfinite(handles)`` says whether a loss of this step is not finite (agreed
-    by the ranks before the gradient reduction: then no rank reduces or updates), ``finite()``
-    whether the reduced gradients are finite (else the update is skipped).
+    the next backward reduce the gradients (called once a step, before the last backward);
+    ``stand_in()`` is that armed backward for a rank whose forward ran out of memory (zero
+    gradients through DDP's reducer, so every rank takes part in the reduction); ``stop()`` is this
+    rank's stop request (sent in the step's agreement). Optional, for TerminateOnNaN:
+    ``finite()`` says whether the (reduced) gradients are finite, else the update is skipped (the
+    trainer makes a non-finite loss give non-finite gradients, so DDP's reduction carries it to
+    every rank without an agreement).
     """
 
     forward: Callable[[Any, Any], Any]
@@ -138,9 +140,9 @@ class StepFns:
     zero_grad: Callable[[], Any]
     no_sync: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
     arm: Callable[[], Any] = lambda: None
+    stand_in: Callable[[], Any] = lambda: None
     stop: Callable[[], bool] = lambda: False
     finite: Callable[[], bool] | None = None
-    nonfinite: Callable[[list], bool] | None = None
     # False: forward() only captures the micro-batch and backward() does all the work (the
     # forward_backward form), so the last micro-batch runs before the agreement too
     split_last: bool = True
@@ -230,9 +232,6 @@ class OOMGuard:
             try:
                 self.inject(n)
                 out = fns.backward(fns.forward(x, y), _weight(n, scale))
-                if fns.nonfinite is not None and fns.nonfinite([out]):
-                    self.skipped += 1
-                    return [out]
             except RuntimeError as exc:
                 if not (self.split and is_out_of_memory(exc)):
                     raise
@@ -256,18 +255,17 @@ class OOMGuard:
             first_failure = first_failure or failure
             if self.distributed:  # every rank takes part in every round, failed or not
                 want = next_k(k, n) if failure is not None else 0
-                bad = int(failure is None and fns.nonfinite is not None
-                          and fns.nonfinite(records + [last[0]]))
-                agreed, stop, fatal, bad = self.strategy.agree([want, int(bool(fns.stop())), self.fatal, bad])
+                # started before the last backward, waited for after it: the flags travel while
+                # DDP reduces the gradients, and no rank stands at a rendezvous in the step
+                pending = self.strategy.agree_later([want, int(bool(fns.stop())), self.fatal])
+                if fns.split_last:
+                    self._reduce(fns, records, last, failure)
+                agreed, stop, fatal = pending.wait()
                 if fatal:
                     self._raise_fatal(fatal)
-                if stop:
+                if stop:  # a rank asked to stop after the previous batch: nobody applies this one
                     fns.zero_grad()
                     return STOPPED
-                if bad and not agreed:  # a loss is not finite on some rank: nobody reduces or updates
-                    fns.zero_grad()
-                    self.skipped += 1
-                    return records + [last[0]]
                 if not agreed:
                     break
                 if agreed >= CANNOT_SPLIT:
@@ -279,30 +277,35 @@ class OOMGuard:
             fns.zero_grad()
             free_memory(self.device)
             k = self.k = agreed
-        if last is not None:
-            # the one backward outside no_sync(): DDP reduces the gradients while it runs. A rank
-            # that runs out here cannot leave the reduction the others are in: it stops the job
-            # with a clear error (the launcher then stops every rank).
-            handle, weight = last
-            try:
-                fns.arm()
-                records.append(fns.backward(handle, weight))
-            except RuntimeError as exc:
-                if not is_out_of_memory(exc):
-                    raise
-                raise UnsplittableOOMError(
-                    f"rank {self.rank}: out of memory in the backward pass while the gradients were being "
-                    f"reduced over the ranks ({_first_line(exc)}); the ranks cannot recover together from "
-                    f"there, so the job stops. Memory: {memory_figures(self.device)}. Next run: "
-                    f"fit(accumulate={2 * self.k}) runs smaller micro-batches from the start. "
-                    f"{_advice(self.device)}") from None
         if self.k > start_k:
             self._notice(n, start_k, self.k, first_failure or "out of memory on another rank")
-        if not self.distributed and fns.nonfinite is not None and fns.nonfinite(records):
-            self.skipped += 1
-            return records
         self._update(fns)
         return records
+
+    def _reduce(self, fns: StepFns, records: list | None, last: Any, failure: str | None) -> None:
+        """The step's one armed backward (DDP reduces the gradients while it runs): the last
+        micro-batch's, or, on a rank whose forward ran out of memory, a stand-in with zero
+        gradients (the agreement that follows makes every rank redo the step). A rank that runs
+        out here cannot leave the reduction the others are in: it stops the job with a clear
+        error (the launcher then stops every rank)."""
+        try:
+            if failure is not None:
+                fns.zero_grad()
+                free_memory(self.device)  # room for the stand-in's gradients
+                fns.stand_in()  # arms the reducer itself
+                return
+            handle, weight = last
+            fns.arm()
+            records.append(fns.backward(handle, weight))
+        except RuntimeError as exc:
+            if not is_out_of_memory(exc):
+                raise
+            raise UnsplittableOOMError(
+                f"rank {self.rank}: out of memory in the backward pass while the gradients were being "
+                f"reduced over the ranks ({_first_line(exc)}); the ranks cannot recover together from "
+                f"there, so the job stops. Memory: {memory_figures(self.device)}. Next run: "
+                f"fit(accumulate={2 * self.k}) runs smaller micro-batches from the start. "
+                f"{_advice(self.device)}") from None
 
     def _next(self, k: int, n: int, failure: str | None) -> int:
         nxt = next_k(k, n)
