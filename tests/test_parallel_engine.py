@@ -156,6 +156,48 @@ after = m.get_weights()
 result["nan"] = {"steps": count.steps, "finite": bool(all(np.isfinite(w).all() for w in after)),
                  "epochs": h.epoch}
 
+# 6. DDP's options: gradient_as_bucket_view (default on), static_graph (needs every backward to reduce)
+m = model()
+m.fit(x[:32], y[:32], batch_size=32, epochs=1, verbose=0)
+net = m._trainer.net
+result["ddp_default"] = {"bucket_view": getattr(net, "gradient_as_bucket_view", None),
+                         "static_graph": getattr(net, "static_graph", None),
+                         "find_unused": getattr(net, "find_unused_parameters", None)}
+config.configure(parallel_static_graph=True, memory_on_oom="raise")
+m, count = model(), Count()
+torch.manual_seed(1)
+h = m.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[count])
+result["static"] = {"weights": weights(m), "loss": h.history["loss"], "passes": count.passes,
+                    "static_graph": getattr(m._trainer.net, "static_graph", None)}
+try:
+    model().fit(x, y, batch_size=32, epochs=1, accumulate=2, verbose=0)
+except config.ConfigError as exc:
+    result["static_accumulate"] = str(exc)
+config.configure(parallel_static_graph=False, memory_on_oom="split")
+
+
+# 7. a parameter the loss never uses: a clear error naming it, or DDP's search when asked for
+class Aux(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body, self.aux = torch.nn.Linear(6, 3), torch.nn.Linear(6, 2)
+
+    def forward(self, t):
+        return self.body(t)
+
+
+for find in (False, True):
+    config.configure(parallel_find_unused_parameters=find)
+    m = Model(Aux())
+    m.compile("sgd", "mse")
+    try:
+        m.fit(x, y, batch_size=32, epochs=2, verbose=0)
+        result[f"unused_{find}"] = weights(m)
+    except config.ConfigError as exc:
+        result[f"unused_{find}"] = str(exc)
+config.configure(parallel_find_unused_parameters=False)
+
 with open(os.path.join(out, f"rank{rank}.json"), "w") as fh:
     json.dump(result, fh)
 '''
@@ -299,3 +341,32 @@ def test_an_oom_during_the_gradient_sync_ends_every_rank_with_one_clear_error(tm
     assert "arignote: rank 1 (pid" in r.stderr  # the launcher names the rank and stops the others
     assert time.monotonic() - started < 60  # nobody waited for a collective timeout
     assert not any(_alive(p) for p in _pids(tmp_path))
+
+
+def test_ddp_gradients_are_bucket_views_by_default(runs):
+    for rk in runs[2]:
+        assert rk["ddp_default"] == {"bucket_view": True, "static_graph": False, "find_unused": False}
+    # and the equal-weights tests above ran with it
+
+
+def test_static_graph_trains_like_one_process_and_refuses_no_sync(runs):
+    one, (r0, r1) = runs[1][0], runs[2]
+    for rk in (r0, r1):
+        assert rk["static"]["static_graph"] is True and rk["static"]["passes"] == 6
+        assert "parallel.static_graph=true needs every backward" in rk["static_accumulate"]
+        assert "fit(accumulate=2)" in rk["static_accumulate"]
+        assert "pytorch/pytorch#143580" in rk["static_accumulate"]
+    for a, b, ref in zip(r0["static"]["weights"], r1["static"]["weights"], one["default"]["weights"]):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+        _close(a, ref, 1e-9)
+
+
+def test_an_unused_parameter_is_named_with_the_fixes_or_searched_for_on_request(runs):
+    one = runs[1][0]
+    for rk in runs[2]:
+        error = rk["unused_False"]
+        assert isinstance(error, str) and "(aux.weight, aux.bias)" in error
+        assert "requires_grad_(False)" in error and "parallel.find_unused_parameters=true" in error
+        for a, ref in zip(rk["unused_True"], one["unused_True"]):
+            _close(a, ref, 1e-9)  # the aux layer keeps its initial weights, the body trains as one process
+    assert one["unused_False"] == one["unused_True"]  # one process: no DDP, no error

@@ -29,6 +29,7 @@ import contextlib
 import os
 import sys
 import time
+import weakref
 from collections import Counter
 from datetime import timedelta
 from typing import Any
@@ -79,6 +80,8 @@ class DataParallel:
         self.is_main = env.rank == 0
         self.control = control  # a gloo group of its own for host-side flags
         self.collectives: Counter[str] = Counter()  # collectives run so far, by kind (tests count them)
+        self._reduced_checked: weakref.WeakSet = weakref.WeakSet()  # DDP modules checked once
+        self.static_graph = False  # DDP's static_graph, set by wrap from parallel.static_graph
         self._closed = False
 
     @property
@@ -106,10 +109,18 @@ class DataParallel:
         Buffers are not broadcast in every forward (``forward_sync_buffers=False``): that collective
         would sit inside micro-batches that may run out of memory on one rank only; the loop
         averages floating buffers (BatchNorm statistics) over the ranks at each epoch's end instead.
+        The flags ``parallel.bucket_view`` (on: gradients are views into DDP's buckets),
+        ``parallel.static_graph`` and ``parallel.find_unused_parameters`` (off) are DDP's options
+        of those names (docs/architecture.md says when each is valid).
         """
+        self.static_graph = config.get("parallel.static_graph")  # the step's guard checks its needs
         spread = len({p.device for p in module.parameters()}) > 1  # placement contexts
         ids = [self.device.index] if self.device.type == "cuda" and not spread else None
-        return DistributedDataParallel(module, device_ids=ids, forward_sync_buffers=False)
+        return DistributedDataParallel(
+            module, device_ids=ids, forward_sync_buffers=False,
+            gradient_as_bucket_view=config.get("parallel.bucket_view"),
+            static_graph=self.static_graph,
+            find_unused_parameters=config.get("parallel.find_unused_parameters"))
 
     def order(self, n: int, epoch: int, shuffle: bool) -> torch.Tensor:  # noqa: ARG002 - protocol
         """The epoch's order of ``n`` samples (or batches), the same on every rank (host tensor)."""
@@ -126,17 +137,19 @@ class DataParallel:
         backward that follows accumulate locally."""
         return net.no_sync() if isinstance(net, DistributedDataParallel) else contextlib.nullcontext()
 
-    def reduce_next_backward(self, net: torch.nn.Module) -> None:
+    def reduce_next_backward(self, net: torch.nn.Module, loss: torch.Tensor | None = None) -> None:
         """Arm DDP's reducer for the next backward, after a forward run under :meth:`no_sync`: what
         DDP's own forward does when it syncs (``prepare_for_forward``/``prepare_for_backward``;
-        with ``find_unused_parameters=False`` the forward's outputs are not needed). The loop runs
+        with ``find_unused_parameters`` DDP walks the graph of ``loss`` for the parameters that
+        take no part in it, else it needs nothing). The loop runs
         every forward unarmed and arms only once the ranks agreed to go on: an armed forward that
         is then abandoned (out of memory on another rank, a stop) would leave the reducer expecting
         a backward, and the next micro-batch's backward would start a reduction on one rank only."""
         if isinstance(net, DistributedDataParallel):
             net.reducer.prepare_for_forward()
             net.require_forward_param_sync = True
-            net.reducer.prepare_for_backward([])
+            search = net.find_unused_parameters and not net.static_graph and loss is not None
+            net.reducer.prepare_for_backward([loss] if search else [])
 
     def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         """The sum over ranks of ``tensor`` (a new tensor on the tensor's device)."""
@@ -178,9 +191,29 @@ class DataParallel:
             return
         with net.no_sync():
             net._pre_forward()  # what the skipped forward did: lazy init, the one bucket rebuild
-        self.reduce_next_backward(net)
         params = [p for p in net.parameters() if p.requires_grad]
-        torch.stack([p.reshape(-1)[:1].sum() for p in params]).sum().mul(0).backward()
+        zero = torch.stack([p.reshape(-1)[:1].sum() for p in params]).sum().mul(0)
+        self.reduce_next_backward(net, zero)
+        zero.backward()
+
+    def check_reduced(self, net: torch.nn.Module) -> None:
+        """After the first reduced backward: a trained parameter without a gradient took no part in
+        the loss, so DDP (``find_unused_parameters`` off) never finished that reduction and would
+        fail at the next step with advice the user cannot follow. Say which parameters, and the
+        fixes. Every rank runs the same model, so every rank raises the same error."""
+        if not isinstance(net, DistributedDataParallel) or net in self._reduced_checked:
+            return
+        self._reduced_checked.add(net)
+        if net.find_unused_parameters or net.static_graph:
+            return
+        unused = [name for name, p in net.module.named_parameters() if p.requires_grad and p.grad is None]
+        if unused:
+            shown = ", ".join(unused[:8]) + (f" and {len(unused) - 8} more" if len(unused) > 8 else "")
+            raise ConfigError(
+                f"data parallel: {len(unused)} trained parameter(s) took no part in the loss ({shown}), "
+                "so DDP cannot finish reducing the gradients. Freeze them (layer.trainable = False, or "
+                "param.requires_grad_(False)) or remove them; or set parallel.find_unused_parameters=true "
+                "(DDP then searches every step's graph for them, a little slower)")
 
     def gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         """Every rank's ``tensor`` in rank order; first dimensions may differ, and a rank with no

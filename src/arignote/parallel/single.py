@@ -69,7 +69,10 @@ class SingleDevice:
     def no_sync(self, net: torch.nn.Module) -> contextlib.AbstractContextManager:  # noqa: ARG002
         return contextlib.nullcontext()
 
-    def reduce_next_backward(self, net: torch.nn.Module) -> None:  # noqa: ARG002 - protocol
+    def reduce_next_backward(self, net: torch.nn.Module, loss: Any = None) -> None:  # noqa: ARG002
+        return None
+
+    def check_reduced(self, net: torch.nn.Module) -> None:  # noqa: ARG002 - protocol
         return None
 
     def reduce(self, tensor: torch.Tensor) -> torch.Tensor:

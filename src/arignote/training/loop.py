@@ -76,8 +76,9 @@ class Trainer:
         self.last_count = 0.0  # samples behind the last results(), over all ranks
         self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
                             no_sync=lambda: strategy.no_sync(self.net),
-                            arm=lambda: strategy.reduce_next_backward(self.net),
+                            arm=lambda handle: strategy.reduce_next_backward(self.net, handle[0]),
                             stand_in=lambda: strategy.stand_in_backward(self.net),
+                            reduced=lambda: strategy.check_reduced(self.net),
                             stop=lambda: self._stop_request)
         self._poison = False  # TerminateOnNaN: a non-finite loss makes non-finite gradients
 

@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from arignote import config
+from arignote.config import ConfigError
 from arignote.errors import ArignoteError
 from arignote.training.oom_inject import OOMInjector, make_injector
 from arignote.training.oom_memory import _advice, free_memory, is_out_of_memory, memory_figures
@@ -124,8 +125,9 @@ class StepFns:
     """What one optimizer step is made of (the trainer's methods, or plain functions in tests).
 
     ``forward(xb, yb) -> handle`` and ``backward(handle, weight) -> record`` (gradients scaled by
-    ``weight``); ``no_sync()`` wraps every forward (DDP's, a no-op otherwise) and ``arm()`` makes
-    the next backward reduce the gradients (called once a step, before the last backward);
+    ``weight``); ``no_sync()`` wraps every forward (DDP's, a no-op otherwise) and ``arm(handle)`` makes
+    the next backward (of that forward) reduce the gradients (once a step, before the last
+    backward), ``reduced()`` runs after it;
     ``stand_in()`` is that armed backward for a rank whose forward ran out of memory (zero
     gradients through DDP's reducer, so every rank takes part in the reduction); ``stop()`` is this
     rank's stop request (sent in the step's agreement). Optional, for TerminateOnNaN:
@@ -139,8 +141,9 @@ class StepFns:
     optimizer_step: Callable[[], Any]
     zero_grad: Callable[[], Any]
     no_sync: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-    arm: Callable[[], Any] = lambda: None
+    arm: Callable[[Any], Any] = lambda handle: None
     stand_in: Callable[[], Any] = lambda: None
+    reduced: Callable[[], Any] = lambda: None
     stop: Callable[[], bool] = lambda: False
     finite: Callable[[], bool] | None = None
     # False: forward() only captures the micro-batch and backward() does all the work (the
@@ -195,6 +198,12 @@ class OOMGuard:
             raise ValueError(f"on_oom must be 'split' or 'raise', got {mode!r} (flag memory.on_oom)")
         self.k = accumulate
         self.split = mode == "split"
+        if getattr(strategy, "static_graph", False) and (accumulate > 1 or self.split):
+            raise ConfigError(
+                "parallel.static_graph=true needs every backward to reduce the gradients, but "
+                f"{f'fit(accumulate={accumulate})' if accumulate > 1 else 'memory.on_oom=split'} runs "
+                "micro-batches under DDP's no_sync, which DDP's static graph breaks on (pytorch/pytorch"
+                "#143580). Use accumulate=1 with memory.on_oom=raise, or parallel.static_graph=false")
         self.inject = make_injector(inject_above)
         self.strategy = strategy
         self.distributed = strategy is not None and getattr(strategy, "world_size", 1) > 1
@@ -295,8 +304,9 @@ class OOMGuard:
                 fns.stand_in()  # arms the reducer itself
                 return
             handle, weight = last
-            fns.arm()
+            fns.arm(handle)
             records.append(fns.backward(handle, weight))
+            fns.reduced()
         except RuntimeError as exc:
             if not is_out_of_memory(exc):
                 raise
