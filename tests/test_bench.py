@@ -13,7 +13,7 @@ from types import SimpleNamespace as NS
 import numpy as np
 import pytest
 
-from arignote import cli
+from arignote import cli, config
 from arignote.bench import configs, data, models, report, runners, suite
 from arignote.bench.report import Run
 
@@ -120,13 +120,39 @@ def test_asking_for_more_samples_than_cifar_has_is_a_clear_error(monkeypatch):
 
 def test_configuration_names_and_cpu_splits():
     assert [c.name for c in configs.default_configs(CPU2)] == [
-        "cpu", "cuda-nodnn", "cuda", "cuda-benchmark", "cuda-mixed", "all-gpus", "cpu-1x2", "cpu-2x1"]
+        "cpu", "cuda-nodnn", "cuda", "cuda-benchmark", "cuda-fast", "cuda-mixed", "all-gpus", "cpu-1x2",
+        "cpu-2x1"]
     names = [c.name for c in configs.default_configs(GPU4)]
     assert names[-3:] == ["cpu-1x64", "cpu-2x32", "cpu-64x1"]
     c = configs.get("cpu-2x1", CPU2)
     assert c.flags == {"device": "cpu", "cpu.processes": 2, "cpu.threads": 1} and not c.single_process
     assert configs.get("cuda-mixed", CPU2).flags["precision"] == "mixed-fp16"
     assert configs.get("cuda-nodnn", CPU2).flags["dnn.enabled"] == "false"
+
+
+def test_gpu_ladder_adds_one_fast_path_per_rung():
+    """The seeds' GPU rows run with the fast defaults off; cuda-fast and the rows above with them on."""
+    flags = {c.name: c.flags for c in configs.default_configs(GPU4) if c.is_gpu}
+    plain = {"dnn.benchmark": False, "tf32": "off", "memory_format": "contiguous",
+             "optimizer.impl": "foreach"}
+    for name in ("cuda-nodnn", "cuda"):
+        assert {k: flags[name][k] for k in plain} == plain
+    assert flags["cuda-benchmark"] == {**flags["cuda"], "dnn.benchmark": True}
+    for name in ("cuda-fast", "cuda-mixed", "all-gpus"):
+        assert {k: flags[name][k] for k in plain} == configs.FAST_GPU
+        assert flags[name]["dnn.enabled"] == "true"
+    assert flags["cuda-mixed"] == {**flags["cuda-fast"], "precision": "mixed-fp16"}
+    for name, cfg in flags.items():  # every flag a rung sets is a registered flag with a valid value
+        with config.override(**cfg):
+            assert all(config.get(k) == v for k, v in cfg.items()), name
+
+
+def test_seeds_reference_rows_under_the_cnn_table():
+    lines = configs.seeds_reference("cnn", [32, 128])
+    assert lines[1:] == ["  cpu          CPU                       152 s/epoch",
+                         "  cuda-nodnn   GTX 1060, CUDA             20 s/epoch",
+                         "  cuda         GTX 1060, CUDA + cuDNN      7 s/epoch"]
+    assert configs.seeds_reference("mlp", [32]) == [] and configs.seeds_reference("cnn", [64]) == []
 
 
 def test_skip_reasons_follow_the_machine():
@@ -157,7 +183,7 @@ def test_configs_parse_keeps_order_and_rejects_unknown_names():
 
 
 def test_schedule_alternates_runners_and_carries_skip_reasons():
-    plan = suite.Plan(model="mlp", n_train=64, n_val=8, batch_sizes=[32, 128],
+    plan = suite.SuitePlan(model="mlp", n_train=64, n_val=8, batch_sizes=[32, 128],
                       configs=["cpu", "cuda", "cpu-2x1"], runners=["arignote", "torch", "keras"], repeats=2)
     runs = suite.schedule(plan, CPU2, {"keras": "keras is not installed"})
     b32 = [(r.config, r.runner, r.status) for r in runs if r.batch_size == 32]
@@ -408,7 +434,7 @@ def test_bench_quick_writes_table_json_and_chart(tmp_path):
     out = tmp_path / "bench-out"
     proc = _arignote("bench", "--quick", "--out", str(out), timeout=800)
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    gpu_configs = {"cuda-nodnn", "cuda", "cuda-benchmark", "cuda-mixed", "all-gpus"}
+    gpu_configs = {"cuda-nodnn", "cuda", "cuda-benchmark", "cuda-fast", "cuda-mixed", "all-gpus"}
     doc = _check_outputs(out, {"arignote"}, gpu_configs)
     # the process x thread splits follow the threads this machine gives (OMP_NUM_THREADS, CPUs):
     # cpu, cpu-1x2, cpu-2x1 on 2 threads; cpu, cpu-1x1 on 1
@@ -440,12 +466,12 @@ def test_bench_vs_torch_reports_a_ratio(tmp_path):
 
 def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys):
     from arignote import devices
-    from arignote.commands import selftest_cmd
+    from arignote.bench import selfchecks
 
     box = NS(gpus=[NS(index=0, name="T4")], cpu_name="Xeon", cpu_threads=4, cuda_reason=None)
     monkeypatch.setattr(devices, "current_inventory", lambda: box)
     outcome = {"memory-limit": (False, "cap is 1.0, expected 0.25")}
-    monkeypatch.setattr(selftest_cmd, "_run_item", lambda name, timeout: outcome.get(name, (True, "fine")))
+    monkeypatch.setattr(selfchecks, "run_in_process", lambda name, timeout: outcome.get(name, (True, "fine")))
     assert cli.main(["selftest"]) == 1
     out = capsys.readouterr().out
     assert "FAIL  memory-limit" in out and "cap is 1.0, expected 0.25" in out
@@ -454,7 +480,8 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
     assert line.split()[:2] == ["SKIP", "data-parallel-nccl"]
     assert line.endswith("not tested: needs 2 GPUs, this machine has 1")
     assert "SKIP  placement" in out
-    assert "17 passed, 1 failed, 5 not tested" in out  # + mixed-bf16, preallocate-after-oom; 3 DP items
+    # + mixed-bf16, preallocate-after-oom, the 5 fast-path items; 3 DP items not tested
+    assert "22 passed, 1 failed, 5 not tested" in out
     assert cli.main(["selftest", "--only", "nope"]) == 2
 
 
@@ -489,13 +516,6 @@ def test_bench_on_a_gpu_reports_the_allocator_peak(tmp_path):
     gpu_rows = [r for r in doc["table"] if r["config"] in ("cuda", "cuda-nodnn")]
     assert len(gpu_rows) == 4
     assert all(r["memory_kind"] == "GPU" and r["peak_memory"] > 0 and r["speedup"] > 0 for r in gpu_rows)
-
-
-@pytest.mark.gpu
-def test_selftest_gpu_items_pass():
-    proc = _arignote("selftest", "--only", "banner-gpu,memory-limit,cudnn-on,mixed-precision")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.count("PASS") == 4
 
 
 @pytest.mark.slow

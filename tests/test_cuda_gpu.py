@@ -1,7 +1,9 @@
 """devices/cuda.py against a real GPU (skipped without CUDA). Each test is small and cleans up.
 
-Run on a GPU box with ``pytest -m gpu tests/test_cuda_gpu.py``. Memory policy tests start a fresh
-Python process because the cap and the caching switch are process-wide.
+Run on a GPU box with ``pytest -m gpu tests/test_cuda_gpu.py``. The memory policy, cuDNN, precision,
+out-of-memory and multi-GPU checks are ``arignote selftest``'s items, run here through the same
+runner (``bench.selfchecks.run_in_process``: a fresh process each, as the cap and the caching switch
+are process-wide), so the command and the tests cannot drift apart.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ import sys
 import textwrap
 
 import pytest
+
+from arignote.bench.selfchecks import CHECKS, run_in_process
 
 pytestmark = pytest.mark.gpu
 
@@ -61,49 +65,6 @@ def test_peak_memory_and_reset():
     assert "allocated_bytes.all.peak" in cuda.memory_stats(0)
 
 
-def test_preallocation_is_reserved_by_the_caching_allocator():
-    got = run_child("""
-        import json, torch
-        from arignote import config, memory
-        from arignote.devices import resolve, current_inventory
-        dev = resolve("cuda0", current_inventory())[0]
-        p = memory.plan(256, 0, dev.total_memory, dev.free_memory, "cuda:0")
-        memory.apply(p, dev)
-        used = {"reserved": torch.cuda.memory_reserved(0), "allocated": torch.cuda.memory_allocated(0)}
-        print(json.dumps(used))
-    """)
-    assert got["reserved"] >= 256 * MiB and got["allocated"] == 0
-
-
-def test_limit_raises_oom_naming_the_flag():
-    got = run_child("""
-        import json, torch
-        from arignote import config, memory
-        from arignote.devices import prepare, resolve, current_inventory
-        config.configure(memory_limit=512, print_active_device=False)
-        dev = resolve("cuda0", current_inventory())[0]
-        prepare(dev)
-        try:
-            with memory.oom_explained(dev):
-                torch.empty(1024 * (1 << 20), dtype=torch.uint8, device="cuda:0")
-            print(json.dumps({"raised": False}))
-        except torch.OutOfMemoryError as exc:
-            print(json.dumps({"raised": True, "text": str(exc)}))
-    """)
-    assert got["raised"] and "memory.limit=512 (from code)" in got["text"]
-
-
-def test_disable_caching_returns_memory():
-    got = run_child("""
-        import json, torch
-        from arignote.devices import cuda
-        cuda.disable_caching()
-        x = torch.empty(64 * (1 << 20), dtype=torch.uint8, device="cuda:0"); del x
-        print(json.dumps({"reserved": torch.cuda.memory_reserved(0), "caching": cuda.caching_enabled()}))
-    """)
-    assert got["caching"] is False and got["reserved"] < 64 * MiB
-
-
 def test_pci_bus_order_is_set_before_cuda_init():
     got = run_child("""
         import json, os
@@ -113,20 +74,18 @@ def test_pci_bus_order_is_set_before_cuda_init():
     assert got == {"order": "PCI_BUS_ID", "late": False}
 
 
-def test_mixed_fp16_scaler_enabled_on_cuda():
-    import torch
-
-    from arignote.precision import Precision
-
-    p = Precision("mixed-fp16", "cuda:0")
-    assert p.scaler.is_enabled()
-    with p.autocast():
-        y = torch.nn.Linear(8, 8).cuda()(torch.randn(4, 8, device="cuda:0"))
-    assert y.dtype == torch.float16
-
-
 def test_doctor_healthy_for_cuda(capsys):
     from arignote import cli
 
     assert cli.main(["doctor", "--device", "cuda"]) == 0
     assert capsys.readouterr().out.splitlines()[-1] == "healthy for device=cuda"
+
+
+@pytest.mark.parametrize("check", [c for c in CHECKS if c.gpus], ids=lambda c: c.name)
+def test_selftest_item(check):
+    import torch
+
+    if torch.cuda.device_count() < check.gpus:
+        pytest.skip(f"{check.name} needs {check.gpus} GPUs, this machine has {torch.cuda.device_count()}")
+    ok, detail = run_in_process(check.name, timeout=600)
+    assert ok, detail

@@ -43,7 +43,8 @@ with setup.host_cache() as applied:
     inside = churn()
     held = rss()
 released = rss()
-print(json.dumps({"faults": inside, "after": churn(), "applied": applied, "held": held, "released": released}))
+print(json.dumps({"faults": inside, "after": churn(), "applied": applied, "held": held,
+                  "released": released}))
 """
 
 

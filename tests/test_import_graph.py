@@ -129,9 +129,9 @@ FLOORS = {
     # 4 numerics: Keras's building blocks, the functional graph, data, file formats
     "activations": 4, "initializers": 4, "constraints": 4, "regularizers": 4, "backend": 4, "losses": 4,
     "metrics": 4, "optimizers": 4, "graph": 4, "layers": 4, "utils": 4, "datasets": 4,
-    "preprocessing": 4, "saving": 4, "backend_ops": 4, "_backend_names": 4,
+    "preprocessing": 4, "saving": 4, "backend_ops": 4, "_backend_names": 4, "weighting": 4,
     # 5 engine: strategies, callbacks, the training loop
-    "parallel": 5, "callbacks": 5, "training": 5,
+    "parallel": 5, "callbacks": 5, "training": 5, "diagnostics": 5,
     # 6 models: what users build and fit
     "models": 6, "wrappers": 6, "engine": 6, "applications": 6,
     # 7 tools: monitoring, dashboard, benchmarks and self-tests
@@ -185,6 +185,109 @@ def test_no_module_imports_a_floor_above_its_own():
     assert not KNOWN_UPWARD - found, f"gone, delete from KNOWN_UPWARD: {sorted(KNOWN_UPWARD - found)}"
 
 
+def _dotted(node: ast.AST) -> str:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else ""
+
+
+def _torch_apis(tree: ast.AST) -> set[str]:
+    """``torch.cuda``, ``torch.backends.cudnn``, ``torch.distributed`` as the module uses them."""
+    found = set()
+    for node in ast.walk(tree):
+        names = []
+        if isinstance(node, ast.Attribute):
+            names = [_dotted(node)]
+        elif isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        for name in names:
+            for api in ("torch.cuda", "torch.backends.cudnn", "torch.distributed"):
+                if name == api or name.startswith(api + "."):
+                    found.add(api)
+    return found
+
+
+# the rule per folder (docs/architecture.md): who may call which torch API
+TORCH_API_HOMES = {"torch.cuda": {"arignote.devices.cuda"}, "torch.backends.cudnn": {"arignote.devices.cuda"},
+                   "torch.distributed": {"arignote.parallel"}}
+
+
+def test_torch_cuda_only_in_devices_cuda_and_torch_distributed_only_in_parallel():
+    wrong = []
+    for name, path in _modules().items():
+        for api in _torch_apis(ast.parse(path.read_text(encoding="utf-8"))):
+            if not any(name == home or name.startswith(home + ".") for home in TORCH_API_HOMES[api]):
+                wrong.append(f"{name} uses {api} (only {', '.join(sorted(TORCH_API_HOMES[api]))} may)")
+    assert not wrong, "\n".join(sorted(wrong))
+    sample = "import torch\ntorch.cuda.synchronize()\nfrom torch import distributed"
+    assert _torch_apis(ast.parse(sample)) == {"torch.cuda", "torch.distributed"}
+
+
+# what `arignote smi`, `dash`, `config` and the flag registry load: no torch at import, all the way down
+TORCH_FREE = ["arignote", "arignote.config", "arignote.devices", "arignote.devices.info",
+              "arignote.devices.order", "arignote.devices.spec", "arignote.devices.nvml",
+              "arignote.devices.identity", "arignote.devices.snapshot", "arignote.memory", "arignote.share",
+              "arignote.monitor", "arignote.dash", "arignote.cli"]
+
+
+def _top_level_graph() -> tuple[dict[str, set[str]], set[str]]:
+    """(module -> arignote modules imported at module level, modules importing torch at module level)."""
+    mods = _modules()
+    edges: dict[str, set[str]] = defaultdict(set)
+    with_torch = set()
+    for name, path in mods.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        body = list(tree.body) + [n for stmt in tree.body if isinstance(stmt, ast.If) for n in stmt.body]
+        for node in body:
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "torch" for a in node.names):
+                with_torch.add(name)
+            if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
+                with_torch.add(name)
+            for target in _targets(node, package, mods):
+                while target.startswith("arignote") and target not in mods:
+                    target = target.rpartition(".")[0]
+                if target.startswith("arignote") and target != name:
+                    edges[name].add(target)
+                    # importing a.b.c runs the __init__ of a and a.b first
+                    parts = target.split(".")
+                    parents = {".".join(parts[:k]) for k in range(1, len(parts))}
+                    edges[name].update(parents - {name})
+    return edges, with_torch
+
+
+def test_the_torch_free_modules_import_no_torch_all_the_way_down():
+    edges, with_torch = _top_level_graph()
+    for start in TORCH_FREE:
+        seen, todo, via = {start}, [start], {start: None}
+        while todo:
+            m = todo.pop()
+            for t in edges.get(m, ()):
+                if t not in seen:
+                    seen.add(t)
+                    via[t] = m
+                    todo.append(t)
+        bad = sorted(seen & with_torch)
+        if bad:
+            chain, m = [], bad[0]
+            while m is not None:
+                chain.append(m)
+                m = via[m]
+            raise AssertionError(f"{start} loads torch at import: " + " <- ".join(chain))
+
+
+def test_the_training_loop_imports_only_the_fault_hook_from_diagnostics():
+    """diagnostics/ looks at training from the outside: the loop's one use of it is OOM injection."""
+    edges, _ = import_graph()
+    used = {t for m, targets in edges.items() if m.startswith("arignote.training") for t in targets
+            if t.startswith("arignote.diagnostics")}
+    assert used <= {"arignote.diagnostics.oom_inject"}, sorted(used)
+
+
 def test_the_floors_table_of_the_architecture_doc_is_this_one():
     import re
 
@@ -202,6 +305,22 @@ def test_the_floor_check_finds_an_upward_import():
         ("arignote.config", "arignote.layers.core")}
 
 
+def _says_why(lines: list[str], i: int) -> bool:
+    """A comment on line ``i`` itself, or on the line above the block of import lines it belongs to
+    (blank lines between isort's sections do not end a block)."""
+    if "#" in lines[i]:
+        return True
+    while i > 0 and (not lines[i - 1].strip() or lines[i - 1].strip().startswith(("from ", "import "))):
+        i -= 1
+    return i > 0 and lines[i - 1].strip().startswith("#")
+
+
+def test_a_comment_above_a_group_of_imports_covers_the_group():
+    lines = ["def f():", "    # torch: kept off the CLI's start", "    import torch", "",
+             "    from a import b", "    x = 1", "    from c import d"]
+    assert [_says_why(lines, i) for i in (2, 4, 6)] == [True, True, False]
+
+
 @pytest.mark.xfail(strict=True, reason="191 function-level imports still without a comment: issue 17")
 def test_function_level_imports_say_why():
     _, local = import_graph()
@@ -210,8 +329,7 @@ def test_function_level_imports_say_why():
     for module, line, target in local:
         path = mods[module]
         lines = path.read_text(encoding="utf-8").splitlines()
-        here, above = lines[line - 1], lines[line - 2] if line > 1 else ""
-        if "#" not in here and not above.strip().startswith("#"):
+        if not _says_why(lines, line - 1):
             unexplained.append(f"{path.relative_to(SRC)}:{line} imports {target}")
     assert not unexplained, ("function-level imports without a comment saying why "
                              f"({len(unexplained)}):\n" + "\n".join(unexplained[:40]))

@@ -126,6 +126,7 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(cuda, "set_memory_fraction", lambda f, i: calls.append(("fraction", round(f, 4), i)))
     monkeypatch.setattr(cuda, "preallocate", lambda n, i: calls.append(("preallocate", n // MiB, i)))
     monkeypatch.setattr(cuda, "set_cudnn", lambda *a: calls.append(("cudnn", *a)))
+    monkeypatch.setattr(cuda, "set_tf32", lambda *a: calls.append(("tf32", *a)))
     monkeypatch.setattr(cuda, "cudnn_available", lambda: True)
     return calls
 
@@ -147,15 +148,17 @@ def test_prepare_gpu_applies_flags_and_prints_plan(fake_cuda, capsys):
         plan = prepare("cuda0", inventory=inv)
         assert prepare("cuda0", inventory=inv) is plan  # idempotent
     assert plan.preallocate_bytes == 65247 * MiB
-    assert fake_cuda == [("cudnn", True, True, False), ("preallocate", 65247, 0)]
+    assert fake_cuda == [("cudnn", True, True, False), ("tf32", True, True), ("preallocate", 65247, 0)]
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("arignote 0.1.0 on torch ")
+    tf32 = ("TF32 on: float32 matmuls and convolutions (tf32=off for full fp32; PyTorch alone: "
+            "convolutions only)")
     assert lines[1:] == [f"Mapped cuda:0 to {A100} (0000:07:00.0), 81559 MiB, 81000 MiB free",
-                         "Preallocating 65247/81559 MiB (0.80) on cuda:0"]
+                         "Preallocating 65247/81559 MiB (0.80) on cuda:0", tf32]
     prepare("cuda1", inventory=inv)  # the second device: its lines only, no second header
     assert capsys.readouterr().out.splitlines() == [
         f"Mapped cuda:1 to {A100} (0000:0f:00.0), 81559 MiB, 40779 MiB free",
-        "Memory on cuda:1: grow on demand, cached for reuse (memory.preallocate=0)"]
+        "Memory on cuda:1: grow on demand, cached for reuse (memory.preallocate=0)", tf32]
 
 
 def test_prepare_dnn_flags(fake_cuda, monkeypatch):

@@ -13,16 +13,17 @@ import pytest
 import torch
 
 from arignote import config
-from arignote.sizes import format_mib
-from arignote.training import oom, oom_selftest
-from arignote.training.batch_size import SearchResult, TrainingSnapshot, auto_batch_size, search_batch_size
-from arignote.training.memory_plan import (
+from arignote.diagnostics import oom_selftest
+from arignote.diagnostics.batch_size import SearchResult, TrainingSnapshot, auto_batch_size, search_batch_size
+from arignote.diagnostics.memory_plan import (
     MemoryPlan,
     measure_saved_bytes,
     optimizer_state_bytes,
     parameter_bytes,
     plan_memory,
 )
+from arignote.sizes import format_mib
+from arignote.training import oom
 from arignote.training.oom import (
     CANNOT_SPLIT,
     OOMGuard,
@@ -543,10 +544,10 @@ def test_recovery_keeps_a_preallocation(monkeypatch):
 
     emptied = []
     monkeypatch.setattr(cuda_dev, "empty_cache", lambda: emptied.append(1))
-    held = memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30, preallocate=0.5, preallocate_bytes=4 << 30)
+    held = memory.MemoryPolicy("cuda:0", 8 << 30, 8 << 30, preallocate=0.5, preallocate_bytes=4 << 30)
     monkeypatch.setitem(memory._applied, "cuda:0", held)
     oom.free_memory("cuda:0")
     assert emptied == []
-    monkeypatch.setitem(memory._applied, "cuda:0", memory.MemoryPlan("cuda:0", 8 << 30, 8 << 30))
+    monkeypatch.setitem(memory._applied, "cuda:0", memory.MemoryPolicy("cuda:0", 8 << 30, 8 << 30))
     oom.free_memory("cuda:0")
     assert emptied == [1]

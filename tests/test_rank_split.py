@@ -29,8 +29,9 @@ DS = TensorDataset(torch.arange(10.0).reshape(10, 1), torch.arange(10.0))
 class _Fake:
     """The strategy as rank_split sees it: rank, world size and broadcast_seed (rank 0's draw)."""
 
-    def __init__(self, rank, world=2, seed=None):
+    def __init__(self, rank, world=2, seed=None, device="cpu"):
         self.rank, self.world_size, self.seed, self.draws = rank, world, seed, 0
+        self.device = torch.device(device)
 
     def broadcast_seed(self, draw):
         self.draws += 1
@@ -39,6 +40,13 @@ class _Fake:
 
 def _rows(loader):
     return [[int(v) for v in yb] for _, yb in loader]
+
+
+def test_a_loader_rebuilt_for_a_gpu_pins_its_batches():
+    """Under data parallel on GPUs the rebuilt DataLoader pins in its own thread (issue 18); on the
+    CPU it keeps the user's setting."""
+    assert for_rank(DataLoader(DS, batch_size=2), _Fake(0, device="cuda:0"))[0].pin_memory is True
+    assert for_rank(DataLoader(DS, batch_size=2), _Fake(0))[0].pin_memory is False
 
 
 def test_single_process_is_left_alone():

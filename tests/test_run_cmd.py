@@ -267,9 +267,13 @@ def test_an_inherited_cuda_visible_devices_bounds_the_lease(lease_dir, tmp_path,
     assert code == 1 and "given 2 GPU(s) (CUDA_VISIBLE_DEVICES='2,3', inherited)" in err
 
 
-def test_given_gpus_parses_what_cuda_accepts():
-    from arignote.commands.run_cmd import given_gpus
+def test_the_inherited_cuda_visible_devices_is_read_as_cuda_reads_it():
+    from arignote.devices.identity import parse_visible_devices
 
-    assert given_gpus(None) is None and given_gpus("") == [] and given_gpus("-1") == []
-    assert given_gpus("0,-1,2") == ["0"]  # CUDA ignores everything after an invalid entry
-    assert given_gpus(" 1, 3 ") == ["1", "3"]
+    def given(value):
+        found = parse_visible_devices(value)
+        return None if found is None else [str(e) for e in found]
+
+    assert given(None) is None and given("") == [] and given("-1") == []
+    assert given("0,-1,2") == ["0"]  # CUDA ignores everything after an invalid entry
+    assert given(" 1, 3 ") == ["1", "3"]

@@ -53,9 +53,9 @@ def test_format_mib_as_nvidia_smi():
 
 def test_no_other_byte_formatter_left():
     # the formatters that printed sizes seven ways are gone; callers use arignote.sizes
+    import arignote.diagnostics.memory_plan as memory_plan
     import arignote.monitor as monitor
     import arignote.share.select as select
-    import arignote.training.memory_plan as memory_plan
     import arignote.training.oom as oom
 
     assert not hasattr(monitor, "fmt_bytes") and not hasattr(memory_plan, "fmt_bytes")

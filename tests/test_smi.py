@@ -188,7 +188,10 @@ def _fake_pynvml(gpus: int = 2):
 def test_snapshot_through_nvml_with_unsupported_readings(monkeypatch):
     fake = _fake_pynvml()
     monkeypatch.setitem(sys.modules, "pynvml", fake)
+    nvml.close()
     s = nvml.snapshot(cpu_interval=None)
+    assert fake.calls == ["init"]  # the session stays open for the next read (tests/test_nvml_session.py)
+    nvml.close()
     assert fake.calls == ["init", "shutdown"]
     assert s.nvml_error is None and s.driver_version == "550.54.15" and s.cuda_driver_version == "12.4"
     g0, g1 = s.gpus

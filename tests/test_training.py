@@ -483,12 +483,15 @@ def test_fit_on_gpu_mixed_fp16_and_dataloader():
         assert m._trainer.scaler.is_enabled()
 
 
-def test_sample_weights_are_refused_not_dropped():
+def test_validation_sample_weights_and_weighted_batches_are_used_not_dropped():
     x, y = _blobs(20)
-    with pytest.raises(ValueError, match="sample weights"):
-        _mlp().fit(x, y, verbose=0, validation_data=(x, y, np.ones(20)))
-    with pytest.raises(ValueError, match="sample_weight"):
-        _mlp().fit([(x, y, np.ones(20))], verbose=0)
+    m = _mlp(lr=0.0)
+    w = np.r_[np.ones(10), np.zeros(10)].astype("float32")
+    h = m.fit(x, y, verbose=0, validation_data=(x, y, w), batch_size=20)
+    weighted = m.evaluate(x, y, sample_weight=w, verbose=0)[0]
+    assert h.history["val_loss"][0] == pytest.approx(weighted, rel=1e-6)
+    h = m.fit([(x, y, w)], verbose=0)
+    assert h.history["loss"][0] == pytest.approx(m.evaluate(x, y, sample_weight=w, verbose=0)[0], rel=1e-6)
 
 
 def test_gradients_are_released_before_the_next_backward_and_after_fit():

@@ -30,6 +30,19 @@ def parse_bool(text: Any) -> bool:
     raise ValueError("expected true or false")
 
 
+def auto_bool(text: Any) -> str | bool:
+    """``auto`` or a bool (true/false/on/off/1/0): a switch arignote decides unless told."""
+    if isinstance(text, str) and text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return parse_bool(text)
+    except ValueError:
+        raise ValueError("expected auto, true or false") from None
+
+
+auto_bool.kind = "auto|bool"  # type: ignore[attr-defined]
+
+
 def parse_float(text: Any) -> float:
     if isinstance(text, bool):
         raise ValueError("expected a number")

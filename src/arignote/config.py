@@ -88,8 +88,19 @@ _FLAG_LIST = [
          "testing: raise torch.OutOfMemoryError for micro-batches larger than this (0 off)"),
     Flag("dnn.enabled", _t.choice("auto", "true", "false"), "auto",
          "use cuDNN: auto (when present), true, false"),
-    Flag("dnn.benchmark", _t.parse_bool, False, "let cuDNN benchmark convolution algorithms"),
+    Flag("dnn.benchmark", _t.auto_bool, "auto",
+         "let cuDNN time convolution algorithms and keep the fastest: auto (on for a conv model fed "
+         "arrays, whose shapes are fixed; off for iterables), true, false"),
     Flag("dnn.deterministic", _t.parse_bool, False, "use only deterministic cuDNN algorithms"),
+    Flag("tf32", _t.choice("on", "off", "torch"), "on",
+         "TensorFloat-32 for float32 matmuls and convolutions on GPUs of compute capability >= 8.0: on, "
+         "off (full fp32), torch (PyTorch's default: convolutions only)"),
+    Flag("memory_format", _t.choice("auto", "channels_last", "contiguous"), "auto",
+         "memory format of 4-D convolution kernels and a wrapped module's image arrays: auto "
+         "(channels_last for conv models), channels_last, contiguous"),
+    Flag("optimizer.impl", _t.choice("auto", "fused", "foreach", "loop"), "auto",
+         "torch optimizer kernels: auto (fused where torch has one, else foreach on a GPU, the "
+         "per-tensor loop on the CPU), fused, foreach, loop"),
     Flag("cpu.threads", _t.non_negative(_t.parse_int), 0,
          "intra-op threads per process (0: torch's default)"),
     Flag("cpu.processes", _t.positive(_t.parse_int), 1,
@@ -120,6 +131,12 @@ _FLAG_LIST = [
          "2.0-2.2 (acc, mean_absolute_error); logs and History answer both"),
     Flag("image_data_format", _t.choice("channels_last", "channels_first"), "channels_last",
          "default data_format of image layers (also read from Keras's ~/.keras/keras.json)"),
+    Flag("jit", _t.choice("off", "on", "default", "reduce-overhead", "max-autotune",
+                          "max-autotune-no-cudagraphs"), "off",
+         "compile the train/eval steps with torch.compile: on (reduce-overhead on GPU, default on cpu) "
+         "or a torch.compile mode; compile(jit_compile=...) wins"),
+    Flag("jit.backend", _t.choice("inductor", "aot_eager", "eager"), "inductor",
+         "torch.compile backend of compiled steps: inductor generates kernels; aot_eager/eager to debug"),
 ]
 
 FLAGS: dict[str, Flag] = {f.name: f for f in _FLAG_LIST}

@@ -55,76 +55,124 @@ __all__ = [
     "deserialize",
     "check_targets",
     "name_of",
+    "per_sample",
 ]
+
+
+def _cce_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    eps = backend.epsilon()
+    p = (y_pred / y_pred.sum(dim=-1, keepdim=True)).clamp(eps, 1.0 - eps)
+    return -(y_true.reshape(y_pred.shape) * p.log()).sum(dim=-1)
 
 
 def categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Cross-entropy between one-hot (or soft) targets and predicted probabilities."""
+    return _cce_values(y_true, y_pred).mean()
+
+
+def _sparse_logits(y_pred: torch.Tensor) -> torch.Tensor:
     eps = backend.epsilon()
-    p = (y_pred / y_pred.sum(dim=-1, keepdim=True)).clamp(eps, 1.0 - eps)
-    return -(y_true.reshape(y_pred.shape) * p.log()).sum(dim=-1).mean()
+    return y_pred.clamp(eps, 1.0 - eps).log().reshape(-1, y_pred.shape[-1])
 
 
 def sparse_categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Cross-entropy between integer labels (shape ``(N,)`` or ``(N, 1)``) and probabilities."""
+    return F.cross_entropy(_sparse_logits(y_pred), y_true.reshape(-1).long())
+
+
+def _sparse_cce_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    values = F.cross_entropy(_sparse_logits(y_pred), y_true.reshape(-1).long(), reduction="none")
+    return values.reshape(y_pred.shape[:-1])
+
+
+def _bce_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     eps = backend.epsilon()
-    logits = y_pred.clamp(eps, 1.0 - eps).log()
-    classes = y_pred.shape[-1]
-    return F.cross_entropy(logits.reshape(-1, classes), y_true.reshape(-1).long())
+    p = y_pred.clamp(eps, 1.0 - eps)
+    y = y_true.reshape(y_pred.shape)
+    return -(y * p.log() + (1.0 - y) * torch.log1p(-p))
 
 
 def binary_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Binary cross-entropy of targets in [0, 1] against sigmoid probabilities."""
-    eps = backend.epsilon()
-    p = y_pred.clamp(eps, 1.0 - eps)
-    y = y_true.reshape(y_pred.shape)
-    return -(y * p.log() + (1.0 - y) * torch.log1p(-p)).mean()
+    return _bce_terms(y_true, y_pred).mean()
+
+
+def _se(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    return (y_pred - y_true.reshape(y_pred.shape)).square()
 
 
 def mean_squared_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Mean of ``(y_pred - y_true) ** 2``."""
-    return (y_pred - y_true.reshape(y_pred.shape)).square().mean()
+    return _se(y_true, y_pred).mean()
+
+
+def _ae(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    return (y_pred - y_true.reshape(y_pred.shape)).abs()
 
 
 def mean_absolute_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Mean of ``|y_pred - y_true|``."""
-    return (y_pred - y_true.reshape(y_pred.shape)).abs().mean()
+    return _ae(y_true, y_pred).mean()
+
+
+def _ape(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    y = y_true.reshape(y_pred.shape)
+    return (y - y_pred).abs() / y.abs().clamp_min(backend.epsilon())
 
 
 def mean_absolute_percentage_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``100 * mean(|y_true - y_pred| / clip(|y_true|, eps))``."""
+    return 100.0 * _ape(y_true, y_pred).mean()
+
+
+def _sle(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    eps = backend.epsilon()
     y = y_true.reshape(y_pred.shape)
-    return 100.0 * ((y - y_pred).abs() / y.abs().clamp_min(backend.epsilon())).mean()
+    return (torch.log1p(y_pred.clamp_min(eps)) - torch.log1p(y.clamp_min(eps))).square()
 
 
 def mean_squared_logarithmic_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``mean((log(clip(y_pred, eps) + 1) - log(clip(y_true, eps) + 1)) ** 2)``."""
-    eps = backend.epsilon()
-    y = y_true.reshape(y_pred.shape)
-    return (torch.log1p(y_pred.clamp_min(eps)) - torch.log1p(y.clamp_min(eps))).square().mean()
+    return _sle(y_true, y_pred).mean()
+
+
+def _hinge_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    return (1.0 - y_true.reshape(y_pred.shape) * y_pred).clamp_min(0.0)
 
 
 def hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``mean(max(1 - y_true * y_pred, 0))`` for targets in {-1, 1}."""
-    return (1.0 - y_true.reshape(y_pred.shape) * y_pred).clamp_min(0.0).mean()
+    return _hinge_terms(y_true, y_pred).mean()
+
+
+def _squared_hinge_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    return _hinge_terms(y_true, y_pred).square()
 
 
 def squared_hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``mean(max(1 - y_true * y_pred, 0) ** 2)``."""
-    return (1.0 - y_true.reshape(y_pred.shape) * y_pred).clamp_min(0.0).square().mean()
+    return _squared_hinge_terms(y_true, y_pred).mean()
+
+
+def _kld_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    eps = backend.epsilon()
+    y = y_true.reshape(y_pred.shape).clamp(eps, 1.0)
+    p = y_pred.clamp(eps, 1.0)
+    return (y * (y / p).log()).sum(dim=-1)
 
 
 def kullback_leibler_divergence(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``sum(y * log(y / p))`` per sample with both clipped to ``[eps, 1]``, averaged over the batch."""
-    eps = backend.epsilon()
-    y = y_true.reshape(y_pred.shape).clamp(eps, 1.0)
-    p = y_pred.clamp(eps, 1.0)
-    return (y * (y / p).log()).sum(dim=-1).mean()
+    return _kld_values(y_true, y_pred).mean()
+
+
+def _poisson_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    return y_pred - y_true.reshape(y_pred.shape) * (y_pred + backend.epsilon()).log()
 
 
 def poisson(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``mean(y_pred - y_true * log(y_pred + eps))``."""
-    return (y_pred - y_true.reshape(y_pred.shape) * (y_pred + backend.epsilon()).log()).mean()
+    return _poisson_terms(y_true, y_pred).mean()
 
 
 # Keras 2 short names
@@ -159,6 +207,47 @@ _ALIASES = {
     "kl_divergence": "kullback_leibler_divergence",
 }
 _NAMES = {**_CANONICAL, **{a: _CANONICAL[c] for a, c in _ALIASES.items()}}
+
+
+def _last_axis_mean(terms: Callable) -> Callable:
+    def values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+        t = terms(y_true, y_pred)
+        return t.mean(dim=-1) if t.dim() > 1 else t  # a 1-D output: one value per sample already
+
+    return values
+
+
+# Keras 2's values, one per sample (or per time step): what sample weights multiply
+_VALUES = {
+    categorical_crossentropy: _cce_values,
+    sparse_categorical_crossentropy: _sparse_cce_values,
+    binary_crossentropy: _last_axis_mean(_bce_terms),
+    mean_squared_error: _last_axis_mean(_se),
+    mean_absolute_error: _last_axis_mean(_ae),
+    mean_absolute_percentage_error: _last_axis_mean(lambda t, p: 100.0 * _ape(t, p)),
+    mean_squared_logarithmic_error: _last_axis_mean(_sle),
+    hinge: _last_axis_mean(_hinge_terms),
+    squared_hinge: _last_axis_mean(_squared_hinge_terms),
+    kullback_leibler_divergence: _kld_values,
+    poisson: _last_axis_mean(_poisson_terms),
+}
+
+
+def per_sample(loss: str | Callable) -> Callable | None:
+    """The Keras 2 form of a built-in loss: one value per sample (the mean, or the sum for the
+    cross-entropies and KL, over the last axis), which sample weights multiply; None for any other
+    loss (a custom one returns its own values).
+
+    Example::
+
+        >>> per_sample("mse")(torch.zeros(2, 2), torch.tensor([[1.0, 3.0], [0.0, 2.0]])).tolist()
+        [5.0, 2.0]
+    """
+    try:
+        fn = get(loss)
+    except ValueError:
+        return None
+    return _VALUES.get(fn)
 
 
 def get(identifier: str | Callable) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:

@@ -21,11 +21,12 @@ import contextlib
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from arignote import config
 from arignote.config import ConfigError
 
 MiB = 1 << 20
 
-__all__ = ["MemoryPlan", "MemoryPlanError", "plan", "plan_for", "apply", "applied", "explain_oom",
+__all__ = ["MemoryPolicy", "MemoryPlanError", "plan", "plan_for", "apply", "applied", "explain_oom",
            "oom_explained"]
 
 
@@ -34,7 +35,7 @@ class MemoryPlanError(ConfigError):
 
 
 @dataclass(frozen=True)
-class MemoryPlan:
+class MemoryPolicy:
     """What to do on one GPU: bytes to reserve now, the cap (fraction of total), caching on/off."""
 
     device: str
@@ -65,7 +66,7 @@ def _bytes_of(x: float, total: int) -> int:
 
 
 def plan(preallocate: float, limit: float, total_bytes: int, free_bytes: int, device: str = "cuda:0",
-         sources: Mapping[str, str] | None = None) -> MemoryPlan:
+         sources: Mapping[str, str] | None = None) -> MemoryPolicy:
     """The memory policy for one GPU as numbers and banner text (pure).
 
     ``sources`` maps flag names to where their values came from, for error messages. Raises
@@ -106,14 +107,12 @@ def plan(preallocate: float, limit: float, total_bytes: int, free_bytes: int, de
                        f"on {device}")
     else:
         text.insert(0, f"Memory on {device}: grow on demand, cached for reuse (memory.preallocate=0)")
-    return MemoryPlan(device, total, free, float(preallocate), float(limit), pre_bytes, limit_bytes,
+    return MemoryPolicy(device, total, free, float(preallocate), float(limit), pre_bytes, limit_bytes,
                       limit_fraction, caching, tuple(text))
 
 
-def plan_for(device) -> MemoryPlan | None:
+def plan_for(device) -> MemoryPolicy | None:
     """The plan for a :class:`~arignote.devices.Device` from the current flags (None on CPU)."""
-    from arignote import config
-
     if not device.is_cuda:
         return None
     names = ("memory.preallocate", "memory.limit")
@@ -122,33 +121,32 @@ def plan_for(device) -> MemoryPlan | None:
 
 
 # device name -> the plan applied there (explain_oom reads it)
-_applied: dict[str, MemoryPlan] = {}
+_applied: dict[str, MemoryPolicy] = {}
 
 
-def apply(memory_plan: MemoryPlan, device) -> None:
-    """Carry out a plan on its GPU: caching switch, cap, then the reservation (in that order, so the
+def apply(policy: MemoryPolicy, device) -> None:
+    """Carry out a policy on its GPU: caching switch, cap, then the reservation (in that order, so the
     reservation counts against the cap)."""
+    # imports torch: the policy math above stays torch-free (`arignote config` reads it)
     from arignote.devices import cuda
 
     index = device.index if hasattr(device, "index") else int(str(device).rsplit(":", 1)[-1])
-    if not memory_plan.caching:
+    if not policy.caching:
         cuda.disable_caching()
-    if memory_plan.limit_fraction is not None:
-        cuda.set_memory_fraction(memory_plan.limit_fraction, index)
-    if memory_plan.preallocate_bytes:
-        cuda.preallocate(memory_plan.preallocate_bytes, index)
-    _applied[str(device)] = memory_plan
+    if policy.limit_fraction is not None:
+        cuda.set_memory_fraction(policy.limit_fraction, index)
+    if policy.preallocate_bytes:
+        cuda.preallocate(policy.preallocate_bytes, index)
+    _applied[str(device)] = policy
 
 
-def applied(device) -> MemoryPlan | None:
+def applied(device) -> MemoryPolicy | None:
     """The plan applied on ``device`` in this process, if any."""
     return _applied.get(str(device))
 
 
 def explain_oom(exc: BaseException, device) -> str:  # noqa: ARG001 - exc kept for future detail
     """One paragraph for an out-of-memory error on ``device``: the cap and the flag that set it."""
-    from arignote import config
-
     name = str(device)
     p = _applied.get(name)
     if p is not None and p.limit_bytes:

@@ -26,10 +26,11 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
-from arignote import losses, metric_names
+from arignote import losses, metric_names, weighting
 
 __all__ = [
     "Metric",
@@ -43,6 +44,8 @@ __all__ = [
     "top_k_categorical_accuracy",
     "sparse_top_k_categorical_accuracy",
     "accuracy_for",
+    "resolve",
+    "unique_name",
 ]
 
 
@@ -85,20 +88,23 @@ def _total_dtype(device: torch.device) -> torch.dtype:
 
 
 class _Accumulator:
-    """``total`` (device tensor) and ``count`` (host float) with the state/result protocol."""
+    """``total`` (device tensor) and ``count`` (host float; a device tensor too once weighted
+    updates add sums of sample weights) with the state/result protocol."""
 
     def __init__(self, name: str) -> None:
         self.name = name
         self._total: torch.Tensor | None = None
         self._count = 0.0
+        self._weight_sum: torch.Tensor | None = None  # sums of sample weights (weighted metrics)
 
     def state(self) -> torch.Tensor:
         """``tensor([total, count])`` on the metric's device (all-reduce it to combine ranks)."""
         if self._total is None:
             return torch.zeros(2, dtype=torch.float64)
-        return torch.stack(
-            [self._total, torch.tensor(self._count, dtype=self._total.dtype, device=self._total.device)]
-        )
+        count = torch.tensor(self._count, dtype=self._total.dtype, device=self._total.device)
+        if self._weight_sum is not None:
+            count = count + self._weight_sum
+        return torch.stack([self._total, count])
 
     @staticmethod
     def result_from(state: torch.Tensor) -> float:
@@ -114,6 +120,8 @@ class _Accumulator:
         """Start a new accumulation (keeps the device buffer)."""
         if self._total is not None:
             self._total.zero_()
+        if self._weight_sum is not None:
+            self._weight_sum.zero_()
         self._count = 0.0
 
     def _add(self, value: torch.Tensor, weight: float) -> None:
@@ -121,6 +129,15 @@ class _Accumulator:
             self._total = torch.zeros((), dtype=_total_dtype(value.device), device=value.device)
         self._total.add_(value.detach(), alpha=weight)
         self._count += weight
+
+    def _add_weighted(self, total: torch.Tensor, weight_sum: torch.Tensor) -> None:
+        """Add a weighted sum and its sum of weights (device tensors: no host sync)."""
+        if self._total is None:
+            self._total = torch.zeros((), dtype=_total_dtype(total.device), device=total.device)
+        if self._weight_sum is None:
+            self._weight_sum = torch.zeros((), dtype=self._total.dtype, device=self._total.device)
+        self._total.add_(total.detach())
+        self._weight_sum.add_(weight_sum.detach())
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
@@ -144,24 +161,46 @@ class Mean(_Accumulator):
 class Metric(_Accumulator):
     """Mean over samples of a Keras metric function ``fn(y_true, y_pred) -> per-sample tensor``.
 
+    ``weighted=True`` (``compile(weighted_metrics=...)``): with targets that carry sample weights
+    (:class:`arignote.weighting.Weighted`) the mean is Keras 2.3.1's weighted one,
+    ``sum(w * v) / sum(w)``; other metrics ignore the weights. ``select(y_true, y_pred) -> (y, p, w)``
+    picks what the metric sees (one output of a model with several).
+
     Example::
 
         >>> m = Metric(binary_accuracy, name="acc")
         >>> m.update(torch.tensor([1., 0.]), torch.tensor([0.9, 0.7])); m.result()
         0.5
+        >>> from arignote.weighting import Weighted
+        >>> w = Metric(binary_accuracy, name="acc", weighted=True)
+        >>> y_true, weights = torch.tensor([[1.], [0.]]), torch.tensor([3., 1.])
+        >>> w.update(Weighted((y_true, weights)), torch.tensor([[0.9], [0.7]]))
+        >>> w.result()
+        0.75
     """
 
     def __init__(
-        self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], name: str | None = None
+        self, fn: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], name: str | None = None,
+        weighted: bool = False, select: Callable | None = None
     ) -> None:
         super().__init__(name or getattr(fn, "__name__", "metric"))
         self.fn = fn
+        self.values: Callable | None = None  # per-sample form of fn when fn returns a batch mean (a loss)
+        self.weighted = weighted
+        self.select = select
 
     def update(self, y_true: torch.Tensor, y_pred: torch.Tensor) -> None:
         """Accumulate this batch (no host sync)."""
-        value = self.fn(y_true, y_pred)
+        if self.select is not None:
+            y_true, y_pred, weights = self.select(y_true, y_pred)
+        else:
+            y_true, weights = weighting.split(y_true)
+        value = (self.values or self.fn)(y_true, y_pred)
         if not value.is_floating_point():  # a user function returning bools or ints
             value = value.to(torch.float32)
+        if self.weighted and weights is not None:
+            self._add_weighted(*weighting.weighted_mean_parts(value, weights))
+            return
         n = y_pred.shape[0]
         # per-sample (or per-element) values -> their mean counts n samples; 0-d values are batch means
         self._add(value.mean(), n)
@@ -207,7 +246,9 @@ def get(
         if identifier in _FUNCTIONS:
             return Metric(_FUNCTIONS[identifier], name=name)
         try:
-            return Metric(losses.get(identifier), name=name)
+            metric = Metric(losses.get(identifier), name=name)
+            metric.values = losses.per_sample(identifier)  # one value per sample: what weights multiply
+            return metric
         except ValueError:
             valid = ["acc", "accuracy", *_FUNCTIONS, *losses._NAMES]
             close = difflib.get_close_matches(identifier, valid, n=1, cutoff=0.5)
@@ -218,6 +259,40 @@ def get(
     if callable(identifier):
         return Metric(identifier)
     raise ValueError(f"a metric is a name such as 'accuracy', a function or a Metric, got {identifier!r}")
+
+
+def unique_name(name: str, taken: list[str]) -> str:
+    """Keras 2.3's ``_add_unique_metric_name``: ``name``, or ``name_1``, ``name_2``... when taken.
+
+    >>> unique_name("acc", ["loss", "acc"])
+    'acc_1'
+    """
+    unique, j = name, 1
+    while unique in taken:
+        unique, j = f"{name}_{j}", j + 1
+    return unique
+
+
+def resolve(ids: list[tuple[Any, bool]], loss: str | Callable | None = None,
+            output_shape: tuple | None = None, taken: list[str] | None = None) -> list[Metric]:
+    """Fresh metrics for ``compile``'s ``metrics`` then ``weighted_metrics``: ``ids`` is a list of
+    ``(identifier, weighted)``; names already in ``taken`` (``['loss']`` by default) or given twice get
+    ``_1``, ``_2``... as in Keras 2.3 (``metrics=['acc'], weighted_metrics=['acc']`` logs ``acc`` and
+    ``acc_1``).
+
+    >>> [(m.name, m.weighted) for m in resolve([("mae", False), ("mae", True)], "mse")]
+    [('mae', False), ('mae_1', True)]
+    """
+    names = list(taken if taken is not None else ["loss"])
+    out = []
+    for identifier, weighted in ids:
+        metric = get(identifier, loss, output_shape)
+        if weighted:
+            metric.weighted = True
+        metric.name = unique_name(metric.name, names)
+        names.append(metric.name)
+        out.append(metric)
+    return out
 
 
 def serialize(metric: str | Callable | Metric) -> str:

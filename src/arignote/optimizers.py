@@ -38,6 +38,8 @@ from typing import Any
 
 import torch
 
+from arignote import config
+from arignote.devices import fastpaths
 from arignote.hyperparameter import HyperParameter
 
 __all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "get", "serialize",
@@ -54,16 +56,16 @@ def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | Non
 
 
 def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
-    """Pick torch's fastest implementation the params allow: fused where torch has a kernel; else
+    """torch's implementation the ``optimizer.impl`` flag and the params allow
+    (:func:`arignote.devices.fastpaths.optimizer_impl`): fused where torch has a kernel; else
     foreach on accelerators and the per-tensor loop on CPU (measured on the MLP 784-512-512-10 at
     batch 128 on 2 CPU cores: foreach RMSprop was 5-40 % slower a step than the per-tensor loop)."""
     devices = {p.device.type for p in params}
-    # fused Adam/SGD exist for CPU and CUDA; fused Adagrad for CPU only; RMSprop/Adadelta have none
-    fused_devices = {torch.optim.Adam: {"cuda", "cpu"}, torch.optim.SGD: {"cuda", "cpu"},
-                     torch.optim.Adagrad: {"cpu"}}.get(torch_cls, set())  # fmt: skip
-    if devices <= fused_devices and all(p.is_floating_point() for p in params):
+    all_float = all(p.is_floating_point() for p in params)
+    impl = fastpaths.optimizer_impl(config.get, torch_cls.__name__, devices, all_float).value
+    if impl == "fused":
         return {"fused": True}
-    return {"foreach": devices != {"cpu"}}
+    return {"foreach": impl == "foreach"}
 
 
 class Optimizer:
@@ -129,14 +131,18 @@ class Optimizer:
 
     def _set_group_lr(self, lr: float) -> None:
         for group in self.torch.param_groups:
-            group["lr"] = lr
+            if isinstance(group["lr"], torch.Tensor):  # a compiled step reads it (training/compiled.py)
+                group["lr"].fill_(lr)
+            else:
+                group["lr"] = lr
         self._applied_lr = lr
 
     def _before_step(self) -> None:
         """Per-step hook (Adam's epsilon hat, SGD's momentum rescale)."""
 
-    def step(self) -> None:
-        """Apply clipping and the decay schedule, then one torch step; ``iterations += 1``."""
+    def step(self, torch_step: Any = None) -> None:
+        """Apply clipping and the decay schedule, then one torch step (``torch_step()`` when given:
+        a compiled one); ``iterations += 1``."""
         if self.torch is None:
             raise RuntimeError(f"{type(self).__name__}.build(params) must be called before step()")
         if self.clipnorm is not None:
@@ -146,7 +152,7 @@ class Optimizer:
         if self.decay:
             self._set_group_lr(self._current_lr())
         self._before_step()
-        self.torch.step()
+        (torch_step or self.torch.step)()
         self.iterations += 1
 
     def zero_grad(self, set_to_none: bool = True) -> None:

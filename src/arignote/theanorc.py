@@ -11,6 +11,7 @@ Theano                                             arignote
 ``gpuarray.preallocate``, ``lib.cnmem``            ``memory.preallocate`` (same meaning)
 ``dnn.enabled`` (``True``/``False``/``auto``)      ``dnn.enabled``
 ``dnn.conv.algo_*`` = ``time_once``/``time_on_shape_change``  ``dnn.benchmark = true``
+``dnn.conv.algo_*`` = ``guess_once``/``guess_on_shape_change``  ``dnn.benchmark = false``
 ``dnn.conv.algo_*`` = ``deterministic``, ``deterministic = more``  ``dnn.deterministic = true``
 ``contexts`` (``dev0->cuda0;dev1->cuda1``)         ``contexts``
 =================================================  ==============================================
@@ -124,9 +125,12 @@ def _target(key: str, value: str) -> tuple[str, str] | str:
     if key.startswith("dnn.conv.algo_"):
         if low in ("time_once", "time_on_shape_change"):
             return "dnn.benchmark", "true"
+        if low in ("guess_once", "guess_on_shape_change"):  # cuDNN's heuristics, no timing
+            return "dnn.benchmark", "false"
         if low == "deterministic":
             return "dnn.deterministic", "true"
-        return f"cuDNN picks algorithms itself (dnn.benchmark=true to time them); {value} has no switch"
+        return (f"cuDNN picks algorithms itself (dnn.benchmark=auto times them for fixed shapes, true "
+                f"always); {value} has no switch")
     if key == "deterministic":
         return ("dnn.deterministic", "true") if low == "more" else "Theano's default is arignote's default"
     if key == "contexts":

@@ -18,6 +18,8 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from arignote.utils.data_utils import get_file
+
 __all__ = ["WeightFile", "fetch", "check_weights_argument", "load"]
 
 FCHOLLET = "https://github.com/fchollet/deep-learning-models/releases/download/"
@@ -34,8 +36,6 @@ class WeightFile:
 
 def fetch(file: WeightFile) -> str:
     """The local path of ``file`` in the Keras model cache (downloaded by ``get_file`` when online)."""
-    from arignote.utils.data_utils import get_file
-
     return get_file(file.fname, file.url, cache_subdir="models", file_hash=file.md5)
 
 

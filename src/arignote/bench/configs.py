@@ -8,8 +8,8 @@ Example::
 
     >>> from types import SimpleNamespace as NS
     >>> inv = NS(gpus=[], cpu_threads=2, cuda_reason="no NVIDIA driver")
-    >>> [c.name for c in default_configs(inv)]
-    ['cpu', 'cuda-nodnn', 'cuda', 'cuda-benchmark', 'cuda-mixed', 'all-gpus', 'cpu-1x2', 'cpu-2x1']
+    >>> print(" ".join(c.name for c in default_configs(inv)))
+    cpu cuda-nodnn cuda cuda-benchmark cuda-fast cuda-mixed all-gpus cpu-1x2 cpu-2x1
     >>> skip_reason(get("cuda", inv), inv)
     'needs a CUDA GPU (no NVIDIA driver)'
 """
@@ -20,7 +20,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["BenchConfig", "default_configs", "get", "parse", "skip_reason", "peer_skip_reason"]
+__all__ = ["BenchConfig", "default_configs", "get", "parse", "skip_reason", "peer_skip_reason",
+           "seeds_reference", "tf32_of", "PLAIN_GPU", "FAST_GPU", "SEEDS_ROWS"]
 
 
 @dataclass(frozen=True)
@@ -43,19 +44,56 @@ class BenchConfig:
         return self.processes == 1
 
 
+# the seeds' rows switch the fast defaults (devices/fastpaths.py) off, so each rung adds one thing
+PLAIN_GPU = {"dnn.benchmark": False, "tf32": "off", "memory_format": "contiguous",
+             "optimizer.impl": "foreach"}
+FAST_GPU = {"dnn.benchmark": "auto", "tf32": "on", "memory_format": "auto", "optimizer.impl": "auto"}
+
 _GPU_LADDER = [
-    BenchConfig("cuda-nodnn", "one GPU, plain CUDA kernels (cuDNN off)",
-                {"device": "cuda", "dnn.enabled": "false"}, min_gpus=1),
-    BenchConfig("cuda", "one GPU with cuDNN", {"device": "cuda", "dnn.enabled": "true"}, min_gpus=1),
+    BenchConfig("cuda-nodnn", "one GPU, plain CUDA kernels (cuDNN off; the seeds' GPU row)",
+                {"device": "cuda", "dnn.enabled": "false", **PLAIN_GPU}, min_gpus=1),
+    BenchConfig("cuda", "one GPU with cuDNN (the seeds' GPU + cuDNN row), fast defaults off",
+                {"device": "cuda", "dnn.enabled": "true", **PLAIN_GPU}, min_gpus=1),
     BenchConfig("cuda-benchmark", "one GPU, cuDNN + dnn.benchmark (autotuned algorithms)",
-                {"device": "cuda", "dnn.enabled": "true", "dnn.benchmark": True}, min_gpus=1),
-    BenchConfig("cuda-mixed", "one GPU, cuDNN + benchmark + mixed precision (fp16 autocast)",
-                {"device": "cuda", "dnn.enabled": "true", "dnn.benchmark": True, "precision": "mixed-fp16"},
+                {"device": "cuda", "dnn.enabled": "true", **PLAIN_GPU, "dnn.benchmark": True}, min_gpus=1),
+    BenchConfig("cuda-fast", "one GPU, cuDNN + the fast defaults (autotune, TF32, channels-last, fused "
+                "optimizer, device-resident arrays)", {"device": "cuda", "dnn.enabled": "true", **FAST_GPU},
                 min_gpus=1),
-    BenchConfig("all-gpus", "every GPU, data parallel (DDP over NCCL), cuDNN + benchmark",
-                {"device": "all", "dnn.enabled": "true", "dnn.benchmark": True}, min_gpus=2, processes=0),
+    BenchConfig("cuda-mixed", "one GPU, cuDNN + fast defaults + mixed precision (fp16 autocast)",
+                {"device": "cuda", "dnn.enabled": "true", **FAST_GPU, "precision": "mixed-fp16"},
+                min_gpus=1),
+    BenchConfig("all-gpus", "every GPU, data parallel (DDP over NCCL), cuDNN + fast defaults",
+                {"device": "all", "dnn.enabled": "true", **FAST_GPU}, min_gpus=2, processes=0),
 ]
 
+# the seeds' measured rows (Theano 0.9, the CIFAR-10 CNN, batch 32, 45,000 samples per epoch) and the
+# configuration each one corresponds to
+SEEDS_ROWS = (("cpu", "CPU", 152.0), ("cuda-nodnn", "GTX 1060, CUDA", 20.0),
+              ("cuda", "GTX 1060, CUDA + cuDNN", 7.0))
+
+
+def tf32_of(name: str) -> bool:
+    """Whether configuration ``name`` runs with TF32 (the performance model's ``tf32``); a name
+    that sets no ``tf32`` runs with the flag's default, on.
+
+    >>> tf32_of("cuda"), tf32_of("cuda-fast")
+    (False, True)
+    """
+    cfg = next((c for c in _GPU_LADDER if c.name == name), None)
+    return (cfg.flags.get("tf32", "on") if cfg else "on") != "off"
+
+
+def seeds_reference(model: str, batch_sizes: Any) -> list[str]:
+    """The seeds' rows for reference under a table of the CNN at batch 32 (else nothing).
+
+    >>> seeds_reference("cnn", [32])[1]
+    '  cpu          CPU                       152 s/epoch'
+    """
+    if model != "cnn" or 32 not in list(batch_sizes):
+        return []
+    lines = ["the seeds, for reference (Theano 0.9, same CNN, batch 32, 45,000 samples per epoch):"]
+    lines += [f"  {name:12} {what:24} {seconds:4.0f} s/epoch" for name, what, seconds in SEEDS_ROWS]
+    return lines
 _CPU_RE = re.compile(r"^cpu-(\d+)x(\d+)$")
 
 

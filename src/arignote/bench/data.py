@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from arignote import datasets
 from arignote.bench.models import spec
 
 __all__ = ["BenchData", "SOURCES", "load", "default_val"]
@@ -72,8 +73,6 @@ def _synthetic(model: str, n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def _real(model: str, n: int, download: bool) -> tuple[np.ndarray, np.ndarray, str] | None:
     """The first ``n`` training samples of CIFAR-10 (MNIST for the MLP) when found, else None."""
-    from arignote import datasets
-
     module = datasets.mnist if model == "mlp" else datasets.cifar10
     label = "MNIST" if model == "mlp" else "CIFAR-10"
     where = module.find() if not download else None

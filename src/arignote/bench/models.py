@@ -106,6 +106,7 @@ def _TorchLSTM():
 
 def arignote_model(name: str):
     """The network as an arignote ``Sequential``, written exactly as the Keras 2 example is."""
+    # torch: `arignote bench` reads SPECS on the CLI's start path; torch loads when a model is built
     from arignote.layers import LSTM, Activation, Conv2D, Dense, Dropout, Flatten, MaxPooling2D
     from arignote.models import Sequential
 

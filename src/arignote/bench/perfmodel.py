@@ -91,7 +91,7 @@ class Assumptions:
     min_kernel: float = 2.5e-6  # the shortest kernel plus the gap before the next one
     host_per_op: float = 8e-6  # eager PyTorch: dispatcher + autograd + cudaLaunchKernel per operator
     graph_launch: float = 20e-6  # one CUDA-graph replay
-    tf32: bool = True  # float32 matmuls on TF32 tensor cores (arignote's `precision` flag decides)
+    tf32: bool = True  # float32 matmuls and convolutions on TF32 tensor cores (the `tf32` flag decides)
 
 
 @dataclass(frozen=True)

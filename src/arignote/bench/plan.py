@@ -18,8 +18,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from arignote import config
 from arignote.bench import models, perfmodel
 from arignote.bench.opcount import OpRecorder, StepCount, count_fit_step, count_torch_step
+from arignote.bench.report import seconds_per_epoch
+from arignote.optimizers import RMSprop
 
 __all__ = ["StepPlan", "plan_model", "render"]
 
@@ -84,9 +87,6 @@ def plan_model(name: str = "cnn", batch_size: int = 32,
     """Count one step of ``name`` (a :data:`arignote.bench.models.SPECS` key) and predict it per GPU."""
     import torch
 
-    from arignote import config
-    from arignote.optimizers import RMSprop
-
     x, y = _data(name, batch_size, steps=4)
     with config.override(print_active_device=False):
         model = models.arignote_model(name)
@@ -109,6 +109,16 @@ def plan_model(name: str = "cnn", batch_size: int = 32,
     cuda_ops = [(op.flops, op.bytes, op.matmul) for op in body + list(foreach)]
     rows = perfmodel.table(cuda_ops, fit.syncs, batch_size, assume=assume)
     return StepPlan(name, batch_size, fit, loop, len(per_tensor), len(foreach), rows)
+
+
+def assumptions_from_flags(get: Any = None) -> perfmodel.Assumptions:
+    """The model's assumptions with TF32 as the ``tf32`` flag sets it (``off``: full fp32;
+    ``torch`` keeps TF32 convolutions, which carry nearly all of a CNN's FLOPs, so it counts as on).
+
+    >>> assumptions_from_flags({"tf32": "off"}.get).tf32
+    False
+    """
+    return perfmodel.Assumptions(tf32=(get or config.get)("tf32") != "off")
 
 
 def render(plan: StepPlan, assume: perfmodel.Assumptions = perfmodel.Assumptions()) -> str:
@@ -160,8 +170,6 @@ def predicted_vs_measured(plan: StepPlan, runs: list) -> list[str]:
     table knows, at the plan's batch size, are compared. Measured epochs include validation
     (forward passes over a ninth more samples), which the prediction leaves out.
     """
-    from arignote.bench.report import seconds_per_epoch
-
     rows = {r["gpu"]: r for r in plan.rows}
     lines = []
     for run in runs:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import subprocess
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +29,13 @@ from arignote.bench.selfchecks_dp import (
     dp_preallocation_after_oom,
     dp_weights,
     dp_with_placement,
+)
+from arignote.bench.selfchecks_fast import (
+    autotune_gpu,
+    channels_last_gpu,
+    fused_optimizer_gpu,
+    no_host_sync_gpu,
+    tf32_gpu,
 )
 
 MARK = "@@selftest "
@@ -61,6 +69,7 @@ def _mib(n: float) -> str:
 def _fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int = 256,
          callbacks: list | None = None):
     """A few training steps of a small model under ``flags``; returns (model, history)."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
     from arignote.datasets import synthetic
     from arignote.layers import Conv2D, Dense, Flatten, MaxPooling2D
@@ -88,6 +97,7 @@ def _fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int
 
 
 def _banner(device: str) -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config, devices
 
     config.configure(device=device, print_active_device=True)
@@ -116,6 +126,7 @@ def train_cpu() -> str:
 
 def _strategy_probe(seen: list[tuple[int, str]]):
     """A callback recording (world size, collective backend) of the strategy fit runs on."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.callbacks import Callback
     from arignote.parallel import ddp
 
@@ -135,6 +146,7 @@ def data_parallel_cpu() -> str:
 
 
 def mixed_precision_cpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.precision import Precision
 
     _fit({"device": "cpu", "precision": "mixed-bf16"}, kind="cnn")
@@ -155,6 +167,7 @@ def oom_split_cpu() -> str:
 
 def _train_placed(device: str, contexts: str, hidden: int) -> Any:
     """Two Dense layers under two placement contexts, trained for 2 epochs; returns the model."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import arignote
     from arignote import config
     from arignote.datasets import synthetic
@@ -176,6 +189,7 @@ def _train_placed(device: str, contexts: str, hidden: int) -> Any:
 
 
 def placement_cpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.parallel.placement import layer_device
 
     model = _train_placed("cpu", "dev0->cpu;dev1->cpu", hidden=32)
@@ -188,6 +202,7 @@ def placement_cpu() -> str:
 
 
 def banner_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import current_inventory
 
     line = _banner("cuda0")
@@ -197,6 +212,7 @@ def banner_gpu() -> str:
 
 
 def memory_preallocate() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config, devices
     from arignote.devices import cuda
 
@@ -213,9 +229,10 @@ def memory_preallocate() -> str:
 
 
 def memory_limit() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
-    from arignote import config, devices
+    from arignote import config, devices, memory
     from arignote.devices import cuda
 
     _, total = cuda.mem_get_info(0)
@@ -224,9 +241,11 @@ def memory_limit() -> str:
     fraction = cuda.memory_fraction(0)
     _expect(abs(fraction - 0.25) < 0.01, f"per-process cap is {fraction}, expected 0.25")
     try:
-        block = torch.empty(int(0.35 * total), dtype=torch.uint8, device="cuda:0")
-    except torch.OutOfMemoryError:
-        pass
+        with memory.oom_explained("cuda:0"):
+            block = torch.empty(int(0.35 * total), dtype=torch.uint8, device="cuda:0")
+    except torch.OutOfMemoryError as exc:
+        _expect("memory.limit=0.25 (from code)" in str(exc),
+                f"the out-of-memory error does not name the flag: {str(exc)[-160:]!r}")
     else:
         del block
         raise CheckFailed("allocating 35% of the GPU succeeded under memory.limit=0.25")
@@ -237,6 +256,7 @@ def memory_limit() -> str:
 
 
 def memory_no_cache() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote import config, devices
@@ -256,6 +276,7 @@ def memory_no_cache() -> str:
 
 
 def _cudnn(enabled: str, benchmark: bool) -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import cuda
 
     _fit({"device": "cuda0", "dnn.enabled": enabled, "dnn.benchmark": benchmark}, kind="cnn")
@@ -278,13 +299,17 @@ def cudnn_benchmark() -> str:
 
 
 def mixed_precision() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.precision import Precision
 
     _fit({"device": "cuda0", "precision": "mixed-fp16"}, kind="cnn")
-    return Precision.from_config("cuda:0").describe()
+    precision = Precision.from_config("cuda:0")
+    _expect(precision.scaler.is_enabled(), "mixed-fp16 on a GPU has no enabled grad scaler")
+    return precision.describe()
 
 
 def train_each_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote.devices import current_inventory
@@ -298,6 +323,7 @@ def train_each_gpu() -> str:
 
 
 def data_parallel_gpu() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import cuda, current_inventory
 
     seen: list[tuple[int, str]] = []
@@ -315,8 +341,9 @@ def placement() -> str:
 
 
 def out_of_memory() -> str:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
-    from arignote.training.oom_selftest import selftest_real_oom
+    from arignote.diagnostics.oom_selftest import selftest_real_oom
 
     config.configure(device="cuda0", print_active_device=False)
     ok, detail = selftest_real_oom("cuda:0")
@@ -353,6 +380,14 @@ CHECKS = [
           dp_preallocation_after_oom),
     Check("placement-data-parallel", 4, "placement contexts inside each data-parallel replica's GPUs",
           dp_with_placement),
+    # the fast paths took effect during a fit (selfchecks_fast.py; written without a GPU)
+    Check("fast-autotune", 1, "cuDNN autotuning on for array data, off for an iterable (dnn.benchmark=auto)",
+          autotune_gpu),
+    Check("fast-channels-last", 1, "every conv2d output of a CNN fit is channels-last", channels_last_gpu),
+    Check("fast-fused-optimizer", 1, "Adam runs torch's fused kernel on the GPU", fused_optimizer_gpu),
+    Check("fast-tf32", 1, "TF32 switches as the tf32 flag asks", tf32_gpu),
+    Check("no-host-sync", 1, "steps 2..N of a fit under torch.cuda.set_sync_debug_mode('error')",
+          no_host_sync_gpu),
 ]
 
 
@@ -369,7 +404,30 @@ def plan(inventory: Any) -> list[tuple[Check, str | None]]:
     return out
 
 
+def run_in_process(name: str, timeout: float) -> tuple[bool, str]:
+    """Run check ``name`` in a fresh interpreter (``python -m arignote.bench.selfchecks NAME``):
+    ``(passed, detail)``. The one runner of ``arignote selftest`` and of the ``gpu``-marked tests.
+
+    Example::
+
+        >>> run_in_process("train-cpu", timeout=300)
+        (True, 'CNN, loss 1.386 -> 1.371 on cpu')
+    """
+    cmd = [sys.executable, "-m", "arignote.bench.selfchecks", name]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False, f"timed out after {timeout:.0f} s"
+    for line in proc.stdout.splitlines():
+        if line.startswith(MARK):
+            msg = json.loads(line[len(MARK):])
+            return bool(msg["ok"]), msg["detail"]
+    tail = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
+    return False, f"exit code {proc.returncode}: {tail[-1] if tail else 'no output'}"
+
+
 def main(argv: list[str]) -> int:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import devices
 
     by_name = {c.name: c for c in CHECKS}

@@ -29,6 +29,7 @@ def _data(n: int = 512, width: int = 64) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _model(width: int = 64, hidden: int = 256) -> Any:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote.models import Model
@@ -41,6 +42,7 @@ def _model(width: int = 64, hidden: int = 256) -> Any:
 
 
 def _train(flags: dict[str, Any], batch: int = 128, hook: Any = None) -> Any:
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote import config
@@ -73,6 +75,7 @@ def dp_weights() -> str:
 def _cap_rank_1(model: Any) -> None:
     """On rank 1: cap the allocator so that a step at the full local batch does not fit but a
     quarter of it does (measured with a trial step of the bare module first)."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
     from arignote.devices import cuda, rank
@@ -115,6 +118,7 @@ def bf16_gpu() -> str:
 
 def dp_preallocation_after_oom() -> str:
     """memory.preallocate=0.5 still holds its block after an (injected) out-of-memory recovery."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import cuda
 
     model = _train({"device": "cuda0", "memory.preallocate": 0.5, "memory.oom_inject_above": 32})
@@ -129,6 +133,7 @@ def dp_preallocation_after_oom() -> str:
 
 def dp_with_placement() -> str:
     """Placement + data parallel on 4 GPUs: 2 replicas, each with its layers on its own 2 GPUs."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
     from arignote.devices import current_inventory
     from arignote.layers import Dense

@@ -8,7 +8,7 @@ Example::
 
     >>> from types import SimpleNamespace as NS
     >>> inv = NS(gpus=[], cpu_threads=2, cuda_reason="no NVIDIA driver")
-    >>> plan = Plan(model="mlp", n_train=512, n_val=64, epochs=1, batch_sizes=[32],
+    >>> plan = SuitePlan(model="mlp", n_train=512, n_val=64, epochs=1, batch_sizes=[32],
     ...             configs=["cpu", "cuda"], runners=["arignote", "torch"])
     >>> [(j.config, j.runner, j.status) for j in schedule(plan, inv, peer_missing={})]
     [('cpu', 'arignote', 'ok'), ('cpu', 'torch', 'ok'), ('cuda', '*', 'skipped')]
@@ -32,11 +32,11 @@ from arignote.bench import configs as configs_mod
 from arignote.bench.report import Run, format_bytes, seconds_per_epoch
 from arignote.bench.worker import MARK
 
-__all__ = ["Plan", "schedule", "execute", "Progress"]
+__all__ = ["SuitePlan", "schedule", "execute", "Progress"]
 
 
 @dataclass
-class Plan:
+class SuitePlan:
     """What to measure: model, data sizes, epochs, batch sizes, configuration names, runners."""
 
     model: str = "cnn"
@@ -50,7 +50,7 @@ class Plan:
     repeats: int = 1
 
 
-def schedule(plan: Plan, inventory: Any, peer_missing: dict[str, str | None], cudnn: int | None = None,
+def schedule(plan: SuitePlan, inventory: Any, peer_missing: dict[str, str | None], cudnn: int | None = None,
              strategies: frozenset[str] = frozenset({"ddp"})) -> list[Run]:
     """The runs in execution order; runs this machine cannot do come back already ``skipped``."""
     chosen = configs_mod.parse(",".join(plan.configs) if plan.configs else None, inventory)
@@ -125,7 +125,7 @@ def _child_env(runner: str) -> dict[str, str]:
     return env
 
 
-def run_one(run: Run, plan: Plan, log_path: Path, progress: Callable[[str], None]) -> Run:
+def run_one(run: Run, plan: SuitePlan, log_path: Path, progress: Callable[[str], None]) -> Run:
     """Start a worker for ``run``, follow its messages, fill in the times and peak memory."""
     spec = {"runner": run.runner, "model": plan.model, "config": run.config, "batch_size": run.batch_size,
             "epochs": plan.epochs, "n_train": plan.n_train, "n_val": plan.n_val, "data": plan.data}
@@ -171,7 +171,7 @@ def _last_line(path: Path) -> str:
     return lines[-1][:300] if lines else "no output"
 
 
-def execute(plan: Plan, runs: list[Run], out_dir: Path, progress: Progress) -> list[Run]:
+def execute(plan: SuitePlan, runs: list[Run], out_dir: Path, progress: Progress) -> list[Run]:
     """Run the scheduled ``runs`` one after the other (skipped ones pass through)."""
     todo = [r for r in runs if r.status == "ok"]
     for n, run in enumerate(todo, 1):

@@ -22,13 +22,15 @@ import time
 import warnings
 from typing import Any
 
+from arignote import config, devices
+from arignote.bench import configs, models, runners
+from arignote.devices import cpu
+
 MARK = "@@bench "
 
 
 def emit(event: str, **payload: Any) -> None:
     """Send one message to the parent (rank 0 only)."""
-    from arignote import devices
-
     if devices.rank() == 0:
         print(MARK + json.dumps({"event": event, **payload}), flush=True)
 
@@ -42,8 +44,7 @@ def peak_rss_bytes() -> int:
 
 
 def main(argv: list[str]) -> int:
-    from arignote import config, devices
-    from arignote.bench import configs, data, runners
+    from arignote.bench import data  # numpy: suite.py imports MARK from here on the CLI's start path
 
     spec = json.loads(argv[0])
     inventory = devices.current_inventory()
@@ -53,12 +54,16 @@ def main(argv: list[str]) -> int:
     device = chosen[0]
     # the peers get the same process-wide settings (threads, cuDNN switches, memory policy)
     devices.prepare(device, inventory)
+    if device.is_cuda and spec["runner"] != "arignote":
+        # dnn.benchmark=auto is decided per fit; a peer gets the decision fit makes (arrays: fixed shapes)
+        conv = len(models.spec(spec["model"]).input_shape) == 3
+        devices.fast_paths(devices.FitFacts(device=str(device), has_conv=conv, fixed_shapes=True), inventory)
     if spec["runner"] != "arignote":
         warnings.filterwarnings("ignore")  # Lightning's and Keras's advice is noise in a benchmark log
     bench_data = data.load(spec["model"], spec["n_train"], spec["n_val"], source=spec["data"])
     gpu_index = device.index if device.is_cuda else None
     if gpu_index is not None:
-        from arignote.devices import cuda
+        from arignote.devices import cuda  # torch, as data above
 
         cuda.reset_peak_memory(gpu_index)
     emit("start", device=str(device), device_name=device.name, data=bench_data.source,
@@ -78,7 +83,7 @@ def main(argv: list[str]) -> int:
     total = time.perf_counter() - t0
     peak_gpu = None
     if gpu_index is not None:
-        from arignote.devices import cuda
+        from arignote.devices import cuda  # torch, as data above
 
         peak_gpu = cuda.peak_memory(gpu_index)[0]
     emit("result", epoch_seconds=epochs, total_seconds=total, peak_rss=peak_rss_bytes(), peak_gpu=peak_gpu,
@@ -87,8 +92,6 @@ def main(argv: list[str]) -> int:
 
 
 def _threads() -> int:
-    from arignote.devices import cpu
-
     return cpu.threads()
 
 

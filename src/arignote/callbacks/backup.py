@@ -36,6 +36,7 @@ import torch
 from arignote import checkpoint
 from arignote.callbacks import _guard, _monitor
 from arignote.callbacks.base import Callback
+from arignote.devices import cuda
 
 __all__ = ["BackupAndRestore"]
 
@@ -222,8 +223,6 @@ class BackupAndRestore(Callback):
 
 
 def _get_rng_state() -> dict[str, Any]:
-    from arignote.devices import cuda
-
     np_state = np.random.get_state()
     return {
         "torch": torch.get_rng_state(),
@@ -235,8 +234,6 @@ def _get_rng_state() -> dict[str, Any]:
 
 
 def _set_rng_state(state: dict[str, Any]) -> None:
-    from arignote.devices import cuda
-
     if "torch" in state:
         torch.set_rng_state(state["torch"])
     if state.get("cuda"):

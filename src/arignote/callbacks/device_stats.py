@@ -36,6 +36,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from arignote.callbacks.base import Callback
+from arignote.devices import cuda, inventory, nvml
+from arignote.devices.identity import GPUIdentity
 
 __all__ = ["DeviceStatsMonitor"]
 
@@ -139,24 +141,19 @@ class DeviceStatsMonitor(Callback):
     # ------------------------------------------------------------------ NVML (overridable in tests)
 
     def _open_nvml(self, indices: list[int]) -> Any:
-        """Handles of the GPUs (torch indices) through NVML, or None when NVML is absent."""
+        """Handles of the GPUs (torch indices) through the process's NVML session, or None when NVML
+        is absent."""
         try:
-            import pynvml
-        except ImportError:
+            pynvml = nvml.session()
+        except nvml.NVMLUnavailable:
             return None
-        try:
-            pynvml.nvmlInit()
-        except pynvml.NVMLError:
-            return None
-        from arignote.devices import current_inventory
-
-        infos = {g.index: g for g in current_inventory().gpus}
+        infos = {g.index: g for g in inventory.current_inventory().gpus}
         handles = {}
         for i in indices:
             info = infos.get(i)
             with contextlib.suppress(pynvml.NVMLError):
                 if info is not None and info.uuid:
-                    handles[i] = pynvml.nvmlDeviceGetHandleByUUID("GPU-" + info.uuid.removeprefix("GPU-"))
+                    handles[i] = pynvml.nvmlDeviceGetHandleByUUID(GPUIdentity.of(info).cuda_name)
                 elif info is not None and info.pci_bus_id:
                     handles[i] = pynvml.nvmlDeviceGetHandleByPciBusId(info.pci_bus_id)
         return (pynvml, handles) if handles else None
@@ -170,10 +167,7 @@ class DeviceStatsMonitor(Callback):
         return out
 
     def _close_nvml(self) -> None:
-        if self._nvml is not None and hasattr(self._nvml[0], "nvmlShutdown"):
-            with contextlib.suppress(Exception):
-                self._nvml[0].nvmlShutdown()
-        self._nvml = None
+        self._nvml = None  # the handles only: the session stays open for the process (devices/nvml.py)
 
     # ------------------------------------------------------------------ hooks
 
@@ -189,8 +183,6 @@ class DeviceStatsMonitor(Callback):
 
     def on_epoch_begin(self, epoch, logs=None) -> None:
         if self._gpus:
-            from arignote.devices import cuda
-
             for i in self._gpus:
                 cuda.reset_peak_memory(i)
         if self._sampler is not None:
@@ -208,8 +200,6 @@ class DeviceStatsMonitor(Callback):
     def _figures(self) -> dict[str, float]:
         logs: dict[str, float] = {}
         if self._gpus:
-            from arignote.devices import cuda
-
             for i in self._gpus:
                 allocated, reserved = cuda.peak_memory(i)
                 logs[f"cuda{i}_peak_allocated_mib"] = allocated / _MIB

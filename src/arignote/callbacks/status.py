@@ -29,7 +29,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from arignote import config
 from arignote.callbacks.base import Callback
+from arignote.devices import inventory
+from arignote.devices.identity import GPUIdentity
 from arignote.share import status
 from arignote.share.leases import _command, _user
 
@@ -110,13 +113,11 @@ class RunStatus(Callback):
         devices = sorted({str(p.device) for p in module.parameters()}) if module is not None else []
         uuids: list[str] = []
         if any(d.startswith("cuda") for d in devices):
-            from arignote.devices import current_inventory
-
-            by_index = {g.index: g for g in current_inventory().gpus}
+            by_index = {g.index: g for g in inventory.current_inventory().gpus}
             for d in devices:
                 g = by_index.get(int(d.partition(":")[2] or 0)) if d.startswith("cuda") else None
                 if g is not None and g.uuid:
-                    uuids.append("GPU-" + str(g.uuid).removeprefix("GPU-"))
+                    uuids.append(GPUIdentity.of(g).cuda_name)
         return devices or ["cpu"], uuids
 
     def _write(self, now: float | None = None) -> None:
@@ -163,8 +164,6 @@ class RunStatus(Callback):
     # ------------------------------------------------------------------ hooks
 
     def on_train_begin(self, logs=None) -> None:
-        from arignote import config
-
         try:
             directory = self._directory or status.status_dir()
             if directory not in _CLEANED:

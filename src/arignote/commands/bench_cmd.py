@@ -15,12 +15,19 @@ Example::
 from __future__ import annotations
 
 import datetime as _dt
+import importlib.util
 import json
 import os
 import platform
 import shlex
 import sys
+from importlib import metadata as md
 from pathlib import Path
+
+import arignote
+from arignote import devices
+from arignote.bench import configs as configs_mod
+from arignote.bench import models, perfmodel, report, runners, suite
 
 HELP = "benchmark the seeds' CIFAR-10 CNN (or an MLP/LSTM) on every configuration, vs PyTorch/Keras/Lightning"
 
@@ -61,9 +68,7 @@ def _positive(name: str, value: int) -> str | None:
 
 
 def run(args) -> int:
-    from arignote.bench import configs as configs_mod
-    from arignote.bench import models, runners
-    from arignote.bench.data import default_val
+    from arignote.bench.data import default_val  # imports numpy: kept off `arignote --help`
 
     # ---- validate everything before the first (slow) run
     if args.model not in models.SPECS:
@@ -91,16 +96,13 @@ def run(args) -> int:
     if out.exists() and not out.is_dir():
         return _fail(f"--out {out} is a file; give a directory (it is created if missing)")
 
-    from arignote import devices
-    from arignote.bench import report, suite
-
     inventory = devices.current_inventory()
     config_names = [c.strip() for c in args.configs.split(",")] if args.configs else None
     try:
         configs_mod.parse(args.configs, inventory)
     except ValueError as exc:
         return _fail(str(exc))
-    plan = suite.Plan(model=args.model, n_train=n_train, n_val=default_val(n_train), epochs=epochs,
+    plan = suite.SuitePlan(model=args.model, n_train=n_train, n_val=default_val(n_train), epochs=epochs,
                       batch_sizes=batches, configs=config_names, runners=["arignote", *dict.fromkeys(peers)],
                       data=args.data, repeats=args.repeats)
     missing = {p: runners.missing(p) for p in peers}
@@ -121,6 +123,8 @@ def run(args) -> int:
     title = (f"arignote bench · {args.model}: {spec.doc} · data: {data_source} · "
              f"{n_train} train + {plan.n_val} val · {epochs} epoch(s)")
     text = report.render_table(runs, title)
+    seeds = configs_mod.seeds_reference(args.model, batches)
+    text += "\n\n" + "\n".join(seeds) if seeds else ""
     text += _predictions(args.model, runs)
     busy = max((x for x in load if x is not None), default=0.0)
     if busy > inventory.cpu_threads + 1:  # the bench itself accounts for about cpu_threads
@@ -142,28 +146,31 @@ def run(args) -> int:
 
 
 def _plan(model: str, batches: list[int]) -> int:
-    from arignote.bench import plan
+    from arignote.bench import plan  # imports torch: kept off `arignote --help` and a plain `bench` start
 
+    assume = plan.assumptions_from_flags()
     for i, b in enumerate(batches):
-        print(("\n" if i else "") + plan.render(plan.plan_model(model, b)))
+        print(("\n" if i else "") + plan.render(plan.plan_model(model, b, assume), assume))
     return 0
 
 
 def _predictions(model: str, runs) -> str:
     """On a GPU the table knows, the performance model's prediction beside each measured row."""
-    from arignote.bench import perfmodel, plan
+    from arignote.bench import plan  # imports torch: kept off `arignote --help`
 
     gpu_runs = [r for r in runs if r.ok and r.device_name and perfmodel.find_gpu(r.device_name)]
     lines = []
     for b in sorted({r.batch_size for r in gpu_runs}):
-        lines += plan.predicted_vs_measured(plan.plan_model(model, b), gpu_runs)
+        for tf32 in (False, True):  # the seeds' rows run with tf32=off, the fast rows with it on
+            same = [r for r in gpu_runs if configs_mod.tf32_of(r.config) == tf32 and r.batch_size == b]
+            if same:
+                step = plan.plan_model(model, b, perfmodel.Assumptions(tf32=tf32))
+                lines += plan.predicted_vs_measured(step, same)
     return "\n\npredicted vs measured (arignote bench --plan):\n" + "\n".join(lines) if lines else ""
 
 
 def _strategies() -> frozenset[str]:
     """Data-parallel training is there when the parallel package ships its DDP strategy."""
-    import importlib.util
-
     return frozenset({"ddp"}) if importlib.util.find_spec("arignote.parallel.ddp") else frozenset()
 
 
@@ -176,11 +183,7 @@ def _load_average() -> float | None:
 
 
 def _meta(args, plan, spec, inventory, data_source, missing) -> dict:
-    import importlib.metadata as md
-
-    import torch
-
-    import arignote
+    import torch  # kept off `arignote --help`: only a finished bench run reads its version
 
     def version(pkg: str) -> str | None:
         try:

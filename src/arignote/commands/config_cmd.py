@@ -23,7 +23,8 @@ import json
 import os
 import sys
 
-from arignote import config, theanorc
+from arignote import config, devices, memory, theanorc
+from arignote.devices import banner
 from arignote.errors import ConfigError
 
 HELP = "print every flag, its value, source and doc, then check them as fit would (exit 2: unusable)"
@@ -41,25 +42,24 @@ def add_arguments(parser) -> None:
 def check() -> tuple[list[str], list[str]]:
     """``(errors, notes)``: what ``fit`` would refuse with these flags on this machine, and the
     settings that cannot take effect here. Looks only (a ``free:N`` device is not leased)."""
-    from arignote import memory
-    from arignote.devices import banner, configured_devices
+    # both import torch: kept off `arignote --help` and `config --from-theano`
     from arignote.parallel import check_layout
-    from arignote.precision import Precision
+    from arignote.precision import Precision  # (torch)
 
     try:
-        devices = configured_devices(lease=False)
+        chosen = devices.configured_devices(lease=False)
     except ConfigError as exc:
         return [str(exc)], []
     errors = []
-    steps = [lambda: check_layout(devices)]
-    steps += [lambda d=d: Precision.from_config(d) for d in devices]
-    steps += [lambda d=d: memory.plan_for(d) for d in devices if d.is_cuda]
+    steps = [lambda: check_layout(chosen)]
+    steps += [lambda d=d: Precision.from_config(d) for d in chosen]
+    steps += [lambda d=d: memory.plan_for(d) for d in chosen if d.is_cuda]
     for step in steps:
         try:
             step()
         except ConfigError as exc:
             errors.append(str(exc))
-    return errors, banner.setting_notes(devices, config.get)
+    return errors, banner.setting_notes(chosen, config.get)
 
 
 def _from_theano(args) -> int:

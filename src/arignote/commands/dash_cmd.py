@@ -18,6 +18,8 @@ import secrets
 import sys
 import threading
 
+from arignote.dash import collect, is_loopback, make_server
+
 HELP = "serve a live web page of the GPUs, leases, the run --wait queue and every training run's progress"
 
 
@@ -44,8 +46,6 @@ def _bad(message: str) -> int:
 
 
 def run(args) -> int:
-    from arignote.dash import collect, is_loopback, make_server
-
     if not args.interval > 0:
         return _bad(f"--interval {args.interval:g}: give seconds > 0")
     if args.hours < 0:

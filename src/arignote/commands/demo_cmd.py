@@ -33,8 +33,9 @@ def add_arguments(parser) -> None:
 
 def build_model():
     """The demo network: two 3x3 convolutions, max pooling, dropout, a dense layer, softmax."""
+    # layers and models import torch: kept off `arignote --help`
     from arignote.layers import Conv2D, Dense, Dropout, Flatten, MaxPooling2D
-    from arignote.models import Sequential
+    from arignote.models import Sequential  # (torch)
 
     model = Sequential()
     model.add(Conv2D(32, (3, 3), padding="same", activation="relu", input_shape=(8, 8, 1)))
@@ -56,6 +57,7 @@ def run(args) -> int:
     if not 0.0 <= args.target <= 1.0:
         print(f"arignote demo: --target must be in [0, 1], got {args.target}")
         return 2
+    # torch and numpy: kept off `arignote --help`
     import torch
 
     from arignote.datasets import digits

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 
-from arignote import config
+from arignote import config, devices
+from arignote.errors import DeviceError
 
 HELP = "list the CPU and GPUs (name, PCI bus, memory, capability) and what the device flag selects"
 
@@ -47,27 +48,23 @@ def render(table: list[list[str]]) -> str:
 
 def _selection() -> dict:
     """What the device flag resolves to, or why it cannot."""
-    from arignote.devices import DeviceError, configured_devices
-
     spec, src = config.get("device"), config.source("device")
     try:
-        chosen = [str(d) for d in configured_devices(lease=False)]  # look, do not lease free:N GPUs
+        chosen = [str(d) for d in devices.configured_devices(lease=False)]  # look, do not lease free:N GPUs
         return {"spec": spec, "source": src, "devices": chosen, "error": None}
     except DeviceError as exc:
         return {"spec": spec, "source": src, "devices": [], "error": str(exc)}
 
 
 def run(args) -> int:
-    from arignote.devices import current_inventory, list_devices
-
-    inv = current_inventory()
-    devices = list_devices(args.kind, inventory=inv)
+    inv = devices.current_inventory()
+    listed = devices.list_devices(args.kind, inventory=inv)
     chosen = _selection()
     if args.json:
-        print(json.dumps({"devices": [d.as_dict() for d in devices], "cuda_reason": inv.cuda_reason,
+        print(json.dumps({"devices": [d.as_dict() for d in listed], "cuda_reason": inv.cuda_reason,
                           "device_flag": chosen}, indent=2))
         return 0
-    print(render(rows(devices)))
+    print(render(rows(listed)))
     if not inv.gpus:
         print(f"no CUDA GPU: {inv.cuda_reason}")
     if chosen["error"] is None:

@@ -20,6 +20,9 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from arignote import config
+from arignote.devices import nvml
+from arignote.devices.identity import parse_visible_devices
+from arignote.devices.spec import DeviceError, parse_spec, resolve
 
 HELP = "diagnose torch, CUDA, driver, cuDNN, NCCL, CUDA_VISIBLE_DEVICES for a device spec (exit 1: unhealthy)"
 TORCH_CUDA_INDEX = "pip install torch --index-url https://download.pytorch.org/whl/cu128"
@@ -68,12 +71,8 @@ def driver_version() -> tuple[str | None, int | None]:
     except OSError:
         pass
     try:
-        import pynvml
-    except ImportError:
-        return version, None
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
+        pynvml = nvml.session()
+    except nvml.NVMLUnavailable:
         return version, None
     try:
         raw = pynvml.nvmlSystemGetDriverVersion()
@@ -81,16 +80,14 @@ def driver_version() -> tuple[str | None, int | None]:
         return version, int(pynvml.nvmlDeviceGetCount())
     except pynvml.NVMLError:
         return version, None
-    finally:
-        pynvml.nvmlShutdown()
 
 
 def gather() -> Facts:
     """Read the live machine (imports torch; the driver part does not need it)."""
     driver, nvml_count = driver_version()
-    import torch
+    import torch  # doctor reads the driver first: that part must work when torch cannot load
 
-    from arignote.devices import cuda, current_inventory
+    from arignote.devices import cuda, current_inventory  # import torch, as above
 
     inv = current_inventory()
     order = config.environ("CUDA_DEVICE_ORDER") if cuda.ORDER_WAS_SET_BY_USER else None
@@ -113,7 +110,7 @@ def check_visible_devices(value: str | None, gpu_count: int | None, needs_gpu: b
     entries = [e.strip() for e in value.split(",")]
     seen: set[str] = set()
     for e in entries:
-        if not (e.isdigit() or e.startswith(("GPU-", "MIG-"))):
+        if not parse_visible_devices(e):  # CUDA's grammar (devices/identity.py): not an entry it reads
             out.append(Finding("warn", topic, f"entry {e!r} of {value!r} is neither an index nor a GPU-/MIG- "
                                "UUID; CUDA ignores it and every entry after it",
                                "list indices like 0,1 or UUIDs"))
@@ -130,8 +127,6 @@ def check_visible_devices(value: str | None, gpu_count: int | None, needs_gpu: b
 
 def diagnose(facts: Facts, spec: str, devices: list[str] | None, error: str | None) -> list[Finding]:
     """Every finding for ``spec`` (pure); ``devices`` is what it resolved to, or ``error`` why not."""
-    from arignote.devices import parse_spec
-
     needs_gpu = parse_spec(spec).kind in ("cuda", "all", "free")
     bad = "fail" if needs_gpu else "info"
     out: list[Finding] = []
@@ -194,7 +189,7 @@ def render(findings: list[Finding], spec: str) -> str:
 
 
 def run(args) -> int:
-    from arignote.devices import DeviceError, current_inventory, parse_spec, resolve
+    from arignote.devices import current_inventory  # imports torch: kept off `arignote --help`
 
     spec = args.device if args.device is not None else config.get("device")
     parse_spec(spec)  # malformed: DeviceError, exit 2 through the CLI

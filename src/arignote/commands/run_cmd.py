@@ -24,6 +24,13 @@ import os
 import signal
 import subprocess
 import sys
+from dataclasses import replace
+
+from arignote import config
+from arignote.devices import nvml
+from arignote.devices.identity import GPUIdentity, VisibleEntry, parse_visible_devices
+from arignote.devices.nvml import SnapshotFormatError
+from arignote.share import NoFreeGPUError, ShareError, acquire, parse_size, queue
 
 HELP = "lease N free GPUs and run a command on them (CUDA_VISIBLE_DEVICES set), optionally waiting"
 
@@ -57,8 +64,6 @@ def _bad(message: str) -> int:
 
 def _check(args) -> tuple[list[str], int]:
     """The command to run, or an exit code 2 after printing what is wrong."""
-    from arignote.share import parse_size
-
     command = list(args.argv)
     if command[:1] == ["--"]:
         command = command[1:]
@@ -82,48 +87,18 @@ def _check(args) -> tuple[list[str], int]:
     return command, 0
 
 
-def given_gpus(visible: str | None) -> list[str] | None:
-    """The GPUs an inherited ``CUDA_VISIBLE_DEVICES`` gives this job (its items: indices or UUID
-    prefixes), None when it is unset; ``""`` or ``-1`` give none.
-
-    >>> given_gpus("2,3"), given_gpus(None), given_gpus("-1"), given_gpus("GPU-8a1f, GPU-c2")
-    (['2', '3'], None, [], ['GPU-8a1f', 'GPU-c2'])
-    """
-    if visible is None:
-        return None
-    items = [item.strip() for item in visible.split(",") if item.strip()]
-    # CUDA stops at the first invalid entry: "-1" (or any negative index) hides what follows
-    out = []
-    for item in items:
-        if item.lstrip("-").isdigit() and int(item) < 0:
-            break
-        out.append(item)
-    return out
+def within(snapshot, given: tuple[VisibleEntry, ...]):
+    """``snapshot`` reduced to the GPUs ``given`` names (an nvidia-smi index, a UUID or a prefix of one,
+    as CUDA accepts them); the others are not this job's to lease."""
+    return replace(snapshot, gpus=tuple(g for g in snapshot.gpus
+                                        if any(e.names(GPUIdentity.of(g)) for e in given)))
 
 
-def within(snapshot, given: list[str]):
-    """``snapshot`` reduced to the GPUs in ``given`` (nvidia-smi index, or a UUID / UUID prefix as
-    CUDA accepts them); the others are not this job's to lease."""
-    from dataclasses import replace
-
-    def mine(gpu) -> bool:
-        for item in given:
-            if item.isdigit() and int(item) == gpu.index:
-                return True
-            if not item.isdigit() and str(gpu.uuid).startswith(item):
-                return True
-        return False
-
-    return replace(snapshot, gpus=tuple(g for g in snapshot.gpus if mine(g)))
-
-
-def _snapshot_source(args, given: list[str] | None):
+def _snapshot_source(args, given: tuple[VisibleEntry, ...] | None):
     """What acquire() reads: the inventory/NVML snapshot, reduced to the job's GPUs when
     ``CUDA_VISIBLE_DEVICES`` was inherited."""
     if given is None:
         return args.inventory
-    from arignote.devices import nvml
-
     def fresh():
         snap = nvml.load(args.inventory) if args.inventory is not None else nvml.snapshot(
             processes=False, cpu_interval=None)
@@ -134,11 +109,8 @@ def _snapshot_source(args, given: list[str] | None):
 
 def _lease(args, command: list[str]):
     """Acquire, telling the user once when it has to wait. Raises NoFreeGPUError/ShareError."""
-    from arignote import config
-    from arignote.share import NoFreeGPUError, ShareError, acquire, queue
-
     visible = config.environ("CUDA_VISIBLE_DEVICES")
-    given = given_gpus(visible)
+    given = parse_visible_devices(visible)
     if given is not None and len(given) < args.gpus:
         raise ShareError(f"--gpus {args.gpus}: this job was given {len(given)} GPU(s) "
                          f"(CUDA_VISIBLE_DEVICES={visible!r}, inherited); arignote run leases only among "
@@ -187,9 +159,6 @@ def _unblock() -> None:  # runs in the child between fork and exec
 
 
 def run(args) -> int:
-    from arignote.devices.nvml import SnapshotFormatError
-    from arignote.share import NoFreeGPUError, ShareError
-
     command, code = _check(args)
     if code:
         return code

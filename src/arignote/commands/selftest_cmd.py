@@ -17,9 +17,10 @@ Example::
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
+
+from arignote import devices
 
 HELP = "exercise every GPU (and CPU) path on this machine and print pass/fail per item"
 
@@ -30,25 +31,8 @@ def add_arguments(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
 
 
-def _run_item(name: str, timeout: float) -> tuple[bool, str]:
-    from arignote.bench.selfchecks import MARK
-
-    cmd = [sys.executable, "-m", "arignote.bench.selfchecks", name]
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return False, f"timed out after {timeout:.0f} s"
-    for line in proc.stdout.splitlines():
-        if line.startswith(MARK):
-            msg = json.loads(line[len(MARK):])
-            return bool(msg["ok"]), msg["detail"]
-    tail = [ln for ln in (proc.stderr or proc.stdout).splitlines() if ln.strip()]
-    return False, f"exit code {proc.returncode}: {tail[-1] if tail else 'no output'}"
-
-
 def run(args) -> int:
-    from arignote import devices
-    from arignote.bench import selfchecks
+    from arignote.bench import selfchecks  # imports numpy: kept off `arignote --help`
 
     if args.timeout <= 0:
         print(f"arignote selftest: --timeout must be positive (got {args.timeout})", file=sys.stderr)
@@ -75,7 +59,7 @@ def run(args) -> int:
             status, detail, seconds = "SKIP", f"not tested: {why}", 0.0
         else:
             t0 = time.monotonic()
-            ok, detail = _run_item(check.name, args.timeout)
+            ok, detail = selfchecks.run_in_process(check.name, args.timeout)
             status, seconds = ("PASS" if ok else "FAIL"), time.monotonic() - t0
         results.append({"item": check.name, "status": status, "detail": detail, "what": check.doc,
                         "seconds": round(seconds, 1)})

@@ -15,6 +15,12 @@ from __future__ import annotations
 
 import sys
 
+from arignote.devices import nvml
+from arignote.devices.nvml import SnapshotFormatError
+from arignote.errors import ShareError
+from arignote.share.leases import current_leases
+from arignote.share.status import read_runs
+
 HELP = "show GPUs, their processes and arignote leases (like nvidia-smi; --json, --watch)"
 
 
@@ -32,10 +38,6 @@ def add_arguments(parser) -> None:
 
 def _reader(args):
     """A function returning a fresh (snapshot, leases, runs)."""
-    from arignote.devices import nvml
-    from arignote.share.leases import current_leases
-    from arignote.share.status import read_runs
-
     def read():
         if args.inventory:
             snap = nvml.load(args.inventory)
@@ -49,12 +51,8 @@ def _reader(args):
 
 
 def run(args) -> int:
-    from arignote.devices import nvml
-
     nvml.prime_cpu()  # the CPU-use window spans our own start-up instead of an extra sleep
-    from arignote import monitor
-    from arignote.devices.nvml import SnapshotFormatError
-    from arignote.share import ShareError
+    from arignote import monitor  # after prime_cpu(): its import (rich) counts toward that window
 
     if args.watch is not None and args.watch <= 0:
         print(f"arignote smi: --watch {args.watch:g}: the refresh interval must be > 0 seconds",

@@ -22,6 +22,7 @@ from dataclasses import asdict
 from typing import Any
 
 from arignote.devices import nvml
+from arignote.devices.identity import uuid_key
 from arignote.devices.snapshot import SnapshotFormatError
 from arignote.monitor import host_line
 from arignote.share import status
@@ -60,7 +61,7 @@ def _leases(problems: list[dict[str, str]]) -> list[Any]:
 def _gpu_indices(run: dict[str, Any], by_uuid: dict[str, int]) -> list[int]:
     out = []
     for uuid in run.get("gpu_uuids") or ():
-        key = str(uuid).removeprefix("GPU-")
+        key = uuid_key(str(uuid))
         if key in by_uuid:
             out.append(by_uuid[key])
     return sorted(set(out))
@@ -84,7 +85,7 @@ def collect(inventory: str | os.PathLike[str] | None = None, hours: float = 12.0
     problems.extend(run_problems)
 
     data = nvml.to_dict(snap)
-    by_uuid = {str(g["uuid"]).removeprefix("GPU-"): g["index"] for g in data["gpus"] if g["uuid"]}
+    by_uuid = {uuid_key(g["uuid"]): g["index"] for g in data["gpus"] if g["uuid"]}
     by_key = {gpu_key(g): g.index for g in snap.gpus}
     jobs = status.jobs_by_pid([p["pid"] for g in data["gpus"] for p in g["processes"]], runs)
     lease_rows = []

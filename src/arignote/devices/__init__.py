@@ -34,6 +34,7 @@ _NAMES = {
     "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",
     "rank_by_free_memory": "spec",
     "configured_devices": "setup", "prepare": "setup", "rank": "setup", "host_cache": "setup",
+    "fast_paths": "setup", "FitFacts": "fastpaths",
     "Versions": "banner",
 }
 

@@ -84,8 +84,10 @@ def setting_notes(devices: Sequence[Device], get: Callable[[str], Any]) -> list[
                      "the CPU's reduced-precision mode")
     if get("memory.preallocate") or get("memory.limit"):
         notes.append("note: memory.preallocate and memory.limit apply to GPUs only; nothing to do on cpu")
-    if get("dnn.benchmark") or get("dnn.deterministic") or get("dnn.enabled") == "true":
+    if get("dnn.benchmark") is True or get("dnn.deterministic") or get("dnn.enabled") == "true":
         notes.append("note: the dnn.* flags switch cuDNN on GPUs; nothing to do on cpu")
+    if get("tf32") != "on":
+        notes.append(f"note: tf32={get('tf32')} switches TensorFloat-32 on GPUs; nothing to do on cpu")
     return notes
 
 
@@ -94,7 +96,7 @@ def render(devices: Sequence[Device], versions: Versions, plans: Mapping[str, ob
     """The banner: the version header, one line per device and its memory plan, then ``extra`` lines.
 
     The CPU device shares the header line (``... (CPU build) · device cpu: AMD EPYC, 2 threads``).
-    ``plans`` maps ``str(device)`` to a :class:`~arignote.memory.MemoryPlan` (its ``text`` is shown).
+    ``plans`` maps ``str(device)`` to a :class:`~arignote.memory.MemoryPolicy` (its ``text`` is shown).
     """
     lines: list[str] = []
     uses_gpu = any(d.is_cuda for d in devices)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import os
 import platform
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -34,14 +33,6 @@ def cpu_name() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine() or "unknown CPU"
-
-
-def logical_cores() -> int:
-    """Logical cores this process may run on (its affinity mask, not the whole box)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def threads() -> int:

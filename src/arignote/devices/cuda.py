@@ -272,3 +272,71 @@ def cudnn_flags() -> tuple[bool, bool, bool]:
     """The current (enabled, benchmark, deterministic) cuDNN switches."""
     c = torch.backends.cudnn
     return bool(c.enabled), bool(c.benchmark), bool(c.deterministic)
+
+
+def set_benchmark(benchmark: bool) -> None:
+    """Switch cuDNN autotuning (``torch.backends.cudnn.benchmark``) for what runs next."""
+    torch.backends.cudnn.benchmark = bool(benchmark)
+
+
+# --------------------------------------------------------------------------- TensorFloat-32
+
+
+def _new_tf32_api() -> bool:
+    """torch >= 2.9 spells TF32 as ``fp32_precision`` ('tf32'/'ieee'); mixing it with the legacy
+    ``allow_tf32`` switches makes torch raise on the next read, so one API is used throughout."""
+    return hasattr(torch.backends.cuda.matmul, "fp32_precision") and hasattr(torch.backends.cudnn, "conv")
+
+
+def set_tf32(matmul: bool, conv: bool) -> None:
+    """Allow TensorFloat-32 in float32 matmuls (cuBLAS) and convolutions (cuDNN); process-wide.
+    Changes nothing below compute capability 8.0, where the GPU has no TF32 units."""
+    if _new_tf32_api():
+        torch.backends.cuda.matmul.fp32_precision = "tf32" if matmul else "ieee"
+        torch.backends.cudnn.conv.fp32_precision = "tf32" if conv else "ieee"
+    else:
+        torch.backends.cuda.matmul.allow_tf32 = bool(matmul)
+        torch.backends.cudnn.allow_tf32 = bool(conv)
+
+
+def tf32_state() -> tuple[bool, bool]:
+    """The current (matmul, conv) TensorFloat-32 switches (readable on any build)."""
+    if _new_tf32_api():
+        matmul = torch.backends.cuda.matmul.fp32_precision
+        if matmul == "none":  # inherits the global setting ('ieee' by default)
+            matmul = torch.backends.fp32_precision
+        conv = torch.backends.cudnn.conv.fp32_precision
+        if conv == "none":
+            conv = torch.backends.cudnn.fp32_precision
+            conv = torch.backends.fp32_precision if conv == "none" else conv
+        return matmul == "tf32", conv == "tf32"
+    return bool(torch.backends.cuda.matmul.allow_tf32), bool(torch.backends.cudnn.allow_tf32)
+
+
+# --------------------------------------------------------------------------- host syncs
+
+
+@contextlib.contextmanager
+def sync_errors(enabled: bool = True):
+    """A block in which an operation that makes the host wait for a GPU raises
+    (``torch.cuda.set_sync_debug_mode("error")``); the previous mode is restored on leaving.
+
+    >>> with sync_errors(enabled=False):   # a no-op when off, and on a machine without CUDA
+    ...     pass
+    """
+    if not enabled or not is_available():
+        yield
+        return
+    before = torch.cuda.get_sync_debug_mode()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        yield
+    finally:
+        torch.cuda.set_sync_debug_mode(before)
+
+
+def set_sync_errors(enabled: bool) -> None:
+    """Switch ``torch.cuda.set_sync_debug_mode`` between ``error`` and ``default`` (for a callback
+    that covers steps 2..N of a fit; :func:`sync_errors` is the block form)."""
+    if is_available():
+        torch.cuda.set_sync_debug_mode("error" if enabled else "default")

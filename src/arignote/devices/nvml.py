@@ -6,6 +6,11 @@ command starts in well under a second. A reading the driver does not support is 
 as ``n/a``, serialises as JSON ``null``), never an exception (nvitop's NA idea). When NVML cannot
 load at all, :func:`snapshot` still returns the CPU/RAM part with ``gpus=()`` and ``nvml_error`` set.
 
+NVML is opened once per process (:func:`session`: ``nvmlInit`` on first use, ``nvmlShutdown`` at
+exit or :func:`close`), and every NVML reader of arignote goes through it: snapshots (smi, dash,
+GPU leases), the inventory's free memory, ``arignote doctor`` and the device-stats callback. A
+``--watch`` or a dashboard refresh does not pay NVML's start-up again.
+
 GPU order is NVML's, which is PCI bus order, i.e. nvidia-smi's order and CUDA's order under
 ``CUDA_DEVICE_ORDER=PCI_BUS_ID``. The dataclasses and their JSON form live in
 :mod:`arignote.devices.snapshot` and are re-exported here.
@@ -21,8 +26,10 @@ Example::
 
 from __future__ import annotations
 
+import atexit
 import os
 import socket
+import threading
 import time
 from typing import Any
 
@@ -42,8 +49,12 @@ from arignote.devices.snapshot import (
     to_dict,
     to_json,
 )
+from arignote.errors import ArignoteError
 
 __all__ = [
+    "session",
+    "close",
+    "NVMLUnavailable",
     "NA",
     "GPUProcess",
     "GPUSnapshot",
@@ -122,7 +133,59 @@ def host_snapshot(cpu_interval: float | None = 0.05) -> HostSnapshot:
     )
 
 
-# --------------------------------------------------------------------------- NVML
+# --------------------------------------------------------------------------- the NVML session
+
+
+class NVMLUnavailable(ArignoteError, RuntimeError):
+    """NVML cannot be used here; ``str()`` says why (no package, no driver, no permission)."""
+
+
+_SESSION: dict[str, Any] = {"lib": None, "pid": None}
+_SESSION_LOCK = threading.Lock()
+
+
+def session() -> Any:
+    """The ``pynvml`` module with NVML initialised: the first call of the process runs ``nvmlInit``,
+    later ones reuse it (a forked child initialises its own); :func:`close` (registered at exit)
+    shuts it down. Raises :class:`NVMLUnavailable` with the reason when NVML cannot load; the next
+    call tries again (a driver loaded later is found).
+
+    Example::
+
+        >>> pynvml = session()                      # nvidia-smi's own library, opened once
+        >>> pynvml.nvmlDeviceGetCount()
+        2
+    """
+    try:
+        import pynvml  # the nvidia-ml-py package: optional where only a CPU is used
+    except ImportError as exc:
+        raise NVMLUnavailable("the nvidia-ml-py package (pynvml) is not installed") from exc
+    with _SESSION_LOCK:
+        if _SESSION["lib"] is pynvml and _SESSION["pid"] == os.getpid():
+            return pynvml
+        try:
+            pynvml.nvmlInit()
+        except pynvml.NVMLError as exc:
+            raise NVMLUnavailable(_no_driver_reason(pynvml, exc)) from exc
+        if _SESSION["pid"] is None:
+            atexit.register(close)
+        _SESSION.update(lib=pynvml, pid=os.getpid())
+        return pynvml
+
+
+def close() -> None:
+    """Shut the session down (``nvmlShutdown``); the next :func:`session` opens a new one."""
+    with _SESSION_LOCK:
+        lib, pid = _SESSION["lib"], _SESSION["pid"]
+        _SESSION["lib"] = None
+        if lib is not None and pid == os.getpid():
+            try:
+                lib.nvmlShutdown()
+            except lib.NVMLError:
+                pass
+
+
+# --------------------------------------------------------------------------- snapshots
 
 
 def _no_driver_reason(pynvml: Any, exc: BaseException) -> str:
@@ -211,14 +274,12 @@ def snapshot(processes: bool = True, cpu_interval: float | None = 0.05) -> Snaps
     Never raises for a missing driver: the result then has ``gpus=()`` and
     ``nvml_error="no NVIDIA driver found: <why>"``.
     """
-    import pynvml
-
     host = host_snapshot(cpu_interval)
     base = dict(hostname=socket.gethostname(), time=time.time(), host=host)
     try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError as exc:
-        return Snapshot(**base, nvml_error=f"no NVIDIA driver found: {_no_driver_reason(pynvml, exc)}")
+        pynvml = session()
+    except NVMLUnavailable as exc:
+        return Snapshot(**base, nvml_error=f"no NVIDIA driver found: {exc}")
     try:
         read = _reader(pynvml)
         cuda = read(pynvml.nvmlSystemGetCudaDriverVersion)  # e.g. 12040 -> "12.4"
@@ -231,9 +292,5 @@ def snapshot(processes: bool = True, cpu_interval: float | None = 0.05) -> Snaps
             gpus=gpus,
         )
     except pynvml.NVMLError as exc:  # the driver went away mid-read (e.g. GPU fell off the bus)
+        close()  # the next read starts a fresh session
         return Snapshot(**base, nvml_error=f"NVML error while reading the GPUs: {exc}")
-    finally:
-        try:
-            pynvml.nvmlShutdown()
-        except pynvml.NVMLError:
-            pass

@@ -14,17 +14,19 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from dataclasses import replace
 from typing import Any
 
 from arignote import config
 from arignote.config import ConfigError
-from arignote.devices import DEVICE_ORDER, cpu
+from arignote.devices import DEVICE_ORDER, cpu, fastpaths
 from arignote.devices.info import CPUInfo, Device, Inventory
 from arignote.devices.inventory import current_inventory
 from arignote.devices.spec import DeviceError, Selector, parse_spec, resolve
 
 # what prepare() already did in this process
-_state: dict[str, Any] = {"prepared": {}, "header_printed": False, "threads_set": False, "cudnn_set": False}
+_state: dict[str, Any] = {"prepared": {}, "header_printed": False, "threads_set": False, "cudnn_set": False,
+                          "fast_line": None}
 
 
 def rank() -> int:
@@ -117,7 +119,7 @@ def _cudnn_enabled() -> bool:
 
 
 def prepare(device: Device | str, inventory: Inventory | None = None, layout: str | None = None):
-    """Apply the flags to ``device`` once per process; returns its :class:`~arignote.memory.MemoryPlan`
+    """Apply the flags to ``device`` once per process; returns its :class:`~arignote.memory.MemoryPolicy`
     (None on CPU). Prints the banner lines not printed yet when ``print_active_device`` is on, rank 0;
     ``layout`` is the strategy's line (``data parallel: 2 processes x 1 thread (gloo)``).
     """
@@ -136,13 +138,18 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
     cudnn_on = True
     if dev.is_cuda:
         cudnn_on = _cudnn_enabled()
+        tf32 = fastpaths.tf32(config.get, _capability(dev))
         if not _state["cudnn_set"]:
-            cuda.set_cudnn(cudnn_on, config.get("dnn.benchmark"), config.get("dnn.deterministic"))
+            # dnn.benchmark=auto: off until a fit decides (fast_paths)
+            cuda.set_cudnn(cudnn_on, config.get("dnn.benchmark") is True, config.get("dnn.deterministic"))
+            cuda.set_tf32(*tf32.value)
             _state["cudnn_set"] = True
         plan = memory.plan_for(dev)
         memory.apply(plan, dev)
     _state["prepared"][key] = plan
     extra = [layout] if layout else []
+    if dev.is_cuda:
+        extra.append(fastpaths.tf32_line(tf32))
     if config.get("precision") != "fp32":
         from arignote.precision import Precision
 
@@ -162,9 +169,43 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
     return plan
 
 
+def _capability(dev: Device) -> tuple[int, int] | None:
+    return getattr(dev.info, "capability", None) if dev.is_cuda else None
+
+
+def fast_paths(facts: fastpaths.FitFacts, inventory: Inventory | None = None) -> str:
+    """Apply one fit's fast paths and return its banner line (:func:`fastpaths.fit_line`).
+
+    Switches cuDNN autotuning for this fit (process-wide in torch, so each fit sets it) and prints
+    the line on rank 0 when ``print_active_device`` is on, on a GPU, each time it changes. ``facts``
+    may leave ``capability`` and ``cudnn_enabled`` out: they are read here.
+
+    >>> with config.override(print_active_device=False):
+    ...     fast_paths(fastpaths.FitFacts(device="cpu", has_conv=True, fixed_shapes=True))
+    'fast paths: cuDNN autotune off (no cuDNN on cpu), channels-last (conv model)'
+    """
+    if facts.device_kind == "cuda":
+        from arignote.devices import cuda  # why: devices/cuda.py imports torch; CPU-only callers skip it
+
+        inv = inventory if inventory is not None else current_inventory()
+        index = int(facts.device.partition(":")[2] or 0)
+        gpu = next((g for g in inv.gpus if g.index == index), None)
+        facts = replace(facts, capability=gpu.capability if gpu else facts.capability,
+                        cudnn_enabled=_cudnn_enabled())
+        tune = fastpaths.autotune(config.get, "cuda", facts.cudnn_enabled, facts.has_conv, facts.fixed_shapes)
+        cuda.set_benchmark(tune.value)
+    line = fastpaths.fit_line(config.get, facts)
+    if (facts.device_kind == "cuda" and line != _state["fast_line"] and config.get("print_active_device")
+            and rank() == 0):
+        print(line)
+        sys.stdout.flush()
+        _state["fast_line"] = line
+    return line
+
+
 def reset() -> None:
     """Forget what :func:`prepare` did (tests): the banner prints again, flags are re-applied."""
-    _state.update(prepared={}, header_printed=False, threads_set=False, cudnn_set=False)
+    _state.update(prepared={}, header_printed=False, threads_set=False, cudnn_set=False, fast_line=None)
 
 
 def host_cache() -> contextlib.AbstractContextManager[bool]:

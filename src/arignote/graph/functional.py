@@ -22,10 +22,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from arignote import losses as losses_mod
+from arignote import metrics as metrics_mod
+from arignote import weighting
 from arignote.graph.network import GraphModule, Packing, topology
 from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
-from arignote.layers.base import Layer, auto_name, deserialize, serialize, shape_of
+from arignote.layers.base import Layer, auto_name, deserialize, serialize
 
 __all__ = ["Functional", "construction_args", "model_losses"]
 
@@ -112,7 +115,6 @@ class Functional:
     module: Any
 
     def _init_functional(self, inputs: Any, outputs: Any, name: str | None) -> None:
-        self._input_structure = inputs
         self._output_structure = outputs
         self.inputs = list(flatten(inputs)) if isinstance(inputs, (list, tuple, dict)) else [inputs]
         self.outputs = list(flatten(outputs)) if isinstance(outputs, (list, tuple, dict)) else [outputs]
@@ -377,6 +379,7 @@ class Functional:
     # ------------------------------------------------------------------ summary
 
     def _graph_summary(self, print_fn: Any = None, line_length: int | None = None) -> None:
+        # upward (KNOWN_UPWARD debt): models/summary.py renders devices through parallel/'s placement
         from arignote.models import summary
 
         kept = {id(n) for n in self._order}
@@ -441,10 +444,6 @@ def per_output(model: Any, value: Any, what: str) -> list:
     return [value] * len(names)
 
 
-def shape_for(x: Any) -> Any:
-    return shape_of(x)
-
-
 # ---------------------------------------------------------------------- compile
 
 
@@ -480,32 +479,39 @@ def with_model_losses(model: Any, fn: Any) -> Any:
 
 
 def _is_custom(loss: Any) -> bool:
-    from arignote import losses
+    return (callable(loss) and not isinstance(loss, (str, nn.Module))
+            and loss not in losses_mod._NAMES.values())
 
-    return callable(loss) and not isinstance(loss, (str, nn.Module)) and loss not in losses._NAMES.values()
 
-
-def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any) -> tuple[Any, list, list]:
+def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
+                    weighted_metrics: Any = None) -> tuple[Any, list, list]:
     """Keras 2 ``compile`` of a model with several outputs: per-output ``loss``/``loss_weights``/
-    ``metrics`` (a value for all, a list in output order, or a dict by output name). Returns the
-    total loss ``fn(packed y_true, packed y_pred)`` and the metric objects (``{output}_loss`` per
-    output first, then ``{output}_{metric}``, the names Keras 2.3 logs)."""
-    from arignote import losses as losses_mod
-    from arignote import metrics as metrics_mod
-
+    ``metrics``/``weighted_metrics`` (a value for all, a list in output order, or a dict by output
+    name). Returns the total loss ``fn(packed y_true, packed y_pred)`` and the metric objects
+    (``{output}_loss`` per output first, then per output its metrics and its weighted metrics,
+    ``{output}_{metric}``: the names Keras 2.3 logs). Targets with sample weights
+    (:class:`arignote.weighting.Weighted`, the weights packed by ``model._w_packing``) give each
+    output its own weights."""
     names = model.output_names
-    fns = [losses_mod.get(v) if v is not None else None for v in per_output(model, loss, "loss")]
+    raw = per_output(model, loss, "loss")
+    fns = [weighting.weighted_loss(losses_mod.get(v), losses_mod.per_sample(v)) if v is not None else None
+           for v in raw]
     weights = per_output(model, 1.0 if loss_weights is None else loss_weights, "loss_weights")
     weights = [1.0 if w is None else float(w) for w in weights]
-    if isinstance(metrics, dict):
-        per_metrics = per_output(model, metrics, "metrics")
-    else:
-        per_metrics = [metrics] * len(names)
+
+    def per_metrics(value: Any) -> list:
+        if isinstance(value, dict):
+            return per_output(model, value, "metrics")
+        return [value] * len(names)
 
     def split(y_true: Any, y_pred: Any) -> tuple[list, list]:
-        trues = model._y_packing.unpack(y_true) if model._y_packing is not None else [None] * len(names)
-        preds = model.module.output_packing.unpack(y_pred)
-        return trues, preds
+        """Per-output targets (each ``Weighted`` with its own weights when the batch has some) and
+        predictions."""
+        packed, w = weighting.split(y_true)
+        trues = model._y_packing.unpack(packed) if model._y_packing is not None else [None] * len(names)
+        if w is not None:
+            trues = [weighting.Weighted((t, wi)) for t, wi in zip(trues, model._w_packing.unpack(w))]
+        return trues, model.module.output_packing.unpack(y_pred)
 
     def fn(y_true: Any, y_pred: Any) -> Any:
         trues, preds = split(y_true, y_pred)
@@ -521,13 +527,33 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any) -> t
     objs: list = []
     for i, (name, f) in enumerate(zip(names, fns)):
         if f is not None:
-            objs.append(metrics_mod.Metric(_picked(f, i, split), name=f"{name}_loss"))
-    for i, (name, ms) in enumerate(zip(names, per_metrics)):
-        for m in [ms] if isinstance(ms, str) or callable(ms) else list(ms or []):
-            shape = model.outputs[i].shape[1:]
-            metric = metrics_mod.get(m, loss if isinstance(loss, str) else fns[i], shape)
-            objs.append(metrics_mod.Metric(_picked(metric.fn, i, split), name=f"{name}_{metric.name}"))
+            objs.append(metrics_mod.Metric(_picked(f, i, split), name=f"{name}_loss", select=_whole))
+    taken = ["loss", *[m.name for m in objs]]
+    pairs = zip(per_metrics(metrics), per_metrics(weighted_metrics))
+    for i, (name, (plain, weighted)) in enumerate(zip(names, pairs)):
+        shape = model.outputs[i].shape[1:]
+        for ms, is_weighted in ((plain, False), (weighted, True)):
+            for m in [ms] if isinstance(ms, str) or callable(ms) else list(ms or []):
+                metric = metrics_mod.get(m, raw[i] if isinstance(raw[i], str) else fns[i], shape)
+                metric.weighted, metric.select = is_weighted, _output(i, split)
+                metric.name = metrics_mod.unique_name(f"{name}_{metric.name}", taken)
+                objs.append(metric)
+                taken.append(objs[-1].name)
     return fn, objs, fns
+
+
+def _whole(y_true: Any, y_pred: Any) -> tuple[Any, Any, None]:
+    """A metric that reads the packed targets (weights included) itself: the per-output losses."""
+    return y_true, y_pred, None
+
+
+def _output(i: int, split: Any) -> Any:
+    def select(y_true: Any, y_pred: Any) -> tuple[Any, Any, Any]:
+        trues, preds = split(y_true, y_pred)
+        y, w = weighting.split(trues[i])
+        return y, preds[i], w
+
+    return select
 
 
 def _picked(f: Any, i: int, split: Any) -> Any:

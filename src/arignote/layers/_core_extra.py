@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from arignote import regularizers
+from arignote import backend, regularizers
 from arignote.graph import ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
@@ -35,8 +35,6 @@ __all__ = ["Lambda", "Masking", "ActivityRegularization"]
 
 
 def _probe(shape: tuple) -> torch.Tensor:
-    from arignote import backend
-
     return torch.zeros(
         tuple(2 if d is None else int(d) for d in shape), dtype=getattr(torch, backend.floatx())
     )

@@ -21,7 +21,7 @@ import torch
 
 from arignote.layers._rnn_cells import LSTMCell, _Cell, dropout_mask
 from arignote.layers._util import KerasLayer, check_rank
-from arignote.layers.base import Layer
+from arignote.layers.base import Layer, deserialize
 
 __all__ = ["RNN", "StackedRNNCells", "build_cell", "delegate"]
 
@@ -258,8 +258,6 @@ class RNN(KerasLayer, Layer):
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> RNN:
-        from arignote.layers.base import deserialize
-
         config = dict(config)
         if cls is RNN:
             config["cell"] = deserialize(config["cell"], custom_objects)
@@ -336,8 +334,6 @@ class StackedRNNCells(KerasLayer, Layer):
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> StackedRNNCells:
-        from arignote.layers.base import deserialize
-
         config = dict(config)
         cells = [deserialize(c, custom_objects) for c in config.pop("cells")]
         return cls(cells, **config)

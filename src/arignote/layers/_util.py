@@ -24,6 +24,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from arignote import activations, backend
 from arignote import constraints as _constraints
 from arignote import initializers as _initializers
 from arignote import regularizers as _regularizers
@@ -80,8 +81,6 @@ def normalize_padding(value: Any, where: str, allowed: tuple[str, ...] = ("valid
 def normalize_data_format(value: Any, where: str) -> str:
     """``None`` -> ``backend.image_data_format()`` (the flag / ``~/.keras/keras.json``)."""
     if value is None:
-        from arignote import backend
-
         value = backend.image_data_format()
     fmt = value.lower() if isinstance(value, str) else value
     if fmt not in ("channels_last", "channels_first"):
@@ -161,8 +160,6 @@ def serial(kind: str, value: Any) -> Any:
     if value is None:
         return None
     if kind == "activation":
-        from arignote import activations
-
         return activations.serialize(value) if not isinstance(value, str) else value
     module = {"initializer": _initializers, "regularizer": _regularizers, "constraint": _constraints}[kind]
     return module.serialize(value)

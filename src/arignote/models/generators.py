@@ -28,7 +28,9 @@ class GeneratorMethods:
                       class_weight: Any = None, max_queue_size: int = 10, workers: int = 1,
                       use_multiprocessing: bool = False, shuffle: bool = True,
                       initial_epoch: int = 0) -> Any:
-        """Keras 2 ``fit_generator``: :meth:`fit` on a generator or ``Sequence`` of ``(x, y)`` batches.
+        """Keras 2 ``fit_generator``: :meth:`fit` on a generator or ``Sequence`` of ``(x, y)`` or
+        ``(x, y, sample_weight)`` batches; ``class_weight`` weighs each training batch (not the
+        validation batches), as Keras 2.3.1 does.
 
         Example::
 
@@ -43,8 +45,8 @@ class GeneratorMethods:
             >>> len(m.fit_generator(batches(), steps_per_epoch=3, epochs=2, verbose=0).history["loss"])
             2
         """
-        _no_class_weight(class_weight)
         return self.fit(generator, None, epochs=epochs, verbose=verbose, callbacks=callbacks,
+                        class_weight=class_weight,
                         validation_data=validation_data, shuffle=shuffle, initial_epoch=initial_epoch,
                         steps_per_epoch=steps_per_epoch, validation_steps=validation_steps,
                         validation_freq=validation_freq, max_queue_size=max_queue_size, workers=workers,
@@ -53,7 +55,8 @@ class GeneratorMethods:
     def evaluate_generator(self, generator: Any, steps: int | None = None, callbacks: list | None = None,
                            max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False,
                            verbose: int = 0) -> Any:
-        """Keras 2 ``evaluate_generator``: :meth:`evaluate` on a generator or ``Sequence``."""
+        """Keras 2 ``evaluate_generator``: :meth:`evaluate` on a generator or ``Sequence`` (batches of
+        ``(x, y)`` or ``(x, y, sample_weight)``)."""
         return self.evaluate(generator, None, verbose=verbose, callbacks=callbacks, steps=steps,
                              max_queue_size=max_queue_size, workers=workers,
                              use_multiprocessing=use_multiprocessing)
@@ -67,8 +70,3 @@ class GeneratorMethods:
                             max_queue_size=max_queue_size, workers=workers,
                             use_multiprocessing=use_multiprocessing)
 
-
-def _no_class_weight(class_weight: Any) -> None:
-    if class_weight is not None:
-        raise ValueError("class_weight is not supported by arignote's fit; weight the classes in the "
-                         "loss instead (e.g. a custom loss function), or resample the data")

@@ -22,14 +22,17 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import config
+from arignote import config, weighting
 from arignote.callbacks.base import CallbackList, History
 from arignote.callbacks.stopping import TerminateOnNaN
+from arignote.devices import fastpaths, setup
 from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.models import saving
 from arignote.models.generators import GeneratorMethods
-from arignote.training import inputs
+from arignote.training import compiled as compiled_steps
+from arignote.training import inputs, sample_weights
+from arignote.training.data import is_array
 from arignote.training.loop import Trainer
 
 __all__ = ["Model"]
@@ -131,42 +134,70 @@ class Model(Functional, GeneratorMethods):
             return shapes[0] if len(shapes) == 1 else shapes
         return None
 
+    # the memory_format decision of the last placement (devices.fastpaths.memory_format)
+    _memory_format: str | None = None
+
     @property
     def _image_input(self) -> bool:
-        """Whether 4-D inputs should be stored channels-last (wrapped modules with convolutions)."""
-        return any(isinstance(m, torch.nn.Conv2d) for m in self.module.modules())
+        """Whether 4-D inputs should be stored channels-last (wrapped modules with convolutions,
+        unless ``memory_format=contiguous``)."""
+        return self._memory_format != "contiguous" and any(
+            isinstance(m, torch.nn.Conv2d) for m in self.module.modules())
+
+    def _conv_modules(self) -> list[torch.nn.Module]:
+        """The modules holding a 4-D (2-D convolution) kernel."""
+        return [m for m in self.module.modules()
+                if isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.dim() == 4]
 
     # ------------------------------------------------------------------ compile and placement
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
-                loss_weights: Any = None, **kwargs: Any) -> None:
+                loss_weights: Any = None, sample_weight_mode: Any = None, weighted_metrics: Any = None,
+                jit_compile: Any = None, **kwargs: Any) -> None:
         """Choose the optimizer, loss and metrics (names, or arignote objects), Keras 2 style.
 
+        ``sample_weight_mode='temporal'``: ``fit(sample_weight=...)`` takes one weight per time step,
+        shape ``(samples, steps)`` (a dict or list per output for several outputs).
+        ``weighted_metrics``: metrics averaged with the sample (and class) weights, logged after the
+        plain ones (a name already taken gets ``_1``, as Keras 2.3).
+        ``jit_compile`` (tf.keras's name): True/'on' runs the steps through ``torch.compile``
+        (``training/compiled.py``), or a ``torch.compile`` mode; False off; None: the ``jit`` flag.
+
         Example: ``model.compile(optimizer=RMSprop(lr=1e-4), loss="categorical_crossentropy",
-        metrics=["accuracy"])``.
+        metrics=["accuracy"], jit_compile=True)``.
         """
         from arignote import losses, optimizers
         from arignote import metrics as metrics_mod
 
         unsupported = sorted(k for k in kwargs if kwargs[k] is not None)
         if unsupported:
-            raise TypeError(f"compile() does not support {', '.join(unsupported)}; "
-                            "arguments: optimizer, loss, metrics")
+            raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
+                            "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
+        self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
         if loss is None and not self._model_losses:
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy'")
         if isinstance(metrics, str):
             metrics = [metrics]
+        if isinstance(weighted_metrics, str):
+            weighted_metrics = [weighted_metrics]
+        names = self.output_names if self._is_graph else ["output"]
+        self._weight_modes = sample_weights.modes_per_output(sample_weight_mode, names)
+        self.sample_weight_mode = sample_weight_mode
         self.loss = loss
         self.optimizer = optimizers.get(optimizer)
         multi = self._is_graph and len(self.outputs) > 1
         if multi:
-            base, self.metrics_list, _ = functional.compile_outputs(self, loss, loss_weights, metrics)
+            base, self.metrics_list, _ = functional.compile_outputs(self, loss, loss_weights, metrics,
+                                                                    weighted_metrics)
             self._metric_ids = []
         else:
             base = losses.get(loss) if loss is not None else None
+            if base is not None:
+                base = weighting.weighted_loss(base, losses.per_sample(loss))
             # metrics resolve against the output shape ('acc' is binary for one output unit), known once built
-            self.metrics_list = [metrics_mod.get(m, loss) for m in (metrics or [])]
-            self._metric_ids = list(metrics or [])
+            self._metric_ids = ([(m, False) for m in metrics or []]
+                                + [(m, True) for m in weighted_metrics or []])
+            self.metrics_list = metrics_mod.resolve(self._metric_ids, loss)
         if self._is_graph:
             self.module.keep_values = functional._is_custom(loss)  # a custom loss may read graph tensors
         needs_wrapper = self._is_graph or bool(self._model_losses)
@@ -176,6 +207,10 @@ class Model(Functional, GeneratorMethods):
                               list(metrics or [])}
         if loss_weights is not None:
             self._compile_args["loss_weights"] = loss_weights
+        if sample_weight_mode is not None:
+            self._compile_args["sample_weight_mode"] = sample_weight_mode
+        if weighted_metrics:
+            self._compile_args["weighted_metrics"] = weighted_metrics
         self._trainer = None
         if self._placed:
             self.optimizer.build(list(self.module.parameters()))
@@ -209,10 +244,12 @@ class Model(Functional, GeneratorMethods):
 
         self.module.to(device=device, dtype=dtype_of())
         # convolution weights in channels-last memory format (NHWC kernels; cuDNN/oneDNN fast path)
-        for m in self.module.modules():
-            w = getattr(m, "weight", None)
-            if isinstance(w, torch.nn.Parameter) and w.dim() == 4:
-                m.to(memory_format=torch.channels_last)
+        # unless memory_format says otherwise
+        convs = self._conv_modules()
+        self._memory_format = fastpaths.memory_format(config.get, device.type, bool(convs)).value
+        fmt = torch.channels_last if self._memory_format == "channels_last" else torch.contiguous_format
+        for m in convs:
+            m.to(memory_format=fmt)
         from arignote.parallel.placement import apply_placement  # layers under `with arignote.device(..)`
 
         apply_placement(self.module, getattr(self, "layers", ()), device)
@@ -231,8 +268,7 @@ class Model(Functional, GeneratorMethods):
         if self.compiled and self._metric_ids:
             from arignote import metrics as metrics_mod
 
-            out = self._sample_output_shape()
-            self.metrics_list = [metrics_mod.get(m, self.loss, out) for m in self._metric_ids]
+            self.metrics_list = metrics_mod.resolve(self._metric_ids, self.loss, self._sample_output_shape())
             self._metric_ids = []
         if self._trainer is None:
             from arignote import devices, parallel
@@ -255,7 +291,8 @@ class Model(Functional, GeneratorMethods):
 
     def fit(self, x: Any = None, y: Any = None, batch_size: int | str | None = None, epochs: int = 1,
             verbose: int = 1, callbacks: list | None = None, validation_split: float = 0.0,
-            validation_data: Any = None, shuffle: bool = True, initial_epoch: int = 0,
+            validation_data: Any = None, shuffle: bool = True, class_weight: Any = None,
+            sample_weight: Any = None, initial_epoch: int = 0,
             steps_per_epoch: int | None = None, accumulate: int = 1,
             validation_batch_size: int | None = None, validation_steps: int | None = None,
             validation_freq: Any = 1, max_queue_size: int = 10, workers: int = 1,
@@ -268,6 +305,10 @@ class Model(Functional, GeneratorMethods):
         batches are visited in a shuffled order (``shuffle``), fetched ahead by ``workers`` threads
         (up to ``max_queue_size``), and split over the ranks under data parallel.
         ``validation_freq``: validate every N epochs, or at the listed (1-based) epochs.
+        ``sample_weight`` (one weight per sample, or per time step with ``compile(sample_weight_mode=
+        'temporal')``; a list or dict per output), ``class_weight`` (``{class: weight}``, per output
+        likewise) and ``validation_data=(x_val, y_val, val_sample_weight)`` weigh the loss as Keras
+        2.3.1 does (:mod:`arignote.weighting`); a generator may yield ``(x, y, sample_weight)``.
         ``accumulate=k`` runs each batch as ``k`` micro-batches and one optimizer step (same
         gradients, ``1/k`` of the activation memory). ``batch_size="auto"`` searches the largest
         batch that fits the device (array data only). A step that runs out of memory is redone as
@@ -280,27 +321,33 @@ class Model(Functional, GeneratorMethods):
                                            steps_per_epoch)
         inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers,
                                 use_multiprocessing)
+        w = self._sample_weights(x, y, sample_weight, class_weight)
         x, y = self._pack(x, y, targets=True)
-        if isinstance(validation_data, (list, tuple)) and len(validation_data) in (2, 3):
+        if isinstance(validation_data, (list, tuple)) and len(validation_data) in (2, 3) and (
+                is_array(validation_data[0]) or isinstance(validation_data[0], (list, dict))):
+            vw = self._sample_weights(validation_data[0], validation_data[1],
+                                      validation_data[2] if len(validation_data) == 3 else None, None)
             vx, vy = self._pack(validation_data[0], validation_data[1], targets=True)
-            validation_data = (vx, vy, *validation_data[2:])
-        plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch)
+            validation_data = (vx, vy, vw)
+        plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
+                               w=w, class_weight=class_weight)
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
+        setup.fast_paths(self._fit_facts(trainer, train))
         if steps_per_epoch is None and getattr(train, "length", None) is not None:
             plan.steps = train.length  # global batches: the same for any number of processes
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
-            from arignote.training.batch_size import trainer_batch_size
+            from arignote.diagnostics.batch_size import trainer_batch_size
 
             batch_size = trainer_batch_size(trainer, train).batch
             plan.steps = steps_per_epoch or -(-train.n // batch_size)
         self._last_batch_size = batch_size
-        from arignote.training import memory_plan
+        from arignote.diagnostics import memory_plan
 
-        self._memory_plan = memory_plan.trainer_plan(trainer, train, batch_size)  # model.summary() shows it
+        self._memory_plan = memory_plan.FitPlan.of(trainer, train, batch_size)  # measured when shown
         memory_plan.announce(self._memory_plan, verbose=verbose, is_main=trainer.strategy.is_main)
         params = {"epochs": epochs, "steps": plan.steps, "samples": plan.samples,
                   "val_samples": plan.val_samples, "batch_size": batch_size, "verbose": verbose,
@@ -315,6 +362,20 @@ class Model(Functional, GeneratorMethods):
                     validation_batch_size=validation_batch_size or batch_size, callbacks=cblist,
                     validation_freq=validation_freq)
         return self.history
+
+    def _fit_facts(self, trainer: Trainer, train: Any) -> fastpaths.FitFacts:
+        """What the fast-path decisions need to know about this fit (devices/fastpaths.py)."""
+        opt = getattr(self.optimizer, "torch", None)
+        impl = None
+        if opt is not None:
+            defaults = opt.defaults
+            impl = "fused" if defaults.get("fused") else "foreach" if defaults.get("foreach") else "loop"
+        on_device = getattr(train, "on_device", None)
+        return fastpaths.FitFacts(device=str(trainer.device), has_conv=bool(self._conv_modules()),
+                                  fixed_shapes=on_device is not None,
+                                  optimizer=type(opt).__name__ if opt else None, optimizer_impl=impl,
+                                  arrays_on_device=on_device,
+                                  loader_pins=getattr(getattr(train, "data", None), "pin_memory", None))
 
     def _fit_callbacks(self, callbacks: list | None, verbose: int, plan: Any, trainer: Trainer) -> list:
         """The user's callbacks with fit's defaults around them, each default only when the user did
@@ -341,14 +402,16 @@ class Model(Functional, GeneratorMethods):
         return cbs
 
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: int = 1,
-                 callbacks: list | None = None, steps: int | None = None, max_queue_size: int = 10,
-                 workers: int = 1, use_multiprocessing: bool = False) -> Any:
+                 sample_weight: Any = None, callbacks: list | None = None, steps: int | None = None,
+                 max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False) -> Any:
         """``[loss, *metrics]`` over the data (a scalar when the model has no metric, as Keras).
+        ``sample_weight``: as in :meth:`fit` (the loss is then ``sum(w * loss) / samples``).
         ``workers``/``max_queue_size``: threads fetching a ``Sequence``'s batches ahead, as in fit."""
         batch_size = inputs.check_batch(batch_size)
         inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
+        w = self._sample_weights(x, y, sample_weight, None)
         x, y = self._pack(x, y, targets=True)
-        plan = inputs.plan_eval(self, x, y, steps)
+        plan = inputs.plan_eval(self, x, y, steps, w=w)
         plan.workers, plan.max_queue_size = workers, max_queue_size
         trainer = self._get_trainer(plan.sample_shape)
         data = inputs.load_eval(plan, trainer)
@@ -381,10 +444,11 @@ class Model(Functional, GeneratorMethods):
             return [t.numpy() for t in self.module.output_packing.unpack(out)]
         return out.numpy()
 
-    def train_on_batch(self, x: Any, y: Any) -> Any:
+    def train_on_batch(self, x: Any, y: Any, sample_weight: Any = None, class_weight: Any = None) -> Any:
         """One optimizer step on one batch (the global batch: each rank runs its rows under data
-        parallel); returns its loss (and metrics) like ``evaluate``."""
-        trainer, xb, yb, rows, total = self._one_batch(x, y)
+        parallel); returns its loss (and metrics) like ``evaluate``. Weights as in :meth:`fit`."""
+        trainer, xb, yb, rows, total = self._one_batch(x, y, self._sample_weights(x, y, sample_weight,
+                                                                                   class_weight))
         if trainer.world == 1:
             rows = total = None
         self.module.train()
@@ -392,9 +456,9 @@ class Model(Functional, GeneratorMethods):
         trainer.train_step(xb, yb, rows, total)
         return self._scalars(trainer)
 
-    def test_on_batch(self, x: Any, y: Any) -> Any:
-        """Loss (and metrics) on one batch without updating the weights."""
-        trainer, xb, yb, rows, _ = self._one_batch(x, y)
+    def test_on_batch(self, x: Any, y: Any, sample_weight: Any = None) -> Any:
+        """Loss (and metrics) on one batch without updating the weights (``sample_weight`` as in fit)."""
+        trainer, xb, yb, rows, _ = self._one_batch(x, y, self._sample_weights(x, y, sample_weight, None))
         was = self.module.training
         self.module.eval()
         trainer.reset_state()
@@ -440,9 +504,24 @@ class Model(Functional, GeneratorMethods):
             y = np.zeros((len(x), 1), dtype=np.float32)  # the loss reads no targets
         return x, y
 
-    def _one_batch(self, x: Any, y: Any) -> tuple[Trainer, Any, Any, int, int]:
+    def _sample_weights(self, x: Any, y: Any, sample_weight: Any, class_weight: Any) -> Any:
+        """The weights of array data (None without any); for an iterable, Keras 2's errors."""
+        if y is None and x is not None and not is_array(x) and not isinstance(x, (list, tuple, dict)):
+            if sample_weight is not None:
+                raise ValueError("`sample_weight` argument is not supported when data is a generator or "
+                                 "Sequence instance. Instead pass sample weights as the third element of "
+                                 "the generator.")
+            if class_weight is not None:  # checked now; applied to each batch (inputs.load)
+                sample_weights.check_class_weight(class_weight, self.output_names if self._is_graph
+                                                  else ["output"])
+            return None  # an iterable: its batches are weighted one by one
+        if y is None or not self.compiled:
+            return None
+        return sample_weights.for_arrays(self, y, sample_weight, class_weight)
+
+    def _one_batch(self, x: Any, y: Any, w: Any = None) -> tuple[Trainer, Any, Any, int, int]:
         x, y = self._pack(x, y, targets=True)
-        plan = inputs.plan_eval(self, x, y, None)
+        plan = inputs.plan_eval(self, x, y, None, w=w)
         trainer = self._get_trainer(plan.sample_shape)
         data = inputs.load_eval(plan, trainer)
         xb, yb, rows, total = next(iter(data.rank_batches(None, max(1, data.n), trainer.world, trainer.rank)))
@@ -546,7 +625,7 @@ class Model(Functional, GeneratorMethods):
         self._ensure_built(None)
         if self._is_graph:
             self._graph_summary(print_fn)
-            from arignote.training.memory_plan import summary_lines
+            from arignote.diagnostics.memory_plan import summary_lines
 
             summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
             return
@@ -554,7 +633,7 @@ class Model(Functional, GeneratorMethods):
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable, title=self.name), print_fn)
-        from arignote.training.memory_plan import summary_lines
+        from arignote.diagnostics.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
 

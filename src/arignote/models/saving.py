@@ -40,7 +40,7 @@ from typing import Any
 
 import torch
 
-from arignote import checkpoint, saving
+from arignote import checkpoint, losses, saving
 from arignote.saving import hdf5 as keras_hdf5
 
 __all__ = ["save_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT", "is_hdf5_name",
@@ -57,7 +57,6 @@ def _cpu_state(module: Any) -> dict:
 def _compile_config(model: Any) -> str | None:
     if not model.compiled:
         return None
-    from arignote import losses
 
     args = model._compile_args
     opt = model.optimizer

@@ -24,11 +24,14 @@ import numpy as np
 import torch
 from torch import nn
 
+from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import state
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
+from arignote.layers import deserialize, serialize
 from arignote.layers.base import Layer
 from arignote.layers.input_layer import Input, InputLayer
+from arignote.models import summary as summary_table
 from arignote.models.model import Model
 from arignote.parallel import placement
 
@@ -289,8 +292,6 @@ class Sequential(Model):
 
     def get_config(self) -> dict:
         """Keras 2 config: ``{"name", "layers": [{"class_name", "config"}, ...]}``."""
-        from arignote.layers import serialize
-
         specs = [serialize(layer) for layer in self.layers]
         if self._input_layer is not None and specs:
             specs[0]["config"]["batch_input_shape"] = list(self._input_layer.batch_input_shape)
@@ -299,8 +300,6 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> Sequential:
-        from arignote.layers import deserialize
-
         model = cls(name=config.get("name"))
         layers = config["layers"] if isinstance(config, dict) else config  # Keras 2.0-2.2: a bare list
         for spec in layers:
@@ -313,13 +312,9 @@ class Sequential(Model):
 
     def summary(self, line_length: Any = None, positions: Any = None, print_fn: Any = None) -> None:
         """Print the Keras 2 table (Layer (type) / Output Shape / Param #) and the totals."""
-        from arignote.models import summary
-
         self._ensure_built(None)
-        rows = summary.layer_rows(self.layers, self._built_shape)
+        rows = summary_table.layer_rows(self.layers, self._built_shape)
         total = sum(layer.count_params() for layer in self.layers)
         trainable = sum(layer.count_trainable_params() for layer in self.layers)
-        summary.print_summary(summary.render(rows, total, trainable), print_fn)
-        from arignote.training.memory_plan import summary_lines
-
-        summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
+        summary_table.print_summary(summary_table.render(rows, total, trainable), print_fn)
+        summary_table.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan

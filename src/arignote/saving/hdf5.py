@@ -131,8 +131,8 @@ def _training_config(model: Any) -> dict | None:
         "optimizer_config": _optimizer_config(model.optimizer),
         "loss": loss,
         "metrics": [m for m in args.get("metrics", []) if isinstance(m, str)],
-        "weighted_metrics": None,
-        "sample_weight_mode": None,
+        "weighted_metrics": [m for m in args.get("weighted_metrics") or [] if isinstance(m, str)] or None,
+        "sample_weight_mode": args.get("sample_weight_mode"),
         "loss_weights": None,
     }
 
@@ -325,7 +325,7 @@ def load_model(
 
 
 def _compile_from(model: Any, training: dict, custom_objects: dict | None, path: str) -> None:
-    for key in ("loss_weights", "sample_weight_mode", "weighted_metrics"):
+    for key in ("loss_weights",):
         if training.get(key):
             raise ValueError(
                 f"{path}: training_config has {key}={training[key]!r}, which arignote's compile "
@@ -341,4 +341,7 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
     if isinstance(loss, str) and loss in objects:
         loss = objects[loss]
     metrics = [objects.get(m, m) if isinstance(m, str) else m for m in (training.get("metrics") or [])]
-    model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None)
+    weighted = [objects.get(m, m) if isinstance(m, str) else m
+                for m in (training.get("weighted_metrics") or [])]
+    model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, weighted_metrics=weighted or None,
+                  sample_weight_mode=training.get("sample_weight_mode"))

@@ -25,8 +25,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from arignote.devices import nvml
+from arignote.devices.identity import GPUIdentity
 from arignote.devices.nvml import GPUSnapshot, Snapshot
-from arignote.share.leases import Lease, LeaseInfo, acquire, busy_map, current_leases, gpu_key, lease_dir
+from arignote.share.leases import (
+    Lease,
+    LeaseInfo,
+    _source,
+    acquire,
+    busy_map,
+    current_leases,
+    gpu_key,
+    lease_dir,
+)
 from arignote.share.select import NoFreeGPUError, ShareError, evaluate, explain, format_mib, parse_size, rank
 
 __all__ = [
@@ -51,8 +62,6 @@ _PROCESS_LEASES: list[Lease] = []
 
 
 def _resolve(snapshot: Any) -> Snapshot:
-    from arignote.share.leases import _source
-
     return _source(snapshot)()
 
 
@@ -92,15 +101,6 @@ def snapshot_from_inventory(inventory: Any) -> Snapshot:
     return Snapshot(hostname=socket.gethostname(), time=time.time(), gpus=gpus)
 
 
-def _bus(bus_id: Any) -> str:
-    """``00000000:07:00.0`` (NVML) and ``0000:07:00.0`` (torch) -> ``0:07:00.0``."""
-    domain, _, rest = str(bus_id).lower().partition(":")
-    try:
-        return f"{int(domain, 16)}:{rest}"
-    except ValueError:
-        return str(bus_id).lower()
-
-
 def _visible_only(snap: Snapshot, inventory: Any) -> Snapshot:
     """Keep the NVML GPUs this process can use (those in torch's ``inventory``, matched by UUID or
     PCI bus id): under ``CUDA_VISIBLE_DEVICES`` NVML still lists every GPU of the machine."""
@@ -109,10 +109,8 @@ def _visible_only(snap: Snapshot, inventory: Any) -> Snapshot:
     visible = list(getattr(inventory, "gpus", ()) or ())
     if not visible or not snap.gpus:
         return snap
-    uuids = {str(g.uuid).removeprefix("GPU-") for g in visible if g.uuid}
-    buses = {_bus(g.pci_bus_id) for g in visible if g.pci_bus_id}
-    kept = tuple(g for g in snap.gpus
-                 if str(g.uuid).removeprefix("GPU-") in uuids or _bus(g.pci_bus_id) in buses)
+    seen = [GPUIdentity.of(g) for g in visible]
+    kept = tuple(g for g in snap.gpus if any(GPUIdentity.of(g).same_gpu(t) for t in seen))
     if not kept:
         raise ShareError("none of the GPUs NVML lists matches a GPU torch sees (by UUID or PCI bus id); "
                          "check CUDA_VISIBLE_DEVICES, or name the GPUs instead of free:N (device=cuda0)")
@@ -140,8 +138,6 @@ def select_for_device_spec(n: int, inventory: Any = None) -> list[int]:
     process (``arignote run``) are used first, without a new lease. Returns NVML (PCI-order)
     indices, ascending. Raises NoFreeGPUError.
     """
-    from arignote.devices import nvml
-
     def live() -> Snapshot:
         return _visible_only(nvml.snapshot(processes=False, cpu_interval=None), inventory)
 

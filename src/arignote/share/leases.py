@@ -51,6 +51,7 @@ from typing import Any
 
 from arignote import config
 from arignote.devices import nvml
+from arignote.devices.identity import uuid_key
 from arignote.devices.nvml import NA, GPUSnapshot, Snapshot
 from arignote.share.select import Candidate, NoFreeGPUError, ShareError, evaluate, explain
 
@@ -95,7 +96,7 @@ def _user() -> str:
 def gpu_key(gpu: GPUSnapshot) -> str:
     """The stable name of a GPU in lease files: its UUID, else its PCI bus id, else its index."""
     if gpu.uuid is not NA and gpu.uuid:
-        raw = str(gpu.uuid).removeprefix("GPU-")
+        raw = uuid_key(gpu.uuid)
     elif gpu.pci_bus_id is not NA and gpu.pci_bus_id:
         raw = "pci-" + str(gpu.pci_bus_id)
     else:

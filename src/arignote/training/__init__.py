@@ -6,7 +6,8 @@
 * :mod:`~arignote.training.checks` — the individual checks (lengths, NaN/Inf, shapes, batch size).
 * :mod:`~arignote.training.data` — arrays moved to the device once and sliced there, or any
   iterable of ``(x, y)`` batches.
-* :mod:`~arignote.training.oom`, ``batch_size``, ``memory_plan`` — out-of-memory recovery (issue 7).
+* :mod:`~arignote.training.oom` — out-of-memory recovery (issue 7); the memory plan, the batch-size
+  finder and OOM injection are in :mod:`arignote.diagnostics`.
 
 Example::
 

@@ -22,8 +22,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from arignote.devices import fastpaths
 from arignote.parallel.sharding import row_range
 from arignote.training.oom import batch_len, take
+from arignote.weighting import Weighted
 
 __all__ = ["ArrayData", "IterableData", "as_tensor", "split_validation", "fits_on_device", "is_array"]
 
@@ -83,7 +85,8 @@ def as_tensor(a: Any, float_dtype: torch.dtype, name: str = "x") -> torch.Tensor
 
 
 def split_validation(x: Any, y: Any, fraction: float) -> tuple[Any, Any, Any, Any]:
-    """Keras's ``validation_split``: the LAST ``fraction`` of the samples, taken before shuffling.
+    """Keras's ``validation_split``: the LAST ``fraction`` of the samples, taken before shuffling
+    (apply it to the sample weights too: ``split_validation(w, w, fraction)``).
 
     >>> split_validation(np.arange(10), np.arange(10), 0.2)[2]
     array([8, 9])
@@ -103,19 +106,23 @@ class ArrayData:
     """Arrays resident on one device (or on the host when they are too big for it).
 
     ``batches(indices, batch_size)`` yields ``(xb, yb)`` on ``device``; ``indices`` is a LongTensor
-    (the strategy's shard of the epoch) or None for the samples in order.
+    (the strategy's shard of the epoch) or None for the samples in order. With sample weights ``w``
+    (one row per sample, :mod:`arignote.training.sample_weights`) each ``yb`` is
+    :class:`~arignote.weighting.Weighted` ``(y rows, w rows)``.
     """
 
     def __init__(self, x: Any, y: Any, device: torch.device, float_dtype: torch.dtype,
-                 free_bytes: int | None = None) -> None:
+                 free_bytes: int | None = None, w: Any = None) -> None:
         xt = as_tensor(x, float_dtype, "x")
         yt = None if y is None else as_tensor(y, float_dtype, "y")
-        nbytes = xt.numel() * xt.element_size() + (0 if yt is None else yt.numel() * yt.element_size())
+        wt = None if w is None else as_tensor(w, float_dtype, "sample_weight")
+        nbytes = sum(t.numel() * t.element_size() for t in (xt, yt, wt) if t is not None)
         self.device = device
         self.on_device = fits_on_device(nbytes, device, free_bytes)
         where = device if self.on_device else torch.device("cpu")
         self.x = xt.to(where)
         self.y = None if yt is None else yt.to(where)
+        self.w = None if wt is None or yt is None else wt.to(where)
         self.n = len(self.x)
 
     def __len__(self) -> int:
@@ -132,7 +139,7 @@ class ArrayData:
             for start in range(0, self.n, batch_size):
                 xb = x[start:start + batch_size]
                 yb = None if y is None else y[start:start + batch_size]
-                yield self._to_device(xb, yb)
+                yield self._to_device(xb, self._weighted(yb, slice(start, start + batch_size)))
             return
         if not self.on_device:
             indices = indices.cpu()
@@ -141,7 +148,7 @@ class ArrayData:
             # advanced indexing keeps a channels-last tensor channels-last (index_select does not)
             xb = x[idx]
             yb = None if y is None else y[idx]
-            yield self._to_device(xb, yb)
+            yield self._to_device(xb, self._weighted(yb, idx))
 
     def rank_batches(self, order: torch.Tensor | None, batch_size: int, world_size: int = 1,
                      rank: int = 0) -> Iterator[tuple[torch.Tensor, Any, int, int]]:
@@ -166,24 +173,34 @@ class ArrayData:
             if not rows:
                 a, b = 0, 1
             if order is None:  # slices are views, nothing is copied
-                xb = x[start + a:start + b]
-                yb = None if y is None else y[start + a:start + b]
+                rows_at: Any = slice(start + a, start + b)
+                xb = x[rows_at]
+                yb = None if y is None else y[rows_at]
             else:
                 # advanced indexing keeps a channels-last tensor channels-last (index_select does not)
-                idx = order[start + a:start + b]
-                xb = x[idx]
-                yb = None if y is None else y[idx]
-            xb, yb = self._to_device(xb, yb)
+                rows_at = order[start + a:start + b]
+                xb = x[rows_at]
+                yb = None if y is None else y[rows_at]
+            xb, yb = self._to_device(xb, self._weighted(yb, rows_at))
             yield xb, yb, rows, total
+
+    def _weighted(self, yb: Any, rows: Any) -> Any:
+        """``yb``, or ``Weighted((yb, the same rows of w))`` when the data has sample weights."""
+        return yb if self.w is None else Weighted((yb, self.w[rows]))
 
     def _to_device(self, xb: torch.Tensor, yb: Any) -> tuple[torch.Tensor, Any]:
         if self.on_device:
             return xb, yb
         pin = self.device.type == "cuda"
         xb = (xb.pin_memory() if pin else xb).to(self.device, non_blocking=pin)
-        if yb is not None:
-            yb = (yb.pin_memory() if pin else yb).to(self.device, non_blocking=pin)
+        if type(yb) is Weighted:
+            yb = Weighted(self._moved(t, pin) for t in yb)
+        elif yb is not None:
+            yb = self._moved(yb, pin)
         return xb, yb
+
+    def _moved(self, t: torch.Tensor, pin: bool) -> torch.Tensor:
+        return (t.pin_memory() if pin else t).to(self.device, non_blocking=pin)
 
 
 def _move(obj: Any, device: torch.device, float_dtype: torch.dtype, name: str) -> Any:
@@ -192,27 +209,31 @@ def _move(obj: Any, device: torch.device, float_dtype: torch.dtype, name: str) -
     t = as_tensor(obj, float_dtype, name)
     if t.device == device:
         return t
-    pin = device.type == "cuda" and t.is_pinned()
+    # a host batch bound for a GPU is pinned (unless its loader did) and copied non_blocking: the
+    # copy then overlaps the previous step's kernels
+    pin = fastpaths.pin_batches(device.type) and t.device.type == "cpu"
+    if pin and not t.is_pinned():
+        t = t.pin_memory()
     return t.to(device, non_blocking=pin)
 
 
-def split_batch(batch: Any) -> tuple[Any, Any]:
-    """``(x, y)`` from a batch: a pair/list of two, or a dict with ``x``/``y`` (or inputs/targets)."""
+def split_batch(batch: Any) -> tuple[Any, Any, Any]:
+    """``(x, y, sample_weight)`` from a batch: ``(x, y)``, ``(x, y, sample_weight)`` (Keras 2's
+    generator batches), or a dict with ``x``/``y`` (or inputs/targets) and optionally
+    ``sample_weight``; the weight is None when the batch has none."""
     if isinstance(batch, dict):
         for xk, yk in (("x", "y"), ("inputs", "targets"), ("input", "target")):
             if xk in batch:
-                return batch[xk], batch.get(yk)
+                return batch[xk], batch.get(yk), batch.get("sample_weight")
         raise ValueError(f"a dict batch needs keys 'x' and 'y', got {sorted(batch)}")
-    if isinstance(batch, (tuple, list)) and len(batch) == 3 and batch[2] is not None:
-        raise ValueError("batches of (x, y, sample_weight) are not supported: yield (x, y) pairs")
     if isinstance(batch, (tuple, list)) and len(batch) in (2, 3):
-        return batch[0], batch[1]
+        return batch[0], batch[1], batch[2] if len(batch) == 3 else None
     if isinstance(batch, (tuple, list)) and len(batch) == 1:
-        return batch[0], None
+        return batch[0], None, None
     if is_array(batch):  # inputs alone (what predict needs)
-        return batch, None
+        return batch, None, None
     raise ValueError(
-        "each batch of an iterable must be an (x, y) pair; got "
+        "each batch of an iterable must be an (x, y) pair or an (x, y, sample_weight) triple; got "
         f"{type(batch).__name__}{'' if not hasattr(batch, '__len__') else f' of length {len(batch)}'}")
 
 
@@ -249,6 +270,8 @@ class IterableData:
         self.shares = shares  # (rows, global rows) per batch, from a rank-splitting batch sampler
         self.user_sharded = user_sharded
         self.check: Any = None  # check(x, y, step) on each batch before it moves (batch_checks.for_model)
+        # weigh(y, sample_weight) -> y or Weighted((y, w)): the batch's weights (training.sample_weights)
+        self.weigh: Any = None
         try:
             self.length: int | None = len(data)  # type: ignore[arg-type]
         except TypeError:
@@ -321,13 +344,21 @@ class IterableData:
 
     def _checked(self, batch: Any, step: int) -> tuple[Any, Any]:
         try:
-            x, y = split_batch(batch)
+            x, y, sample_weight = split_batch(batch)
         except ValueError as exc:
             raise ValueError(f"batch {step} of {self.name}: {exc}") from None
         if y is None and self.targets:
             raise ValueError(f"batch {step} of {self.name} has no targets: yield (x, y) pairs")
         if self.check is not None:
             self.check(x, y, step)
+        if y is not None and self.targets and (sample_weight is not None or self.weigh is not None):
+            if self.weigh is None:
+                raise ValueError(f"batch {step} of {self.name} has sample weights, which this use of the "
+                                 "data does not take")
+            try:
+                y = self.weigh(y, sample_weight)
+            except (ValueError, TypeError) as exc:
+                raise ValueError(f"batch {step} of {self.name}: {exc}") from None
         return x, y
 
     def first(self) -> tuple[Any, Any]:

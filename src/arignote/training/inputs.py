@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote.training import batch_checks
+from arignote.training import batch_checks, sample_weights
 from arignote.training.checks import check_batch_size, check_finite, check_input_shape, check_lengths
 from arignote.training.data import ArrayData, IterableData, as_tensor, is_array, split_validation
 
@@ -31,8 +31,11 @@ class Plan:
 
     x: Any = None
     y: Any = None
+    w: Any = None  # sample weights (host array, one row per sample) or None
     x_val: Any = None
     y_val: Any = None
+    w_val: Any = None
+    class_weight: Any = None  # applied to each training batch of an iterable
     iterable: Any = None
     val_iterable: Any = None
     sample_shape: tuple | None = None
@@ -135,7 +138,7 @@ def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
     if iter(data) is data:
         return None  # a one-shot iterator: nothing can be looked at without consuming it
     for batch in data:
-        xb, yb = split_batch(batch)
+        xb, yb, _ = split_batch(batch)
         xt, yt = _arrays(model, xb, yb, (f"{name} x batch", f"{name} y batch"))
         model._ensure_built(tuple(xt.shape[1:]))
         _check_arrays(model, xt, yt, (f"{name} x batch", f"{name} y batch"))
@@ -144,17 +147,21 @@ def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
 
 
 def plan_fit(model: Any, x: Any, y: Any, batch_size: int, validation_split: float,
-             validation_data: Any, steps_per_epoch: int | None) -> Plan:
-    """Validate fit's data; the model is built (on the host) from the data's shape if needed."""
+             validation_data: Any, steps_per_epoch: int | None, w: Any = None,
+             class_weight: Any = None) -> Plan:
+    """Validate fit's data; the model is built (on the host) from the data's shape if needed.
+    ``w``: the sample weights of array data (:func:`sample_weights.for_arrays`); ``class_weight``
+    is applied to each batch of an iterable (arrays have it in ``w`` already)."""
     if x is None:
         raise ValueError("fit needs training data: fit(x, y) with arrays, or fit(loader) with an "
                          "iterable of (x, y) batches")
-    plan = Plan(steps_per_epoch=steps_per_epoch)
+    plan = Plan(steps_per_epoch=steps_per_epoch, w=w)
     if y is None and not is_array(x):
         if validation_split:
             raise ValueError("validation_split needs array data; with a DataLoader/iterable pass "
                              "validation_data=(x_val, y_val) or another iterable")
         plan.iterable = x
+        plan.class_weight = class_weight
         plan.sample_shape = _check_first_batch(model, x, "x")
         try:
             plan.steps = steps_per_epoch or len(x)
@@ -167,6 +174,8 @@ def plan_fit(model: Any, x: Any, y: Any, batch_size: int, validation_split: floa
         if validation_data is None and validation_split:
             xt, yt, xv, yv = split_validation(xt, yt, float(validation_split))
             plan.x_val, plan.y_val = xv, yv
+            if w is not None:  # Keras slices the weights (class weights included) the same way
+                plan.w, _, plan.w_val, _ = split_validation(w, w, float(validation_split))
         model._ensure_built(tuple(xt.shape[1:]))
         _check_arrays(model, xt, yt, ("x", "y"))
         plan.x, plan.y = xt, yt
@@ -185,11 +194,11 @@ def _plan_validation(model: Any, plan: Plan, validation_data: Any) -> None:
     if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3) and (
             is_array(validation_data[0]) or isinstance(validation_data[0], list)):
         xv, yv = validation_data[0], validation_data[1]
-        if len(validation_data) == 3 and validation_data[2] is not None:
-            raise ValueError("validation_data with sample weights is not supported: pass (x_val, y_val)")
         xt, yt = _arrays(model, xv, yv, ("validation x", "validation y"))
         _check_arrays(model, xt, yt, ("validation x", "validation y"))
         plan.x_val, plan.y_val, plan.val_samples = xt, yt, len(xt)
+        # (x_val, y_val, weights): the weights as sample_weights.for_arrays made them
+        plan.w_val = validation_data[2] if len(validation_data) == 3 else None
         return
     if isinstance(validation_data, (tuple, list)) and len(validation_data) not in (2, 3):
         raise ValueError(f"validation_data must be (x_val, y_val) or an iterable of batches, got a "
@@ -198,11 +207,12 @@ def _plan_validation(model: Any, plan: Plan, validation_data: Any) -> None:
     plan.val_iterable = validation_data
 
 
-def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool = True) -> Plan:
-    """Validate evaluate/predict/…_on_batch data."""
+def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool = True,
+              w: Any = None) -> Plan:
+    """Validate evaluate/predict/…_on_batch data (``w``: the sample weights of array data)."""
     if x is None:
         raise ValueError("no data given: pass x (and y), or an iterable of (x, y) batches")
-    plan = Plan(steps_per_epoch=steps, targets=need_targets)
+    plan = Plan(steps_per_epoch=steps, targets=need_targets, w=w if need_targets else None)
     if y is None and not is_array(x):
         plan.iterable = x
         plan.sample_shape = _check_first_batch(model, x, "x")
@@ -226,8 +236,8 @@ def _free_bytes(trainer: Any) -> int | None:
     return int(cuda.mem_get_info(device.index or 0)[0])
 
 
-def _array_data(trainer: Any, x: Any, y: Any, image_input: bool) -> ArrayData:
-    data = ArrayData(x, y, trainer.device, _float_dtype(), _free_bytes(trainer))
+def _array_data(trainer: Any, x: Any, y: Any, image_input: bool, w: Any = None) -> ArrayData:
+    data = ArrayData(x, y, trainer.device, _float_dtype(), _free_bytes(trainer), w=w)
     if image_input and data.x.dim() == 4:
         # a wrapped module takes NCHW: store the arrays channels-last once so batches are too
         data.x = data.x.contiguous(memory_format=torch.channels_last)
@@ -251,15 +261,17 @@ def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any
     if plan.iterable is not None:
         train = _iterable(plan.iterable, trainer, plan.steps_per_epoch, **queue)
         train.check = batch_checks.for_model(trainer.model, "x")
+        train.weigh = sample_weights.for_batches(trainer.model, plan.class_weight)
     else:
-        train = _array_data(trainer, plan.x, plan.y, image)
+        train = _array_data(trainer, plan.x, plan.y, image, plan.w)
     val = None
     if plan.val_iterable is not None:
         val = _iterable(plan.val_iterable, trainer, plan.val_steps, name="validation_data",
                         steps_name="validation_steps", **queue)
         val.check = batch_checks.for_model(trainer.model, "validation_data")
+        val.weigh = sample_weights.for_batches(trainer.model, None)  # Keras: no class_weight there
     elif plan.x_val is not None:
-        val = _array_data(trainer, plan.x_val, plan.y_val, image)
+        val = _array_data(trainer, plan.x_val, plan.y_val, image, plan.w_val)
     return train, val
 
 
@@ -268,5 +280,6 @@ def load_eval(plan: Plan, trainer: Any) -> Any:
         data = _iterable(plan.iterable, trainer, plan.steps_per_epoch, targets=plan.targets,
                          steps_name="steps", workers=plan.workers, max_queue_size=plan.max_queue_size)
         data.check = batch_checks.for_model(trainer.model, "x", plan.targets)
+        data.weigh = sample_weights.for_batches(trainer.model, None) if plan.targets else None
         return data
-    return _array_data(trainer, plan.x, plan.y, trainer.model._image_input)
+    return _array_data(trainer, plan.x, plan.y, trainer.model._image_input, plan.w)

@@ -38,6 +38,7 @@ from arignote.callbacks.base import CallbackList, LazyLogs
 from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
+from arignote.training import compiled
 from arignote.training.data import ArrayData
 from arignote.training.oom import STOPPED, OOMGuard, StepFns, batch_len
 
@@ -74,6 +75,19 @@ class Trainer:
         self._loss_sum = torch.zeros((), dtype=_f64(self.device), device=self.device)
         self._count = 0
         self.last_count = 0.0  # samples behind the last results(), over all ranks
+        # compile(jit_compile=...) / the jit flag: the step's arithmetic through torch.compile
+        plan, notes = compiled.resolve(getattr(model, "jit_compile", None), self.device)
+        self.compiled: compiled.CompiledSteps | None = None
+        self._train_fn, self._eval_fn, self._predict_fn = self._loss_and_pred, self._eval_loss, self._predict
+        self._keep = _same
+        self._torch_step = None  # the torch optimizer's own step
+        if plan is not None:
+            steps = compiled.CompiledSteps(plan, self._train_fn, self._eval_fn, self._predict_fn,
+                                           model.optimizer)
+            self.compiled = steps
+            self._train_fn, self._eval_fn, self._predict_fn = steps.train, steps.evaluate, steps.predict
+            self._keep, self._torch_step = steps.keep, steps.optimizer_step
+            compiled.announce(plan, notes, self.device, strategy.is_main)
         self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
                             no_sync=lambda: strategy.no_sync(self.net),
                             arm=lambda handle: strategy.reduce_next_backward(self.net, handle[0]),
@@ -136,10 +150,27 @@ class Trainer:
     # ------------------------------------------------------------------ steps
 
     def _forward(self, xb: Any, yb: Any) -> tuple:
+        loss, y_pred = self._train_fn(xb, yb)
+        return loss, yb, y_pred, batch_len(xb)
+
+    def _loss_and_pred(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
+        """The training forward: the (DDP) module, the loss and the layer penalties (compiled whole
+        under jit_compile, its backward with it)."""
         with self.precision.autocast():
             y_pred = self.net(xb)
             loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
-        return loss, yb, y_pred, batch_len(xb)
+        return loss, y_pred
+
+    def _eval_loss(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
+        """The evaluation forward: the bare module (no DDP hook), the loss and the penalties."""
+        with self.precision.autocast():
+            y_pred = self.model.module(xb)
+            loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
+        return loss, y_pred
+
+    def _predict(self, xb: Any) -> Any:
+        with self.precision.autocast():
+            return self.model.module(xb)
 
     def _backward(self, handle: tuple, weight: float) -> tuple:
         """Backward of one forward, gradients scaled by ``weight``; returns what :meth:`_record` takes
@@ -154,7 +185,7 @@ class Trainer:
         if self._poison:
             loss = _poisoned(loss)
         self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()
-        return loss.detach(), yb, y_pred.detach(), n
+        return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
 
     def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
         """One (micro-)batch, forward and backward (the batch-size search's trial step)."""
@@ -170,11 +201,11 @@ class Trainer:
         if self.scaler.is_enabled():
             view = self._scaler_view
             if view is None or view.optimizer is not opt:
-                view = self._scaler_view = _ScalerView(opt)
+                view = self._scaler_view = _ScalerView(opt, self._torch_step)
             self.scaler.step(view)  # unscales, skips the step on inf/nan gradients
             self.scaler.update()
         else:
-            opt.step()
+            opt.step(self._torch_step)
         self.penalties.constrain()
         self._stale_grads = True  # cleared (to None) by the next backward: see _backward
 
@@ -214,14 +245,11 @@ class Trainer:
 
     def test_step(self, xb: Any, yb: Any) -> None:
         # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
-        with self.precision.autocast():
-            y_pred = self.model.module(xb)
-            loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
+        loss, y_pred = self._eval_fn(xb, yb)
         self._record(loss, yb, y_pred, batch_len(xb))
 
     def predict_step(self, xb: Any) -> torch.Tensor:
-        with self.precision.autocast():
-            return self.model.module(xb)
+        return self._keep(self._predict_fn(xb))
 
     # ------------------------------------------------------------------ batches
 
@@ -385,13 +413,13 @@ class _ScalerView:
     """What ``GradScaler.step`` needs of an optimizer: the torch param groups to unscale, and a
     ``step`` that runs the arignote optimizer (clipping, decay, iteration count)."""
 
-    def __init__(self, optimizer: Any) -> None:
-        self.optimizer = optimizer
+    def __init__(self, optimizer: Any, torch_step: Any = None) -> None:
+        self.optimizer, self.torch_step = optimizer, torch_step
         self.param_groups = optimizer.torch.param_groups
         self.state = optimizer.torch.state
 
     def step(self) -> None:
-        self.optimizer.step()
+        self.optimizer.step(self.torch_step)
 
 
 def _poisoned(loss: torch.Tensor) -> torch.Tensor:
@@ -404,6 +432,10 @@ def _poisoned(loss: torch.Tensor) -> torch.Tensor:
     """
     d = loss.detach()
     return loss * (1 + (d - d))  # d - d: 0 when finite (times exactly 1), NaN for inf or NaN
+
+
+def _same(tensor: Any) -> Any:
+    return tensor
 
 
 def _f64(device: torch.device) -> torch.dtype:

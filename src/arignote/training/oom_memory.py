@@ -15,7 +15,8 @@ import gc
 
 import torch
 
-from arignote import config
+from arignote import config, memory
+from arignote.devices import cuda as cuda_dev
 from arignote.sizes import format_mib
 
 __all__ = ["is_out_of_memory", "memory_figures", "free_memory"]
@@ -33,9 +34,6 @@ def memory_figures(device: torch.device | str | None) -> str:
     free/total and the ``memory.limit`` cap on a GPU; available RAM on the CPU."""
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if dev.type == "cuda":
-        from arignote import memory
-        from arignote.devices import cuda as cuda_dev
-
         index = _cuda_index(dev)
         allocated, reserved = cuda_dev.memory_in_use(index)
         peak, _ = cuda_dev.peak_memory(index)
@@ -60,9 +58,6 @@ def free_memory(device: torch.device | str | None) -> None:
     returned it, so this does nothing (a full ``gc.collect`` costs ~0.1-0.3 s there)."""
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if dev.type == "cuda":
-        from arignote import memory
-        from arignote.devices import cuda as cuda_dev
-
         gc.collect()
         held = memory.applied(f"cuda:{_cuda_index(dev)}")
         if held is None or not held.preallocate_bytes:

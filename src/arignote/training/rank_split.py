@@ -30,6 +30,7 @@ from typing import Any
 
 import torch
 
+from arignote.devices import fastpaths
 from arignote.parallel.sharding import row_range
 
 __all__ = ["RankBatchSampler", "for_rank", "set_epoch"]
@@ -103,8 +104,10 @@ def _loader_for_rank(loader: Any, strategy: Any) -> tuple[Any, deque | None, boo
                 lambda: torch.empty((), dtype=torch.int64).random_().item()))
 
     split = RankBatchSampler(batches, strategy.rank, strategy.world_size, reseed)
+    # bound for a GPU, the rebuilt loader pins its batches in its own thread (the loop would pin them)
+    pin = loader.pin_memory or fastpaths.pin_batches(strategy.device.type)
     kwargs = dict(batch_sampler=split, num_workers=loader.num_workers, collate_fn=loader.collate_fn,
-                  pin_memory=loader.pin_memory, timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
+                  pin_memory=pin, timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
                   multiprocessing_context=loader.multiprocessing_context, generator=loader.generator,
                   persistent_workers=loader.persistent_workers, pin_memory_device=loader.pin_memory_device)
     if loader.num_workers > 0:

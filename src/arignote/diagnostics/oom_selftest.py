@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from arignote.devices import cuda
 from arignote.training.oom import OOMGuard, free_memory
 
 __all__ = ["selftest_real_oom"]
@@ -40,8 +41,6 @@ def selftest_real_oom(device: Any) -> tuple[bool, str]:
     On a device that is not a CUDA GPU it does nothing and returns ``(False, "skipped: ...")``:
     call it for GPUs only. The cap is removed again before returning.
     """
-    from arignote.devices import cuda
-
     dev = torch.device(getattr(device, "torch", device))
     if dev.type != "cuda" or not cuda.is_available():
         return False, f"skipped: {dev} is not a usable CUDA GPU (the real out-of-memory test needs one)"

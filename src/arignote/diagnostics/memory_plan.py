@@ -5,6 +5,10 @@ are measured from two small forward passes on the device (the bytes autograd sav
 at 2 sizes, so the per-sample cost is separated from the fixed part); the sum for the chosen batch
 is compared with what the device offers under the memory policy (on the CPU: available RAM).
 
+``fit`` runs those two forward passes only when the plan is shown (``verbose`` on rank 0, or a later
+``model.summary()``): :class:`FitPlan` keeps the few samples and measures on first use. A silent
+``fit`` still warns when the counted part alone (no forward pass) does not fit.
+
 Example::
 
     >>> mlp = torch.nn.Sequential(Linear(784, 512), ReLU(), Linear(512, 512), ReLU(), Linear(512, 10))
@@ -22,17 +26,24 @@ from __future__ import annotations
 
 import contextlib
 import math
+import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
+from arignote import memory
+from arignote.devices import cuda as cuda_dev
 from arignote.sizes import format_mib
+from arignote.training.oom import batch_len, free_memory, take
 
 __all__ = [
+    "FitPlan",
     "MemoryPlan",
     "plan_memory",
+    "counted_plan",
+    "with_activations",
     "measure_saved_bytes",
     "optimizer_state_bytes",
     "parameter_bytes",
@@ -56,6 +67,7 @@ class MemoryPlan:
     data: int = 0
     available: int | None = None
     available_note: str = ""
+    measured: bool = True  # False: activations not measured (no forward pass), counted as 0
 
     @property
     def micro_batch(self) -> int:
@@ -106,7 +118,8 @@ class MemoryPlan:
             ("gradients", self.gradients, ""),
             ("optimizer", self.optimizer, self.optimizer_note),
             ("activations", self.activations,
-             f"{format_mib(self.activations_per_sample)} per sample x {self.micro_batch}, measured"),
+             f"{format_mib(self.activations_per_sample)} per sample x {self.micro_batch}, measured"
+             if self.measured else "not measured: no forward pass was run"),
         ]
         if self.data:
             rows.append(("data", self.data, "training arrays kept on the device"))
@@ -127,10 +140,13 @@ class MemoryPlan:
         if self.fits is not False:
             return None
         k = self.micro_batches_needed()
+        about = "about" if self.measured else "at least (activations not measured)"
         head = (
-            f"warning: batch {self.batch} needs about {format_mib(self.total)} on {self.device} but "
+            f"warning: batch {self.batch} needs {about} {format_mib(self.total)} on {self.device} but "
             f"{format_mib(self.available or 0)} is available ({self.available_note}); "
         )
+        if not self.measured:
+            return head + "even without activations. Try a smaller model or more memory (memory.limit)."
         if k is None:
             return head + (
                 "even 1 sample per micro-batch will not fit. Try precision=mixed-bf16, a smaller model, "
@@ -223,9 +239,6 @@ def available_memory(device: torch.device | str) -> tuple[int | None, str]:
         import psutil
 
         return int(psutil.virtual_memory().available), "free RAM"
-    from arignote import memory
-    from arignote.devices import cuda as cuda_dev
-
     index = dev.index if dev.index is not None else 0
     free, total = cuda_dev.mem_get_info(index)
     _, reserved = cuda_dev.memory_in_use(index)
@@ -256,10 +269,34 @@ def plan_memory(
     """Estimate training memory for ``batch`` samples from a small sample batch ``x`` (and ``y``),
     already on the device. The sample forward passes change nothing: buffers (BatchNorm
     statistics) and the random-number state are put back. ``context`` is the autocast context."""
-    from arignote.training.oom import batch_len, take
+    plan = counted_plan(module, optimizer=optimizer, batch=batch, micro_batches=micro_batches,
+                        data_bytes=data_bytes, device=device, available=available)
+    return with_activations(plan, module, x, y, loss_fn=loss_fn, context=context)
 
+
+def counted_plan(module: torch.nn.Module, *, optimizer: torch.optim.Optimizer | None = None, batch: int,
+                 micro_batches: int = 1, data_bytes: int = 0, device: torch.device | str | None = None,
+                 available: tuple[int | None, str] | None = None) -> MemoryPlan:
+    """The plan without a forward pass: parameters, gradients, optimizer state, data and what the
+    device offers; activations count 0 (``measured`` is False) until :func:`with_activations`."""
     device = torch.device(device) if device is not None else next(module.parameters()).device
-    n = batch_len(x)
+    opt_bytes, opt_note = optimizer_state_bytes(optimizer)
+    avail = available if available is not None else available_memory(device)
+    if available is None and device.type == "cpu":  # free RAM does not include what is already held
+        avail = (avail[0] + parameter_bytes(module) + data_bytes, avail[1]) if avail[0] is not None else avail
+    return MemoryPlan(
+        device=str(device), batch=batch, parameters=parameter_bytes(module),
+        gradients=parameter_bytes(module, trainable_only=True), optimizer=opt_bytes, optimizer_note=opt_note,
+        activations_per_sample=0.0, micro_batches=micro_batches, data=data_bytes, available=avail[0],
+        available_note=avail[1], measured=False,
+    )
+
+
+def with_activations(plan: MemoryPlan, module: torch.nn.Module, x: Any, y: Any = None, *,
+                     loss_fn: Callable[[Any, Any], torch.Tensor] | None = None,
+                     context: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+                     ) -> MemoryPlan:
+    """``plan`` with its activations measured: two forward passes of ``x`` (and the loss on ``y``)."""
     params = list(module.parameters())
 
     def saved(m: int) -> int:
@@ -272,30 +309,27 @@ def plan_memory(
 
         return measure_saved_bytes(forward, exclude=params)
 
+    per_sample, fixed = _activations(module, saved, batch_len(x), torch.device(plan.device))
+    return replace(plan, activations_per_sample=per_sample, activations_fixed=fixed, measured=True)
+
+
+def _activations(module: torch.nn.Module, saved: Callable[[int], int], n: int,
+                 device: torch.device) -> tuple[float, int]:
+    """(bytes per sample, fixed bytes) saved for backward, from ``saved(m)`` at two sizes; buffers
+    and the random-number state are put back afterwards."""
     buffers = [b.detach().clone() for b in module.buffers()]
     try:
         with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad():
-            if n >= 2:
-                half = n // 2
-                small, large = saved(half), saved(2 * half)
-                per_sample = max(0.0, (large - small) / half)
-                fixed = max(0, int(small - per_sample * half))
-            else:
-                per_sample, fixed = float(saved(n)), 0
+            if n < 2:
+                return float(saved(n)), 0
+            half = n // 2
+            small, large = saved(half), saved(2 * half)
+            per_sample = max(0.0, (large - small) / half)
+            return per_sample, max(0, int(small - per_sample * half))
     finally:
         with torch.no_grad():
             for b, old in zip(module.buffers(), buffers):
                 b.copy_(old)
-    opt_bytes, opt_note = optimizer_state_bytes(optimizer)
-    avail = available if available is not None else available_memory(device)
-    if available is None and device.type == "cpu":  # free RAM does not include what is already held
-        avail = (avail[0] + parameter_bytes(module) + data_bytes, avail[1]) if avail[0] is not None else avail
-    return MemoryPlan(
-        device=str(device), batch=batch, parameters=parameter_bytes(module),
-        gradients=parameter_bytes(module, trainable_only=True), optimizer=opt_bytes, optimizer_note=opt_note,
-        activations_per_sample=per_sample, activations_fixed=fixed, micro_batches=micro_batches,
-        data=data_bytes, available=avail[0], available_note=avail[1],
-    )
 
 
 # --------------------------------------------------------------------------- for the training loop
@@ -303,33 +337,73 @@ def plan_memory(
 SAMPLE = 8  # samples in the measuring forward passes
 
 
-def trainer_plan(trainer: Any, data: Any, batch_size: int) -> MemoryPlan | None:
-    """The plan for ``fit``: the trainer's module, loss, optimizer, precision and device, measured on
-    the first samples of ``data``; None when the data cannot be looked at without consuming it."""
-    if hasattr(data, "n"):
-        x, y = next(iter(data.batches(None, min(SAMPLE, data.n))))
-        held = data.x.numel() * data.x.element_size() if data.on_device else 0
-        if data.on_device and data.y is not None:
-            held += data.y.numel() * data.y.element_size()
-    elif not getattr(data, "one_shot", True):
-        x, y = data.first()
-        held = 0
-    else:
-        return None
-    model = trainer.model
-    world = getattr(trainer.strategy, "world_size", 1)
-    local_batch = -(-batch_size // world)
-    try:
-        return plan_memory(model.module, x, y, loss_fn=lambda out, target: model.loss_fn(target, out),
-                           optimizer=_torch_optimizer(model.optimizer), batch=local_batch,
-                           micro_batches=trainer.oom.k, data_bytes=held, device=trainer.device,
-                           context=trainer.precision.autocast)
-    except torch.OutOfMemoryError:
-        # even the few measuring samples do not fit: no plan; the first step's guard says what to do
-        from arignote.training.oom import free_memory
+class FitPlan:
+    """``fit``'s memory plan: what is counted (parameters, gradients, optimizer state, data, what the
+    device offers) is taken when ``fit`` starts; the activations are measured on first use of
+    :meth:`measure` (two forward passes, once), so a ``fit`` that does not show the plan runs none.
+    ``model.summary()`` after ``fit`` shows :meth:`measure` (``model._memory_plan``).
 
-        free_memory(trainer.device)
-        return None
+    Example::
+
+        >>> plan = FitPlan.of(trainer, train_data, batch_size=64)   # no forward pass yet
+        >>> plan.counted.total, plan.measure().total                # the second runs two small ones
+    """
+
+    def __init__(self, trainer: Any, sample: Callable[[], tuple[Any, Any]], counted: MemoryPlan) -> None:
+        self._trainer, self._sample, self.counted = trainer, sample, counted
+        self._measured: MemoryPlan | None = None
+        self._tried = False
+
+    @classmethod
+    def of(cls, trainer: Any, data: Any, batch_size: int) -> FitPlan | None:
+        """The plan of a ``fit`` on ``data``; None when the data cannot be looked at without consuming
+        it (a one-shot iterable). Array data: its first samples are copied now (the arrays need not
+        stay alive); other data is looked at (``first()``) when the plan is measured."""
+        if hasattr(data, "n"):
+            x, y = next(iter(data.batches(None, min(SAMPLE, data.n))))
+            x, y = _copy(x), _copy(y)
+            held = data.x.numel() * data.x.element_size() if data.on_device else 0
+            if data.on_device and data.y is not None:
+                held += data.y.numel() * data.y.element_size()
+            sample = lambda: (x, y)  # noqa: E731
+        elif not getattr(data, "one_shot", True):
+            sample, held = data.first, 0
+        else:
+            return None
+        model = trainer.model
+        world = getattr(trainer.strategy, "world_size", 1)
+        counted = counted_plan(model.module, optimizer=_torch_optimizer(model.optimizer),
+                               batch=-(-batch_size // world), micro_batches=trainer.oom.k, data_bytes=held,
+                               device=trainer.device)
+        return cls(trainer, sample, counted)
+
+    def measure(self) -> MemoryPlan | None:
+        """The full plan (two forward passes, the first time); None when even the few measuring
+        samples run out of memory (the first step's guard then says what to do)."""
+        if not self._tried:
+            self._tried = True
+            trainer = self._trainer
+            model = trainer.model
+            x, y = self._sample()
+            try:
+                self._measured = with_activations(self.counted, model.module, x, y,
+                                                  loss_fn=lambda out, target: model.loss_fn(target, out),
+                                                  context=trainer.precision.autocast)
+            except torch.OutOfMemoryError:
+                free_memory(trainer.device)
+        return self._measured
+
+
+def _copy(batch: Any) -> Any:
+    """A copy of a few rows (a tensor, or a tuple/list/dict of them), so the arrays they come from
+    can be freed."""
+    if isinstance(batch, torch.Tensor):
+        return batch.clone()
+    if isinstance(batch, (tuple, list)):
+        return type(batch)(_copy(b) for b in batch)
+    if isinstance(batch, dict):
+        return {k: _copy(v) for k, v in batch.items()}
+    return batch
 
 
 def _torch_optimizer(optimizer: Any) -> Any:
@@ -338,11 +412,15 @@ def _torch_optimizer(optimizer: Any) -> Any:
     return inner if isinstance(inner, torch.optim.Optimizer) else optimizer
 
 
-def announce(plan: MemoryPlan | None, *, verbose: int, is_main: bool,
+def announce(fit_plan: FitPlan | None, *, verbose: int, is_main: bool,
              print_fn: Callable[[str], Any] = print) -> None:
-    """Before training, on rank 0: one line with the plan when ``verbose``, and a warning whenever
-    the plan does not fit."""
-    if plan is None or not is_main:
+    """Before training, on rank 0: one line with the plan when ``verbose`` (the only case that runs
+    the plan's forward passes), and a warning whenever the plan does not fit (silent: the counted
+    part alone)."""
+    if fit_plan is None or not is_main:
+        return
+    plan = fit_plan.measure() if verbose else fit_plan.counted
+    if plan is None:
         return
     if verbose:
         verdict = "" if plan.fits is None else (" (fits)" if plan.fits else " (DOES NOT FIT)")
@@ -350,15 +428,14 @@ def announce(plan: MemoryPlan | None, *, verbose: int, is_main: bool,
                  f"of {format_mib(plan.available or 0)} available ({plan.available_note}){verdict}")
     warning = plan.warning()
     if warning:
-        import sys
-
         print(f"arignote: {warning}", file=sys.stderr)
 
 
 def summary_lines(model: Any, batch_size: int | None = None) -> str:
     """The memory-plan block of ``model.summary()``: for the batch of the last ``fit`` (Keras's 32
     before any), measured with zeros of the model's input shape on its training device."""
-    last = getattr(model, "_memory_plan", None)
+    fit_plan = getattr(model, "_memory_plan", None)
+    last = fit_plan.measure() if fit_plan is not None else None
     if last is not None and batch_size in (None, last.batch):  # measured on the data of the last fit
         warning = last.warning()
         return last.render() + (f"\n{warning}" if warning else "")

@@ -176,11 +176,6 @@ def auto_batch_size(
     return result
 
 
-def describe_memory(device: torch.device | str | None) -> str:
-    """The memory line printed with the search result."""
-    return memory_figures(device)
-
-
 def trainer_batch_size(trainer: Any, data: Any) -> SearchResult:
     """``fit(batch_size="auto")`` for an :class:`~arignote.training.loop.Trainer`: trial steps on the
     first samples of ``data`` (array data on the device) with the trainer's own forward/backward

@@ -1,0 +1,234 @@
+"""Compiled steps: ``model.compile(..., jit_compile=True)`` or the ``jit`` flag run the step's
+arithmetic through ``torch.compile``.
+
+What is compiled, per model (per :class:`~arignote.training.loop.Trainer`):
+
+* the training forward + loss + layer penalties; AOTAutograd compiles its backward with it, so
+  ``loss.backward()`` runs one compiled backward graph (under data parallel the module called is the
+  DDP one: DDP's own forward hooks run eagerly and Dynamo's ``optimize_ddp`` splits the graph at
+  the gradient buckets so the reduction still overlaps the backward, PyTorch's guidance for
+  ``torch.compile(DDP(model))``);
+* the evaluation forward + loss and the prediction forward (their own graphs: eval mode, no grad);
+* the optimizer update: torch's fused kernel where there is one (Adam, SGD; Adagrad on the CPU) is
+  one kernel already, and Dynamo deliberately does not trace it (torch marks it
+  ``torch.compiler.disable``, "don't trace into fused optimizer"), so it runs as it is; the others
+  (RMSprop, Adadelta, Adagrad on a GPU) have their torch ``step()`` compiled, with the learning
+  rate of each param group held in a 0-d tensor: a new value (``decay``,
+  ``K.set_value(model.optimizer.lr, x)``, LR callbacks) is written into it and read by the same
+  graph, never a recompile. Clipping, the decay schedule and the iteration count stay in
+  :class:`arignote.optimizers.Optimizer`'s Python around it.
+
+The loop's control stays in Python between them: the out-of-memory guard, DDP's arming and the
+ranks' agreement, the metric sums on the device.
+
+Shapes: the first batch size is compiled with static shapes (the fastest kernels, and CUDA graphs
+in ``reduce-overhead``); the first *other* size (the last, partial batch of an epoch, an out-of-memory
+micro-batch, a validation batch) makes Dynamo compile once more with the batch dimension symbolic
+("automatic dynamic shapes"), and that graph serves every further size. So an epoch with a partial
+last batch costs two graphs in its first epoch and none after (a batch of exactly 1 sample is a
+third: Dynamo specializes sizes 0 and 1). Padding the batch instead would put padded rows into
+BatchNorm's statistics; a graph per size would recompile for every new remainder.
+
+Each trainer compiles its own copies of the step functions (a fresh code object per trainer): Dynamo
+keeps its cache and its recompile limit per code object, so many models in one process (a test
+suite, a hyper-parameter search) neither share nor exhaust one cache, and a model's graphs are freed
+with it.
+
+Example::
+
+    >>> model.compile("adam", "mse", jit_compile=True)      # or: arignote.configure(jit="on")
+    >>> model.fit(x, y, epochs=3)                          # graphs: 2 (full batch, then any size)
+    >>> model._trainer.compiled.graphs
+    2
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from arignote import config
+
+__all__ = ["MODES", "JitPlan", "CompiledSteps", "check_jit_compile", "resolve"]
+
+# torch.compile's modes, as the `jit` flag and compile(jit_compile=...) accept them
+MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+# the modes that replay CUDA graphs, and what they are without them (off a GPU)
+_NO_GRAPHS = {"reduce-overhead": "default", "max-autotune": "max-autotune-no-cudagraphs"}
+_ACCEPTED = "True, False, None (the jit flag), 'on', 'off', " + ", ".join(repr(m) for m in MODES)
+
+
+def check_jit_compile(value: Any) -> Any:
+    """Validate ``compile(jit_compile=...)``: None (the ``jit`` flag decides), a bool, ``'on'``,
+    ``'off'`` or a ``torch.compile`` mode; returns it unchanged, else one ValueError naming the choices.
+
+    >>> check_jit_compile("reduce-overhead")
+    'reduce-overhead'
+    """
+    if value is None or isinstance(value, bool) or value in ("on", "off", *MODES):
+        return value
+    raise ValueError(f"compile(jit_compile={value!r}): expected one of {_ACCEPTED}")
+
+
+@dataclass(frozen=True)
+class JitPlan:
+    """How the steps are compiled: ``torch.compile`` ``mode`` and ``backend``, and where the setting
+    came from (``compile(jit_compile=...)`` or the ``jit`` flag)."""
+
+    mode: str
+    backend: str
+    source: str
+
+    @property
+    def cudagraphs(self) -> bool:
+        """Whether the graphs are replayed as CUDA graphs (inductor's reduce-overhead/max-autotune)."""
+        return self.backend == "inductor" and self.mode in _NO_GRAPHS
+
+    def describe(self, device: torch.device) -> str:
+        """One line for the start of training.
+
+        >>> JitPlan("default", "inductor", "jit flag").describe(torch.device("cpu"))
+        'Step compiled: torch.compile(backend=inductor, mode=default) on cpu (jit flag)'
+        """
+        graphs = ", CUDA graphs" if self.cudagraphs and device.type == "cuda" else ""
+        return (f"Step compiled: torch.compile(backend={self.backend}, mode={self.mode}{graphs}) "
+                f"on {device} ({self.source})")
+
+
+def resolve(jit_compile: Any, device: torch.device) -> tuple[JitPlan | None, list[str]]:
+    """The plan for ``device`` from ``compile(jit_compile=...)`` (None: the ``jit`` flag), and the
+    notices about settings that cannot take effect there.
+
+    ``True``/``'on'`` means ``reduce-overhead`` (CUDA graphs) on a GPU and ``default`` elsewhere.
+
+    >>> resolve(True, torch.device("cpu"))[0].mode
+    'default'
+    >>> resolve(False, torch.device("cpu"))
+    (None, [])
+    """
+    check_jit_compile(jit_compile)
+    if jit_compile is None:
+        value, source = config.get("jit"), "jit flag"
+    else:
+        value, source = jit_compile, "compile(jit_compile=...)"
+    if value is False or value == "off":
+        return None, []
+    mode = value if isinstance(value, str) and value != "on" else (
+        "reduce-overhead" if device.type == "cuda" else "default")
+    backend = config.get("jit.backend")
+    notes = []
+    if mode != "default" and backend != "inductor":
+        notes.append(f"note: torch.compile mode {mode} is inductor's; jit.backend={backend} runs the "
+                     "captured graphs without it")
+    elif mode in _NO_GRAPHS and device.type != "cuda":
+        notes.append(f"note: jit mode {mode} replays CUDA graphs, on GPUs only; on {device} the steps "
+                     f"compile as mode {_NO_GRAPHS[mode]}")
+        mode = _NO_GRAPHS[mode]
+    if not torch._dynamo.is_dynamo_supported():
+        raise RuntimeError(f"jit_compile ({source}) needs torch.compile, which this Python/platform does "
+                           "not support (torch._dynamo.is_dynamo_supported() is False); turn it off")
+    return JitPlan(mode, backend, source), notes
+
+
+class _CountingInductor(torch._TorchCompileInductorWrapper):
+    """torch.compile's own inductor backend object (modes applied as torch.compile does; private
+    torch API, pinned by the tests), counting the graphs it compiles."""
+
+    def __init__(self, mode: str) -> None:
+        super().__init__(mode, None, None)
+        self.graphs = 0
+
+    def __call__(self, model_: Any, inputs_: Any, **kwargs: Any) -> Any:
+        self.graphs += 1
+        return super().__call__(model_, inputs_, **kwargs)
+
+
+class _Counting:
+    """A named Dynamo backend (aot_eager, eager), counting the graphs it is given."""
+
+    def __init__(self, name: str) -> None:
+        self.inner = torch._dynamo.lookup_backend(name)
+        self.graphs = 0
+
+    def __call__(self, gm: Any, example_inputs: Any) -> Any:
+        self.graphs += 1
+        return self.inner(gm, example_inputs)
+
+
+def _fresh(method: Callable, name: str) -> Callable:
+    """``method`` (bound) over a copy of its code object named ``name``: its own Dynamo cache."""
+    func = method.__func__
+    copy = types.FunctionType(func.__code__.replace(co_name=name), func.__globals__, name,
+                              func.__defaults__, func.__closure__)
+    return types.MethodType(copy, method.__self__)
+
+
+class CompiledSteps:
+    """The compiled functions of one trainer: ``train(x, y)``, ``evaluate(x, y)`` (both
+    ``-> (loss, y_pred)``) and ``predict(x)``, from the trainer's eager ones; ``graphs`` counts the
+    graphs compiled so far (Dynamo's, each with its backward when it has one).
+
+    >>> steps = CompiledSteps(JitPlan("default", "aot_eager", "test"), f, g, h)   # doctest: +SKIP
+    """
+
+    def __init__(self, plan: JitPlan, train: Callable, evaluate: Callable, predict: Callable,
+                 optimizer: Any = None) -> None:
+        self.plan = plan
+        self.backend = _CountingInductor(plan.mode) if plan.backend == "inductor" else _Counting(plan.backend)
+        self.train = self._compile(train, "arignote_train_step")
+        self.evaluate = self._compile(evaluate, "arignote_eval_step")
+        self.predict = self._compile(predict, "arignote_predict_step")
+        self.optimizer = optimizer
+        self._update = self._compile(self._torch_update, "arignote_optimizer_step")
+
+    def _torch_update(self) -> None:
+        self.optimizer.torch.step()
+
+    def optimizer_step(self) -> None:
+        """The torch optimizer's step (what ``Optimizer.step(torch_step)`` calls): compiled unless
+        it is a fused kernel; a param group's float learning rate becomes a 0-d tensor first (also
+        after ``load_state_dict`` put a float back)."""
+        opt = self.optimizer.torch
+        groups = opt.param_groups
+        if any(group.get("fused") for group in groups):
+            opt.step()
+            return
+        for group in groups:
+            lr = group["lr"]
+            if not isinstance(lr, torch.Tensor):
+                param = group["params"][0]
+                dtype = torch.float64 if param.dtype == torch.float64 else torch.float32
+                group["lr"] = torch.tensor(float(lr), dtype=dtype, device=param.device)
+        self._update()
+
+    def _compile(self, method: Callable, name: str) -> Callable:
+        return torch.compile(_fresh(method, f"{name}_{id(self):x}"), backend=self.backend)
+
+    @property
+    def graphs(self) -> int:
+        """Graphs compiled so far by this trainer's steps (train, eval, predict, optimizer)."""
+        return self.backend.graphs
+
+    def keep(self, tensor: torch.Tensor) -> torch.Tensor:
+        """A step output the loop keeps past the next replay: copied out of a CUDA graph's memory
+        (the next replay overwrites it), the tensor itself otherwise."""
+        if not self.plan.cudagraphs:
+            return tensor
+        return torch.utils._pytree.tree_map_only(torch.Tensor, torch.Tensor.clone, tensor)
+
+
+def announce(plan: JitPlan, notes: list[str], device: torch.device, is_main: bool) -> None:
+    """Print the compiled-step line (and its notes) under the banner, on the main process, when the
+    ``print_active_device`` flag is on; the notes go to stderr whatever the flag."""
+    if not is_main:
+        return
+    if config.get("print_active_device"):
+        print(plan.describe(device))
+        sys.stdout.flush()
+    for note in notes:
+        print(f"arignote: {note}", file=sys.stderr)
