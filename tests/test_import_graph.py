@@ -119,7 +119,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 # package's own __init__.
 FLOORS = {
     # 0 ground: plain data and errors, no arignote imports
-    "errors": 0, "sizes": 0, "hyperparameter": 0, "_keras_objects": 0,
+    "errors": 0, "sizes": 0, "hyperparameter": 0, "_keras_objects": 0, "_version": 0,
     # 1 settings: the one flag registry and what reads/parses it
     "config": 1, "_flag_types": 1, "theanorc": 1, "backend_common": 1, "metric_names": 1,
     # 2 machine: devices, their memory and precision, atomic files
@@ -333,3 +333,12 @@ def test_function_level_imports_say_why():
             unexplained.append(f"{path.relative_to(SRC)}:{line} imports {target}")
     assert not unexplained, ("function-level imports without a comment saying why "
                              f"({len(unexplained)}):\n" + "\n".join(unexplained[:40]))
+
+
+def test_the_version_is_pyprojects():
+    import re
+
+    from arignote._version import __version__
+
+    text = (SRC.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^version = "([^"]+)"', text, flags=re.MULTILINE).group(1) == __version__
