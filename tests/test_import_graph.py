@@ -342,3 +342,17 @@ def test_the_version_is_pyprojects():
 
     text = (SRC.parent / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^version = "([^"]+)"', text, flags=re.MULTILINE).group(1) == __version__
+
+
+def test_arignote_help_loads_neither_torch_nor_numpy():
+    """Every command module is imported for ``arignote --help``: what they import at the top must
+    stay light; the heavy imports are the function-level ones that say so."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from arignote import cli; cli.build_parser(); "
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
