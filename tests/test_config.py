@@ -13,6 +13,15 @@ from arignote import cli, config
 from arignote.config import ConfigError
 
 
+@pytest.fixture(autouse=True)
+def four_gpus(monkeypatch):
+    """The registry's own tests name GPUs as examples: let the machine check see 4 (the check itself is
+    tested in tests/test_config_device_check.py)."""
+    from arignote.devices import inventory
+
+    monkeypatch.setattr(inventory, "gpu_count", lambda: (4, None))
+
+
 def write_rc(path, text):
     path.write_text(text)
     return path

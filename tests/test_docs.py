@@ -83,7 +83,8 @@ def test_every_readme_config_block_parses_verbatim(text, tmp_path, monkeypatch):
     rc.write_text(text)
     monkeypatch.setenv("ARIGNOTERC", str(rc))
     config.reload()
-    values = {v.name: v for v in config.flags()}  # every flag readable: no ConfigError
+    with config.unchecked():  # the file's syntax and values; a GPU it names may be missing here
+        values = {v.name: v for v in config.flags()}  # every flag readable: no ConfigError
     assert config.notices() == []
     section = "global"
     for number, line in enumerate(text.splitlines(), 1):
@@ -192,4 +193,8 @@ def test_every_readme_python_block_is_run_or_has_a_reason(tmp_path):
             continue
         proc = subprocess.run([sys.executable, "-c", body], cwd=tmp_path, env=env, capture_output=True,
                               text=True, timeout=300)
+        last = proc.stderr.rstrip().splitlines()[-1] if proc.stderr.strip() else ""
+        refused = last.startswith("arignote.errors.DeviceError: device=") and "(from code)" in last
+        if proc.returncode and refused:
+            continue  # it names GPUs this machine lacks: configure() refuses them at the call, as documented
         assert proc.returncode == 0, f"{body}\n{proc.stderr[-2000:]}"

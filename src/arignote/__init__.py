@@ -20,10 +20,14 @@ from typing import Any
 
 from arignote import config
 from arignote import devices as _devices  # noqa: F401 - cheap (no torch): sets CUDA_DEVICE_ORDER early
+from arignote._version import __version__  # noqa: F401 - arignote.__version__
 from arignote.config import configure, override
-from arignote.errors import ArignoteError, ConfigError
+from arignote.devices import machine_check as _machine_check
+from arignote.errors import ArignoteError, ConfigError, DeviceError
 
-__version__ = "0.1.0"
+# the device flag is checked against this machine's GPU count at the first config read (issue 15)
+config.set_machine_check("device", _machine_check.device_on_this_machine, DeviceError)
+
 
 # public name -> module that defines it (imported on first access)
 _LAZY = {
@@ -40,7 +44,7 @@ _SUBMODULES = {
     "preprocessing", "errors", "sizes", "wrappers", "metric_names",
 }
 
-__all__ = ["config", "configure", "override", "ArignoteError", "ConfigError", *sorted(_LAZY)]
+__all__ = ["config", "configure", "override", "ArignoteError", "ConfigError", "DeviceError", *sorted(_LAZY)]
 
 
 def __getattr__(name: str) -> Any:

@@ -41,6 +41,8 @@ __all__ = [
     "notices",
     "reload",
     "environ",
+    "set_machine_check",
+    "unchecked",
 ]
 
 
@@ -170,10 +172,44 @@ class FlagValue:
 
 # --------------------------------------------------------------------------- state
 
-_lock_free_state: dict[str, Any] = {"loaded": None, "code": {}, "notices": []}
+_lock_free_state: dict[str, Any] = {"loaded": None, "code": {}, "notices": [], "machine": {}}
 _override: contextvars.ContextVar[tuple[dict[str, tuple[Any, str]], ...]] = contextvars.ContextVar(
     "arignote_override", default=()
 )
+_unchecked: contextvars.ContextVar[bool] = contextvars.ContextVar("arignote_unchecked", default=False)
+
+# flag -> (check(value) -> (problem, fix) or None, error class): what this machine cannot honour.
+# devices/ registers the `device` check when it is imported (import arignote does, before any read):
+# the registry itself never asks the hardware.
+_MACHINE_CHECKS: dict[str, tuple[Callable[[Any], tuple[str, str] | None], type[ConfigError]]] = {}
+
+
+def set_machine_check(name: str, check: Callable[[Any], tuple[str, str] | None],
+                      error: type[ConfigError] = ConfigError) -> None:
+    """Check flag ``name``'s value against this machine at the first read (rc files, ``ARIGNOTE_FLAGS``)
+    and at :func:`configure`: ``check(value)`` returns ``(problem, fix)`` or None. Values set with
+    :func:`override` (tests, one-off blocks) are checked where they are used instead."""
+    _MACHINE_CHECKS[name] = (check, error)
+
+
+def _fix_where(where: str) -> str:
+    if where == "code":
+        return "in the configure() call"
+    if where.isupper():  # ARIGNOTE_FLAGS or a flag's own variable
+        return f"in {where}"
+    return f"at {where}"
+
+
+def _machine_error(name: str, value: Any, where: str) -> ConfigError | None:
+    if name not in _MACHINE_CHECKS:
+        return None
+    check, error = _MACHINE_CHECKS[name]
+    found = check(value)
+    if found is None:
+        return None
+    problem, fix = found
+    return error(f"{name}={value} (from {where}): {problem}. Fix: {fix} ({_fix_where(where)}).",
+                 flag=name, value=value, source=where, fix=fix)
 
 
 def environ(name: str, default: str | None = None) -> str | None:
@@ -355,6 +391,11 @@ def _load() -> tuple[dict[str, tuple[Any, str]], list[str]]:
             continue
         values[name] = (_convert(name, raw, "ARIGNOTE_FLAGS", notes), "ARIGNOTE_FLAGS")
     _lock_free_state["loaded"] = (values, notes)
+    _lock_free_state["machine"] = {}
+    for name, (value, where) in values.items():
+        error = _machine_error(name, value, where)
+        if error is not None:  # raised by the first read that sees this value in effect (see _read)
+            _lock_free_state["machine"][name] = error
     for note in notes:
         print(note, file=sys.stderr)
     return values, notes
@@ -385,17 +426,31 @@ def _code_values(kwargs: Mapping[str, Any]) -> dict[str, tuple[Any, str]]:
     return out
 
 
+def _in_effect_error() -> ConfigError | None:
+    """The machine check's error of an rc / ``ARIGNOTE_FLAGS`` value that is still in effect."""
+    for name, error in _lock_free_state["machine"].items():
+        if _lookup(name)[1] == error.source:
+            return error
+    return None
+
+
 # --------------------------------------------------------------------------- public API
 
 
 def _read(name: str) -> tuple[Any, str]:
     """The lookup behind the public readers. A bad rc file or ``ARIGNOTE_FLAGS`` is found by the first
-    read in the process, whichever it is; its :class:`ConfigError` carries the whole story (flag,
-    value, source, what is accepted), so the registry's own frames are cut from the traceback."""
+    read in the process, whichever it is, and so is a device this machine does not have
+    (``device=cuda7`` on a 2-GPU box: checked against the GPU count, no CUDA context made). The
+    :class:`ConfigError` (:class:`DeviceError`) carries the whole story (flag, value, source, fix), so
+    the registry's own frames are cut from the traceback."""
     try:
-        return _lookup(_canonical(name, "code"))
+        found = _lookup(_canonical(name, "code"))
+        problem = _in_effect_error() if _lock_free_state["machine"] and not _unchecked.get() else None
     except ConfigError as exc:
-        raise exc.with_traceback(None) from None
+        problem = exc
+    if problem is not None:
+        raise problem.with_traceback(None) from None  # the message names flag, value, source and fix
+    return found
 
 
 def get(name: str) -> Any:
@@ -411,9 +466,15 @@ def source(name: str) -> str:
 def configure(**kwargs: Any) -> None:
     """Set flags from code for the rest of the process (highest source but :func:`override`).
 
-    Dotted names may be written with an underscore: ``configure(memory_preallocate=0.8)``.
+    Dotted names may be written with an underscore: ``configure(memory_preallocate=0.8)``. A value
+    this machine cannot honour (``configure(device="cuda3")`` on a 2-GPU box) raises here.
     """
-    _lock_free_state["code"].update(_code_values(kwargs))
+    values = _code_values(kwargs)
+    for name, (value, where) in values.items():
+        error = None if _unchecked.get() else _machine_error(name, value, where)
+        if error is not None:
+            raise error.with_traceback(None) from None  # the message names flag, value, source and fix
+    _lock_free_state["code"].update(values)
 
 
 @contextlib.contextmanager
@@ -435,6 +496,22 @@ def flags() -> list[FlagValue]:
     return out
 
 
+@contextlib.contextmanager
+def unchecked() -> Iterator[None]:
+    """Reads in this block do not raise the machine checks' errors (``device=cuda7`` on a 2-GPU box):
+    what ``arignote devices``, ``doctor`` and ``config`` use to show such a flag instead of failing.
+
+    >>> with unchecked():
+    ...     isinstance(get("device"), str)
+    True
+    """
+    token = _unchecked.set(True)
+    try:
+        yield
+    finally:
+        _unchecked.reset(token)
+
+
 def notices() -> list[str]:
     """One-line notices produced while reading rc files and ARIGNOTE_FLAGS (Theano spellings, ignored
     flags)."""
@@ -445,3 +522,4 @@ def reload() -> None:
     """Forget what was read from rc files and the environment and what :func:`configure` set (tests)."""
     _lock_free_state["loaded"] = None
     _lock_free_state["code"] = {}
+    _lock_free_state["machine"] = {}

@@ -33,7 +33,20 @@ class ArignoteError(Exception):
 
 
 class ConfigError(ArignoteError, ValueError):
-    """A flag name or value that arignote cannot use; the message names the flag, value and source."""
+    """A flag name or value that arignote cannot use; the message names the flag, value and source.
+
+    When the registry knows them, ``flag``, ``value``, ``source`` (``~/.arignoterc:3``,
+    ``ARIGNOTE_FLAGS``, ``code``) and ``fix`` are also attributes, for tools that report them::
+
+        >>> err = ConfigError("device=cuda7 (from code): ...", flag="device", value="cuda7", source="code")
+        >>> err.flag, err.source, err.fix
+        ('device', 'code', None)
+    """
+
+    def __init__(self, message: str = "", *, flag: str | None = None, value: object = None,
+                 source: str | None = None, fix: str | None = None) -> None:
+        super().__init__(message)
+        self.flag, self.value, self.source, self.fix = flag, value, source, fix
 
 
 class DeviceError(ConfigError):

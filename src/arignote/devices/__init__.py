@@ -30,7 +30,7 @@ ORDER_SET_TOO_LATE = DEVICE_ORDER.too_late
 _NAMES = {
     "Device": "info", "GPUInfo": "info", "CPUInfo": "info", "Inventory": "info",
     "current_inventory": "inventory", "list_devices": "inventory", "is_gpu_available": "inventory",
-    "gpu_device_name": "inventory", "cudnn_version": "inventory",
+    "gpu_device_name": "inventory", "cudnn_version": "inventory", "gpu_count": "inventory",
     "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",
     "rank_by_free_memory": "spec",
     "configured_devices": "setup", "prepare": "setup", "rank": "setup", "host_cache": "setup",

@@ -21,7 +21,7 @@ from arignote.devices.info import CPUInfo, Device, GPUInfo, Inventory, cpu_devic
 from arignote.errors import DeviceError
 
 __all__ = ["CPUInfo", "Device", "GPUInfo", "Inventory", "cpu_device", "gpu_device", "current_inventory",
-           "list_devices", "is_gpu_available", "gpu_device_name", "cudnn_version"]
+           "list_devices", "is_gpu_available", "gpu_device_name", "cudnn_version", "gpu_count"]
 
 
 
@@ -31,6 +31,14 @@ def _cached_inventory() -> Inventory:
     ram_total, ram_free = cpu.ram()
     return Inventory(gpus=tuple(cuda.gpu_infos()), cpu_name=cpu.cpu_name(), cpu_threads=cpu.threads(),
                      cuda_reason=cuda.unavailable_reason(), cpu_memory=ram_total, cpu_free_memory=ram_free)
+
+
+def gpu_count() -> tuple[int, str | None]:
+    """``(visible GPUs, why none)`` without creating a CUDA context (``nvidia-smi -L | wc -l`` minus
+    what ``CUDA_VISIBLE_DEVICES`` hides): the cheap count the config registry checks a device spec
+    against at the first read. ``why none`` is None when there is a GPU."""
+    count = cuda.device_count()
+    return count, (None if count else cuda.unavailable_reason())
 
 
 def current_inventory(refresh: bool = False) -> Inventory:

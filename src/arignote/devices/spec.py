@@ -94,6 +94,39 @@ def _parse(raw: str) -> Spec:
     return Spec("cuda", indices=tuple(indices), text=raw)
 
 
+def count_problem(text: str | Spec, gpu_count: int, reason: str | None = None) -> tuple[str, str] | None:
+    """``(problem, fix)`` when a spec cannot be honoured by a machine with ``gpu_count`` visible GPUs
+    (pure; what the config registry checks at the first read, before any GPU is touched), else None.
+
+    ``reason`` says why there is no GPU (from :func:`arignote.devices.cuda.unavailable_reason`).
+
+    Example::
+
+        >>> count_problem("cuda7", 2)[0]
+        'there is no cuda7; this machine has 2 GPUs (cuda0..cuda1)'
+        >>> count_problem("free:3", 2)[1]
+        'use free:2 or fewer'
+        >>> count_problem("auto", 0) is None
+        True
+    """
+    spec = parse_spec(text)
+    if spec.kind in ("cpu", "auto"):
+        return None
+    if gpu_count == 0:
+        return (f"needs a CUDA GPU, but none is usable: {reason or 'no CUDA GPU is visible'}",
+                "use device=auto (GPUs when present, else the CPU) or device=cpu")
+    have = f"this machine has {gpu_count} GPU{'s' if gpu_count != 1 else ''} (cuda0..cuda{gpu_count - 1})"
+    if gpu_count == 1:
+        have = "this machine has 1 GPU (cuda0)"
+    if spec.kind == "free" and spec.count > gpu_count:
+        return f"asks for {spec.count} GPUs but {have}", f"use free:{gpu_count} or fewer"
+    missing = [i for i in spec.indices if i >= gpu_count]
+    if missing:
+        names = "cuda0" if gpu_count == 1 else f"cuda0..cuda{gpu_count - 1}"
+        return f"there is no cuda{missing[0]}; {have}", f"use {names}, device=all or device=auto"
+    return None
+
+
 def rank_by_free_memory(n: int, inventory: Inventory) -> list[int]:
     """The default ``free:N`` selector: the n GPUs with the most free memory (ties: lower index)."""
     ranked = sorted(inventory.gpus, key=lambda g: (-g.free_memory, g.index))

@@ -111,9 +111,29 @@ def model_config(model: Any) -> dict:
     if type(model).__name__ == "Sequential":
         return {"class_name": "Sequential", "config": keras_config.sequential_to_keras(model.get_config())}
     get_config = getattr(model, "get_config", None)
-    if callable(get_config):  # a functional Model writes Keras 2's layout itself
-        return {"class_name": "Model", "config": get_config()}
+    if callable(get_config):  # a functional Model writes Keras 2's layout itself (but for what it nests)
+        return {"class_name": "Model", "config": keras_config.functional_to_keras(get_config())}
     raise ValueError(f"{type(model).__name__} has no get_config(): its architecture cannot be saved")
+
+
+def _per_output(value: Any, fn: Any) -> Any:
+    """``fn`` applied to a compile argument that may be one item, a list per output or a dict by output."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return {k: _per_output(v, fn) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_per_output(v, fn) for v in value]
+    return fn(value)
+
+
+def _metric_names(value: Any) -> Any:
+    """Metrics as Keras 2 writes them: names only (a function metric has no name Keras could load)."""
+    if isinstance(value, dict):
+        return {k: _metric_names(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [m for m in (_metric_names(v) for v in value) if m is not None]
+    return value if isinstance(value, str) else None
 
 
 def _training_config(model: Any) -> dict | None:
@@ -121,7 +141,7 @@ def _training_config(model: Any) -> dict | None:
         return None
     args = model._compile_args
     try:  # the canonical name ('mean_squared_error', not 'mse'): Keras 3's legacy loader knows only those
-        loss = losses.serialize(args["loss"])
+        loss = _per_output(args["loss"], losses.serialize)
     except (ValueError, TypeError) as err:
         raise ValueError(
             f"the loss {args['loss']!r} cannot be written to a Keras 2 file: {err}; save with "
@@ -130,10 +150,10 @@ def _training_config(model: Any) -> dict | None:
     return {
         "optimizer_config": _optimizer_config(model.optimizer),
         "loss": loss,
-        "metrics": [m for m in args.get("metrics", []) if isinstance(m, str)],
+        "metrics": _metric_names(args.get("metrics") or []),
         "weighted_metrics": [m for m in args.get("weighted_metrics") or [] if isinstance(m, str)] or None,
         "sample_weight_mode": args.get("sample_weight_mode"),
-        "loss_weights": None,
+        "loss_weights": args.get("loss_weights"),
     }
 
 
@@ -325,23 +345,19 @@ def load_model(
 
 
 def _compile_from(model: Any, training: dict, custom_objects: dict | None, path: str) -> None:
-    for key in ("loss_weights",):
-        if training.get(key):
-            raise ValueError(
-                f"{path}: training_config has {key}={training[key]!r}, which arignote's compile "
-                "does not support; load with compile=False and compile the model yourself"
-            )
     spec = training.get("optimizer_config")
     objects = {**get_custom_objects(), **(custom_objects or {})}
     if isinstance(spec, dict) and spec.get("class_name") in objects:
         optimizer = objects[spec["class_name"]].from_config(spec.get("config", {}))
     else:
         optimizer = optimizers.get(spec)
-    loss = training.get("loss")
-    if isinstance(loss, str) and loss in objects:
-        loss = objects[loss]
-    metrics = [objects.get(m, m) if isinstance(m, str) else m for m in (training.get("metrics") or [])]
-    weighted = [objects.get(m, m) if isinstance(m, str) else m
-                for m in (training.get("weighted_metrics") or [])]
+
+    def named(item: Any) -> Any:
+        return objects.get(item, item) if isinstance(item, str) else item
+
+    loss = _per_output(training.get("loss"), named)
+    metrics = _per_output(training.get("metrics") or None, named)
+    weighted = [named(m) for m in (training.get("weighted_metrics") or [])]
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, weighted_metrics=weighted or None,
-                  sample_weight_mode=training.get("sample_weight_mode"))
+                  sample_weight_mode=training.get("sample_weight_mode"),
+                  loss_weights=training.get("loss_weights"))

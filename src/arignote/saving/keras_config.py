@@ -35,6 +35,8 @@ __all__ = [
     "layer_from_keras",
     "sequential_from_keras",
     "sequential_to_keras",
+    "functional_to_keras",
+    "layer_to_keras",
     "initializer_name",
 ]
 
@@ -198,7 +200,11 @@ def sequential_from_keras(
         was_cf = conversion.channels_first
         cfg = (spec.get("config") or {}) if isinstance(spec, dict) else {}
         spec_cf = cfg.get("data_format") == "channels_first"
-        converted = layer_from_keras(spec, conversion, custom_objects)
+        if isinstance(spec, dict) and spec.get("class_name") in ("Sequential", "Model", "Functional"):
+            converted, sub = model_from_keras(spec, custom_objects, source)
+            _merge(conversion, sub)
+        else:
+            converted = layer_from_keras(spec, conversion, custom_objects)
         cls = converted["class_name"]
         if cls == "Flatten":
             # Keras >= 2.2.3's Flatten(data_format='channels_first') flattens in channels-last order
@@ -325,8 +331,37 @@ def sequential_to_keras(config: dict) -> dict:
                 }
             )
         cfg.setdefault("dtype", "float32")
-        layers.append({"class_name": spec["class_name"], "config": cfg})
+        layers.append(layer_to_keras({"class_name": spec["class_name"], "config": cfg}))
     out: dict[str, Any] = {"name": config.get("name"), "layers": layers}
     if config.get("build_input_shape") is not None:
         out["build_input_shape"] = list(config["build_input_shape"])  # already with the batch dimension
     return out
+
+
+def functional_to_keras(config: dict) -> dict:
+    """arignote's functional ``Model`` config -> Keras 2's (its nested models and wrappers converted)."""
+    return {**config, "layers": [layer_to_keras(spec) for spec in config.get("layers") or []]}
+
+
+# Keras 3's deserializer finds a built-in class inside a wrapper only by its module (tf.keras >= 2.13
+# writes it too); Keras 2 ignores the key, and a user's registered class is still looked up first
+_INNER_MODULE = "keras.layers"
+
+
+def layer_to_keras(spec: dict) -> dict:
+    """One layer spec (a functional entry with ``name``/``inbound_nodes``, or a Sequential entry) as
+    Keras 2 writes it: a nested Sequential with its input as a first ``InputLayer`` (Keras 3's legacy
+    loader numbers a nested model's calls from 1 only then, as Keras 2 does), a nested Model's layers
+    likewise, a wrapper's inner layer with its ``module``.
+    """
+    cls = spec.get("class_name")
+    config = spec.get("config") or {}
+    if cls == "Sequential":
+        return {**spec, "config": sequential_to_keras(config)}
+    if cls in ("Model", "Functional"):
+        return {**spec, "config": functional_to_keras(config)}
+    inner = {k: config[k] for k in ("layer", "forward_layer", "backward_layer")
+             if isinstance(config.get(k), dict) and "class_name" in config[k]}
+    if inner:
+        config = {**config, **{k: {**layer_to_keras(v), "module": _INNER_MODULE} for k, v in inner.items()}}
+    return {**spec, "config": config}

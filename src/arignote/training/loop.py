@@ -333,6 +333,8 @@ class Trainer:
                 val_logs = self.evaluate(val, validation_batch_size, None)
                 callbacks.on_test_end(val_logs)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
+            if self.compiled is not None:
+                self.compiled.check_recompile_limit(self.strategy.is_main)
             model.epoch_interrupted = interrupted
             if not interrupted:
                 model.epochs_done = epoch + 1

@@ -1,0 +1,199 @@
+"""The models whose .h5 files Keras 2.3.1 must read: built here with seeded weights and inputs.
+
+Used by scripts/check_keras2_reads_ours.py (``write``: the files Keras 2.3.1 and Keras 3 are given)
+and by tests/test_keras2_reads_ours.py (the same models written again in CI, checked against what
+Keras 2.3.1 computed from them: tests/fixtures/keras2/keras2_reads_ours.json). Weights come from a
+NumPy generator seeded per case, never from torch's initializers, so the files are the same
+wherever they are written.
+
+Each case is ``name -> (build, input spec, optimizer or None)``: ``build()`` returns a fresh
+arignote model; a compiled case is trained one step before saving, so its file holds optimizer
+state. Semantics where Keras 2's *Theano* backend differs from TensorFlow (and arignote) are kept
+out of these models: ``padding='same'`` with even kernels (Theano pads before, TensorFlow after),
+``AveragePooling`` with ``padding='same'`` (Theano averages over the padding too).
+
+Example::
+
+    >>> model, xs = build_case("dense_adam")
+    >>> [type(layer).__name__ for layer in model.layers][:2], [x.shape for x in xs]
+    (['Dense', 'Dropout'], [(2, 4)])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from arignote import layers as L
+from arignote.models import Model, Sequential
+from arignote.optimizers import SGD
+from arignote.saving import layouts
+
+SEQ = (5, 3)  # (timesteps, features): every RNN sees a known length (Keras-Theano unrolls them)
+IMG = (6, 5, 2)
+VOL = (4, 4, 3, 2)
+
+
+def _seq(*layers, shape):
+    return Sequential([L.InputLayer(input_shape=shape), *layers])
+
+
+def _functional_multi():
+    """Two inputs, two outputs, a Dense shared by both inputs, every merge layer."""
+    a = L.Input(shape=(4,), name="in_a")
+    b = L.Input(shape=(4,), name="in_b")
+    shared = L.Dense(3, activation="tanh", name="shared")
+    sa, sb = shared(a), shared(b)
+    merged = [
+        L.Add(name="add")([sa, sb]),
+        L.Subtract(name="sub")([sa, sb]),
+        L.Multiply(name="mul")([sa, sb]),
+        L.Average(name="avg")([sa, sb]),
+        L.Maximum(name="max")([sa, sb]),
+        L.Minimum(name="min")([sa, sb]),
+        L.Dot(axes=1, normalize=True, name="dot")([sa, sb]),
+    ]
+    cat = L.Concatenate(name="cat")(merged)
+    out1 = L.Dense(2, activation="softmax", name="out_class")(cat)
+    out2 = L.Dense(1, name="out_value")(L.BatchNormalization(name="bn")(cat))
+    return Model([a, b], [out1, out2], name="multi")
+
+
+def _functional_nested():
+    """A Sequential (with BatchNormalization: its group is trainable weights first, then moving
+    statistics) and a functional model, each used as a layer of a functional model."""
+    inner_seq = Sequential([L.Dense(4, activation="relu", input_shape=(3,), name="seq_dense"),
+                            L.BatchNormalization(name="seq_bn"), L.Dense(3, name="seq_out")], name="inner_seq")
+    x_in = L.Input(shape=(3,), name="f_in")
+    inner_fn = Model(x_in, L.Dense(2, name="fn_out")(L.Dense(3, activation="tanh", name="fn_dense")(x_in)),
+                     name="inner_fn")
+    inp = L.Input(shape=(3,), name="outer_in")
+    h = inner_seq(inp)
+    y = L.Concatenate(name="outer_cat")([inner_fn(h), inner_fn(inp)])  # the nested model is shared too
+    return Model(inp, L.Dense(2, name="outer_out")(y), name="outer")
+
+
+def _seq_in_seq():
+    inner = Sequential([L.Dense(4, activation="relu", input_shape=(3,), name="in_dense"),
+                        L.BatchNormalization(name="in_bn")], name="inner")
+    return Sequential([inner, L.Dense(2, name="top")], name="outer_seq")
+
+
+def _frozen_in_nested():
+    """A non-trainable layer inside a nested model: Keras lists its weights after every trainable one."""
+    inner = Sequential([L.Dense(3, input_shape=(4,), name="frozen_dense"), L.Dense(3, name="live_dense")],
+                       name="inner_frozen")
+    inner.layers[0].trainable = False
+    inp = L.Input(shape=(4,), name="fz_in")
+    return Model(inp, L.Dense(2, name="fz_out")(inner(inp)), name="frozen_outer")
+
+
+# name -> (build, input spec: a shape, ("int", shape, high) or a list of those, optimizer or None)
+CASES = {
+    "dense_adam": (lambda: Sequential([L.Dense(5, activation="relu", input_shape=(4,)), L.Dropout(0.0),
+                                       L.Dense(3, activation="softmax")]), (4,), "adam"),
+    "conv2d_bn_sgd": (lambda: _seq(L.Conv2D(3, 3, padding="same"), L.BatchNormalization(), L.MaxPooling2D(),
+                                   L.Flatten(), L.Dense(2), shape=IMG), IMG, "sgd_momentum"),
+    "conv1d_rmsprop": (lambda: _seq(L.Conv1D(3, 2), L.GlobalAveragePooling1D(), L.Dense(2), shape=SEQ), SEQ,
+                       "rmsprop"),
+    "functional_multi": (_functional_multi, [(4,), (4,)], "adam"),
+    "functional_nested": (_functional_nested, (3,), "sgd_momentum"),
+    "seq_in_seq": (_seq_in_seq, (3,), "rmsprop"),
+    "frozen_in_nested": (_frozen_in_nested, (4,), "adam"),
+    "dense": (lambda: _seq(L.Dense(3, activation="tanh"), shape=(4,)), (4,), None),
+    "conv1d": (lambda: _seq(L.Conv1D(2, 3, padding="same", dilation_rate=2), shape=SEQ), SEQ, None),
+    "conv2d": (lambda: _seq(L.Conv2D(2, (3, 2), strides=2), shape=IMG), IMG, None),
+    "conv3d": (lambda: _seq(L.Conv3D(2, 2), shape=VOL), VOL, None),
+    "conv2d_transpose": (lambda: _seq(L.Conv2DTranspose(2, 3, strides=2), shape=IMG), IMG, None),
+    "conv3d_transpose": (lambda: _seq(L.Conv3DTranspose(2, 2), shape=VOL), VOL, None),
+    "separable_conv1d": (lambda: _seq(L.SeparableConv1D(2, 3, depth_multiplier=2), shape=SEQ), SEQ, None),
+    "separable_conv2d": (lambda: _seq(L.SeparableConv2D(2, 3, depth_multiplier=2), shape=IMG), IMG, None),
+    "depthwise_conv2d": (lambda: _seq(L.DepthwiseConv2D(2, depth_multiplier=2), shape=IMG), IMG, None),
+    "batch_normalization": (lambda: _seq(L.BatchNormalization(axis=-1, center=False), shape=IMG), IMG, None),
+    "embedding": (lambda: Sequential([L.Embedding(9, 3, input_length=5), L.Flatten()]), ("int", (5,), 9), None),
+    "simple_rnn": (lambda: _seq(L.SimpleRNN(3, return_sequences=True), shape=SEQ), SEQ, None),
+    "gru": (lambda: _seq(L.GRU(3), shape=SEQ), SEQ, None),
+    "gru_reset_after": (lambda: _seq(L.GRU(3, reset_after=True, return_sequences=True), shape=SEQ), SEQ, None),
+    "lstm": (lambda: _seq(L.LSTM(3, return_sequences=True), L.LSTM(2), shape=SEQ), SEQ, None),
+    "bidirectional_lstm": (lambda: _seq(L.Bidirectional(L.LSTM(2, return_sequences=True)), shape=SEQ), SEQ,
+                           None),
+    "bidirectional_gru_sum": (lambda: _seq(L.Bidirectional(L.GRU(2, reset_after=True), merge_mode="sum"),
+                                           shape=SEQ), SEQ, None),
+    "time_distributed": (lambda: _seq(L.TimeDistributed(L.Dense(2)), shape=SEQ), SEQ, None),
+    "time_distributed_conv2d": (lambda: _seq(L.TimeDistributed(L.Conv2D(2, 3)), shape=(2, *IMG)), (2, *IMG),
+                                None),
+    "embedding_lstm_sgd": (lambda: Sequential([L.Embedding(9, 3, input_length=5), L.LSTM(3), L.Dense(2)]),
+                           ("int", (5,), 9), "sgd_momentum"),
+}
+
+# CuDNN RNNs: Keras 2.3.1 runs them only with TensorFlow on a GPU, so Keras reads their weights
+# files into the plain layer (its _convert_rnn_weights); arignote does the same (and the file is
+# written from a CuDNN layer, whose weights cannot run on a CPU). cudnn case -> the plain twin.
+CUDNN_CASES = {
+    "cudnn_lstm": (lambda: _seq(L.CuDNNLSTM(3, return_sequences=True, name="rnn"), shape=SEQ),
+                   lambda: _seq(L.LSTM(3, return_sequences=True, recurrent_activation="sigmoid", name="rnn"),
+                                shape=SEQ), SEQ),
+    "cudnn_gru": (lambda: _seq(L.CuDNNGRU(3, name="rnn"), shape=SEQ),
+                  lambda: _seq(L.GRU(3, reset_after=True, recurrent_activation="sigmoid", name="rnn"), shape=SEQ),
+                  SEQ),
+}
+
+
+def _leaves(model):
+    for layer in model.layers:
+        if getattr(layer, "layers", None) is not None and not hasattr(layer, "_keras_weights"):
+            yield from _leaves(layer)
+        else:
+            yield layer
+
+
+def set_seeded_weights(model, seed: int) -> None:
+    """Every weight uniform in [-0.5, 0.5) from ``seed`` (moving variances in [0.5, 1.5))."""
+    rng = np.random.RandomState(seed)
+    for layer in _leaves(model):
+        values = layer.get_weights()
+        if not values:
+            continue
+        names = layouts.weight_names(layer, len(values))
+        layer.set_weights([rng.uniform(0.5, 1.5, w.shape).astype(w.dtype) if name.endswith("moving_variance:0")
+                           else rng.uniform(-0.5, 0.5, w.shape).astype(w.dtype)
+                           for name, w in zip(names, values)])
+
+
+def make_inputs(spec, seed: int, batch: int = 2) -> list[np.ndarray]:
+    rng = np.random.RandomState(seed)
+    specs = spec if isinstance(spec, list) else [spec]
+    out = []
+    for s in specs:
+        if s[0] == "int":
+            out.append(rng.randint(0, s[2], (batch, *s[1])).astype("int64"))
+        else:
+            out.append(rng.uniform(-1, 1, (batch, *s)).astype("float32"))
+    return out
+
+
+def seed_of(name: str) -> int:
+    """A per-case seed that does not depend on the case's position in the table."""
+    return sum((i + 1) * ord(c) for i, c in enumerate(name)) % 10007
+
+
+def build_case(name: str):
+    """``(model, inputs)`` of a case: fresh model, seeded weights and inputs (not compiled)."""
+    build, spec, _ = CASES[name]
+    model = build()
+    set_seeded_weights(model, seed_of(name))
+    return model, make_inputs(spec, seed_of(name) + 1)
+
+
+def compile_and_step(model, name: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Compile a case with its optimizer (loss mse) and take one step; returns the targets used."""
+    opt = CASES[name][2]
+    model.compile(SGD(lr=0.05, momentum=0.9) if opt == "sgd_momentum" else opt, "mse")
+    y0 = model.predict(feed(inputs), verbose=0)
+    targets = [t + 0.1 for t in (y0 if isinstance(y0, list) else [y0])]
+    model.train_on_batch(feed(inputs), feed(targets))
+    return targets
+
+
+def feed(arrays: list[np.ndarray]):
+    """One array for a single-input (or single-output) model, the list otherwise (as Keras takes them)."""
+    return arrays if len(arrays) > 1 else arrays[0]
