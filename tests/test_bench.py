@@ -120,8 +120,8 @@ def test_asking_for_more_samples_than_cifar_has_is_a_clear_error(monkeypatch):
 
 def test_configuration_names_and_cpu_splits():
     assert [c.name for c in configs.default_configs(CPU2)] == [
-        "cpu", "cuda-nodnn", "cuda", "cuda-benchmark", "cuda-fast", "cuda-mixed", "all-gpus", "cpu-1x2",
-        "cpu-2x1"]
+        "cpu", "cuda-nodnn", "cuda", "cuda-benchmark", "cuda-fast", "cuda-compiled", "cuda-mixed", "all-gpus",
+        "cpu-1x2", "cpu-2x1"]
     names = [c.name for c in configs.default_configs(GPU4)]
     assert names[-3:] == ["cpu-1x64", "cpu-2x32", "cpu-64x1"]
     c = configs.get("cpu-2x1", CPU2)
@@ -145,6 +145,20 @@ def test_gpu_ladder_adds_one_fast_path_per_rung():
     for name, cfg in flags.items():  # every flag a rung sets is a registered flag with a valid value
         with config.override(**cfg):
             assert all(config.get(k) == v for k, v in cfg.items()), name
+
+
+def test_compiled_rows():
+    """cuda-compiled is cuda-fast plus jit=on (in the ladder); cpu-compiled is asked for by name;
+    peers run their eager loop and are not timed on a compiled row."""
+    flags = {c.name: c.flags for c in configs.default_configs(GPU4)}
+    assert flags["cuda-compiled"] == {**flags["cuda-fast"], "jit": "on"}
+    assert "cpu-compiled" not in flags
+    cpu_jit = configs.get("cpu-compiled", CPU2)
+    assert cpu_jit.flags == {"device": "cpu", "jit": "on"} and configs.skip_reason(cpu_jit, CPU2) is None
+    assert [c.name for c in configs.parse("cpu,cpu-compiled", CPU2)] == ["cpu", "cpu-compiled"]
+    assert "eager" in configs.peer_skip_reason("torch", cpu_jit)
+    assert configs.peer_skip_reason("arignote", cpu_jit) is None
+    assert configs.peer_skip_reason("torch", configs.get("cpu", CPU2)) is None
 
 
 def test_seeds_reference_rows_under_the_cnn_table():
@@ -434,7 +448,8 @@ def test_bench_quick_writes_table_json_and_chart(tmp_path):
     out = tmp_path / "bench-out"
     proc = _arignote("bench", "--quick", "--out", str(out), timeout=800)
     assert proc.returncode == 0, proc.stderr + proc.stdout
-    gpu_configs = {"cuda-nodnn", "cuda", "cuda-benchmark", "cuda-fast", "cuda-mixed", "all-gpus"}
+    gpu_configs = {"cuda-nodnn", "cuda", "cuda-benchmark", "cuda-fast", "cuda-compiled", "cuda-mixed",
+                   "all-gpus"}
     doc = _check_outputs(out, {"arignote"}, gpu_configs)
     # the process x thread splits follow the threads this machine gives (OMP_NUM_THREADS, CPUs):
     # cpu, cpu-1x2, cpu-2x1 on 2 threads; cpu, cpu-1x1 on 1
@@ -480,8 +495,8 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
     assert line.split()[:2] == ["SKIP", "data-parallel-nccl"]
     assert line.endswith("not tested: needs 2 GPUs, this machine has 1")
     assert "SKIP  placement" in out
-    # + mixed-bf16, preallocate-after-oom, the 5 fast-path items; 3 DP items not tested
-    assert "22 passed, 1 failed, 5 not tested" in out
+    # + mixed-bf16, preallocate-after-oom, the 5 fast-path items, compiled-cuda-graphs; 3 DP items not tested
+    assert "23 passed, 1 failed, 5 not tested" in out
     assert cli.main(["selftest", "--only", "nope"]) == 2
 
 

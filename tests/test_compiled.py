@@ -203,6 +203,29 @@ def test_default_inductor_backend_matches_eager():
     assert graphs.per_epoch == [2, 2, 2]
 
 
+def test_recompile_limit_is_a_notice_not_a_silent_fallback(capsys):
+    names = ["tanh", "sigmoid", "relu", "abs", "neg", "exp", "sin", "cos"]
+
+    class Shift(Callback):  # a Python string the forward reads, changed every batch: a guard fails
+        def on_train_batch_begin(self, batch, logs=None):
+            self.model.layers[0].shift = names[batch % len(names)]
+
+    class Shifted(Dense):
+        shift = "tanh"
+
+        def call(self, inputs):
+            return getattr(torch, self.shift)(super().call(inputs))
+
+    torch.manual_seed(0)
+    m = Sequential([Shifted(3, input_dim=8)])
+    m.compile("sgd", "mse", jit_compile=True)
+    with torch._dynamo.config.patch(recompile_limit=3):
+        m.fit(X[:64], Y[:64], batch_size=8, epochs=2, verbose=0, callbacks=[Shift()])
+    err = capsys.readouterr().err
+    assert err.count("recompile limit (3 graphs)") == 1 and "arignote_train_step" in err
+    assert m._trainer.compiled.graphs == 3
+
+
 # --------------------------------------------------------------------------- the setting
 
 
@@ -241,3 +264,27 @@ def test_bad_values_name_the_choices():
     with pytest.raises(config.ConfigError, match="jit"):
         with config.override(jit="fast"):
             pass
+
+
+# --------------------------------------------------------------------------- the selftest item
+
+
+def test_selftest_probe_on_cpu_sees_no_replay_and_fewer_launches():
+    from arignote.bench import selfchecks, selfchecks_compiled
+
+    facts = selfchecks_compiled.probe("cpu", backend="aot_eager")
+    assert facts["graphs_first_epoch"] == facts["graphs_last_epoch"] == 2
+    assert facts["graph_replays"] == 0 and not facts["cudagraphs"]  # CPU: no CUDA graph
+    assert 0 < facts["launches"] and 0 < facts["eager_launches"]
+    names = [c.name for c in selfchecks.CHECKS]
+    assert "compiled-cuda-graphs" in names
+    assert next(c for c in selfchecks.CHECKS if c.name == "compiled-cuda-graphs").gpus == 1
+
+
+@pytest.mark.gpu
+def test_cuda_graphs_replayed_on_gpu():
+    from arignote.bench import selfchecks_compiled
+
+    with config.override(jit_backend="inductor"):
+        detail = selfchecks_compiled.cuda_graphs_gpu()
+    assert "CUDA graph" in detail

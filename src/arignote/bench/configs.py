@@ -9,7 +9,7 @@ Example::
     >>> from types import SimpleNamespace as NS
     >>> inv = NS(gpus=[], cpu_threads=2, cuda_reason="no NVIDIA driver")
     >>> print(" ".join(c.name for c in default_configs(inv)))
-    cpu cuda-nodnn cuda cuda-benchmark cuda-fast cuda-mixed all-gpus cpu-1x2 cpu-2x1
+    cpu cuda-nodnn cuda cuda-benchmark cuda-fast cuda-compiled cuda-mixed all-gpus cpu-1x2 cpu-2x1
     >>> skip_reason(get("cuda", inv), inv)
     'needs a CUDA GPU (no NVIDIA driver)'
 """
@@ -59,6 +59,9 @@ _GPU_LADDER = [
     BenchConfig("cuda-fast", "one GPU, cuDNN + the fast defaults (autotune, TF32, channels-last, fused "
                 "optimizer, device-resident arrays)", {"device": "cuda", "dnn.enabled": "true", **FAST_GPU},
                 min_gpus=1),
+    BenchConfig("cuda-compiled", "one GPU, cuDNN + fast defaults + compiled step (jit=on: torch.compile "
+                "reduce-overhead, CUDA graphs)",
+                {"device": "cuda", "dnn.enabled": "true", **FAST_GPU, "jit": "on"}, min_gpus=1),
     BenchConfig("cuda-mixed", "one GPU, cuDNN + fast defaults + mixed precision (fp16 autocast)",
                 {"device": "cuda", "dnn.enabled": "true", **FAST_GPU, "precision": "mixed-fp16"},
                 min_gpus=1),
@@ -119,6 +122,14 @@ def _cpu_variants(cores: int) -> list[BenchConfig]:
     return [cpu_config(p, t) for p, t in seen]
 
 
+# asked for by name only (--configs cpu,cpu-compiled): compiling the CNN with inductor takes minutes on
+# a small CPU, more than --quick's budget; the epoch figure leaves it out only with --epochs 2 or more
+_ON_REQUEST = [
+    BenchConfig("cpu-compiled", "CPU, one process, compiled step (jit=on: torch.compile, inductor)",
+                {"device": "cpu", "jit": "on"}),
+]
+
+
 def default_configs(inventory: Any) -> list[BenchConfig]:
     """Every configuration the bench knows for a machine like ``inventory`` (runnable or not)."""
     base = BenchConfig("cpu", "CPU, one process, torch's default threads", {"device": "cpu"})
@@ -127,7 +138,7 @@ def default_configs(inventory: Any) -> list[BenchConfig]:
 
 def get(name: str, inventory: Any) -> BenchConfig:
     """The configuration called ``name`` (any ``cpu-PxT`` is accepted); a clear error lists the names."""
-    for c in default_configs(inventory):
+    for c in [*default_configs(inventory), *_ON_REQUEST]:
         if c.name == name:
             return c
     m = _CPU_RE.match(name)
@@ -182,4 +193,6 @@ def peer_skip_reason(runner: str, config: BenchConfig) -> str | None:
     """Why peer ``runner`` does not run ``config``: peers are compared on single-process settings."""
     if runner != "arignote" and not config.single_process:
         return f"{runner} is compared on single-process configurations only"
+    if runner != "arignote" and config.flags.get("jit", "off") != "off":
+        return f"{runner} runs its eager loop: compared on the eager configurations"
     return None

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from arignote.bench.selfchecks_compiled import cuda_graphs_gpu
 from arignote.bench.selfchecks_dp import (
     bf16_gpu,
     dp_out_of_memory,
@@ -386,6 +387,8 @@ CHECKS = [
     Check("fast-channels-last", 1, "every conv2d output of a CNN fit is channels-last", channels_last_gpu),
     Check("fast-fused-optimizer", 1, "Adam runs torch's fused kernel on the GPU", fused_optimizer_gpu),
     Check("fast-tf32", 1, "TF32 switches as the tf32 flag asks", tf32_gpu),
+    Check("compiled-cuda-graphs", 1, "jit=on: the step replays CUDA graphs, no recompile per epoch",
+          cuda_graphs_gpu),
     Check("no-host-sync", 1, "steps 2..N of a fit under torch.cuda.set_sync_debug_mode('error')",
           no_host_sync_gpu),
 ]

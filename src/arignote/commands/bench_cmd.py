@@ -42,8 +42,9 @@ def add_arguments(parser) -> None:
                         "first is treated as warm-up)")
     parser.add_argument("--batch-size", default="32", help="batch size, or several: 32,128 (default 32)")
     parser.add_argument("--configs", default=None,
-                        help="comma-separated subset: cpu, cuda-nodnn, cuda, cuda-benchmark, cuda-mixed, "
-                             "all-gpus, cpu-PxT (default: all; those this machine lacks are skipped)")
+                        help="comma-separated subset: cpu, cuda-nodnn, cuda, cuda-benchmark, cuda-fast, "
+                             "cuda-compiled, cuda-mixed, all-gpus, cpu-PxT (default: all; those this machine "
+                             "lacks are skipped); cpu-compiled on request only (compiling takes minutes)")
     parser.add_argument("--vs", default="", help="peers to compare with: torch,keras,lightning")
     parser.add_argument("--quick", action="store_true",
                         help=f"smoke test: {QUICK_SAMPLES} samples, 1 epoch (under a minute on 2 cores)")

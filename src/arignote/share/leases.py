@@ -60,11 +60,11 @@ __all__ = ["LeaseInfo", "Lease", "lease_dir", "gpu_key", "current_leases", "busy
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
-def lease_dir(create: bool = True) -> Path:
-    """The lease directory; created mode 1777 when missing. Raises ShareError if it is unsafe
-    (world-writable without the sticky bit: anyone could delete lock files) or unusable."""
-    configured = config.get("share.lease_dir")
-    path = Path(configured).expanduser() if configured else Path(tempfile.gettempdir()) / "arignote-leases"
+def sticky_dir(path: Path, where: str, create: bool, elsewhere: str = "") -> Path:
+    """``path`` as a directory every user shares: created mode 1777 (world-writable, sticky: only a
+    file's owner may delete it) when missing and ``create``; ShareError naming ``where`` when it is
+    not a directory or is world-writable without the sticky bit (anyone could delete others' files).
+    The lease directory and its ``runs/`` are both made by it."""
     if create and not path.exists():
         with contextlib.suppress(FileExistsError):
             path.mkdir(parents=True, mode=0o1777)
@@ -75,12 +75,22 @@ def lease_dir(create: bool = True) -> Path:
         if create:
             raise
         return path
-    where = f"lease directory {path} (share.lease_dir / ARIGNOTE_LEASE_DIR)"
+    tail = f" {elsewhere}" if elsewhere else ""
     if not stat.S_ISDIR(st.st_mode):
-        raise ShareError(f"{where} is not a directory; remove it or point ARIGNOTE_LEASE_DIR elsewhere")
+        raise ShareError(f"{where} is not a directory; remove it{tail}")
     if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
         raise ShareError(f"{where} is world-writable without the sticky bit, so anyone could delete "
-                         f"lease files; run `chmod 1777 {path}` or use another directory")
+                         f"others' files; run `chmod 1777 {path}`{tail}")
+    return path
+
+
+def lease_dir(create: bool = True) -> Path:
+    """The lease directory; created mode 1777 when missing. Raises ShareError if it is unsafe
+    (world-writable without the sticky bit: anyone could delete lock files) or unusable."""
+    configured = config.get("share.lease_dir")
+    path = Path(configured).expanduser() if configured else Path(tempfile.gettempdir()) / "arignote-leases"
+    where = f"lease directory {path} (share.lease_dir / ARIGNOTE_LEASE_DIR)"
+    sticky_dir(path, where, create, elsewhere="or point ARIGNOTE_LEASE_DIR elsewhere")
     if create and not os.access(path, os.W_OK | os.X_OK):
         raise ShareError(f"{where} is not writable by {_user()}; ask its owner to `chmod 1777 {path}`")
     return path

@@ -34,13 +34,12 @@ import math
 import os
 import re
 import socket
-import stat
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from arignote.share.leases import _alive, lease_dir, read_record
+from arignote.share.leases import _alive, lease_dir, read_record, sticky_dir
 from arignote.share.select import ShareError
 
 __all__ = ["FORMAT", "KEEP_SECONDS", "INTERVAL", "status_dir", "record_path", "write_record", "read_runs",
@@ -59,22 +58,8 @@ def status_dir(create: bool = True) -> Path:
     Raises ShareError when it is not a directory or is world-writable without the sticky bit.
     """
     path = lease_dir(create=create) / "runs"
-    if create and not path.exists():
-        with contextlib.suppress(FileExistsError):
-            path.mkdir(mode=0o1777)
-            os.chmod(path, 0o1777)  # mkdir's mode is filtered by the umask
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        if create:
-            raise
-        return path
     where = f"status directory {path} (runs/ in share.lease_dir / ARIGNOTE_LEASE_DIR)"
-    if not stat.S_ISDIR(st.st_mode):
-        raise ShareError(f"{where} is not a directory; remove it")
-    if st.st_mode & stat.S_IWOTH and not st.st_mode & stat.S_ISVTX:
-        raise ShareError(f"{where} is world-writable without the sticky bit; run `chmod 1777 {path}`")
-    return path
+    return sticky_dir(path, where, create)
 
 
 def record_path(directory: Path, pid: int, start: float) -> Path:

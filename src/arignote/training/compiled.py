@@ -34,12 +34,11 @@ keeps its cache and its recompile limit per code object, so many models in one p
 suite, a hyper-parameter search) neither share nor exhaust one cache, and a model's graphs are freed
 with it.
 
-Example::
+Example (a model, arrays ``x``, ``y`` whose length is not a multiple of the batch)::
 
-    >>> model.compile("adam", "mse", jit_compile=True)      # or: arignote.configure(jit="on")
-    >>> model.fit(x, y, epochs=3)                          # graphs: 2 (full batch, then any size)
-    >>> model._trainer.compiled.graphs
-    2
+    model.compile("adam", "mse", jit_compile=True)      # or: arignote.configure(jit="on")
+    model.fit(x, y, epochs=3)                           # graphs: 2 (full batch, then any size)
+    model._trainer.compiled.graphs                      # 2 after epoch 1, still 2 after epoch 3
 """
 
 from __future__ import annotations
@@ -92,12 +91,12 @@ class JitPlan:
     def describe(self, device: torch.device) -> str:
         """One line for the start of training.
 
-        >>> JitPlan("default", "inductor", "jit flag").describe(torch.device("cpu"))
-        'Step compiled: torch.compile(backend=inductor, mode=default) on cpu (jit flag)'
+        >>> print(JitPlan("default", "inductor", "jit flag").describe(torch.device("cpu")))
+        Step compiled: torch.compile(backend=inductor, mode=default) on cpu (jit flag); first steps compile
         """
         graphs = ", CUDA graphs" if self.cudagraphs and device.type == "cuda" else ""
         return (f"Step compiled: torch.compile(backend={self.backend}, mode={self.mode}{graphs}) "
-                f"on {device} ({self.source})")
+                f"on {device} ({self.source}); first steps compile")
 
 
 def resolve(jit_compile: Any, device: torch.device) -> tuple[JitPlan | None, list[str]]:
@@ -179,6 +178,8 @@ class CompiledSteps:
     def __init__(self, plan: JitPlan, train: Callable, evaluate: Callable, predict: Callable,
                  optimizer: Any = None) -> None:
         self.plan = plan
+        self._codes: dict[str, types.CodeType] = {}
+        self._limit_noticed: set[str] = set()
         self.backend = _CountingInductor(plan.mode) if plan.backend == "inductor" else _Counting(plan.backend)
         self.train = self._compile(train, "arignote_train_step")
         self.evaluate = self._compile(evaluate, "arignote_eval_step")
@@ -207,7 +208,26 @@ class CompiledSteps:
         self._update()
 
     def _compile(self, method: Callable, name: str) -> Callable:
-        return torch.compile(_fresh(method, f"{name}_{id(self):x}"), backend=self.backend)
+        fresh = _fresh(method, f"{name}_{id(self):x}")
+        self._codes[name] = fresh.__func__.__code__
+        return torch.compile(fresh, backend=self.backend)
+
+    def check_recompile_limit(self, is_main: bool = True, stream: Any = None) -> list[str]:
+        """The step functions that reached Dynamo's recompile limit (``torch._dynamo.config.
+        recompile_limit`` graphs for one function), where new shapes or values run eagerly from then
+        on; one notice per function on the main process (the loop asks at each epoch's end)."""
+        limit = torch._dynamo.config.recompile_limit
+        full = [name for name, code in self._codes.items() if name not in self._limit_noticed
+                and len(torch._C._dynamo.eval_frame._debug_get_cache_entry_list(code)) >= limit]
+        for name in full:
+            self._limit_noticed.add(name)
+            if is_main:
+                print(f"arignote: jit: {name} reached torch._dynamo's recompile limit ({limit} graphs): the "
+                      "shapes or Python values it sees keep changing (TORCH_LOGS=recompiles says which), "
+                      "and what is new runs eagerly from now on. Raise torch._dynamo.config."
+                      "recompile_limit, make the shapes fixed, or turn jit off.",
+                      file=stream if stream is not None else sys.stderr)
+        return full
 
     @property
     def graphs(self) -> int:
