@@ -286,3 +286,32 @@ def test_hdf5_training_config_keeps_sample_weight_mode_and_weighted_metrics(tmp_
     back = load_model(tmp_path / "m.h5")
     assert back.sample_weight_mode == "temporal" and back.metrics_names == ["loss", "mae"]
     assert back.metrics_list[0].weighted
+
+
+class _TwoOutputBatches(Sequence):
+    def __init__(self, weighted):
+        self.weighted = weighted
+
+    def __len__(self):
+        return 3
+
+    def __getitem__(self, i):
+        rows = slice(4 * i, min(4 * i + 4, 10))
+        _, labels, _ = _classes(10)
+        if self.weighted:
+            return X[rows], [Y[rows], labels[rows]], [W[rows], W[rows][::-1].copy()]
+        return X[rows], {"a": Y[rows], "b": labels[rows]}
+
+
+def test_a_generator_for_several_outputs_gives_the_arrays_values_with_and_without_weights():
+    _, labels, _ = _classes(10)
+    m = _two_outputs()
+    m.compile(SGD(lr=0.0), loss=["mse", "sparse_categorical_crossentropy"], weighted_metrics={"b": "acc"})
+    plain = m.evaluate(X, [Y, labels], batch_size=4, verbose=0)
+    assert m.evaluate_generator(_TwoOutputBatches(False)) == pytest.approx(plain, rel=1e-6)
+    wb = np.concatenate([W[r][::-1] for r in (slice(0, 4), slice(4, 8), slice(8, 10))])
+    weighted = m.evaluate(X, [Y, labels], sample_weight=[W, wb], batch_size=4, verbose=0)
+    assert weighted != pytest.approx(plain, rel=1e-3)
+    assert m.evaluate_generator(_TwoOutputBatches(True)) == pytest.approx(weighted, rel=1e-6)
+    h = m.fit_generator(_TwoOutputBatches(True), epochs=1, verbose=0, shuffle=False)
+    assert [h.history[k][0] for k in m.metrics_names] == pytest.approx(weighted, rel=1e-6)

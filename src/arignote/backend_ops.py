@@ -178,9 +178,25 @@ def softmax(x: Any, axis: int = -1) -> torch.Tensor:
     return torch.softmax(_t(x), dim=axis)
 
 
+def _torch_dtype(dtype: Any) -> torch.dtype:
+    """A torch dtype from a Keras dtype name (``'float32'``), a numpy dtype or a torch dtype (what
+    ``y_true.dtype`` is inside a loss)."""
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = None
+    found = getattr(torch, name, None) if name else None
+    if not isinstance(found, torch.dtype):
+        raise ValueError(f"K.cast: {dtype!r} is not a dtype (use a name such as 'float32', 'int64', 'bool')")
+    return found
+
+
 @symbolic
-def cast(x: Any, dtype: str) -> torch.Tensor:  # noqa: A002
-    return _t(x).to(getattr(torch, str(dtype)))
+def cast(x: Any, dtype: Any) -> torch.Tensor:  # noqa: A002
+    """Keras ``K.cast(x, dtype)``; ``dtype`` a name (``'float32'``), numpy dtype or torch dtype."""
+    return _t(x).to(_torch_dtype(dtype))
 
 
 # ---------------------------------------------------------------------- reductions

@@ -35,6 +35,7 @@ import torch
 
 from arignote import memory
 from arignote.devices import cuda as cuda_dev
+from arignote.layers._rnn_base import states_set_aside
 from arignote.sizes import format_mib
 from arignote.training.oom import batch_len, free_memory, take
 
@@ -268,7 +269,8 @@ def plan_memory(
 ) -> MemoryPlan:
     """Estimate training memory for ``batch`` samples from a small sample batch ``x`` (and ``y``),
     already on the device. The sample forward passes change nothing: buffers (BatchNorm
-    statistics) and the random-number state are put back. ``context`` is the autocast context."""
+    statistics), the random-number state and the states stateful RNNs carry are put back.
+    ``context`` is the autocast context."""
     plan = counted_plan(module, optimizer=optimizer, batch=batch, micro_batches=micro_batches,
                         data_bytes=data_bytes, device=device, available=available)
     return with_activations(plan, module, x, y, loss_fn=loss_fn, context=context)
@@ -315,15 +317,21 @@ def with_activations(plan: MemoryPlan, module: torch.nn.Module, x: Any, y: Any =
 
 def _activations(module: torch.nn.Module, saved: Callable[[int], int], n: int,
                  device: torch.device) -> tuple[float, int]:
-    """(bytes per sample, fixed bytes) saved for backward, from ``saved(m)`` at two sizes; buffers
-    and the random-number state are put back afterwards."""
+    """(bytes per sample, fixed bytes) saved for backward, from ``saved(m)`` at two sizes; buffers,
+    the random-number state and stateful RNNs' states are put back afterwards."""
     buffers = [b.detach().clone() for b in module.buffers()]
     try:
-        with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad():
+        with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad(), \
+                states_set_aside(module) as clear_states:
+
+            def fresh(m: int) -> int:  # each probe starts from zero RNN states at its own batch size
+                clear_states()
+                return saved(m)
+
             if n < 2:
-                return float(saved(n)), 0
+                return float(fresh(n)), 0
             half = n // 2
-            small, large = saved(half), saved(2 * half)
+            small, large = fresh(half), fresh(2 * half)
             per_sample = max(0.0, (large - small) / half)
             return per_sample, max(0, int(small - per_sample * half))
     finally:

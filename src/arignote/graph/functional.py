@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -406,8 +407,11 @@ def _skips_first_node(layer: Any) -> bool:
     return bool(nodes) and getattr(nodes[0], "internal", False)
 
 
-def pack_data(model: Any, x: Any, names: list[str], what: str) -> Any:
-    """Several arrays for a multi-input (or multi-output) model, as one packed ``(n, features)`` array."""
+def pack_data(model: Any, x: Any, names: list[str], what: str, first_sets_length: bool = False) -> Any:
+    """Several arrays for a multi-input (or multi-output) model, as one packed ``(n, features)`` array.
+
+    ``first_sets_length`` (``predict``): as Keras 2.3, the first array's length is the number of
+    samples and longer arrays give only their first rows (with a warning)."""
     if x is None:
         return None
     if isinstance(x, dict):
@@ -422,6 +426,11 @@ def pack_data(model: Any, x: Any, names: list[str], what: str) -> Any:
                          f"pass a list of {len(names)} arrays (or a dict keyed by name)")
     arrays = [np.asarray(a) if not isinstance(a, torch.Tensor) else a for a in x]
     n = {len(a) for a in arrays}
+    if len(n) > 1 and first_sets_length and all(len(a) >= len(arrays[0]) for a in arrays):
+        lengths, first = [len(a) for a in arrays], len(arrays[0])
+        warnings.warn(f"{what}: the inputs {names} have {lengths} samples; predicting for the first input's "
+                      f"{first}, as Keras 2.3 (the other rows are not used)", stacklevel=3)
+        arrays, n = [a[:first] for a in arrays], {first}
     if len(n) > 1:
         raise ValueError(f"{what}: all arrays need the same number of samples, got "
                          f"{[len(a) for a in arrays]}")
@@ -508,10 +517,15 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
         """Per-output targets (each ``Weighted`` with its own weights when the batch has some) and
         predictions."""
         packed, w = weighting.split(y_true)
-        trues = model._y_packing.unpack(packed) if model._y_packing is not None else [None] * len(names)
+        layout = model._y_packing
+        outputs = model.module.packed_outputs()
+        if layout is None and outputs is not None and isinstance(packed, torch.Tensor) and \
+                packed.shape[1:] == (outputs.width,):  # targets shaped like the outputs, packed no data yet
+            layout = outputs
+        trues = layout.unpack(packed) if layout is not None else [None] * len(names)
         if w is not None:
             trues = [weighting.Weighted((t, wi)) for t, wi in zip(trues, model._w_packing.unpack(w))]
-        return trues, model.module.output_packing.unpack(y_pred)
+        return trues, model.module.packed_outputs().unpack(y_pred)
 
     def fn(y_true: Any, y_pred: Any) -> Any:
         trues, preds = split(y_true, y_pred)

@@ -71,10 +71,15 @@ class _Gradient(OpLayer):
 
 
 def gradients(loss: Any, variables: Any) -> list:
-    """Keras 2 ``K.gradients(loss, variables)``: one gradient per variable (symbolic inputs or weights)."""
+    """Keras 2 ``K.gradients(loss, variables)``: one gradient per variable (symbolic inputs or weights).
+
+    On torch tensors (inside a ``Lambda`` or a custom layer's ``call``) the gradients are taken
+    right away, differentiable themselves when autograd is on (training goes through them).
+    """
+    if isinstance(loss, torch.Tensor):
+        return _eager_gradients(loss, variables)
     if not isinstance(loss, KerasTensor):
-        raise ValueError("K.gradients takes a symbolic loss (built from model tensors); for torch tensors "
-                         "use torch.autograd.grad")
+        raise ValueError(f"K.gradients: the loss is a symbolic or torch tensor, got {type(loss).__name__}")
     out = []
     for v in variables if isinstance(variables, (list, tuple)) else [variables]:
         if isinstance(v, KerasTensor):
@@ -85,6 +90,19 @@ def gradients(loss: Any, variables: Any) -> list:
             raise ValueError("K.gradients: a variable is a symbolic tensor or a weight, got "
                              f"{type(v).__name__}")
     return out
+
+
+def _eager_gradients(loss: torch.Tensor, variables: Any) -> list:
+    wrt = list(variables) if isinstance(variables, (list, tuple)) else [variables]
+    if not all(isinstance(v, torch.Tensor) for v in wrt):
+        raise ValueError("K.gradients: the loss is a torch tensor, so the variables must be torch tensors "
+                         f"too, got {[type(v).__name__ for v in wrt]}")
+    if not loss.requires_grad:  # a functional graph catches this and runs again with autograd on its inputs
+        raise state.NeedsAutograd("K.gradients: autograd recorded nothing the loss depends on (it was "
+                                  "computed under torch.no_grad(), or from tensors that require no gradient)")
+    total = loss.sum() if loss.dim() else loss
+    grads = torch.autograd.grad(total, wrt, create_graph=True, allow_unused=True)
+    return [torch.zeros_like(v) if g is None else g for g, v in zip(grads, wrt)]
 
 
 def function(inputs: Any, outputs: Any, updates: Any = None, **kwargs: Any) -> Any:

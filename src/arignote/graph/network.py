@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -119,20 +120,40 @@ def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[lis
 
 
 class Packing:
-    """Several per-sample arrays side by side in one ``(batch, features)`` tensor (see module doc)."""
+    """Several per-sample arrays side by side in one ``(batch, features)`` tensor (see module doc).
+
+    A shape may hold ``None`` (a variable-length ``Input(shape=(None, 8))``): the layout is then
+    only known from data, and :meth:`concrete` gives the packing of arrays with those dims filled in.
+    """
 
     def __init__(self, shapes: list[tuple], names: list[str]) -> None:
         self.shapes = [tuple(s) for s in shapes]
         self.names = list(names)
-        sizes = [math.prod(s) for s in self.shapes]
-        self.bounds = []
+        self.variable = any(d is None for s in self.shapes for d in s)
+        self.bounds: list[tuple[int, int]] = []
+        self.width: int | None = None
+        if self.variable:
+            return
         at = 0
-        for n in sizes:
+        for n in (math.prod(s) for s in self.shapes):
             self.bounds.append((at, at + n))
             at += n
         self.width = at
 
+    def concrete(self, shapes: list[tuple]) -> Packing:
+        """This packing for arrays of per-sample ``shapes`` (filling its ``None`` dims); an array that
+        does not fit its declared shape is an error naming it."""
+        if not self.variable:
+            return self
+        for name, want, got in zip(self.names, self.shapes, shapes):
+            if len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got)):
+                raise ValueError(f"{name}: expected samples of shape {want}, got {tuple(got)}")
+        return Packing([tuple(int(d) for d in s) for s in shapes], self.names)
+
     def unpack(self, packed: torch.Tensor) -> list[torch.Tensor]:
+        if self.variable:
+            raise ValueError(f"the layout of {self.names} depends on the data ({self.shapes} hold None): "
+                             "pack arrays first")
         n = packed.shape[0]
         return [packed[:, a:b].reshape(n, *s) for (a, b), s in zip(self.bounds, self.shapes)]
 
@@ -140,11 +161,31 @@ class Packing:
     def pack(parts: list[Any]) -> Any:
         n = parts[0].shape[0]
         if isinstance(parts[0], torch.Tensor):
-            dtype = torch.promote_types(*[p.dtype for p in parts]) if len(parts) > 1 else parts[0].dtype
+            dtype = functools.reduce(torch.promote_types, [p.dtype for p in parts])  # takes two at a time
             return torch.cat([p.reshape(n, -1).to(dtype) for p in parts], dim=1)
         import numpy as np
 
         return np.concatenate([np.asarray(p, dtype=np.float32).reshape(n, -1) for p in parts], axis=1)
+
+
+def _tracked(x: Any) -> Any:
+    if isinstance(x, torch.Tensor):
+        return x.detach().requires_grad_() if x.is_floating_point() else x
+    if isinstance(x, (list, tuple)):
+        return type(x)(_tracked(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _tracked(v) for k, v in x.items()}
+    return x
+
+
+def _detached(out: Any) -> Any:
+    if isinstance(out, torch.Tensor):
+        return out.detach()
+    if isinstance(out, (list, tuple)):
+        return type(out)(_detached(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _detached(v) for k, v in out.items()}
+    return out
 
 
 class GraphModule(nn.Module):
@@ -192,11 +233,35 @@ class GraphModule(nn.Module):
         self.masked = masked
         self.input_packing: Packing | None = None
         self.output_packing: Packing | None = None
+        self.input_layout: Packing | None = None  # input_packing for the data of the current call
+        self.output_layout: Packing | None = None  # output_packing of the last packed forward
         self.extra_losses: list[torch.Tensor] = []
         self.keep_values = False
+        self.needs_autograd = False  # a layer takes gradients in the forward (see forward)
         self.live: dict | None = None
         object.__setattr__(self, "_slot_tensors", {slot: t for t, slot in
                                                    ((t, s) for t, s in _pairs(inputs, order, slots))})
+        object.__setattr__(self, "_chain", self._as_chain())
+
+    def _as_chain(self) -> list[nn.Module] | None:
+        """The modules in order when the graph is a plain chain (one input, each layer called on the
+        previous one's only output without arguments, one output, no masks, no extra losses): then
+        ``forward`` runs them exactly as ``Sequential`` does, with no slot bookkeeping per layer."""
+        if self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked:
+            return None
+        previous, chain = 0, []
+        for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
+            if structure is not None or kwargs or multi or ins != (previous,) or len(outs) != 1:
+                return None
+            chain.append(module)
+            previous = outs[0]
+        return chain if previous == self.out_slots[0] else None
+
+    def packed_outputs(self) -> Packing | None:
+        """The layout of the outputs of the last packed forward (the declared one when it has no None)."""
+        if self.output_packing is not None and self.output_packing.variable:
+            return self.output_layout
+        return self.output_packing
 
     def _inputs(self, x: Any) -> list:
         if self.n_inputs == 1:
@@ -206,7 +271,7 @@ class GraphModule(nn.Module):
                 return list(x.values())
             return [x]
         if isinstance(x, torch.Tensor) and self.input_packing is not None:
-            return self.input_packing.unpack(x)
+            return (self.input_layout or self.input_packing).unpack(x)
         if isinstance(x, dict):
             missing = [n for n in self.input_names if n not in x]
             if missing:
@@ -219,8 +284,30 @@ class GraphModule(nn.Module):
 
     def forward(self, x: Any, packed: bool | None = None) -> Any:
         """Outputs for ``x``; several outputs leave packed side by side when the input came as one
-        tensor (what ``fit``/``predict`` feed), as a list otherwise (``packed`` forces either)."""
+        tensor (what ``fit``/``predict`` feed), as a list otherwise (``packed`` forces either).
+
+        A graph whose layers take gradients in their forward (``K.gradients`` in a ``Lambda``) runs
+        with autograd on even under ``torch.no_grad()`` (predict, validation), its outputs detached.
+        """
+        if not self.needs_autograd:
+            try:
+                return self._forward(x, packed)
+            except state.NeedsAutograd:
+                self.needs_autograd = True
+        outer = torch.is_grad_enabled()
+        with torch.enable_grad():  # gradients may be asked for with respect to the inputs too
+            out = self._forward(_tracked(x), packed)
+        return out if outer else _detached(out)
+
+    def _forward(self, x: Any, packed: bool | None) -> Any:
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
+        chain = self._chain
+        if chain is not None and not self.keep_values:  # the Sequential-like fast path
+            if not isinstance(x, torch.Tensor):
+                x = self._inputs(x)[0]
+            for module in chain:
+                x = module(x)
+            return x if self.output_structure is None else nest_like(self.output_structure, [x])
         values: list = [None] * self.n_slots
         if packed is None:
             packed = isinstance(x, torch.Tensor)
@@ -243,6 +330,8 @@ class GraphModule(nn.Module):
             self.live = {id(tensors[i]): v for i, v in enumerate(values) if i in tensors}
         outs = [values[i] for i in self.out_slots]
         if packed and self.output_packing is not None and len(outs) > 1:
+            if self.output_packing.variable:  # None dims: remember this call's layout for unpacking
+                self.output_layout = self.output_packing.concrete([tuple(o.shape[1:]) for o in outs])
             return Packing.pack(outs)
         if self.output_structure is not None:
             return nest_like(self.output_structure, outs)

@@ -21,7 +21,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["phase", "set_phase", "force_phase", "live_value", "live_values"]
+__all__ = ["phase", "set_phase", "force_phase", "live_value", "live_values", "NeedsAutograd"]
+
+
+class NeedsAutograd(ValueError):
+    """Raised by ``K.gradients`` on torch tensors computed while autograd was off (``predict``,
+    validation); a functional graph catches it and runs its forward again with autograd on."""
 
 _PHASE = [0]
 _FORCED: list[Any] = [None]

@@ -101,7 +101,10 @@ class Lambda(KerasLayer, Layer):
             self._declares_output_shape = False
 
     def call(self, inputs: Any, mask: Any = None) -> Any:
-        return self.function(inputs, **self.arguments)
+        out = self.function(inputs, **self.arguments)
+        if isinstance(out, (list, tuple)) and len(out) == 1:  # Keras 2 unpacks a one-tensor list output
+            return out[0]
+        return out
 
     def output_shape_keras(self, input_shape: Any) -> Any:
         if self._output_shape is None:
@@ -109,6 +112,8 @@ class Lambda(KerasLayer, Layer):
             probe = [_probe(s) for s in shapes] if shapes else _probe(tuple(input_shape))
             with torch.no_grad():
                 out = self.function(probe, **self.arguments)
+            if isinstance(out, (list, tuple)) and len(out) == 1:
+                out = out[0]
             if isinstance(out, (list, tuple)):
                 return [(None, *tuple(o.shape)[1:]) for o in out]
             return (None, *tuple(out.shape)[1:])

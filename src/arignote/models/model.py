@@ -117,7 +117,8 @@ class Model(Functional, GeneratorMethods):
         if self._is_graph:
             if len(self.inputs) == 1:
                 return tuple(self.inputs[0].shape[1:])
-            return (self.module.input_packing.width,)
+            width = (self.module.input_layout or self.module.input_packing).width
+            return None if width is None else (width,)
         return None
 
     def _sample_output_shape(self) -> tuple | None:
@@ -327,7 +328,11 @@ class Model(Functional, GeneratorMethods):
                 is_array(validation_data[0]) or isinstance(validation_data[0], (list, dict))):
             vw = self._sample_weights(validation_data[0], validation_data[1],
                                       validation_data[2] if len(validation_data) == 3 else None, None)
+            layouts = self._packed_layouts()
             vx, vy = self._pack(validation_data[0], validation_data[1], targets=True)
+            if self._packed_layouts() != layouts:  # one packed layout per fit (variable-length inputs)
+                raise ValueError(f"validation_data: per-sample shapes {self._packed_layouts()} differ from "
+                                 f"the training data's {layouts}; pad both to the same lengths")
             validation_data = (vx, vy, vw)
         plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
                                w=w, class_weight=class_weight)
@@ -441,7 +446,7 @@ class Model(Functional, GeneratorMethods):
         cblist.on_predict_end()
         out = out.float() if out.dtype in (torch.bfloat16, torch.float16) else out
         if self._is_graph and len(self.outputs) > 1:  # packed side by side: one array per output
-            return [t.numpy() for t in self.module.output_packing.unpack(out)]
+            return [t.numpy() for t in self.module.packed_outputs().unpack(out)]
         return out.numpy()
 
     def train_on_batch(self, x: Any, y: Any, sample_weight: Any = None, class_weight: Any = None) -> Any:
@@ -476,6 +481,12 @@ class Model(Functional, GeneratorMethods):
                 isinstance(x, (list, tuple)) and self._is_graph and len(self.inputs) > 1 else x)
         return self.predict(x, batch_size=max(1, n))
 
+    def _packed_layouts(self) -> tuple:
+        """Per-sample shapes of the last packed inputs and targets of a multi-input/output model."""
+        if not self._is_graph:
+            return ()
+        return tuple(p.shapes if p is not None else None for p in (self.module.input_layout, self._y_packing))
+
     def _pack(self, x: Any, y: Any, targets: bool = False) -> tuple[Any, Any]:
         """Several inputs (outputs) of a functional model as one packed array (see graph.network).
         A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
@@ -487,7 +498,8 @@ class Model(Functional, GeneratorMethods):
         if not self._is_graph:
             return x, y
         if len(self.inputs) > 1 and isinstance(x, (list, tuple, dict)):
-            x, _ = functional.pack_data(self, x, self.input_names, "x")
+            x, shapes = functional.pack_data(self, x, self.input_names, "x", first_sets_length=not targets)
+            self.module.input_layout = self.module.input_packing.concrete(shapes)
         elif len(self.inputs) == 1 and isinstance(x, dict):
             x = x[self.input_names[0]] if self.input_names[0] in x else next(iter(x.values()))
         if y is not None and len(self.outputs) > 1:

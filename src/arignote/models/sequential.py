@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -316,6 +317,41 @@ class Sequential(Model):
         if shape is not None:
             model._build(tuple(shape))
         return model
+
+    def predict_proba(self, x: Any, batch_size: int = 32, verbose: int = 0) -> np.ndarray:
+        """Keras 2's ``Sequential.predict_proba``: :meth:`predict`, with a warning when the outputs
+        are not probabilities (below 0 or above 1: the last layer is not a softmax or sigmoid).
+
+        Example::
+
+            >>> from arignote import config; config.configure(print_active_device=False)
+            >>> from arignote.layers import Dense
+            >>> m = Sequential([Dense(3, activation="softmax", input_shape=(2,))])
+            >>> m.predict_proba(np.zeros((4, 2), "float32")).shape
+            (4, 3)
+        """
+        preds = self.predict(x, batch_size=batch_size, verbose=verbose)
+        if preds.min() < 0.0 or preds.max() > 1.0:
+            warnings.warn("Network returning invalid probability values. The last layer might not normalize "
+                          "predictions into probabilities (like softmax or sigmoid would).", stacklevel=2)
+        return preds
+
+    def predict_classes(self, x: Any, batch_size: int = 32, verbose: int = 0) -> np.ndarray:
+        """Keras 2's ``Sequential.predict_classes``: the argmax of the last axis of :meth:`predict`,
+        or, for a single output unit, ``(p > 0.5)`` as int32 (shape ``(n, 1)``, as Keras 2).
+
+        Example::
+
+            >>> from arignote import config; config.configure(print_active_device=False)
+            >>> from arignote.layers import Dense
+            >>> m = Sequential([Dense(1, activation="sigmoid", input_shape=(2,))])
+            >>> m.predict_classes(np.zeros((4, 2), "float32")).tolist()
+            [[0], [0], [0], [0]]
+        """
+        proba = self.predict(x, batch_size=batch_size, verbose=verbose)
+        if proba.shape[-1] > 1:
+            return proba.argmax(axis=-1)
+        return (proba > 0.5).astype("int32")
 
     def summary(self, line_length: Any = None, positions: Any = None, print_fn: Any = None) -> None:
         """Print the Keras 2 table (Layer (type) / Output Shape / Param #) and the totals."""
