@@ -332,3 +332,18 @@ def test_an_automatic_batch_size_trains_with_the_weights():
     m = _dense(lr=0.0)
     h = m.fit(X, Y, sample_weight=W, batch_size="auto", epochs=1, verbose=0)
     assert h.history["loss"][0] == pytest.approx(float((W * _mse_values(m)).sum() / 10), rel=1e-6)
+
+
+def test_a_compiled_step_takes_the_weighted_targets_too():
+    results = []
+    for jit in (False, True):
+        m = _dense(lr=0.1, weighted_metrics=["mae"])
+        m.compile(SGD(lr=0.1), "mse", weighted_metrics=["mae"], jit_compile=jit)
+        h = m.fit(X, Y, sample_weight=W, batch_size=4, epochs=2, verbose=0, shuffle=False)
+        results.append((h.history, m.get_weights(), m.evaluate(X, Y, sample_weight=W, verbose=0)))
+    (h0, w0, e0), (h1, w1, e1) = results
+    for key in h0:
+        assert h1[key] == pytest.approx(h0[key], rel=1e-5)
+    assert e1 == pytest.approx(e0, rel=1e-5)
+    for a, b in zip(w0, w1):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
