@@ -44,6 +44,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOL = 1e-5
+STEP_RTOL = 2e-5
 
 
 # ------------------------------------------------------------------------------------------ write
@@ -249,7 +250,11 @@ def check(out, keras3=False, record=None):
         if after and model is not None:
             try:
                 got, d = _step_and_compare(keras, model, xs, ys, after, keras3, notes)
-                failures += d > TOL
+                # BatchNormalization's batch statistics round differently in Theano and torch: a model
+                # with one passes within 1e-5 + 2e-5 relative (tests/test_keras2_reads_ours.py: STEP_RTOL)
+                rtol = STEP_RTOL if any("moving_variance" in w.name for w in model.weights) else 0.0
+                failures += any(np.any(np.abs(np.asarray(g, np.float64) - a) > TOL + rtol * np.abs(a))
+                                for g, a in zip(got, after))
                 entry["after_step"] = [np.round(g.astype(np.float64), 7).tolist() for g in got]
                 print(f"{'':24s} one more training step from the file's optimizer state: max diff {d:.1e}")
             except Exception as err:  # Keras 3's own limits: report, go on
