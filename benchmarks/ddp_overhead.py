@@ -11,13 +11,16 @@ each process with 1 intra-op thread:
 
 Both 2-process runs are started the same way (two processes with the torchrun variables set; fit
 adopts them, the loop calls ``init_process_group("gloo")``). A step is timed from one step's end to
-the next (a callback for fit, ``perf_counter`` in the loop); the figure is the median over the
-steps after a warm-up, and the table shows the median over rounds (the configurations alternate
-within a round, so machine noise hits them alike).
+the next (a callback for fit, ``perf_counter`` in the loop); a run's figure is the median over the
+steps after a warm-up. The configurations alternate within a round, in the opposite order every
+other round (so neither side always runs first or after the same neighbour), and the table shows
+the median over rounds; the ratios are medians of the per-round ratios of the two runs measured
+side by side. The machine (CPU, cores, torch) and its load average before and after each run are
+printed with the table: on a shared machine the load decides more than the code does.
 
 Usage::
 
-    .venv/bin/python benchmarks/ddp_overhead.py --rounds 3 --steps 300 --batch 32 --width 256
+    .venv/bin/python benchmarks/ddp_overhead.py --rounds 4 --steps 300 --batch 32 --width 256
 """
 
 from __future__ import annotations
@@ -115,32 +118,62 @@ def _run(script: str, kind: str, procs: int, args: argparse.Namespace, tmp: str)
         return json.load(fh)["median_ms"]
 
 
+def _machine() -> str:
+    import platform
+
+    import torch
+
+    model = "unknown CPU"
+    try:
+        with open("/proc/cpuinfo") as fh:
+            model = next(line.split(":", 1)[1].strip() for line in fh if line.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"{model}, {os.cpu_count()} logical cores, torch {torch.__version__}, Python "
+            f"{platform.python_version()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--steps", type=int, default=300)
     parser.add_argument("--warm", type=int, default=30, help="steps left out of the timing")
     parser.add_argument("--batch", type=int, default=32, help="rows per rank (the global batch is twice it)")
     parser.add_argument("--width", type=int, default=256, help="hidden width of the 3-layer MLP")
+    parser.add_argument("--only-parallel", action="store_true", help="skip the 1-process configurations")
     args = parser.parse_args()
-    configs = [("fit", 1), ("loop", 1), ("fit", 2), ("loop", 2)]
+    configs = [("fit", 2), ("loop", 2)]
+    if not args.only_parallel:
+        configs = [("fit", 1), ("loop", 1), *configs]
     times: dict[tuple[str, int], list[float]] = {c: [] for c in configs}
+    loads: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         script = os.path.join(tmp, "worker.py")
         with open(script, "w") as fh:
             fh.write(WORKER)
-        for _ in range(args.rounds):
-            for kind, procs in configs:
+        for r in range(args.rounds):
+            for kind, procs in (configs if r % 2 == 0 else configs[::-1]):
+                loads.append(os.getloadavg()[0])
                 times[kind, procs].append(_run(script, kind, procs, args, tmp))
+        loads.append(os.getloadavg()[0])
     med = {c: statistics.median(v) for c, v in times.items()}
-    print(f"| configuration | ms per step (median of {args.rounds} rounds) | rounds |")
+    print(f"machine: {_machine()}; load average (1 min) before/after the runs: "
+          f"{min(loads):.1f}-{max(loads):.1f}")
+    print(f"\n| configuration | ms per step (median of {args.rounds} rounds) | rounds |")
     print("| --- | --- | --- |")
     for (kind, procs), value in med.items():
         rounds = ", ".join(f"{t:.2f}" for t in times[kind, procs])
         print(f"| {kind}, {procs} process{'es' if procs > 1 else ''} | {value:.2f} | {rounds} |")
-    print(f"\nfit / hand-written DDP loop (2 processes): {med['fit', 2] / med['loop', 2]:.2f}x")
-    print(f"fit / plain loop (1 process): {med['fit', 1] / med['loop', 1]:.2f}x")
-    print(f"fit, 2-process step / 1-process step (same global batch): {med['fit', 2] / med['fit', 1]:.2f}x")
+
+    def ratio(a: tuple[str, int], b: tuple[str, int]) -> str:
+        per_round = [x / y for x, y in zip(times[a], times[b])]
+        return (f"{statistics.median(per_round):.2f}x (rounds: {', '.join(f'{q:.2f}' for q in per_round)}; "
+                f"ratio of medians {med[a] / med[b]:.2f}x)")
+
+    print(f"\nfit / hand-written DDP loop (2 processes): {ratio(('fit', 2), ('loop', 2))}")
+    if not args.only_parallel:
+        print(f"fit / plain loop (1 process): {ratio(('fit', 1), ('loop', 1))}")
+        print(f"fit, 2-process step / 1-process step (same global batch): {ratio(('fit', 2), ('fit', 1))}")
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 # package's own __init__.
 FLOORS = {
     # 0 ground: plain data and errors, no arignote imports
-    "errors": 0, "sizes": 0, "hyperparameter": 0, "_keras_objects": 0,
+    "errors": 0, "sizes": 0, "hyperparameter": 0, "_keras_objects": 0, "_version": 0,
     # 1 settings: the one flag registry and what reads/parses it
     "config": 1, "_flag_types": 1, "theanorc": 1, "backend_common": 1, "metric_names": 1,
     # 2 machine: devices, their memory and precision, atomic files
@@ -333,3 +333,26 @@ def test_function_level_imports_say_why():
             unexplained.append(f"{path.relative_to(SRC)}:{line} imports {target}")
     assert not unexplained, ("function-level imports without a comment saying why "
                              f"({len(unexplained)}):\n" + "\n".join(unexplained[:40]))
+
+
+def test_the_version_is_pyprojects():
+    import re
+
+    from arignote._version import __version__
+
+    text = (SRC.parent / "pyproject.toml").read_text(encoding="utf-8")
+    assert re.search(r'^version = "([^"]+)"', text, flags=re.MULTILINE).group(1) == __version__
+
+
+def test_arignote_help_loads_neither_torch_nor_numpy():
+    """Every command module is imported for ``arignote --help``: what they import at the top must
+    stay light; the heavy imports are the function-level ones that say so."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from arignote import cli; cli.build_parser(); "
+            "print(sorted(m for m in ('torch', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

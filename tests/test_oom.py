@@ -240,6 +240,14 @@ def test_guard_rejects_bad_arguments():
         OOMGuard(on_oom="shrink")
 
 
+class _Now:
+    def __init__(self, flags):
+        self.flags = flags
+
+    def wait(self):
+        return self.flags
+
+
 class _ThreadStrategy:
     """agree across threads (a stand-in for two ranks; the gloo version is in test_oom_parallel)."""
 
@@ -247,6 +255,9 @@ class _ThreadStrategy:
         self.rank, self.world_size, self.is_main, self.device = rank, 2, rank == 0, torch.device("cpu")
         self.shared = shared
         self.calls = 0
+
+    def agree_later(self, flags):
+        return _Now(self.agree(flags))
 
     def agree(self, flags):
         self.calls += 1

@@ -25,6 +25,7 @@ import arignote
 from arignote import config
 from arignote.callbacks import Callback, TerminateOnNaN
 from arignote.models import Model
+from arignote.parallel import ddp
 
 out, procs = sys.argv[1], int(sys.argv[2])
 arignote.configure(device="cpu", cpu_processes=procs, floatX="float64", print_active_device=False)
@@ -60,6 +61,27 @@ class Count(Callback):
         opt.step = counted
 
 
+class Probe(Callback):
+    """What each training step asks of the strategy (its collectives, by kind) and of the host
+    (reads of a device value: aten._local_scalar_dense, counted by arignote.bench.opcount)."""
+
+    def __init__(self):
+        super().__init__()
+        self.steps = []
+
+    def on_train_batch_begin(self, batch, logs=None):
+        from arignote.bench.opcount import OpRecorder
+        self.before = dict(getattr(self.model._trainer.strategy, "collectives", {}))
+        self.rec = OpRecorder().__enter__()
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.rec.__exit__(None, None, None)
+        now = getattr(self.model._trainer.strategy, "collectives", {})
+        delta = {k: v - self.before.get(k, 0) for k, v in now.items() if v != self.before.get(k, 0)}
+        delta.pop("waited", None)  # timing: whether the exchange was still running at the wait
+        self.steps.append({"collectives": delta, "syncs": sum(op.sync for op in self.rec.ops)})
+
+
 def model(seed=0, bn=False):
     torch.manual_seed(seed)
     layers = [torch.nn.Linear(6, 16), torch.nn.Tanh(), torch.nn.Linear(16, 3)]
@@ -77,12 +99,15 @@ def weights(m):
 # 1. gradient reductions per optimizer step: default, accumulate=4, out-of-memory splitting
 for mode, acc, inject in (("default", 1, 0), ("accumulate4", 4, 0), ("oom", 1, 4)):
     config.configure(memory_oom_inject_above=inject if rank == procs - 1 else 0)
-    m, count = model(), Count()
+    m, count, probe = model(), Count(), Probe()
+    before = dict(getattr(ddp.active(), "collectives", {}))
     torch.manual_seed(1)
-    h = m.fit(x, y, batch_size=32, epochs=2, accumulate=acc, verbose=0, callbacks=[count])
+    h = m.fit(x, y, batch_size=32, epochs=2, accumulate=acc, verbose=0, callbacks=[count, probe])
     result[mode] = {"passes": count.passes, "buckets": count.buckets, "steps": count.steps,
                     "k": m._trainer.oom.k, "weights": weights(m), "loss": h.history["loss"],
-                    "agreements": getattr(m._trainer.strategy, "agreements", 0)}
+                    "per_step": probe.steps,
+                    "collectives": {k: v - before.get(k, 0)  # this fit's (one strategy per process)
+                                    for k, v in getattr(m._trainer.strategy, "collectives", {}).items()}}
 config.configure(memory_oom_inject_above=0)
 
 # 2. exact evaluation, validation and prediction on sizes that do not split evenly
@@ -131,6 +156,48 @@ after = m.get_weights()
 result["nan"] = {"steps": count.steps, "finite": bool(all(np.isfinite(w).all() for w in after)),
                  "epochs": h.epoch}
 
+# 6. DDP's options: gradient_as_bucket_view (default on), static_graph (needs every backward to reduce)
+m = model()
+m.fit(x[:32], y[:32], batch_size=32, epochs=1, verbose=0)
+net = m._trainer.net
+result["ddp_default"] = {"bucket_view": getattr(net, "gradient_as_bucket_view", None),
+                         "static_graph": getattr(net, "static_graph", None),
+                         "find_unused": getattr(net, "find_unused_parameters", None)}
+config.configure(parallel_static_graph=True, memory_on_oom="raise")
+m, count = model(), Count()
+torch.manual_seed(1)
+h = m.fit(x, y, batch_size=32, epochs=2, verbose=0, callbacks=[count])
+result["static"] = {"weights": weights(m), "loss": h.history["loss"], "passes": count.passes,
+                    "static_graph": getattr(m._trainer.net, "static_graph", None)}
+try:
+    model().fit(x, y, batch_size=32, epochs=1, accumulate=2, verbose=0)
+except config.ConfigError as exc:
+    result["static_accumulate"] = str(exc)
+config.configure(parallel_static_graph=False, memory_on_oom="split")
+
+
+# 7. a parameter the loss never uses: a clear error naming it, or DDP's search when asked for
+class Aux(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.body, self.aux = torch.nn.Linear(6, 3), torch.nn.Linear(6, 2)
+
+    def forward(self, t):
+        return self.body(t)
+
+
+for find in (False, True):
+    config.configure(parallel_find_unused_parameters=find)
+    m = Model(Aux())
+    m.compile("sgd", "mse")
+    try:
+        m.fit(x, y, batch_size=32, epochs=2, verbose=0)
+        result[f"unused_{find}"] = weights(m)
+    except config.ConfigError as exc:
+        result[f"unused_{find}"] = str(exc)
+config.configure(parallel_find_unused_parameters=False)
+
 with open(os.path.join(out, f"rank{rank}.json"), "w") as fh:
     json.dump(result, fh)
 '''
@@ -159,8 +226,11 @@ def test_exactly_one_gradient_reduction_per_optimizer_step(runs, mode):
     for rk in runs[2]:
         got = rk[mode]
         assert got["steps"] == 6  # 96 samples, global batch 32, 2 epochs
-        assert got["passes"] == got["steps"]  # one synced backward (DDP reduction) per update
-        assert got["buckets"] == got["steps"]  # a small model: one bucket per reduction
+        # one synced backward (DDP reduction) per update; with out-of-memory splitting, each of the
+        # 2 retry rounds of the first step (k=2, then 4) reduces the stand-in's zeros once more
+        retries = 2 if mode == "oom" else 0
+        assert got["passes"] == got["steps"] + retries
+        assert got["buckets"] == got["passes"]  # a small model: one bucket per reduction
     ks = [rk[mode]["k"] for rk in runs[2]]
     assert ks == {"default": [1, 1], "accumulate4": [4, 4], "oom": [4, 4]}[mode]  # agreed by both ranks
 
@@ -174,9 +244,26 @@ def test_two_processes_give_the_weights_of_one(runs, mode):
     _close(r0[mode]["loss"], one[mode]["loss"], 1e-9)
 
 
-def test_one_agreement_per_step_and_per_epoch_end(runs):
-    # default mode: 6 steps + 2 epoch ends (the out-of-memory run adds its retry rounds)
-    assert [rk["default"]["agreements"] for rk in runs[2]] == [8, 8]
+def test_no_blocking_collective_and_no_host_sync_inside_a_step(runs):
+    # each step starts one agreement (stop requests, out-of-memory decision) before its armed
+    # backward and waits for it after: nothing else, and nothing read back from the device
+    for mode in ("default", "accumulate4"):
+        for rk in runs[2]:
+            steps = rk[mode]["per_step"]
+            assert len(steps) == 6
+            assert all(s == {"collectives": {"agree_later": 1, "wait": 1}, "syncs": 0} for s in steps), steps
+    for rk in runs[1]:  # one process: no collective at all, no sync either
+        assert all(s == {"collectives": {}, "syncs": 0} for s in rk["default"]["per_step"])
+
+
+def test_blocking_agreements_only_at_epoch_ends(runs):
+    # default mode: 2 epoch ends block (stop after on_epoch_end, a fatal error); the 6 steps'
+    # agreements are asynchronous; the out-of-memory run adds its 2 retry rounds (k=2, then 4)
+    for rk in runs[2]:
+        counts = rk["default"]["collectives"]
+        assert counts["agree"] == 2
+        assert counts["agree_later"] == counts["wait"] == 6
+        assert rk["oom"]["collectives"]["agree_later"] == 6 + 2
 
 
 def test_evaluate_validation_and_predict_count_every_sample_once(runs):
@@ -254,3 +341,32 @@ def test_an_oom_during_the_gradient_sync_ends_every_rank_with_one_clear_error(tm
     assert "arignote: rank 1 (pid" in r.stderr  # the launcher names the rank and stops the others
     assert time.monotonic() - started < 60  # nobody waited for a collective timeout
     assert not any(_alive(p) for p in _pids(tmp_path))
+
+
+def test_ddp_gradients_are_bucket_views_by_default(runs):
+    for rk in runs[2]:
+        assert rk["ddp_default"] == {"bucket_view": True, "static_graph": False, "find_unused": False}
+    # and the equal-weights tests above ran with it
+
+
+def test_static_graph_trains_like_one_process_and_refuses_no_sync(runs):
+    one, (r0, r1) = runs[1][0], runs[2]
+    for rk in (r0, r1):
+        assert rk["static"]["static_graph"] is True and rk["static"]["passes"] == 6
+        assert "parallel.static_graph=true needs every backward" in rk["static_accumulate"]
+        assert "fit(accumulate=2)" in rk["static_accumulate"]
+        assert "pytorch/pytorch#143580" in rk["static_accumulate"]
+    for a, b, ref in zip(r0["static"]["weights"], r1["static"]["weights"], one["default"]["weights"]):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+        _close(a, ref, 1e-9)
+
+
+def test_an_unused_parameter_is_named_with_the_fixes_or_searched_for_on_request(runs):
+    one = runs[1][0]
+    for rk in runs[2]:
+        error = rk["unused_False"]
+        assert isinstance(error, str) and "(aux.weight, aux.bias)" in error
+        assert "requires_grad_(False)" in error and "parallel.find_unused_parameters=true" in error
+        for a, ref in zip(rk["unused_True"], one["unused_True"]):
+            _close(a, ref, 1e-9)  # the aux layer keeps its initial weights, the body trains as one process
+    assert one["unused_False"] == one["unused_True"]  # one process: no DDP, no error

@@ -20,6 +20,7 @@ from typing import Any
 
 from arignote import config
 from arignote import devices as _devices  # noqa: F401 - cheap (no torch): sets CUDA_DEVICE_ORDER early
+from arignote._version import __version__  # noqa: F401 - arignote.__version__
 from arignote.config import configure, override
 from arignote.devices import machine_check as _machine_check
 from arignote.errors import ArignoteError, ConfigError, DeviceError
@@ -27,7 +28,6 @@ from arignote.errors import ArignoteError, ConfigError, DeviceError
 # the device flag is checked against this machine's GPU count at the first config read (issue 15)
 config.set_machine_check("device", _machine_check.device_on_this_machine, DeviceError)
 
-__version__ = "0.1.0"
 
 # public name -> module that defines it (imported on first access)
 _LAZY = {

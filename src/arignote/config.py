@@ -113,6 +113,15 @@ _FLAG_LIST = [
          "seconds a collective waits for a rank (0: PyTorch's defaults, 10 min NCCL, 30 min gloo)"),
     Flag("parallel.restarts", _t.non_negative(_t.parse_int), 0,
          "how many times a failed data-parallel job is restarted (resumes with BackupAndRestore)"),
+    Flag("parallel.bucket_view", _t.parse_bool, True,
+         "DDP's gradient_as_bucket_view: gradients live in DDP's communication buckets (no copy "
+         "in and out of them each step, one gradient-sized buffer less)"),
+    Flag("parallel.static_graph", _t.parse_bool, False,
+         "DDP's static_graph (the same parameters take part in every step); needs accumulate=1 "
+         "and memory.on_oom=raise: DDP fails with static_graph and no_sync (pytorch#143580)"),
+    Flag("parallel.find_unused_parameters", _t.parse_bool, False,
+         "DDP searches each step's graph for parameters the loss does not use (needed when a "
+         "model has such parameters; costs a graph walk per step)"),
     Flag("share.lease_dir", _t.text, "", "directory of GPU lease files (default: <tmp>/arignote-leases)",
          env="ARIGNOTE_LEASE_DIR"),
     Flag("share.status", _t.parse_bool, True,

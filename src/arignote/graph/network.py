@@ -241,6 +241,21 @@ class GraphModule(nn.Module):
         self.live: dict | None = None
         object.__setattr__(self, "_slot_tensors", {slot: t for t, slot in
                                                    ((t, s) for t, s in _pairs(inputs, order, slots))})
+        object.__setattr__(self, "_chain", self._as_chain())
+
+    def _as_chain(self) -> list[nn.Module] | None:
+        """The modules in order when the graph is a plain chain (one input, each layer called on the
+        previous one's only output without arguments, one output, no masks, no extra losses): then
+        ``forward`` runs them exactly as ``Sequential`` does, with no slot bookkeeping per layer."""
+        if self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked:
+            return None
+        previous, chain = 0, []
+        for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
+            if structure is not None or kwargs or multi or ins != (previous,) or len(outs) != 1:
+                return None
+            chain.append(module)
+            previous = outs[0]
+        return chain if previous == self.out_slots[0] else None
 
     def packed_outputs(self) -> Packing | None:
         """The layout of the outputs of the last packed forward (the declared one when it has no None)."""
@@ -286,6 +301,13 @@ class GraphModule(nn.Module):
 
     def _forward(self, x: Any, packed: bool | None) -> Any:
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
+        chain = self._chain
+        if chain is not None and not self.keep_values:  # the Sequential-like fast path
+            if not isinstance(x, torch.Tensor):
+                x = self._inputs(x)[0]
+            for module in chain:
+                x = module(x)
+            return x if self.output_structure is None else nest_like(self.output_structure, [x])
         values: list = [None] * self.n_slots
         if packed is None:
             packed = isinstance(x, torch.Tensor)

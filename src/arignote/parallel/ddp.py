@@ -29,6 +29,8 @@ import contextlib
 import os
 import sys
 import time
+import weakref
+from collections import Counter
 from datetime import timedelta
 from typing import Any
 
@@ -43,7 +45,7 @@ from arignote.parallel.heartbeat import Heartbeat
 from arignote.parallel.launcher import Launcher, watch_parent
 from arignote.parallel.placement import gpus_per_replica, parse_contexts, replica_gpus, set_replica_gpus
 
-__all__ = ["DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
+__all__ = ["Agreement", "DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
 
 STARTUP_TIMEOUT = 300.0  # seconds for every rank to reach fit (imports, data loading)
 _state: dict[str, Any] = {"active": None}
@@ -57,8 +59,13 @@ class DataParallel:
     The protocol (docs/architecture.md): ``wrap`` (DDP), ``order`` (the epoch order, rank 0's torch
     RNG broadcast so a run seeded with ``torch.manual_seed`` sees the order a single process would),
     ``no_sync`` (DDP's, for every micro-batch but the last), ``reduce`` (a sum over ranks),
-    ``agree`` (small integer flags, max over ranks, on the host: no device sync), ``gather``,
-    ``broadcast_seed``, ``barrier``, ``close``.
+    ``agree`` (small integer flags, max over ranks, on the host: no device sync), ``agree_later``
+    (the same, started now and waited for later: the per-step one), ``stand_in_backward``,
+    ``gather``, ``broadcast_seed``, ``barrier``, ``close``.
+
+    ``collectives`` counts every collective this strategy ran, by kind (``agree``, ``agree_later``,
+    ``wait``, ``waited`` for a wait that found the reduction still running, ``reduce``, ``order``,
+    ...): tests count them per step. DDP's own gradient buckets are not in it.
     """
 
     def __init__(self, device: Any, env: DistEnv, backend: str, launcher: Launcher | None = None,
@@ -71,9 +78,16 @@ class DataParallel:
         self.rank = env.rank
         self.world_size = env.world_size
         self.is_main = env.rank == 0
-        self.control = control  # a gloo group for host-side flags (None: the default group is gloo)
-        self.agreements = 0  # agree() calls so far (tests count them)
+        self.control = control  # a gloo group of its own for host-side flags
+        self.collectives: Counter[str] = Counter()  # collectives run so far, by kind (tests count them)
+        self._reduced_checked: weakref.WeakSet = weakref.WeakSet()  # DDP modules checked once
+        self.static_graph = False  # DDP's static_graph, set by wrap from parallel.static_graph
         self._closed = False
+
+    @property
+    def agreements(self) -> int:
+        """Blocking agreements so far (:meth:`agree`); the per-step ones are ``agree_later``."""
+        return self.collectives["agree"]
 
     def __repr__(self) -> str:
         return f"DataParallel(rank={self.rank}, world_size={self.world_size}, device='{self.device}', " \
@@ -95,10 +109,18 @@ class DataParallel:
         Buffers are not broadcast in every forward (``forward_sync_buffers=False``): that collective
         would sit inside micro-batches that may run out of memory on one rank only; the loop
         averages floating buffers (BatchNorm statistics) over the ranks at each epoch's end instead.
+        The flags ``parallel.bucket_view`` (on: gradients are views into DDP's buckets),
+        ``parallel.static_graph`` and ``parallel.find_unused_parameters`` (off) are DDP's options
+        of those names (docs/architecture.md says when each is valid).
         """
+        self.static_graph = config.get("parallel.static_graph")  # the step's guard checks its needs
         spread = len({p.device for p in module.parameters()}) > 1  # placement contexts
         ids = [self.device.index] if self.device.type == "cuda" and not spread else None
-        return DistributedDataParallel(module, device_ids=ids, forward_sync_buffers=False)
+        return DistributedDataParallel(
+            module, device_ids=ids, forward_sync_buffers=False,
+            gradient_as_bucket_view=config.get("parallel.bucket_view"),
+            static_graph=self.static_graph,
+            find_unused_parameters=config.get("parallel.find_unused_parameters"))
 
     def order(self, n: int, epoch: int, shuffle: bool) -> torch.Tensor:  # noqa: ARG002 - protocol
         """The epoch's order of ``n`` samples (or batches), the same on every rank (host tensor)."""
@@ -106,6 +128,7 @@ class DataParallel:
             return torch.arange(n)
         perm = torch.randperm(n) if self.is_main else torch.empty(n, dtype=torch.int64)
         perm = perm.to(self._comm_device)
+        self.collectives["order"] += 1
         self._collective("the epoch order", dist.broadcast, perm, src=0)
         return perm.cpu()
 
@@ -114,32 +137,83 @@ class DataParallel:
         backward that follows accumulate locally."""
         return net.no_sync() if isinstance(net, DistributedDataParallel) else contextlib.nullcontext()
 
-    def reduce_next_backward(self, net: torch.nn.Module) -> None:
+    def reduce_next_backward(self, net: torch.nn.Module, loss: torch.Tensor | None = None) -> None:
         """Arm DDP's reducer for the next backward, after a forward run under :meth:`no_sync`: what
         DDP's own forward does when it syncs (``prepare_for_forward``/``prepare_for_backward``;
-        with ``find_unused_parameters=False`` the forward's outputs are not needed). The loop runs
+        with ``find_unused_parameters`` DDP walks the graph of ``loss`` for the parameters that
+        take no part in it, else it needs nothing). The loop runs
         every forward unarmed and arms only once the ranks agreed to go on: an armed forward that
         is then abandoned (out of memory on another rank, a stop) would leave the reducer expecting
         a backward, and the next micro-batch's backward would start a reduction on one rank only."""
         if isinstance(net, DistributedDataParallel):
             net.reducer.prepare_for_forward()
             net.require_forward_param_sync = True
-            net.reducer.prepare_for_backward([])
+            search = net.find_unused_parameters and not net.static_graph and loss is not None
+            net.reducer.prepare_for_backward([loss] if search else [])
 
     def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         """The sum over ranks of ``tensor`` (a new tensor on the tensor's device)."""
         out = tensor.detach().to(self._comm_device, copy=True)
+        self.collectives["reduce"] += 1
         self._collective("the metrics reduction", dist.all_reduce, out, op=dist.ReduceOp.SUM)
         return out.to(tensor.device)
 
     def agree(self, flags: list[int]) -> list[int]:
         """The maximum over ranks of each flag (stop, out-of-memory, ...): one small all-reduce of a
-        host tensor on a gloo group, so the device is never waited for."""
-        self.agreements += 1
+        host tensor on a gloo group, so the device is never waited for. It blocks until every rank
+        sent its flags: the loop calls it at epoch ends only; a step uses :meth:`agree_later`."""
+        self.collectives["agree"] += 1
         t = torch.tensor(flags, dtype=torch.int64)
         self._collective(f"agreement {self.agreements}", dist.all_reduce, t, op=dist.ReduceOp.MAX,
                          group=self.control)
         return t.tolist()
+
+    def agree_later(self, flags: list[int]) -> Agreement:
+        """:meth:`agree` started now (an asynchronous all-reduce of a host tensor); its
+        :meth:`Agreement.wait` gives the maxima. The step starts it after its last forward and
+        waits after the backward, so the exchange travels while the backward (and DDP's gradient
+        buckets) run instead of holding every rank at a rendezvous."""
+        self.collectives["agree_later"] += 1
+        t = torch.tensor(flags, dtype=torch.int64)
+        what = f"step agreement {self.collectives['agree_later']}"
+        work = self._collective(what, dist.all_reduce, t, op=dist.ReduceOp.MAX, group=self.control,
+                                async_op=True)
+        return Agreement(t, work, self, what)
+
+    def stand_in_backward(self, net: torch.nn.Module) -> None:
+        """Take part in this step's gradient reduction without a batch (a rank whose forward ran
+        out of memory; the others run :meth:`reduce_next_backward` and their last backward): the
+        start of DDP's forward (on its second iteration DDP rebuilds its buckets, a collective),
+        the arming, and zero gradients for every trained parameter, so DDP's buckets fill and
+        reduce as on the other ranks. The step is then
+        redone everywhere (the agreement says so), so the reduced values are never used."""
+        if not isinstance(net, DistributedDataParallel):
+            return
+        with net.no_sync():
+            net._pre_forward()  # what the skipped forward did: lazy init, the one bucket rebuild
+        params = [p for p in net.parameters() if p.requires_grad]
+        zero = torch.stack([p.reshape(-1)[:1].sum() for p in params]).sum().mul(0)
+        self.reduce_next_backward(net, zero)
+        zero.backward()
+
+    def check_reduced(self, net: torch.nn.Module) -> None:
+        """After the first reduced backward: a trained parameter without a gradient took no part in
+        the loss, so DDP (``find_unused_parameters`` off) never finished that reduction and would
+        fail at the next step with advice the user cannot follow. Say which parameters, and the
+        fixes. Every rank runs the same model, so every rank raises the same error."""
+        if not isinstance(net, DistributedDataParallel) or net in self._reduced_checked:
+            return
+        self._reduced_checked.add(net)
+        if net.find_unused_parameters or net.static_graph:
+            return
+        unused = [name for name, p in net.module.named_parameters() if p.requires_grad and p.grad is None]
+        if unused:
+            shown = ", ".join(unused[:8]) + (f" and {len(unused) - 8} more" if len(unused) > 8 else "")
+            raise ConfigError(
+                f"data parallel: {len(unused)} trained parameter(s) took no part in the loss ({shown}), "
+                "so DDP cannot finish reducing the gradients. Freeze them (layer.trainable = False, or "
+                "param.requires_grad_(False)) or remove them; or set parallel.find_unused_parameters=true "
+                "(DDP then searches every step's graph for them, a little slower)")
 
     def gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         """Every rank's ``tensor`` in rank order; first dimensions may differ, and a rank with no
@@ -224,6 +298,24 @@ class DataParallel:
     @property
     def _comm_device(self) -> torch.device:
         return self.device if self.backend == "nccl" else torch.device("cpu")
+
+
+class Agreement:
+    """A :meth:`DataParallel.agree_later` in flight: :meth:`wait` gives the flags' maxima.
+
+    The strategy counts ``wait`` for every wait and ``waited`` for one that found the exchange
+    still running (the rank then really waited for another)."""
+
+    def __init__(self, flags: torch.Tensor, work: Any, owner: DataParallel, what: str) -> None:
+        self.flags, self.work, self.owner, self.what = flags, work, owner, what
+
+    def wait(self) -> list[int]:
+        counts = self.owner.collectives
+        counts["wait"] += 1
+        if not self.work.is_completed():
+            counts["waited"] += 1
+        self.owner._collective(self.what, self.work.wait)
+        return self.flags.tolist()
 
 
 def active() -> DataParallel | None:
@@ -334,7 +426,10 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
         _handshake(store, env)
         dist.init_process_group(backend, store=dist.PrefixStore(f"arignote/{env.restart}/pg", store),
                                 rank=env.rank, world_size=env.world_size, **_timeout(timeout))
-        control = dist.new_group(backend="gloo", **_timeout(timeout)) if backend == "nccl" else None
+        # host-side flags on their own gloo group: a step's agreement, in flight while DDP's buckets
+        # (and the bucket rebuild of its second forward) use the default group, never pairs with
+        # one of those on a rank that took another path (a stand-in backward)
+        control = dist.new_group(backend="gloo", **_timeout(timeout))
     except BaseException:
         if launcher is not None:
             launcher.abort()  # never leave ranks waiting for a rank 0 that gave up

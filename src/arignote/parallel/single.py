@@ -16,7 +16,21 @@ from typing import Any
 
 import torch
 
-__all__ = ["SingleDevice"]
+__all__ = ["Agreed", "SingleDevice"]
+
+
+class Agreed:
+    """An agreement already reached (one process): ``wait()`` gives the flags back.
+
+    >>> Agreed([0, 1]).wait()
+    [0, 1]
+    """
+
+    def __init__(self, flags: list[int]) -> None:
+        self.flags = list(flags)
+
+    def wait(self) -> list[int]:
+        return self.flags
 
 
 def _torch_device(device: Any) -> torch.device:
@@ -55,7 +69,10 @@ class SingleDevice:
     def no_sync(self, net: torch.nn.Module) -> contextlib.AbstractContextManager:  # noqa: ARG002
         return contextlib.nullcontext()
 
-    def reduce_next_backward(self, net: torch.nn.Module) -> None:  # noqa: ARG002 - protocol
+    def reduce_next_backward(self, net: torch.nn.Module, loss: Any = None) -> None:  # noqa: ARG002
+        return None
+
+    def check_reduced(self, net: torch.nn.Module) -> None:  # noqa: ARG002 - protocol
         return None
 
     def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
@@ -63,6 +80,12 @@ class SingleDevice:
 
     def agree(self, flags: list[int]) -> list[int]:
         return list(flags)
+
+    def agree_later(self, flags: list[int]) -> Agreed:
+        return Agreed(flags)
+
+    def stand_in_backward(self, net: torch.nn.Module) -> None:  # noqa: ARG002 - protocol
+        return None
 
     def gather(self, tensor: torch.Tensor) -> list[torch.Tensor]:
         return [tensor]

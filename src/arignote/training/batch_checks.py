@@ -93,7 +93,10 @@ class BatchCheck:
 
 
 def _tensors(obj: Any, label: str) -> list[tuple[str, torch.Tensor]]:
-    """``[(label, tensor)]`` for an array, or one per element of a list/tuple of arrays (multi-input)."""
+    """``[(label, tensor)]`` for an array, or one per element of a list/tuple of arrays (multi-input),
+    or per entry of a dict keyed by input/output name."""
+    if isinstance(obj, dict):
+        return [pair for key, o in obj.items() for pair in _tensors(o, f"{label}[{key!r}]")]
     if isinstance(obj, (list, tuple)) and obj and not isinstance(obj[0], (int, float, bool, np.generic)):
         return [pair for i, o in enumerate(obj) for pair in _tensors(o, f"{label}[{i}]")]
     if isinstance(obj, torch.Tensor):

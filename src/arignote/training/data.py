@@ -270,8 +270,10 @@ class IterableData:
         self.shares = shares  # (rows, global rows) per batch, from a rank-splitting batch sampler
         self.user_sharded = user_sharded
         self.check: Any = None  # check(x, y, step) on each batch before it moves (batch_checks.for_model)
-        # weigh(y, sample_weight) -> y or Weighted((y, w)): the batch's weights (training.sample_weights)
+        # weigh(y, sample_weight) -> weights or None: the batch's weights (training.sample_weights)
         self.weigh: Any = None
+        # pack(x, y) -> (x, y): several inputs/outputs of a functional model as one array each
+        self.pack: Any = None
         try:
             self.length: int | None = len(data)  # type: ignore[arg-type]
         except TypeError:
@@ -351,15 +353,18 @@ class IterableData:
             raise ValueError(f"batch {step} of {self.name} has no targets: yield (x, y) pairs")
         if self.check is not None:
             self.check(x, y, step)
+        weights = None
         if y is not None and self.targets and (sample_weight is not None or self.weigh is not None):
             if self.weigh is None:
                 raise ValueError(f"batch {step} of {self.name} has sample weights, which this use of the "
                                  "data does not take")
             try:
-                y = self.weigh(y, sample_weight)
+                weights = self.weigh(y, sample_weight)
             except (ValueError, TypeError) as exc:
                 raise ValueError(f"batch {step} of {self.name}: {exc}") from None
-        return x, y
+        if self.pack is not None:
+            x, y = self.pack(x, y if self.targets else None)
+        return x, (y if weights is None else Weighted((y, weights)))
 
     def first(self) -> tuple[Any, Any]:
         """One batch to look at (the memory plan), without starting or ending an epoch of a Sequence."""

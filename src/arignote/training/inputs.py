@@ -144,6 +144,7 @@ def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
         return None  # a one-shot iterator: nothing can be looked at without consuming it
     for batch in data:
         xb, yb, _ = split_batch(batch)
+        xb, yb = model._pack(xb, yb, targets=yb is not None)  # several inputs/outputs: one array each
         xt, yt = _arrays(model, xb, yb, (f"{name} x batch", f"{name} y batch"))
         model._ensure_built(tuple(xt.shape[1:]))
         _check_arrays(model, xt, yt, (f"{name} x batch", f"{name} y batch"))
@@ -255,8 +256,11 @@ def _iterable(data: Any, trainer: Any, steps: int | None, **kwargs: Any) -> Iter
     from arignote.training.rank_split import for_rank
 
     source, shares, user_sharded = for_rank(data, trainer.strategy)
-    return IterableData(source, trainer.device, _float_dtype(), steps, shares=shares,
+    data = IterableData(source, trainer.device, _float_dtype(), steps, shares=shares,
                         user_sharded=user_sharded, **kwargs)
+    model = trainer.model
+    data.pack = lambda x, y: model._pack(x, y, targets=y is not None)  # as fit(x, y) packs arrays
+    return data
 
 
 def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any]:

@@ -8,10 +8,11 @@ progress-bar redraw, or a callback that reads the batch logs).
 Under data parallel the module trained is the DDP-wrapped one, always: its gradient buckets are
 reduced while the backward runs. A step is run by the out-of-memory guard
 (:class:`~arignote.training.oom.OOMGuard`) as ``k`` micro-batches (``accumulate``, raised on out of
-memory), every forward under ``no_sync()``; one small agreement on the host between the last
-forward and its backward carries the out-of-memory decision and the stop requests of every rank,
-and only then is DDP armed for the last backward: exactly one gradient reduction per optimizer
-step, and no rank ever waits alone in a collective.
+memory), every forward under ``no_sync()``; after the last forward a small agreement (the
+out-of-memory decision and the stop requests of every rank) is started asynchronously, DDP is armed
+for the last backward, and the agreement is waited for after it, before the update: exactly one
+gradient reduction per optimizer step, no rank ever waits alone in a collective, and no blocking
+rendezvous inside the step.
 
 Example::
 
@@ -51,8 +52,9 @@ class Trainer:
     (metric objects), ``optimizer`` and ``stop_training``/``resume_epoch``; ``precision`` provides
     ``autocast()`` and ``scaler`` (a ``torch.amp.GradScaler``, disabled when not needed).
     ``skip_nonfinite`` (set by ``fit`` when a ``TerminateOnNaN`` is among the callbacks): a step whose
-    loss is not finite on some rank is neither reduced nor applied on any rank (the callback then
-    stops training), and an update whose reduced gradients are not finite is skipped everywhere.
+    loss is not finite on some rank is applied on no rank (its gradients are made non-finite, and
+    the reduced gradients, the same on every rank, are checked before the update; the callback
+    then stops training).
     """
 
     def __init__(self, model: Any, strategy: Any, precision: Any) -> None:
@@ -88,8 +90,11 @@ class Trainer:
             compiled.announce(plan, notes, self.device, strategy.is_main)
         self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
                             no_sync=lambda: strategy.no_sync(self.net),
-                            arm=lambda: strategy.reduce_next_backward(self.net),
+                            arm=lambda handle: strategy.reduce_next_backward(self.net, handle[0]),
+                            stand_in=lambda: strategy.stand_in_backward(self.net),
+                            reduced=lambda: strategy.check_reduced(self.net),
                             stop=lambda: self._stop_request)
+        self._poison = False  # TerminateOnNaN: a non-finite loss makes non-finite gradients
 
     # ------------------------------------------------------------------ accumulation on the device
 
@@ -177,6 +182,8 @@ class Trainer:
             # them after the step instead let the forward take it: 5-10 % slower on the CPU CNN)
             self.model.optimizer.zero_grad()
             self._stale_grads = False
+        if self._poison:
+            loss = _poisoned(loss)
         self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()
         return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
 
@@ -222,7 +229,7 @@ class Trainer:
             self.new_oom_guard()
         check = self.skip_nonfinite and not self.scaler.is_enabled()
         self._fns.finite = self._grads_finite if check else None
-        self._fns.nonfinite = _losses_nonfinite if check else None
+        self._poison = check
         share = None if global_rows is None else (self.world if rows else 0, global_rows)
         records = self.oom.step(xb, yb, None, fns=self._fns, share=share)
         if records is STOPPED:
@@ -417,10 +424,16 @@ class _ScalerView:
         self.optimizer.step(self.torch_step)
 
 
-def _losses_nonfinite(items: list) -> bool:
-    """Whether the loss (first field) of any forward/backward record is not finite (one host sync)."""
-    losses = torch.stack([item[0].detach().float().reshape(()) for item in items])
-    return not bool(torch.isfinite(losses).all())
+def _poisoned(loss: torch.Tensor) -> torch.Tensor:
+    """``loss`` times 1 when it is finite, times NaN when not (on the device, no host sync): a
+    non-finite loss on any rank then gives non-finite gradients, which DDP's reduction hands to
+    every rank, so each rank's own check of its reduced gradients skips the same update.
+
+    >>> _poisoned(torch.tensor(2.0)).item(), _poisoned(torch.tensor(float("inf"))).isnan().item()
+    (2.0, True)
+    """
+    d = loss.detach()
+    return loss * (1 + (d - d))  # d - d: 0 when finite (times exactly 1), NaN for inf or NaN
 
 
 def _same(tensor: Any) -> Any:

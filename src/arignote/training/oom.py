@@ -29,6 +29,7 @@ from typing import Any
 import torch
 
 from arignote import config
+from arignote.config import ConfigError
 from arignote.diagnostics.oom_inject import OOMInjector, make_injector
 from arignote.errors import ArignoteError
 from arignote.training.oom_memory import _advice, free_memory, is_out_of_memory, memory_figures
@@ -124,12 +125,15 @@ class StepFns:
     """What one optimizer step is made of (the trainer's methods, or plain functions in tests).
 
     ``forward(xb, yb) -> handle`` and ``backward(handle, weight) -> record`` (gradients scaled by
-    ``weight``); ``no_sync()`` wraps every forward (DDP's, a no-op otherwise) and ``arm()`` makes
-    the next backward reduce the gradients (called once a step, after the agreement);
-    ``stop()`` is this rank's stop request (sent in the step's agreement). Optional, for
-    TerminateOnNaN: ``nonfinite(handles)`` says whether a loss of this step is not finite (agreed
-    by the ranks before the gradient reduction: then no rank reduces or updates), ``finite()``
-    whether the reduced gradients are finite (else the update is skipped).
+    ``weight``); ``no_sync()`` wraps every forward (DDP's, a no-op otherwise) and ``arm(handle)`` makes
+    the next backward (of that forward) reduce the gradients (once a step, before the last
+    backward), ``reduced()`` runs after it;
+    ``stand_in()`` is that armed backward for a rank whose forward ran out of memory (zero
+    gradients through DDP's reducer, so every rank takes part in the reduction); ``stop()`` is this
+    rank's stop request (sent in the step's agreement). Optional, for TerminateOnNaN:
+    ``finite()`` says whether the (reduced) gradients are finite, else the update is skipped (the
+    trainer makes a non-finite loss give non-finite gradients, so DDP's reduction carries it to
+    every rank without an agreement).
     """
 
     forward: Callable[[Any, Any], Any]
@@ -137,10 +141,11 @@ class StepFns:
     optimizer_step: Callable[[], Any]
     zero_grad: Callable[[], Any]
     no_sync: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-    arm: Callable[[], Any] = lambda: None
+    arm: Callable[[Any], Any] = lambda handle: None
+    stand_in: Callable[[], Any] = lambda: None
+    reduced: Callable[[], Any] = lambda: None
     stop: Callable[[], bool] = lambda: False
     finite: Callable[[], bool] | None = None
-    nonfinite: Callable[[list], bool] | None = None
     # False: forward() only captures the micro-batch and backward() does all the work (the
     # forward_backward form), so the last micro-batch runs before the agreement too
     split_last: bool = True
@@ -193,6 +198,12 @@ class OOMGuard:
             raise ValueError(f"on_oom must be 'split' or 'raise', got {mode!r} (flag memory.on_oom)")
         self.k = accumulate
         self.split = mode == "split"
+        if getattr(strategy, "static_graph", False) and (accumulate > 1 or self.split):
+            raise ConfigError(
+                "parallel.static_graph=true needs every backward to reduce the gradients, but "
+                f"{f'fit(accumulate={accumulate})' if accumulate > 1 else 'memory.on_oom=split'} runs "
+                "micro-batches under DDP's no_sync, which DDP's static graph breaks on (pytorch/pytorch"
+                "#143580). Use accumulate=1 with memory.on_oom=raise, or parallel.static_graph=false")
         self.inject = make_injector(inject_above)
         self.strategy = strategy
         self.distributed = strategy is not None and getattr(strategy, "world_size", 1) > 1
@@ -230,9 +241,6 @@ class OOMGuard:
             try:
                 self.inject(n)
                 out = fns.backward(fns.forward(x, y), _weight(n, scale))
-                if fns.nonfinite is not None and fns.nonfinite([out]):
-                    self.skipped += 1
-                    return [out]
             except RuntimeError as exc:
                 if not (self.split and is_out_of_memory(exc)):
                     raise
@@ -256,18 +264,17 @@ class OOMGuard:
             first_failure = first_failure or failure
             if self.distributed:  # every rank takes part in every round, failed or not
                 want = next_k(k, n) if failure is not None else 0
-                bad = int(failure is None and fns.nonfinite is not None
-                          and fns.nonfinite(records + [last[0]]))
-                agreed, stop, fatal, bad = self.strategy.agree([want, int(bool(fns.stop())), self.fatal, bad])
+                # started before the last backward, waited for after it: the flags travel while
+                # DDP reduces the gradients, and no rank stands at a rendezvous in the step
+                pending = self.strategy.agree_later([want, int(bool(fns.stop())), self.fatal])
+                if fns.split_last:
+                    self._reduce(fns, records, last, failure)
+                agreed, stop, fatal = pending.wait()
                 if fatal:
                     self._raise_fatal(fatal)
-                if stop:
+                if stop:  # a rank asked to stop after the previous batch: nobody applies this one
                     fns.zero_grad()
                     return STOPPED
-                if bad and not agreed:  # a loss is not finite on some rank: nobody reduces or updates
-                    fns.zero_grad()
-                    self.skipped += 1
-                    return records + [last[0]]
                 if not agreed:
                     break
                 if agreed >= CANNOT_SPLIT:
@@ -279,30 +286,36 @@ class OOMGuard:
             fns.zero_grad()
             free_memory(self.device)
             k = self.k = agreed
-        if last is not None:
-            # the one backward outside no_sync(): DDP reduces the gradients while it runs. A rank
-            # that runs out here cannot leave the reduction the others are in: it stops the job
-            # with a clear error (the launcher then stops every rank).
-            handle, weight = last
-            try:
-                fns.arm()
-                records.append(fns.backward(handle, weight))
-            except RuntimeError as exc:
-                if not is_out_of_memory(exc):
-                    raise
-                raise UnsplittableOOMError(
-                    f"rank {self.rank}: out of memory in the backward pass while the gradients were being "
-                    f"reduced over the ranks ({_first_line(exc)}); the ranks cannot recover together from "
-                    f"there, so the job stops. Memory: {memory_figures(self.device)}. Next run: "
-                    f"fit(accumulate={2 * self.k}) runs smaller micro-batches from the start. "
-                    f"{_advice(self.device)}") from None
         if self.k > start_k:
             self._notice(n, start_k, self.k, first_failure or "out of memory on another rank")
-        if not self.distributed and fns.nonfinite is not None and fns.nonfinite(records):
-            self.skipped += 1
-            return records
         self._update(fns)
         return records
+
+    def _reduce(self, fns: StepFns, records: list | None, last: Any, failure: str | None) -> None:
+        """The step's one armed backward (DDP reduces the gradients while it runs): the last
+        micro-batch's, or, on a rank whose forward ran out of memory, a stand-in with zero
+        gradients (the agreement that follows makes every rank redo the step). A rank that runs
+        out here cannot leave the reduction the others are in: it stops the job with a clear
+        error (the launcher then stops every rank)."""
+        try:
+            if failure is not None:
+                fns.zero_grad()
+                free_memory(self.device)  # room for the stand-in's gradients
+                fns.stand_in()  # arms the reducer itself
+                return
+            handle, weight = last
+            fns.arm(handle)
+            records.append(fns.backward(handle, weight))
+            fns.reduced()
+        except RuntimeError as exc:
+            if not is_out_of_memory(exc):
+                raise
+            raise UnsplittableOOMError(
+                f"rank {self.rank}: out of memory in the backward pass while the gradients were being "
+                f"reduced over the ranks ({_first_line(exc)}); the ranks cannot recover together from "
+                f"there, so the job stops. Memory: {memory_figures(self.device)}. Next run: "
+                f"fit(accumulate={2 * self.k}) runs smaller micro-batches from the start. "
+                f"{_advice(self.device)}") from None
 
     def _next(self, k: int, n: int, failure: str | None) -> int:
         nxt = next_k(k, n)

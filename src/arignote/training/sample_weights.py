@@ -25,7 +25,6 @@ import numpy as np
 import torch
 
 from arignote.graph.network import Packing
-from arignote.weighting import Weighted
 
 __all__ = ["modes_per_output", "per_output", "check_class_weight", "standardize_weights", "for_arrays",
            "for_batches", "targets_per_output"]
@@ -238,13 +237,13 @@ def for_arrays(model: Any, y: Any, sample_weight: Any, class_weight: Any) -> np.
 
 
 def for_batches(model: Any, class_weight: Any) -> Callable[[Any, Any], Any]:
-    """``weigh(y, sample_weight)`` for each batch of an iterable: ``y`` alone when the batch has no
-    weights and there is no ``class_weight``, else :class:`Weighted` ``(y, w)`` (host arrays)."""
+    """``weigh(y, sample_weight)`` for each batch of an iterable: the batch's weights (a host array,
+    as :func:`for_arrays` makes them for arrays), or None when it has none and there is no
+    ``class_weight``; the batch then carries ``Weighted((y, w))``."""
 
     def weigh(y: Any, sample_weight: Any) -> Any:
         if sample_weight is None and class_weight is None:
-            return y
-        w = for_arrays(model, y, sample_weight, class_weight)
-        return y if w is None else Weighted((y, w))
+            return None
+        return for_arrays(model, y, sample_weight, class_weight)
 
     return weigh
