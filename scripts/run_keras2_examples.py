@@ -24,7 +24,7 @@ What the harness changes, and only for the run:
   ``HARNESS_SAMPLES`` (256) samples and ``steps_per_epoch`` / ``validation_steps`` to 3;
   ``Model.evaluate`` scores the first 256 samples (``predict`` is never cut: its output is used). Examples
   that train in their own loop are stopped cleanly (exit 0, ``HARNESS-BUDGET`` on stderr) after 12
-  ``fit`` calls, 40 ``train_on_batch`` calls or 30 calls of ``K.function`` callables (the gradient
+  ``fit`` calls, 10 ``train_on_batch`` calls or 30 calls of ``K.function`` callables (the gradient
   ascent and L-BFGS loops of the image examples): they ran their steps and the classification says
   "runs (stopped by the work budget)". matplotlib draws to the Agg backend.
 * **Pretrained weights.** ``weights='imagenet'`` finds no file offline; the harness saves the
@@ -319,7 +319,7 @@ BOOT = textwrap.dedent('''
     from arignote.datasets import _files, _get_file
     from arignote.models import model as _model
 
-    SAMPLES, STEPS, FIT_BUDGET, BATCH_BUDGET, FUNCTION_BUDGET = 256, 3, 12, 40, 30
+    SAMPLES, STEPS, FIT_BUDGET, BATCH_BUDGET, FUNCTION_BUDGET = 256, 3, 12, 10, 30
     _files.verify = lambda path, hashes: None
     _get_file.validate_file = lambda *a, **k: True
 
@@ -464,6 +464,9 @@ OUTSIDE = {
     "babi_memnn": "the example's tokenize() uses re.split(r'(\\W+)?'), whose empty optional group gives None "
                   "on Python >= 3.7 (the example was written for 3.6)",
     "conv_lstm": "the example uses np.float, removed in numpy 1.24",
+    "variational_autoencoder_deconv": "after training, the example's plot gives 31 tick positions for 30 "
+                                      "labels (its end_range is one digit too far), which matplotlib >= 3.5 "
+                                      "refuses",
 }
 
 # Modules that are not arignote's to provide: an example that needs them is out of scope.

@@ -407,3 +407,15 @@ def test_backend_names_left_out_say_so_and_what_to_use():
         from arignote.backend import ctc_batch_cost  # noqa: F401
     assert not hasattr(K, "no_such_function")  # an unknown name is still a plain AttributeError
     assert {"rnn", "map_fn", "resize_images", "ctc_decode"} <= set(NOT_PROVIDED)
+
+
+def test_backend_operations_keep_a_first_dim_their_inputs_fix():
+    image = K.variable(np.zeros((1, 8, 8, 3), "float32"))
+    target = K.placeholder((1, 8, 8, 3))
+    batch = K.concatenate([image, image, target], axis=0)
+    assert batch.shape == (3, 8, 8, 3)  # the style-transfer examples index batch[2]
+    assert batch[2].shape == (8, 8, 3)
+    x = Input(shape=(4,))
+    assert K.sum(x, axis=0).shape == (4,) and K.transpose(x).shape == (4, None)
+    assert (x * 2).shape == (None, 4) and K.mean(x, axis=-1).shape == (None,)  # the batch stays unknown
+    assert Dense(2)(x).shape == (None, 2)

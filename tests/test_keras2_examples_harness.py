@@ -171,7 +171,7 @@ def test_classify(harness):
     assert harness.classify(1, tb) == ("fails",
                                        "TypeError: unsupported operand [graph/network.py:127 in __init__]")
     assert harness.classify(0, "") == ("runs", "")
-    assert harness.classify(0, "HARNESS-BUDGET stopped after 40 train_on_batch calls\n")[1].startswith(
+    assert harness.classify(0, "HARNESS-BUDGET stopped after 10 train_on_batch calls\n")[1].startswith(
         "stopped by the work budget")
     assert harness.classify(1, "HARNESS-NETWORK https://x/w.h5\nTraceback...\nDatasetError: no\n") == (
         "out of scope", "needs the network: https://x/w.h5")

@@ -88,21 +88,21 @@ def torch_dtype_name(dtype: torch.dtype) -> str:
     return str(dtype).replace("torch.", "")
 
 
-def _dummy(t: KerasTensor, fill: int) -> torch.Tensor:
-    shape = [2 if i == 0 and d is None else (fill if d is None else d) for i, d in enumerate(t.shape)]
+def _dummy(t: KerasTensor, fill: int, batch: int = 2) -> torch.Tensor:
+    shape = [batch if i == 0 and d is None else (fill if d is None else d) for i, d in enumerate(t.shape)]
     dtype = getattr(torch, t.dtype, None) or torch.float32
     if dtype == torch.bool:
         return torch.ones(shape, dtype=dtype)
     return torch.zeros(shape, dtype=dtype)
 
 
-def _swap(x: Any, fill: int) -> Any:
+def _swap(x: Any, fill: int, batch: int = 2) -> Any:
     if isinstance(x, KerasTensor):
-        return _dummy(x, fill)
+        return _dummy(x, fill, batch)
     if isinstance(x, (list, tuple)):
-        return type(x)(_swap(v, fill) for v in x)
+        return type(x)(_swap(v, fill, batch) for v in x)
     if isinstance(x, dict):
-        return {k: _swap(v, fill) for k, v in x.items()}
+        return {k: _swap(v, fill, batch) for k, v in x.items()}
     return x
 
 
@@ -111,11 +111,16 @@ def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tup
     module = runtime_module(layer)
     modes = [(m, m.training) for m in module.modules()]
     module.eval()  # no moving-average updates from dummy data
+    # A backend operation (K.concatenate of a 1-image variable and a 1-image placeholder, x[0]) may
+    # fix its first dim: its runs differ in the unknown batch too, and a dim that does not follow it
+    # stays known. A layer's first dim is its batch (Keras), always None when not declared.
+    static_first = getattr(layer, "static_first_dim", False)
     runs = []
     try:
         with torch.no_grad():
             for fill in (3, 4):
-                out = module(_swap(inputs, fill), **_swap(kwargs, fill))
+                batch = fill - 1 if static_first else 2
+                out = module(_swap(inputs, fill, batch), **_swap(kwargs, fill, batch))
                 runs.append(out)
     except Exception as exc:
         raise ValueError(
@@ -130,7 +135,8 @@ def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tup
     for a, b in zip(leaves_a, leaves_b):
         if not isinstance(a, torch.Tensor):
             raise TypeError(f"layer '{layer.name}' returned a {type(a).__name__}, not a tensor")
-        shape = [None if i == 0 or da != db else da for i, (da, db) in enumerate(zip(a.shape, b.shape))]
+        shape = [None if (i == 0 and not static_first) or da != db else da
+                 for i, (da, db) in enumerate(zip(a.shape, b.shape))]
         if a.dim() == 0:
             shape = []
         shapes.append(tuple(shape))

@@ -71,6 +71,8 @@ class OpLayer(Layer):
     It cannot be written to a Keras 2 config: wrap the expression in a ``Lambda`` to save the model.
     """
 
+    static_first_dim = True  # its output's first dim is known when the inputs fix it (graph.node)
+
     def __init__(self, op_name: str, fn: Callable, args: Any, kwargs: dict) -> None:
         super().__init__(name=auto_name(op_name))
         self.op_name = op_name
