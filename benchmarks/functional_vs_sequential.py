@@ -18,8 +18,11 @@ Two measures: ``step`` (blocks of ``--steps`` ``train_on_batch`` calls: the per-
 ``fit`` (whole ``fit`` epochs of ``--samples`` samples: the per-step cost plus fit's setup).
 Ratio >= 1 means the functional model is at least as fast; the goal is >= 0.98.
 
+``--model mlp`` swaps the CNN for a 13-layer MLP of 8 units, where the per-layer Python cost (what
+the graph's bookkeeping adds) is most of a step.
+
 Usage: ``OMP_NUM_THREADS=1 .venv/bin/python benchmarks/functional_vs_sequential.py [--mode step fit]
-[--rounds 12] [--steps 3] [--samples 256] [--batch 32] [--threads 1]``
+[--model cnn] [--rounds 12] [--steps 3] [--samples 256] [--batch 32] [--threads 1]``
 """
 
 from __future__ import annotations
@@ -37,7 +40,9 @@ from arignote import layers as L
 from arignote.models import Model, Sequential
 
 
-def stack() -> list:
+def stack(kind: str = "cnn") -> list:
+    if kind == "mlp":  # tiny layers: the per-layer Python cost is most of a step
+        return [L.Dense(8, activation="relu") for _ in range(12)] + [L.Dense(10, activation="softmax")]
     return [
         L.Conv2D(32, (3, 3), padding="same", activation="relu"), L.Conv2D(32, (3, 3), activation="relu"),
         L.MaxPooling2D((2, 2)), L.Dropout(0.25),
@@ -47,13 +52,16 @@ def stack() -> list:
     ]  # fmt: skip
 
 
-def sequential() -> Sequential:
-    return Sequential([L.InputLayer(input_shape=(32, 32, 3)), *stack()])
+SHAPES = {"cnn": (32, 32, 3), "mlp": (8,)}
 
 
-def functional(chain: bool = True) -> Model:
-    x = inp = L.Input(shape=(32, 32, 3))
-    for layer in stack():
+def sequential(kind: str = "cnn") -> Sequential:
+    return Sequential([L.InputLayer(input_shape=SHAPES[kind]), *stack(kind)])
+
+
+def functional(chain: bool = True, kind: str = "cnn") -> Model:
+    x = inp = L.Input(shape=SHAPES[kind])
+    for layer in stack(kind):
         x = layer(x)
     model = Model(inp, x)
     if not chain:  # the general graph loop, as any branching graph runs
@@ -97,6 +105,8 @@ def report(title: str, times: dict, unit: float, unit_name: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--mode", nargs="+", choices=["step", "fit"], default=["step", "fit"])
+    ap.add_argument("--model", choices=["cnn", "mlp"], default="cnn",
+                    help="the seeds' CIFAR-10 CNN, or a 13-layer MLP of 8 units (Python overhead)")
     ap.add_argument("--rounds", type=int, default=12)
     ap.add_argument("--steps", type=int, default=3, help="train_on_batch calls per timed block (step mode)")
     ap.add_argument("--samples", type=int, default=256, help="samples per fit epoch (fit mode)")
@@ -107,9 +117,10 @@ def main() -> None:
     arignote.configure(device="cpu", print_active_device=False)
     torch.manual_seed(0)
     rng = np.random.default_rng(0)
-    x = rng.random((args.samples, 32, 32, 3), dtype=np.float32)
+    x = rng.random((args.samples, *SHAPES[args.model]), dtype=np.float32)
     y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, args.samples)]
-    models = {"sequential": sequential(), "functional": functional(), "functional_loop": functional(False)}
+    models = {"sequential": sequential(args.model), "functional": functional(kind=args.model),
+              "functional_loop": functional(False, args.model)}
     weights = models["sequential"].get_weights()
     for m in models.values():
         m.set_weights(weights)
@@ -117,7 +128,7 @@ def main() -> None:
         m.fit(x[:args.batch * 2], y[:args.batch * 2], batch_size=args.batch, epochs=1, verbose=0)  # warm up
     assert models["functional"].module._chain is not None
     cpu = platform.processor() or platform.machine()
-    print(f"torch {torch.__version__}, {args.threads} thread(s), {cpu}, batch {args.batch}, "
+    print(f"{args.model}: torch {torch.__version__}, {args.threads} thread(s), {cpu}, batch {args.batch}, "
           f"{args.rounds} rounds (order rotating)")
     if "step" in args.mode:
         xb, yb = x[:args.batch], y[:args.batch]

@@ -14,7 +14,8 @@ Three steps, separate venvs (the test suite never needs Keras):
     #    THEANO_FLAGS="floatX=float32,blas.ldflags=-L$SL -l:$(basename $SL/libopenblas*.so)" \
     /work/k2venv/bin/python scripts/check_keras2_reads_ours.py check /tmp/ours \
         --json tests/fixtures/keras2/keras2_reads_ours.json
-    # 3. a venv with Keras 3 (KERAS_BACKEND=torch): its legacy HDF5 loader
+    # 3. a venv with Keras 3 (KERAS_BACKEND=torch): its legacy HDF5 loader (scripts/setup-keras3-venv.sh
+    #    builds it; torch comes from the project's venv through a .pth file)
     KERAS_BACKEND=torch /work/k3venv/bin/python scripts/check_keras2_reads_ours.py check3 /tmp/ours
 
 Per case, Keras is given three ways in: ``load_model(case.h5)`` (architecture, weights, optimizer
@@ -22,7 +23,8 @@ state), ``load_weights(case_weights.h5)`` into a fresh model with the file's arc
 weights until loaded), and the same ``by_name=True``. Each prediction is compared with
 arignote's on the same input; a compiled case then takes one more training step in Keras from the
 file's optimizer state and lands on arignote's weights after the same step. One line per check; the
-exit status is 1 when any difference exceeds 1e-5 or any load fails.
+exit status is 1 when any difference exceeds 1e-5 or any load fails. What Keras 3 refuses is listed in
+the README's "Keras 2 HDF5 files" section.
 
 Keras 2.3.1 with the Theano backend, the only one that installs on Python 3.11, has two limits
 that are not about the file: its loader does not convert ``Conv3DTranspose`` kernels of a
@@ -42,6 +44,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOL = 1e-5
+STEP_RTOL = 2e-5
 
 
 # ------------------------------------------------------------------------------------------ write
@@ -52,8 +55,8 @@ def write(out):
     import keras2_ours_cases as cases  # why: needs arignote, which the Keras venvs do not have
 
     os.makedirs(out, exist_ok=True)
-    for name in cases.CASES:
-        model, xs = cases.build_case(name)
+    built, cudnn = cases.build_all()
+    for name, (model, xs) in built.items():
         extra = {}
         if cases.CASES[name][2] is not None:
             cases.compile_and_step(model, name, xs)
@@ -65,13 +68,9 @@ def write(out):
             extra = {f"after_{i}": w for i, w in enumerate(model.get_weights())}
         _save_npz(out, name, xs, ys, extra)
         print("wrote", name)
-    for name, (cudnn, plain, spec) in cases.CUDNN_CASES.items():
-        source = cudnn()
-        cases.set_seeded_weights(source, cases.seed_of(name))
+    for name, (source, twin, xs) in cudnn.items():
         source.save_weights(os.path.join(out, name + "_weights.h5"))
-        twin = plain()
         twin.load_weights(os.path.join(out, name + "_weights.h5"))
-        xs = cases.make_inputs(spec, cases.seed_of(name) + 1)
         twin.save(os.path.join(out, name + ".h5"))  # the architecture Keras rebuilds (plain layers)
         _save_npz(out, name, xs, _as_list(twin.predict(cases.feed(xs), verbose=0)), {"cudnn": np.array(1)})
         print("wrote", name)
@@ -251,7 +250,11 @@ def check(out, keras3=False, record=None):
         if after and model is not None:
             try:
                 got, d = _step_and_compare(keras, model, xs, ys, after, keras3, notes)
-                failures += d > TOL
+                # BatchNormalization's batch statistics round differently in Theano and torch: a model
+                # with one passes within 1e-5 + 2e-5 relative (tests/test_keras2_reads_ours.py: STEP_RTOL)
+                rtol = STEP_RTOL if any("moving_variance" in w.name for w in model.weights) else 0.0
+                failures += any(np.any(np.abs(np.asarray(g, np.float64) - a) > TOL + rtol * np.abs(a))
+                                for g, a in zip(got, after))
                 entry["after_step"] = [np.round(g.astype(np.float64), 7).tolist() for g in got]
                 print(f"{'':24s} one more training step from the file's optimizer state: max diff {d:.1e}")
             except Exception as err:  # Keras 3's own limits: report, go on
@@ -267,6 +270,11 @@ def check(out, keras3=False, record=None):
             entry["notes"] = sorted(notes)
             doc["cases"][name] = entry
     if record is not None:
+        if os.path.exists(record):  # a partial run (a directory with some cases) updates those cases
+            with open(record, encoding="utf-8") as f:
+                old = json.load(f)
+            if (old.get("keras"), old.get("backend")) == (doc["keras"], doc["backend"]):
+                doc["cases"] = {**old.get("cases", {}), **doc["cases"]}
         with open(record, "w") as f:
             json.dump(doc, f, separators=(",", ":"), sort_keys=True)
             f.write("\n")
@@ -298,7 +306,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=["write", "check", "check3"])
     parser.add_argument("directory")
-    parser.add_argument("--json", help="check: record Keras's results as a fixture file")
+    parser.add_argument("--json", help="check: record Keras's results as a fixture file (an existing one "
+                        "from the same Keras keeps the cases this run did not check)")
     args = parser.parse_args()
     if args.mode == "write":
         write(args.directory)

@@ -315,3 +315,35 @@ def test_a_generator_for_several_outputs_gives_the_arrays_values_with_and_withou
     assert m.evaluate_generator(_TwoOutputBatches(True)) == pytest.approx(weighted, rel=1e-6)
     h = m.fit_generator(_TwoOutputBatches(True), epochs=1, verbose=0, shuffle=False)
     assert [h.history[k][0] for k in m.metrics_names] == pytest.approx(weighted, rel=1e-6)
+
+
+def test_micro_batches_of_a_weighted_batch_give_the_weights_of_the_whole_batch():
+    # accumulate=k splits each batch, weights included: each micro-batch's sum(w * l) / rows is
+    # weighted rows / batch, so the update equals the unsplit batch's
+    a, b = _dense(lr=0.1), _dense(lr=0.1)
+    a.fit(X, Y, sample_weight=W, batch_size=10, epochs=2, shuffle=False, verbose=0)
+    b.fit(X, Y, sample_weight=W, batch_size=10, epochs=2, shuffle=False, verbose=0, accumulate=3)
+    for wa, wb in zip(a.get_weights(), b.get_weights()):
+        np.testing.assert_allclose(wa, wb, rtol=1e-5, atol=1e-7)
+    assert a.history.history["loss"] == pytest.approx(b.history.history["loss"], rel=1e-6)
+
+
+def test_an_automatic_batch_size_trains_with_the_weights():
+    m = _dense(lr=0.0)
+    h = m.fit(X, Y, sample_weight=W, batch_size="auto", epochs=1, verbose=0)
+    assert h.history["loss"][0] == pytest.approx(float((W * _mse_values(m)).sum() / 10), rel=1e-6)
+
+
+def test_a_compiled_step_takes_the_weighted_targets_too():
+    results = []
+    for jit in (False, True):
+        m = _dense(lr=0.1, weighted_metrics=["mae"])
+        m.compile(SGD(lr=0.1), "mse", weighted_metrics=["mae"], jit_compile=jit)
+        h = m.fit(X, Y, sample_weight=W, batch_size=4, epochs=2, verbose=0, shuffle=False)
+        results.append((h.history, m.get_weights(), m.evaluate(X, Y, sample_weight=W, verbose=0)))
+    (h0, w0, e0), (h1, w1, e1) = results
+    for key in h0:
+        assert h1[key] == pytest.approx(h0[key], rel=1e-5)
+    assert e1 == pytest.approx(e0, rel=1e-5)
+    for a, b in zip(w0, w1):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)

@@ -95,8 +95,11 @@ def test_params_are_checked_and_cloneable():
         clf.set_params(learning_rate=0.1)
     with pytest.raises(ValueError, match="not fitted yet"):
         KerasClassifier(build_classifier).predict(np.zeros((1, 4)))
-    with pytest.raises(ValueError, match="sample_weight is not supported"):
-        KerasClassifier(build_classifier, verbose=0).fit(*_data(), sample_weight=np.ones(48))
+    # sample_weight and class_weight reach Model.fit (Keras 2 passes fit's keyword arguments on)
+    clf = KerasClassifier(build_classifier, verbose=0, epochs=1, batch_size=48)
+    assert clf.fit(*_data(), sample_weight=np.zeros(48)).history["loss"] == [0.0]
+    assert clf.fit(*_data(), class_weight={0: 0.0, 1: 0.0, 2: 0.0}).history["loss"] == [0.0]
+    assert clf.fit(*_data(), sample_weight=np.ones(48)).history["loss"][0] > 0.1
 
 
 def test_subclass_with_call_as_build_fn():

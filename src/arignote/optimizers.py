@@ -193,6 +193,12 @@ class Optimizer:
         if self.torch is None:
             raise RuntimeError(f"{type(self).__name__}.build(params) must be called before load_state_dict()")
         self.torch.load_state_dict(state["torch"])
+        # a slot in its parameter's memory layout: torch's fused kernels read both as raw memory, so a
+        # contiguous momentum buffer (from a file) beside a channels-last kernel was applied scrambled
+        for param, slots in self.torch.state.items():
+            for key, value in slots.items():
+                if torch.is_tensor(value) and value.shape == param.shape and value.stride() != param.stride():
+                    slots[key] = torch.empty_like(param, dtype=value.dtype).copy_(value)
         self.iterations = int(state["iterations"])
         self._lr = float(state["lr"])
         self._applied_lr = float(state.get("applied_lr", self._current_lr()))

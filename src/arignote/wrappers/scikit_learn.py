@@ -120,11 +120,7 @@ class BaseWrapper:
         if "nb_epoch" in self.sk_params or "nb_epoch" in kwargs:
             warnings.warn("nb_epoch is the Keras 1 name of epochs; use epochs=", UserWarning, stacklevel=3)
             args["epochs"] = kwargs.pop("nb_epoch", self.sk_params.get("nb_epoch"))
-        for name in ("sample_weight", "class_weight"):
-            if kwargs.get(name) is not None:
-                raise ValueError(f"{type(self).__name__}.fit: {name} is not supported by arignote's fit")
-            kwargs.pop(name, None)
-        args.update(kwargs)
+        args.update(kwargs)  # sample_weight / class_weight reach Model.fit, as in Keras 2
         return args
 
     def fit(self, x: Any, y: Any, **kwargs: Any) -> Any:
