@@ -280,3 +280,130 @@ def test_predict_takes_the_first_inputs_length_as_keras_2_3():
     model.compile("sgd", "mse")
     with pytest.raises(ValueError, match="same number of samples"):
         model.evaluate([xa, xb], np.zeros((3, 1)), verbose=0)  # fit/evaluate stay strict
+
+
+# ------------------------------------------------- trainable is fixed at compile (mnist_acgan's GAN)
+
+def _gan():
+    disc = Sequential([Dense(1, activation="sigmoid", input_shape=(2,))])
+    disc.compile("sgd", "binary_crossentropy")
+    gen = Sequential([Dense(2, input_shape=(3,))])
+    disc.trainable = False  # Keras 2's GAN recipe: freeze, then compile the combined model
+    z = Input(shape=(3,))
+    combined = Model(z, disc(gen(z)))
+    combined.compile("sgd", "binary_crossentropy")
+    return disc, gen, combined
+
+
+def test_trainable_changed_after_compile_waits_for_the_next_compile():
+    disc, gen, combined = _gan()
+    rng = np.random.RandomState(0)
+    d0, g0 = disc.get_weights(), gen.get_weights()
+    disc.train_on_batch(rng.rand(4, 2).astype("float32"), np.ones((4, 1), "float32"))
+    d1 = disc.get_weights()
+    assert not np.array_equal(d0[0], d1[0])  # compiled while trainable: it still trains
+    assert all(not p.requires_grad for p in disc.module.parameters())  # ... and stays frozen outside
+    combined.train_on_batch(rng.rand(4, 3).astype("float32"), np.ones((4, 1), "float32"))
+    for a, b in zip(d1, disc.get_weights()):
+        np.testing.assert_array_equal(a, b)  # the combined model was compiled with it frozen
+    assert not np.array_equal(g0[0], gen.get_weights()[0])
+    combined.fit(rng.rand(8, 3).astype("float32"), np.ones((8, 1), "float32"), epochs=1, verbose=0)
+    for a, b in zip(d1, disc.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    disc.fit(rng.rand(8, 2).astype("float32"), np.zeros((8, 1), "float32"), epochs=1, verbose=0)
+    assert not np.array_equal(d1[0], disc.get_weights()[0])
+
+
+# ------------------------------------------- K.variable of a reversed view; Constant(matrix); losses
+
+def test_variable_and_constant_take_reversed_views():
+    rgb = np.arange(12, dtype="float32").reshape(1, 2, 2, 3)
+    bgr = rgb[..., ::-1]  # what the style-transfer examples' preprocessing hands K.variable
+    v = K.variable(bgr)
+    np.testing.assert_array_equal(K.get_value(v), bgr)
+    assert v.requires_grad
+    np.testing.assert_array_equal(K.constant(bgr).numpy(), bgr)
+
+
+def test_constant_initializer_takes_the_whole_embedding_matrix():
+    from arignote.initializers import Constant
+    from arignote.layers import Embedding
+
+    matrix = np.random.RandomState(0).rand(5, 3).astype("float32")
+    layer = Embedding(5, 3, embeddings_initializer=Constant(matrix), trainable=False)
+    out = layer(torch.tensor([[4, 0, 2]]))
+    np.testing.assert_allclose(out.detach().numpy()[0], matrix[[4, 0, 2]], rtol=1e-6)
+    np.testing.assert_allclose(Constant(2.5)((2,)).numpy(), [2.5, 2.5])
+    with pytest.raises(ValueError, match=r"shape \(5, 3\) cannot fill a weight of shape \(4, 3\)"):
+        Constant(matrix)((4, 3))
+
+
+def test_builtin_losses_on_graph_tensors_feed_add_loss():
+    from arignote import losses
+
+    inp = Input(shape=(4,))
+    out = Dense(4, activation="sigmoid")(inp)
+    model = Model(inp, out)
+    model.add_loss(K.mean(losses.binary_crossentropy(inp, out) * 4.0))  # the VAE example's recipe
+    model.compile("adam")
+    x = np.random.RandomState(0).rand(8, 4).astype("float32")
+    p = np.clip(model.predict(x), 1e-7, 1 - 1e-7)
+    want = 4.0 * np.mean(-(x * np.log(p) + (1 - x) * np.log(1 - p)))
+    assert model.evaluate(x, None, verbose=0) == pytest.approx(want, rel=1e-4)
+    assert losses.get("binary_crossentropy") is losses.binary_crossentropy  # one object either way
+    assert losses.per_sample(losses.binary_crossentropy) is not None  # sample weights still find it
+
+
+# ------------------------------------------- K.placeholder and the rest of Keras 2.3's backend names
+
+def test_placeholder_feeds_k_function_and_gradients():
+    x = K.placeholder(shape=(2, 3))
+    assert x.shape == (2, 3) and K.is_placeholder(x) and K.is_keras_tensor(x)
+    loss = K.sum(K.square(x))
+    f = K.function([x], [loss, K.gradients(loss, x)[0]])
+    value = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 0.5]], "float32")
+    out, grad = f([value])
+    assert float(out) == pytest.approx((value ** 2).sum())
+    np.testing.assert_allclose(grad, 2 * value)
+    assert K.placeholder(ndim=3).shape == (None, None, None)
+    with pytest.raises(ValueError, match="no sparse tensors"):
+        K.placeholder(shape=(2,), sparse=True)
+
+
+def test_an_application_on_a_placeholder_concatenated_with_a_variable():
+    from arignote.applications import vgg16
+
+    image = K.variable(np.random.RandomState(0).rand(1, 32, 32, 3).astype("float32"))
+    target = K.placeholder((1, 32, 32, 3))
+    model = vgg16.VGG16(input_tensor=K.concatenate([image, target], axis=0), weights=None, include_top=False)
+    assert model.inputs[0] is target  # the source input, as Keras's get_source_inputs
+    features = model.get_layer("block1_conv1").output
+    loss = K.sum(K.square(features[0] - features[1]))
+    f = K.function([target], [loss])
+    assert float(f([K.get_value(image)])[0]) == pytest.approx(0.0, abs=1e-6)  # the same picture twice
+    assert float(f([np.zeros((1, 32, 32, 3), "float32")])[0]) > 0
+
+
+def test_small_backend_functions_against_numpy():
+    a = np.arange(24, dtype="float32").reshape(2, 3, 4)
+    np.testing.assert_array_equal(K.reverse(torch.from_numpy(a), axes=[1, -1]).numpy(), a[:, ::-1, ::-1])
+    np.testing.assert_array_equal(K.identity(torch.from_numpy(a)).numpy(), a)
+    assert int(K.size(torch.from_numpy(a))) == 24
+    assert K.is_variable(K.variable(a)) and not K.is_variable(torch.from_numpy(a)) and not K.is_sparse(a)
+    bias = np.array([1.0, 2.0, 3.0, 4.0], "float32")
+    np.testing.assert_array_equal(K.bias_add(torch.from_numpy(a), torch.from_numpy(bias)).numpy(), a + bias)
+    img = np.ones((2, 3, 4, 5), "float32")  # channels_first: channels on axis 1
+    cf = K.bias_add(torch.from_numpy(img), torch.tensor([1.0, 2.0, 3.0]), data_format="channels_first")
+    np.testing.assert_array_equal(cf.numpy()[:, :, 0, 0], [[2.0, 3.0, 4.0]] * 2)
+
+
+def test_backend_names_left_out_say_so_and_what_to_use():
+    from arignote.backend import NOT_PROVIDED, NotProvidedError
+
+    with pytest.raises(NotProvidedError, match=r"K\.conv2d is a Keras 2 backend function that arignote "
+                                               r"deliberately does not provide; use .*Conv2D"):
+        K.conv2d  # noqa: B018
+    with pytest.raises(ImportError, match="ctc_loss"):
+        from arignote.backend import ctc_batch_cost  # noqa: F401
+    assert not hasattr(K, "no_such_function")  # an unknown name is still a plain AttributeError
+    assert {"rnn", "map_fn", "resize_images", "ctc_decode"} <= set(NOT_PROVIDED)

@@ -18,7 +18,8 @@ TENSOR_FUNCTIONS = (
     "switch", "tanh", "tile", "transpose", "var", "zeros_like", "int_shape", "shape", "ndim", "dtype",
     "random_normal", "random_uniform", "random_binomial", "truncated_normal", "variable", "constant", "zeros",
     "ones", "eye", "is_keras_tensor", "is_tensor", "in_train_phase", "in_test_phase", "count_params",
-    "arange", "update", "update_add", "update_sub", "eval", "get_variable_shape", "slice",
+    "arange", "update", "update_add", "update_sub", "eval", "get_variable_shape", "slice", "placeholder",
+    "is_placeholder", "is_variable", "is_sparse", "identity", "to_dense", "reverse", "size", "bias_add",
 )  # fmt: skip
 
 GRAPH_FUNCTIONS = ("function", "gradients", "learning_phase", "set_learning_phase")

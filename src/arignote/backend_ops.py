@@ -27,6 +27,7 @@ from arignote._backend_names import TENSOR_FUNCTIONS
 from arignote.graph import state
 from arignote.graph.ops import symbolic
 from arignote.graph.tensor import KerasTensor
+from arignote.layers.input_layer import Input
 
 __all__ = list(TENSOR_FUNCTIONS)
 
@@ -525,12 +526,13 @@ def random_binomial(shape: Any, p: float = 0.0, dtype: Any = None, seed: Any = N
 
 def variable(value: Any, dtype: Any = None, name: str | None = None, constraint: Any = None) -> torch.Tensor:  # noqa: A002
     """A trainable torch tensor holding ``value`` (Keras ``K.variable``); read it with ``K.get_value``."""
-    t = torch.as_tensor(np.asarray(value), dtype=getattr(torch, dtype or config.get("floatX"))).clone()
+    # np.array copies: a reversed view (img[..., ::-1], RGB to BGR) has negative strides torch refuses
+    t = torch.as_tensor(np.array(value), dtype=getattr(torch, dtype or config.get("floatX")))
     return torch.nn.Parameter(t)
 
 
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None = None) -> torch.Tensor:  # noqa: A002
-    t = torch.as_tensor(np.asarray(value), dtype=getattr(torch, dtype or config.get("floatX")))
+    t = torch.as_tensor(np.array(value), dtype=getattr(torch, dtype or config.get("floatX")))  # see variable
     return t.expand(*shape).clone() if shape is not None else t
 
 
@@ -578,3 +580,88 @@ def eval(x: Any) -> np.ndarray:  # noqa: A001
                          "K.function([inputs], [x])([data])")
     return _t(x).detach().cpu().numpy()
 
+
+
+# ---------------------------------------------------------------------- placeholders and small helpers
+
+
+def placeholder(shape: Any = None, ndim: int | None = None, dtype: Any = None, sparse: bool = False,
+                name: str | None = None) -> KerasTensor:
+    """Keras ``K.placeholder``: a symbolic input of full ``shape`` (batch dim included; or ``ndim``
+    unknown dims), fed through ``K.function([placeholder, ...], outputs)``.
+
+    Example::
+
+        >>> from arignote import backend as K
+        >>> x = K.placeholder(shape=(1, 3)); f = K.function([x], [K.sum(K.square(x))])
+        >>> f([np.array([[1.0, 2.0, 3.0]])])[0].tolist()
+        14.0
+    """
+    if sparse:
+        raise ValueError("K.placeholder(sparse=True) is not supported: arignote has no sparse tensors; feed "
+                         "dense arrays")
+    if shape is None:
+        if ndim is None:
+            raise ValueError("K.placeholder needs shape=(...) (batch dim included) or ndim=N")
+        shape = (None,) * int(ndim)
+    return Input(batch_shape=tuple(shape), dtype=dtype or config.get("floatX"), name=name)
+
+
+def is_placeholder(x: Any) -> bool:
+    """True for what :func:`placeholder` (or ``Input``) returns."""
+    history = getattr(x, "_keras_history", None)
+    return isinstance(x, KerasTensor) and history is not None and type(history[0]).__name__ == "InputLayer"
+
+
+def is_variable(x: Any) -> bool:
+    """True for what :func:`variable` returns (a torch ``Parameter``)."""
+    return isinstance(x, torch.nn.Parameter)
+
+
+def is_sparse(x: Any) -> bool:  # noqa: ARG001 - Keras's signature
+    """Always False: arignote has no sparse tensors."""
+    return False
+
+
+@symbolic
+def identity(x: Any, name: str | None = None) -> torch.Tensor:  # noqa: ARG001 - Keras's signature
+    """A tensor with the same content (a copy, as Keras's)."""
+    return _t(x).clone()
+
+
+@symbolic
+def to_dense(x: Any) -> torch.Tensor:
+    """``x`` itself: every arignote tensor is dense."""
+    return _t(x)
+
+
+@symbolic
+def reverse(x: Any, axes: Any) -> torch.Tensor:
+    """Reverse along ``axes`` (an int or a list of ints), as Keras ``K.reverse``."""
+    t = _t(x)
+    axes = [axes] if isinstance(axes, int) else list(axes)
+    return torch.flip(t, dims=[a % t.dim() for a in axes])
+
+
+@symbolic
+def size(x: Any, name: str | None = None) -> torch.Tensor:  # noqa: ARG001 - Keras's signature
+    """The number of elements, as a scalar int tensor."""
+    return torch.tensor(_t(x).numel())
+
+
+@symbolic
+def bias_add(x: Any, bias: Any, data_format: str | None = None) -> torch.Tensor:
+    """``x + bias`` on the channel axis: the last for ``channels_last``, axis 1 for ``channels_first``
+    (``bias`` of shape ``(channels,)``, or the full per-sample shape given channels-last)."""
+    t, b = _t(x), _t(bias)
+    data_format = data_format or backend.image_data_format()
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"K.bias_add: unknown data_format {data_format!r}")
+    if b.dim() not in (1, t.dim() - 1):
+        raise ValueError(f"K.bias_add: bias of shape {tuple(b.shape)} does not fit x of shape "
+                         f"{tuple(t.shape)}")
+    if data_format == "channels_first" and t.dim() > 2:
+        if b.dim() == 1:
+            return t + b.reshape(1, -1, *([1] * (t.dim() - 2)))
+        return t + b.movedim(-1, 0).unsqueeze(0)  # a full bias comes channels-last, as in Keras 2
+    return t + b

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
 import torch
 
 from arignote import backend_common
@@ -124,16 +125,32 @@ class Ones(Initializer):
 
 
 class Constant(Initializer):
-    """Every element ``value`` (default 0)."""
+    """Every element ``value`` (default 0); an array ``value`` is the whole weight (broadcast to its
+    shape, as Keras 2's ``K.constant``): ``Embedding(..., embeddings_initializer=Constant(matrix))``.
 
-    def __init__(self, value: float = 0) -> None:
+    Example::
+
+        >>> Constant([1.0, 2.0])((2, 2)).tolist()
+        [[1.0, 2.0], [1.0, 2.0]]
+    """
+
+    def __init__(self, value: Any = 0) -> None:
         self.value = value
 
     def __call__(self, shape: Any, dtype: Any = None) -> torch.Tensor:
-        return torch.full(_shape(shape), float(self.value), dtype=_dtype(dtype))
+        shape = _shape(shape)
+        if isinstance(self.value, (int, float)):
+            return torch.full(shape, float(self.value), dtype=_dtype(dtype))
+        value = torch.as_tensor(np.array(self.value), dtype=_dtype(dtype))
+        try:
+            return value.expand(shape).clone()
+        except RuntimeError:
+            raise ValueError(f"Constant: a value of shape {tuple(value.shape)} cannot fill a weight of shape "
+                             f"{shape}") from None
 
     def get_config(self) -> dict:
-        return {"value": self.value}
+        value = self.value
+        return {"value": value.tolist() if isinstance(value, np.ndarray) else value}
 
 
 class RandomNormal(Initializer):

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote import backend
+from arignote.graph.ops import symbolic
 
 __all__ = [
     "categorical_crossentropy",
@@ -65,6 +66,7 @@ def _cce_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return -(y_true.reshape(y_pred.shape) * p.log()).sum(dim=-1)
 
 
+@symbolic  # on symbolic tensors (a loss built into the graph with add_loss) it records a node
 def categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Cross-entropy between one-hot (or soft) targets and predicted probabilities."""
     return _cce_values(y_true, y_pred).mean()
@@ -75,6 +77,7 @@ def _sparse_logits(y_pred: torch.Tensor) -> torch.Tensor:
     return y_pred.clamp(eps, 1.0 - eps).log().reshape(-1, y_pred.shape[-1])
 
 
+@symbolic
 def sparse_categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Cross-entropy between integer labels (shape ``(N,)`` or ``(N, 1)``) and probabilities."""
     return F.cross_entropy(_sparse_logits(y_pred), y_true.reshape(-1).long())
@@ -92,6 +95,7 @@ def _bce_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return -(y * p.log() + (1.0 - y) * torch.log1p(-p))
 
 
+@symbolic
 def binary_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Binary cross-entropy of targets in [0, 1] against sigmoid probabilities."""
     return _bce_terms(y_true, y_pred).mean()
@@ -101,6 +105,7 @@ def _se(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (y_pred - y_true.reshape(y_pred.shape)).square()
 
 
+@symbolic
 def mean_squared_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Mean of ``(y_pred - y_true) ** 2``."""
     return _se(y_true, y_pred).mean()
@@ -110,6 +115,7 @@ def _ae(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (y_pred - y_true.reshape(y_pred.shape)).abs()
 
 
+@symbolic
 def mean_absolute_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """Mean of ``|y_pred - y_true|``."""
     return _ae(y_true, y_pred).mean()
@@ -120,6 +126,7 @@ def _ape(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (y - y_pred).abs() / y.abs().clamp_min(backend.epsilon())
 
 
+@symbolic
 def mean_absolute_percentage_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``100 * mean(|y_true - y_pred| / clip(|y_true|, eps))``."""
     return 100.0 * _ape(y_true, y_pred).mean()
@@ -131,6 +138,7 @@ def _sle(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (torch.log1p(y_pred.clamp_min(eps)) - torch.log1p(y.clamp_min(eps))).square()
 
 
+@symbolic
 def mean_squared_logarithmic_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``mean((log(clip(y_pred, eps) + 1) - log(clip(y_true, eps) + 1)) ** 2)``."""
     return _sle(y_true, y_pred).mean()
@@ -140,6 +148,7 @@ def _hinge_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (1.0 - y_true.reshape(y_pred.shape) * y_pred).clamp_min(0.0)
 
 
+@symbolic
 def hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``mean(max(1 - y_true * y_pred, 0))`` for targets in {-1, 1}."""
     return _hinge_terms(y_true, y_pred).mean()
@@ -149,6 +158,7 @@ def _squared_hinge_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Te
     return _hinge_terms(y_true, y_pred).square()
 
 
+@symbolic
 def squared_hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``mean(max(1 - y_true * y_pred, 0) ** 2)``."""
     return _squared_hinge_terms(y_true, y_pred).mean()
@@ -161,6 +171,7 @@ def _kld_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (y * (y / p).log()).sum(dim=-1)
 
 
+@symbolic
 def kullback_leibler_divergence(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``sum(y * log(y / p))`` per sample with both clipped to ``[eps, 1]``, averaged over the batch."""
     return _kld_values(y_true, y_pred).mean()
@@ -170,6 +181,7 @@ def _poisson_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return y_pred - y_true.reshape(y_pred.shape) * (y_pred + backend.epsilon()).log()
 
 
+@symbolic
 def poisson(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     """``mean(y_pred - y_true * log(y_pred + eps))``."""
     return _poisson_terms(y_true, y_pred).mean()

@@ -14,7 +14,7 @@ import warnings
 from typing import Any
 
 from arignote import backend
-from arignote.graph.tensor import is_symbolic
+from arignote.graph.tensor import get_source_inputs, is_symbolic
 from arignote.layers import Dense, GlobalAveragePooling2D, GlobalMaxPooling2D, Input
 
 __all__ = [
@@ -94,6 +94,14 @@ def obtain_input_shape(
             f"got `input_shape={input_shape}`"
         )
     return input_shape
+
+
+def source_inputs(inputs: Any) -> Any:
+    """The model's inputs for a graph built on ``inputs``: ``inputs`` itself when it is an ``Input``,
+    else the ``Input``s it was computed from (Keras 2's ``get_source_inputs``: an ``input_tensor``
+    such as ``K.concatenate([image, K.placeholder(...)])`` in the style-transfer examples)."""
+    sources = get_source_inputs(inputs)
+    return inputs if len(sources) == 1 and sources[0] is inputs else sources
 
 
 def image_input(input_tensor: Any, input_shape: tuple) -> Any:

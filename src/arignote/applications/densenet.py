@@ -23,6 +23,7 @@ from arignote.applications._common import (
     int_shape,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -112,7 +113,7 @@ def DenseNet(
     x = classifier_or_pooling(
         x, include_top, pooling, classes, top_name="fc1000", pooling_names=("avg_pool", "max_pool")
     )
-    model = Model(inputs, x, name=f"densenet{depth}" if depth else "densenet")
+    model = Model(source_inputs(inputs), x, name=f"densenet{depth}" if depth else "densenet")
     file = None
     if weights == "imagenet":
         fname = f"densenet{depth}_weights_tf_dim_ordering_tf_kernels{'' if include_top else '_notop'}.h5"

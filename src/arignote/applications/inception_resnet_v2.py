@@ -23,6 +23,7 @@ from arignote.applications._common import (
     int_shape,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -154,4 +155,5 @@ def InceptionResNetV2(
     x = _residual_block(x, 1.0, "block8", 10, activation=None)
     x = conv2d_bn(x, 1536, 1, name="conv_7b")
     x = classifier_or_pooling(x, include_top, pooling, classes)
-    return _weights.load(Model(inputs, x, name="inception_resnet_v2"), weights, _FILES[include_top])
+    model = Model(source_inputs(inputs), x, name="inception_resnet_v2")
+    return _weights.load(model, weights, _FILES[include_top])

@@ -21,6 +21,7 @@ from arignote.applications._common import (
     image_input,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -170,4 +171,4 @@ def InceptionV3(
     for i in range(2):
         x = _module_e(x, i)
     x = classifier_or_pooling(x, include_top, pooling, classes)
-    return _weights.load(Model(inputs, x, name="inception_v3"), weights, _FILES[include_top])
+    return _weights.load(Model(source_inputs(inputs), x, name="inception_v3"), weights, _FILES[include_top])

@@ -23,6 +23,7 @@ from arignote.applications._common import (
     image_input,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -149,7 +150,7 @@ def MobileNet(
         x = Activation("softmax", name="act_softmax")(x)
     else:
         x = classifier_or_pooling(x, False, pooling, classes)
-    model = Model(inputs, x, name=f"mobilenet_{alpha:0.2f}_{rows}")
+    model = Model(source_inputs(inputs), x, name=f"mobilenet_{alpha:0.2f}_{rows}")
     file = None
     if weights == "imagenet":
         fname = f"mobilenet_{_ALPHAS[alpha]}_{rows}_tf{'' if include_top else '_no_top'}.h5"

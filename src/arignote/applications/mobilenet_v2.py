@@ -23,6 +23,7 @@ from arignote.applications._common import (
     int_shape,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -153,7 +154,7 @@ def MobileNetV2(
     x = Conv2D(last, kernel_size=1, use_bias=False, name="Conv_1")(x)
     x = ReLU(6.0, name="out_relu")(BatchNormalization(axis=axis, **_BN, name="Conv_1_bn")(x))
     x = classifier_or_pooling(x, include_top, pooling, classes, top_name="Logits", pool_name=None)
-    model = Model(inputs, x, name=f"mobilenetv2_{alpha:0.2f}_{rows}")
+    model = Model(source_inputs(inputs), x, name=f"mobilenetv2_{alpha:0.2f}_{rows}")
     file = None
     if weights == "imagenet":
         fname = (

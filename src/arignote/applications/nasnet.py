@@ -23,6 +23,7 @@ from arignote.applications._common import (
     int_shape,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -254,7 +255,7 @@ def NASNet(
             x, p = _normal_cell(x, p, width, str(stack * num_blocks + i + (1 if stack else 0)))
     x = Activation("relu")(x)
     x = classifier_or_pooling(x, include_top, pooling, classes, pool_name=None)
-    model = Model(inputs, x, name="NASNet")
+    model = Model(source_inputs(inputs), x, name="NASNet")
     file = None
     if weights == "imagenet":
         size = {224: "mobile", 331: "large"}.get(default_size)

@@ -21,6 +21,7 @@ from arignote.applications._common import (
     image_input,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -93,4 +94,4 @@ def ResNet50(
             strides = (1 if stage == 2 else 2) if i == 0 else None
             x = _bottleneck(x, filters, stage, "abcdef"[i], strides)
     x = classifier_or_pooling(x, include_top, pooling, classes, top_name="fc1000")
-    return _weights.load(Model(inputs, x, name="resnet50"), weights, _FILES[include_top])
+    return _weights.load(Model(source_inputs(inputs), x, name="resnet50"), weights, _FILES[include_top])

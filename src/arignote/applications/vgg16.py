@@ -22,6 +22,7 @@ from arignote.applications._common import (
     image_input,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -89,7 +90,7 @@ def build_vgg(
         x = Dense(classes, activation="softmax", name="predictions")(x)
     else:
         x = classifier_or_pooling(x, False, pooling, classes)
-    model = Model(inputs, x, name=name)
+    model = Model(source_inputs(inputs), x, name=name)
     return _weights.load(model, weights, _FILES[(name, include_top)])
 
 

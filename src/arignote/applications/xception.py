@@ -21,6 +21,7 @@ from arignote.applications._common import (
     image_input,
     obtain_input_shape,
     reject_unknown,
+    source_inputs,
 )
 from arignote.applications.imagenet_utils import decode_predictions
 from arignote.applications.imagenet_utils import preprocess_input as _preprocess
@@ -107,4 +108,4 @@ def Xception(
         x = BatchNormalization(axis=axis, name=f"block14_sepconv{i}_bn")(x)
         x = Activation("relu", name=f"block14_sepconv{i}_act")(x)
     x = classifier_or_pooling(x, include_top, pooling, classes)
-    return _weights.load(Model(inputs, x, name="xception"), weights, _FILES[include_top])
+    return _weights.load(Model(source_inputs(inputs), x, name="xception"), weights, _FILES[include_top])

@@ -17,6 +17,7 @@ expect probabilities, as in Keras: end the network with a softmax.)
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -221,6 +222,26 @@ class Model(Functional, GeneratorMethods):
         self._trainer = None
         if self._placed:
             self.optimizer.build(list(self.module.parameters()))
+        # Keras 2 fixes here which weights train: `trainable` set after compile (the GAN recipe:
+        # discriminator.trainable = False, then compile the combined model) waits for the next compile
+        self._trainable_at_compile = {p: p.requires_grad for p in self.module.parameters()} \
+            if isinstance(self.module, torch.nn.Module) else {}
+
+    @contextlib.contextmanager
+    def _trainable_as_compiled(self) -> Iterator[None]:
+        """Within the block, the weights train as they did when this model was compiled (weights
+        shared with another model may have been frozen or unfrozen since, through ``trainable``)."""
+        compiled = getattr(self, "_trainable_at_compile", {})
+        flip = [p for p, want in compiled.items() if p.requires_grad != want]
+        for p in flip:  # a gradient left by the other model's step must not reach this optimizer
+            p.requires_grad_(not p.requires_grad)
+            p.grad = None
+        try:
+            yield
+        finally:
+            for p in flip:
+                p.requires_grad_(not p.requires_grad)
+                p.grad = None
 
     @property
     def compiled(self) -> bool:
@@ -358,10 +379,11 @@ class Model(Functional, GeneratorMethods):
         cbs = self._fit_callbacks(callbacks, verbose, plan, trainer)
         cblist = CallbackList(cbs, model=self, params=params)
         trainer.skip_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in cblist)
-        trainer.fit(train, val, epochs=epochs, initial_epoch=initial_epoch, batch_size=batch_size,
-                    shuffle=shuffle, steps_per_epoch=steps_per_epoch,
-                    validation_batch_size=validation_batch_size or batch_size, callbacks=cblist,
-                    validation_freq=validation_freq)
+        with self._trainable_as_compiled():
+            trainer.fit(train, val, epochs=epochs, initial_epoch=initial_epoch, batch_size=batch_size,
+                        shuffle=shuffle, steps_per_epoch=steps_per_epoch,
+                        validation_batch_size=validation_batch_size or batch_size, callbacks=cblist,
+                        validation_freq=validation_freq)
         return self.history
 
     def _fit_facts(self, trainer: Trainer, train: Any) -> fastpaths.FitFacts:
@@ -450,7 +472,8 @@ class Model(Functional, GeneratorMethods):
             rows = total = None
         self.module.train()
         trainer.reset_state()
-        trainer.train_step(xb, yb, rows, total)
+        with self._trainable_as_compiled():
+            trainer.train_step(xb, yb, rows, total)
         return self._scalars(trainer)
 
     def test_on_batch(self, x: Any, y: Any, sample_weight: Any = None) -> Any:

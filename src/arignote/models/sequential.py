@@ -30,7 +30,7 @@ from arignote.graph import state
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
 from arignote.layers import deserialize, serialize
-from arignote.layers.base import Layer
+from arignote.layers.base import Layer, auto_name
 from arignote.layers.input_layer import Input, InputLayer
 from arignote.models import summary as summary_table
 from arignote.models.model import Model
@@ -75,7 +75,7 @@ class Sequential(Model):
     """A linear stack of layers: ``Sequential([Dense(64, input_dim=20), Dense(10)])`` or ``add()``."""
 
     def __init__(self, layers: list | None = None, name: str | None = None) -> None:
-        super().__init__(_Stack(), name=name or "sequential")
+        super().__init__(_Stack(), name=name or auto_name("sequential"))  # Keras 2: sequential_1, _2, ...
         self._built_shape: tuple | None = None  # batch input shape the stack was built for
         self._input_layer: InputLayer | None = None
         self._graph: tuple[KerasTensor, KerasTensor] | None = None
