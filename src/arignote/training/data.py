@@ -130,10 +130,6 @@ class ArrayData:
     def __len__(self) -> int:
         return self.n
 
-    def num_batches(self, batch_size: int, count: int | None = None) -> int:
-        n = self.n if count is None else count
-        return (n + batch_size - 1) // batch_size
-
     def batches(self, indices: torch.Tensor | None, batch_size: int) -> Iterator[tuple[torch.Tensor, Any]]:
         x, y = self.x, self.y
         if indices is None:
@@ -286,11 +282,6 @@ class IterableData:
 
     def __bool__(self) -> bool:  # a data source is there even when its length is unknown
         return True
-
-    def num_batches(self) -> int | None:
-        if self.steps_per_epoch is not None:
-            return self.steps_per_epoch
-        return self.length
 
     def batches(self, order: Any = None, batch_size: int | None = None,
                 epoch: int | None = None) -> Iterator[tuple[Any, Any]]:
