@@ -102,6 +102,9 @@ def _run(script: str, kind: str, procs: int, args: argparse.Namespace, tmp: str)
             "ARIGNOTE_FLAGS")
     base = {k: v for k, v in os.environ.items() if k not in drop}
     base["OMP_NUM_THREADS"] = "1"
+    if kind == "fit@other":  # the same fit from another source tree (before/after a change)
+        base["PYTHONPATH"] = args.other_src
+        kind = "fit"
     argv = [sys.executable, script, kind, out, *map(str, (args.steps, args.batch, args.width, args.warm))]
     if procs == 1:
         subprocess.run(argv, check=True, env=base)
@@ -141,8 +144,12 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=32, help="rows per rank (the global batch is twice it)")
     parser.add_argument("--width", type=int, default=256, help="hidden width of the 3-layer MLP")
     parser.add_argument("--only-parallel", action="store_true", help="skip the 1-process configurations")
+    parser.add_argument("--other-src", default="", help="also time fit (2 processes) with arignote "
+                        "imported from this src directory (e.g. a checkout of the previous commit)")
     args = parser.parse_args()
     configs = [("fit", 2), ("loop", 2)]
+    if args.other_src:
+        configs.append(("fit@other", 2))
     if not args.only_parallel:
         configs = [("fit", 1), ("loop", 1), *configs]
     times: dict[tuple[str, int], list[float]] = {c: [] for c in configs}
@@ -171,6 +178,10 @@ def main() -> None:
                 f"ratio of medians {med[a] / med[b]:.2f}x)")
 
     print(f"\nfit / hand-written DDP loop (2 processes): {ratio(('fit', 2), ('loop', 2))}")
+    if args.other_src:
+        print(f"fit ({args.other_src}) / hand-written DDP loop (2 processes): "
+              f"{ratio(('fit@other', 2), ('loop', 2))}")
+        print(f"fit / fit ({args.other_src}) (2 processes): {ratio(('fit', 2), ('fit@other', 2))}")
     if not args.only_parallel:
         print(f"fit / plain loop (1 process): {ratio(('fit', 1), ('loop', 1))}")
         print(f"fit, 2-process step / 1-process step (same global batch): {ratio(('fit', 2), ('fit', 1))}")

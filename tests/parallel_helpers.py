@@ -57,7 +57,9 @@ from arignote.parallel import strategy_for
 from arignote.parallel.sharding import row_range
 
 mode, out, procs = sys.argv[1], sys.argv[2], int(sys.argv[3])
-config.configure(device="cpu", cpu_processes=procs, parallel_timeout=3)
+# the failure modes need a short collective timeout to be seen; a healthy run gets room for a slow
+# start of the other rank (importing torch takes seconds on a loaded machine)
+config.configure(device="cpu", cpu_processes=procs, parallel_timeout=60 if mode == "train" else 3)
 torch.manual_seed(0)
 model = torch.nn.Linear(4, 1)
 x = torch.randn(64, 4)

@@ -39,9 +39,23 @@ DDP_SCRIPT = textwrap.dedent('''
     model.compile("adam", "mse")
     epochs, delete = int(sys.argv[2]), sys.argv[3] == "delete"
     backup = BackupAndRestore(os.path.join(sys.argv[1], "backup"), delete_checkpoint=delete)
-    history = model.fit(x, y, batch_size=16, epochs=epochs, verbose=0, callbacks=[backup])
+
+    class Generators(arignote.callbacks.Callback):
+        # this rank's torch generator state (a digest) after the backup saved it / restored it
+        def __init__(self):
+            super().__init__()
+            self.seen = {}
+
+        def on_train_begin(self, logs=None):
+            self.seen["begin"] = torch.get_rng_state().sum().item()
+
+        def on_epoch_end(self, epoch, logs=None):
+            self.seen[f"end{epoch}"] = torch.get_rng_state().sum().item()
+
+    gens = Generators()
+    history = model.fit(x, y, batch_size=16, epochs=epochs, verbose=0, callbacks=[backup, gens])
     with open(os.path.join(sys.argv[1], f"{sys.argv[4]}-rank{rank}.json"), "w") as fh:
-        json.dump({"saves": saves, "epochs": history.epoch, "done": model.epochs_done,
+        json.dump({"saves": saves, "epochs": history.epoch, "done": model.epochs_done, "rng": gens.seen,
                    "weights": [w.tolist() for w in model.get_weights()]}, fh)
 ''')
 
@@ -72,3 +86,7 @@ def test_two_ranks_only_rank0_writes_and_both_resume(tmp_path):
     for a, b in zip(second[0]["weights"], second[1]["weights"]):
         assert np.array_equal(np.asarray(a), np.asarray(b))
     assert not (tmp_path / "backup").exists()
+    # each rank got its own generators back (rank 0 draws the epoch orders, so theirs differ)
+    assert first[0]["rng"]["end1"] != first[1]["rng"]["end1"]
+    for r in (0, 1):
+        assert second[r]["rng"]["begin"] == first[r]["rng"]["end1"]

@@ -325,13 +325,13 @@ def test_free_n_uses_share_leasing_only_when_asked(monkeypatch):
         configured_devices(two_a100s())
 
 
-def test_torch_index_maps_nvml_gpus_by_uuid_or_bus():
+def test_torch_index_maps_nvml_gpus_by_uuid_else_bus():
     from types import SimpleNamespace
 
     inv = two_a100s()
     assert setup._torch_index(SimpleNamespace(uuid="GPU-uuid-1", pci_bus_id="x"), inv) == 1
-    assert setup._torch_index(SimpleNamespace(uuid="other", pci_bus_id="00000000:0F:00.0"), inv) == 1
-    assert setup._torch_index(SimpleNamespace(uuid="other", pci_bus_id="00000000:99:00.0"), inv) == -1
+    assert setup._torch_index(SimpleNamespace(uuid="", pci_bus_id="00000000:0F:00.0"), inv) == 1  # no UUID
+    assert setup._torch_index(SimpleNamespace(uuid="", pci_bus_id="00000000:99:00.0"), inv) == -1
 
 
 # --------------------------------------------------------------------------- banner

@@ -18,11 +18,6 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 @pytest.mark.parametrize("name", ["siamese", "autoencoder", "vae", "seq2seq", "custom_layer"])
 def test_keras2_script_runs_unmodified(name, tmp_path):
-    if name == "seq2seq":
-        import arignote.layers
-
-        if "TimeDistributed" not in arignote.layers.__all__:  # the wrappers arrive with issue 13 item 2
-            pytest.skip("arignote.layers.TimeDistributed is not in this build yet")
     text = (SCRIPTS / f"{name}.py").read_text()
     assert "import keras" not in text and "from keras" not in text  # only the rename was applied
     env = dict(os.environ, ARIGNOTE_FLAGS="device=cpu", ARIGNOTERC=str(tmp_path / "none"),

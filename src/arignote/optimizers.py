@@ -38,7 +38,7 @@ from typing import Any
 
 import torch
 
-from arignote import config
+from arignote import backend, config
 from arignote.devices import fastpaths
 from arignote.hyperparameter import HyperParameter
 
@@ -364,8 +364,6 @@ class Adadelta(Optimizer):
 
 def _default_eps(epsilon: float | None, cls: str) -> float:
     if epsilon is None:
-        from arignote import backend
-
         return backend.epsilon()
     return _number(epsilon, "epsilon", cls)
 

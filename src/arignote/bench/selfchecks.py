@@ -271,6 +271,7 @@ def memory_no_cache() -> str:
     del block
     free1, _ = cuda.mem_get_info(0)
     _, reserved = cuda.memory_in_use(0)
+    _expect(not cuda.caching_enabled(), "the caching allocator is still on under memory.preallocate<0")
     _expect(reserved == 0, f"{_mib(reserved)} still reserved after the free (caching should be off)")
     _expect(abs(free0 - free1) < 64 * MiB, f"driver free {_mib(free0)} -> {_mib(free1)} after alloc/free")
     return f"512 MiB allocated and freed: back to the driver (free {_mib(free0)} -> {_mib(free1)})"

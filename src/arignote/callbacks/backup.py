@@ -25,6 +25,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import random
 import re
@@ -151,16 +152,36 @@ class BackupAndRestore(Callback):
                 f"BackupAndRestore: backup {path} holds non-finite weights (NaN/Inf in "
                 f"{_guard.describe_nonfinite(bad)})")
         if self.restore_rng and saved.get("rng"):
-            _set_rng_state(saved["rng"])
+            self._restore_rng(saved)
         self.restored_epoch = epochs_done
         self.restored_from = path
         self.model.resume_epoch = self.restored_epoch
         if self.params.get("verbose", 1) and _monitor.is_main(self.model):
             _monitor.notice(f"BackupAndRestore: resuming after epoch {self.restored_epoch} from {path}")
 
+    def _restore_rng(self, saved: dict) -> None:
+        """Each rank gets its own generators back (``rng_ranks``, saved under data parallel); a
+        backup of another world size (or of one process) gives rank 0 the saved state and leaves
+        the other ranks' generators as they are, with a notice."""
+        strategy = _strategy(self.model)
+        rank, world = getattr(strategy, "rank", 0), getattr(strategy, "world_size", 1)
+        per_rank = saved.get("rng_ranks")
+        if per_rank is not None and len(per_rank) == world:
+            _set_rng_state(_from_bytes(per_rank[rank]))
+            return
+        if rank == 0:
+            _set_rng_state(saved["rng"])
+        if world > 1 and rank == 0:
+            _monitor.notice(f"BackupAndRestore: the backup holds the random generators of "
+                            f"{len(per_rank) if per_rank is not None else 1} process(es), this job has "
+                            f"{world}: rank 0 gets the saved ones, the other ranks keep theirs")
+
     # ------------------------------------------------------------------ backup
 
     def on_epoch_end(self, epoch, logs=None) -> None:
+        # under data parallel every rank's generators are saved (each rank draws its own numbers:
+        # dropout masks, augmentation), gathered to rank 0 by the strategy: every rank takes part
+        per_rank = _rank_rng_states(_strategy(self.model)) if self.restore_rng else None
         if not _monitor.is_main(self.model):
             return
         epochs_done = epoch + 1
@@ -184,6 +205,8 @@ class BackupAndRestore(Callback):
             "training_state": self.model.training_state(),
             "rng": _get_rng_state(),
         }
+        if per_rank is not None:
+            saved["rng_ranks"] = per_rank
         try:
             checkpoint.save(self.path_for(epochs_done), saved)
         except checkpoint.CheckpointSaveError as exc:
@@ -220,6 +243,29 @@ class BackupAndRestore(Callback):
         self._remove_partial_writes()
         with contextlib.suppress(OSError):  # left in place if the user keeps other files there
             os.rmdir(self.backup_dir)
+
+
+def _strategy(model: Any) -> Any:
+    return getattr(getattr(model, "_trainer", None), "strategy", None)
+
+
+def _rank_rng_states(strategy: Any) -> list[torch.Tensor] | None:
+    """Every rank's generator states, serialized (uint8 tensors in rank order, on rank 0 and the
+    others alike), or None in one process. A collective: every rank calls it."""
+    if strategy is None or getattr(strategy, "world_size", 1) <= 1:
+        return None
+    buffer = io.BytesIO()
+    state = _get_rng_state()
+    state["numpy"] = {**state["numpy"], "keys": torch.from_numpy(state["numpy"]["keys"].astype(np.int64))}
+    torch.save(state, buffer)
+    mine = torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
+    return [t.clone() for t in strategy.gather(mine)]
+
+
+def _from_bytes(blob: torch.Tensor) -> dict[str, Any]:
+    state = torch.load(io.BytesIO(blob.numpy().tobytes()), weights_only=True)
+    state["numpy"]["keys"] = state["numpy"]["keys"].numpy().astype(np.uint32)
+    return state
 
 
 def _get_rng_state() -> dict[str, Any]:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from arignote._version import __version__
 from arignote.devices.info import CPUInfo, Device
 from arignote.sizes import format_mib
 
@@ -32,12 +33,12 @@ class Versions:
 
     @classmethod
     def current(cls) -> Versions:
+        # torch: the banner's text is built without it for `arignote config` (which imports this module)
         import torch
 
-        import arignote
         from arignote.devices import cuda
 
-        return cls(arignote.__version__, torch.__version__.split("+")[0], cuda.cuda_version(),
+        return cls(__version__, torch.__version__.split("+")[0], cuda.cuda_version(),
                    cuda.cudnn_version(), cuda.nccl_version())
 
 

@@ -28,7 +28,9 @@ from arignote.devices import (  # noqa: F401 - re-exported
     DEVICE_ORDER,
     ORDER_SET_TOO_LATE,
     ORDER_WAS_SET_BY_USER,
+    nvml,
 )
+from arignote.devices.identity import uuid_key
 from arignote.devices.info import GPUInfo
 
 MiB = 1 << 20
@@ -87,12 +89,8 @@ def _nvml_free_by_uuid() -> dict[str, int]:
     """Free bytes per GPU UUID from NVML, which does not create a CUDA context (torch's
     ``mem_get_info`` would cost ~300 MiB on every GPU of a shared box)."""
     try:
-        import pynvml
-    except ImportError:
-        return {}
-    try:
-        pynvml.nvmlInit()
-    except pynvml.NVMLError:
+        pynvml = nvml.session()  # the process's one NVML session (devices/nvml.py)
+    except nvml.NVMLUnavailable:
         return {}
     out: dict[str, int] = {}
     try:
@@ -100,12 +98,9 @@ def _nvml_free_by_uuid() -> dict[str, int]:
             handle = pynvml.nvmlDeviceGetHandleByIndex(i)
             uuid = pynvml.nvmlDeviceGetUUID(handle)
             uuid = uuid.decode() if isinstance(uuid, bytes) else uuid
-            out[uuid.removeprefix("GPU-")] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).free)
+            out[uuid_key(uuid)] = int(pynvml.nvmlDeviceGetMemoryInfo(handle).free)
     except pynvml.NVMLError:
         pass
-    finally:
-        with contextlib.suppress(pynvml.NVMLError):
-            pynvml.nvmlShutdown()
     return out
 
 
@@ -117,7 +112,7 @@ def gpu_infos() -> list[GPUInfo]:
     out = []
     for index in range(device_count()):
         props = torch.cuda.get_device_properties(index)
-        uuid = str(getattr(props, "uuid", "") or "").removeprefix("GPU-")
+        uuid = uuid_key(str(getattr(props, "uuid", "") or ""))
         free = free_by_uuid.get(uuid)
         if free is None:
             free = mem_get_info(index)[0]

@@ -17,12 +17,14 @@ import sys
 from dataclasses import replace
 from typing import Any
 
-from arignote import config
+from arignote import config, memory
 from arignote.config import ConfigError
-from arignote.devices import DEVICE_ORDER, cpu, fastpaths
+from arignote.devices import DEVICE_ORDER, banner, cpu, cuda, fastpaths, nvml
+from arignote.devices.identity import GPUIdentity
 from arignote.devices.info import CPUInfo, Device, Inventory
 from arignote.devices.inventory import current_inventory
-from arignote.devices.spec import DeviceError, Selector, parse_spec, resolve
+from arignote.devices.spec import DeviceError, Selector, parse_spec, rank_by_free_memory, resolve
+from arignote.precision import Precision
 
 # what prepare() already did in this process
 _state: dict[str, Any] = {"prepared": {}, "header_printed": False, "threads_set": False, "cudnn_set": False,
@@ -39,21 +41,11 @@ def rank() -> int:
             from None
 
 
-def _bus_key(pci_bus_id: object) -> str:
-    """``00000000:07:00.0`` (NVML) and ``0000:07:00.0`` (torch) to one comparable key."""
-    domain, _, rest = str(pci_bus_id).lower().partition(":")
-    try:
-        return f"{int(domain, 16)}:{rest}"
-    except ValueError:  # not a bus id (n/a reading): compare as text
-        return f"{domain}:{rest}"
-
-
 def _torch_index(gpu: Any, inventory: Inventory) -> int:
     """The torch index of an NVML GPU (NVML numbers all GPUs; torch only the visible ones)."""
-    uuid = str(getattr(gpu, "uuid", "")).removeprefix("GPU-")
-    bus = _bus_key(getattr(gpu, "pci_bus_id", ""))
+    wanted = GPUIdentity.of(gpu)  # by UUID, else PCI bus id: never NVML's index (devices/identity.py)
     for g in inventory.gpus:
-        if (uuid and g.uuid == uuid) or (g.pci_bus_id and _bus_key(g.pci_bus_id) == bus):
+        if GPUIdentity.of(g).same_gpu(wanted):
             return g.index
     return -1  # resolve() reports it as a GPU this process cannot see
 
@@ -63,15 +55,12 @@ def default_selector(lease: bool = True) -> Selector:
     the GPUs for this process; ``lease=False``: :func:`arignote.share.select_gpus`, which only looks)
     when that module exists, else the GPUs with the most free memory."""
     try:
+        # upward (KNOWN_UPWARD debt): device=free:N leases through share/'s policy
         from arignote.share import ShareError, select_for_device_spec, select_gpus
     except ImportError:
-        from arignote.devices.spec import rank_by_free_memory
-
         return rank_by_free_memory
 
     def select(n: int, inventory: Inventory) -> list[int]:
-        from arignote.devices import nvml
-
         try:
             chosen = select_for_device_spec(n, inventory) if lease else select_gpus(n)
         except ShareError as exc:
@@ -109,8 +98,6 @@ def _as_device(device: Device | str, inventory: Inventory) -> Device:
 
 
 def _cudnn_enabled() -> bool:
-    from arignote.devices import cuda
-
     wanted = config.get("dnn.enabled")
     if wanted == "true" and not cuda.cudnn_available():
         raise ConfigError(f"dnn.enabled=true (from {config.source('dnn.enabled')}) but this torch has no "
@@ -123,9 +110,6 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
     (None on CPU). Prints the banner lines not printed yet when ``print_active_device`` is on, rank 0;
     ``layout`` is the strategy's line (``data parallel: 2 processes x 1 thread (gloo)``).
     """
-    from arignote import memory
-    from arignote.devices import banner, cuda
-
     inv = inventory if inventory is not None else current_inventory()
     dev = _as_device(device, inv)
     key = str(dev)
@@ -151,8 +135,6 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
     if dev.is_cuda:
         extra.append(fastpaths.tf32_line(tf32))
     if config.get("precision") != "fp32":
-        from arignote.precision import Precision
-
         extra.append("Precision " + Precision.from_config(dev).describe())
     extra.extend(banner.setting_notes([dev], config.get))
     if dev.is_cuda and DEVICE_ORDER.too_late:

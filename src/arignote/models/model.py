@@ -23,14 +23,23 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import config, weighting
+from arignote import config, devices, losses, optimizers, parallel, weighting
+from arignote import metrics as metrics_mod
 from arignote.callbacks.base import CallbackList, History
+from arignote.callbacks.device_stats import DeviceStatsMonitor
+from arignote.callbacks.progbar import ProgbarLogger
+from arignote.callbacks.status import RunStatus
 from arignote.callbacks.stopping import TerminateOnNaN
 from arignote.devices import fastpaths, setup
+from arignote.diagnostics import memory_plan
+from arignote.diagnostics.batch_size import trainer_batch_size
+from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import functional
 from arignote.graph.functional import Functional
-from arignote.models import saving
+from arignote.graph.network import Packing
+from arignote.models import saving, summary
 from arignote.models.generators import GeneratorMethods
+from arignote.precision import Precision, dtype_of
 from arignote.training import compiled as compiled_steps
 from arignote.training import inputs, sample_weights
 from arignote.training.data import is_array
@@ -168,9 +177,6 @@ class Model(Functional, GeneratorMethods):
         Example: ``model.compile(optimizer=RMSprop(lr=1e-4), loss="categorical_crossentropy",
         metrics=["accuracy"], jit_compile=True)``.
         """
-        from arignote import losses, optimizers
-        from arignote import metrics as metrics_mod
-
         unsupported = sorted(k for k in kwargs if kwargs[k] is not None)
         if unsupported:
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
@@ -262,8 +268,6 @@ class Model(Functional, GeneratorMethods):
         return self._trainer.device if self._trainer is not None else None
 
     def _place(self, device: torch.device) -> None:
-        from arignote.precision import dtype_of
-
         self.module.to(device=device, dtype=dtype_of())
         # convolution weights in channels-last memory format (NHWC kernels; cuDNN/oneDNN fast path)
         # unless memory_format says otherwise
@@ -288,14 +292,9 @@ class Model(Functional, GeneratorMethods):
                                "model.compile(optimizer='rmsprop', loss='categorical_crossentropy') first")
         self._ensure_built(sample_shape)
         if self.compiled and self._metric_ids:
-            from arignote import metrics as metrics_mod
-
             self.metrics_list = metrics_mod.resolve(self._metric_ids, self.loss, self._sample_output_shape())
             self._metric_ids = []
         if self._trainer is None:
-            from arignote import devices, parallel
-            from arignote.precision import Precision
-
             # multi_gpu_model(model, gpus=N) names this model's GPUs as the device flag would
             spec = getattr(self, "device_spec", None)
             with config.override(device=spec) if spec else contextlib.nullcontext():
@@ -366,12 +365,9 @@ class Model(Functional, GeneratorMethods):
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
-            from arignote.diagnostics.batch_size import trainer_batch_size
-
             batch_size = trainer_batch_size(trainer, train).batch
             plan.steps = steps_per_epoch or -(-train.n // batch_size)
         self._last_batch_size = batch_size
-        from arignote.diagnostics import memory_plan
 
         self._memory_plan = memory_plan.FitPlan.of(trainer, train, batch_size)  # measured when shown
         memory_plan.announce(self._memory_plan, verbose=verbose, is_main=trainer.strategy.is_main)
@@ -409,9 +405,6 @@ class Model(Functional, GeneratorMethods):
         not pass one of its kind: a device-stats monitor first (``model.device_stats`` and the
         progress line, not the logs),
         a ``ProgbarLogger`` (``verbose``, rank 0) and a ``History`` (last, as Keras 2)."""
-        from arignote.callbacks.device_stats import DeviceStatsMonitor
-        from arignote.callbacks.progbar import ProgbarLogger
-
         user = list(callbacks or [])
         # device figures for the progress line and model.device_stats, never in History/CSV logs
         # (the user's own DeviceStatsMonitor puts them in the logs on purpose)
@@ -423,7 +416,6 @@ class Model(Functional, GeneratorMethods):
         self.history = history if history is not None else History()
         cbs += user + ([] if history is not None else [self.history])
         if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
-            from arignote.callbacks.status import RunStatus
 
             cbs.append(RunStatus())
         return cbs
@@ -527,7 +519,6 @@ class Model(Functional, GeneratorMethods):
             x = x[self.input_names[0]] if self.input_names[0] in x else next(iter(x.values()))
         if y is not None and len(self.outputs) > 1:
             y, shapes = functional.pack_data(self, y, self.output_names, "y")
-            from arignote.graph.network import Packing
 
             self._y_packing = Packing(shapes, self.output_names)
         elif y is not None and isinstance(y, dict):
@@ -655,12 +646,9 @@ class Model(Functional, GeneratorMethods):
         self.resume_epoch = self.epochs_done
 
     def summary(self, print_fn: Any = None, line_length: Any = None, positions: Any = None) -> None:
-        from arignote.models import summary
-
         self._ensure_built(None)
         if self._is_graph:
             self._graph_summary(print_fn)
-            from arignote.diagnostics.memory_plan import summary_lines
 
             summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
             return
@@ -668,7 +656,6 @@ class Model(Functional, GeneratorMethods):
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable, title=self.name), print_fn)
-        from arignote.diagnostics.memory_plan import summary_lines
 
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
 

@@ -25,7 +25,10 @@ from typing import Any
 
 from arignote import config
 from arignote.config import ConfigError
+from arignote.devices import Device
 from arignote.parallel.env import DistEnv
+from arignote.parallel.placement import gpus_per_replica, parse_contexts
+from arignote.parallel.placement import layer_device as _layer_device
 from arignote.parallel.single import SingleDevice
 
 __all__ = ["SingleDevice", "strategy_for", "check_layout", "layer_device"]
@@ -39,8 +42,6 @@ def _is_cuda(device: Any) -> bool:
 
 def _as_device(device: Any) -> Any:
     if isinstance(device, str):
-        from arignote.devices import Device
-
         kind, _, index = device.partition(":")
         return Device(kind, int(index) if index else None)
     return device
@@ -57,14 +58,12 @@ def strategy_for(devices: list[Any]) -> Any:
     env = DistEnv.from_mapping(os.environ)
     replicas = len(devices)
     if replicas > 1 and all(_is_cuda(d) for d in devices):
-        from arignote.parallel.placement import gpus_per_replica, parse_contexts
-
         # placement contexts on k GPUs: each replica owns k of the named GPUs
         replicas = len(devices) // gpus_per_replica(parse_contexts(config.get("contexts")))
     multi = replicas > 1 or processes > 1 or (env is not None and env.world_size > 1)
     if not multi:
         return SingleDevice(devices[0])
-    from arignote.parallel.ddp import data_parallel
+    from arignote.parallel.ddp import data_parallel  # DDP's module loads only when fit spreads (import time)
 
     return data_parallel(devices, processes)
 
@@ -94,6 +93,4 @@ def check_layout(devices: list[Any]) -> int:
 def layer_device(layer: Any) -> str | None:
     """The device a placed layer runs on (``"cuda:1"``), or None when it is not placed:
     what ``summary()`` shows in its Device column."""
-    from arignote.parallel.placement import layer_device as _layer_device
-
     return _layer_device(layer)

@@ -40,6 +40,8 @@ from torch.nn.parallel import DistributedDataParallel
 
 from arignote import config
 from arignote.config import ConfigError
+from arignote.devices import Device
+from arignote.devices import cuda as cuda_api
 from arignote.parallel.env import DistEnv, relaunch_command, restart_count
 from arignote.parallel.heartbeat import Heartbeat
 from arignote.parallel.launcher import Launcher, watch_parent
@@ -359,9 +361,6 @@ def _handshake(store: dist.TCPStore, env: DistEnv) -> None:
 def _gpu_device(devices: list[Any], env: DistEnv, store: dist.TCPStore, launching: bool) -> Any:
     """This rank's GPU (with placement contexts: the first of the GPUs it owns, the others set in
     :func:`arignote.parallel.placement.set_replica_gpus`)."""
-    from arignote.devices import Device
-    from arignote.devices import cuda as cuda_api
-
     key = "arignote/devices"
     per = gpus_per_replica(configured_placement())
     if launching:

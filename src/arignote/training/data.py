@@ -25,6 +25,8 @@ import torch
 from arignote.devices import fastpaths
 from arignote.parallel.sharding import row_range
 from arignote.training.oom import batch_len, take
+from arignote.training.rank_split import set_epoch
+from arignote.utils.data_utils import is_sequence
 from arignote.weighting import Weighted
 
 __all__ = ["ArrayData", "IterableData", "as_tensor", "split_validation", "fits_on_device", "is_array"]
@@ -127,10 +129,6 @@ class ArrayData:
 
     def __len__(self) -> int:
         return self.n
-
-    def num_batches(self, batch_size: int, count: int | None = None) -> int:
-        n = self.n if count is None else count
-        return (n + batch_size - 1) // batch_size
 
     def batches(self, indices: torch.Tensor | None, batch_size: int) -> Iterator[tuple[torch.Tensor, Any]]:
         x, y = self.x, self.y
@@ -252,8 +250,6 @@ class IterableData:
                  steps_per_epoch: int | None = None, *, name: str = "x", targets: bool = True,
                  steps_name: str = "steps_per_epoch", workers: int = 0, max_queue_size: int = 10,
                  shares: Any = None, user_sharded: bool = False) -> None:
-        from arignote.utils.data_utils import is_sequence
-
         self.data = data
         self.device = device
         self.float_dtype = float_dtype
@@ -287,11 +283,6 @@ class IterableData:
     def __bool__(self) -> bool:  # a data source is there even when its length is unknown
         return True
 
-    def num_batches(self) -> int | None:
-        if self.steps_per_epoch is not None:
-            return self.steps_per_epoch
-        return self.length
-
     def batches(self, order: Any = None, batch_size: int | None = None,
                 epoch: int | None = None) -> Iterator[tuple[Any, Any]]:
         """The epoch's batches on the device. ``order``: batch indices of an indexable Sequence
@@ -299,8 +290,6 @@ class IterableData:
         makes its own batches); it keeps the signature of :meth:`ArrayData.batches`. ``epoch``
         reaches a DataLoader's ``DistributedSampler`` (its shuffle depends on it)."""
         if epoch is not None:
-            from arignote.training.rank_split import set_epoch
-
             set_epoch(self.data, epoch)
         for step, batch in enumerate(self._source(order)):
             yield self._moved(batch, step)
@@ -314,8 +303,6 @@ class IterableData:
         :mod:`~arignote.training.rank_split` already loads only this rank's rows). ``rows=0``: a
         padding row (see :meth:`ArrayData.rank_batches`)."""
         if epoch is not None:
-            from arignote.training.rank_split import set_epoch
-
             set_epoch(self.data, epoch)
         for step, batch in enumerate(self._source(order)):
             x, y = self._checked(batch, step)

@@ -18,9 +18,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from arignote import losses
+from arignote.devices import cuda
+from arignote.precision import dtype_of
 from arignote.training import batch_checks, sample_weights
 from arignote.training.checks import check_batch_size, check_finite, check_input_shape, check_lengths
-from arignote.training.data import ArrayData, IterableData, as_tensor, is_array, split_validation
+from arignote.training.data import ArrayData, IterableData, as_tensor, is_array, split_batch, split_validation
+from arignote.training.rank_split import for_rank
 
 __all__ = ["Plan", "check_fit_args", "check_batch", "plan_fit", "plan_eval", "load", "load_eval"]
 
@@ -50,8 +54,6 @@ class Plan:
 
 
 def _float_dtype() -> torch.dtype:
-    from arignote.precision import dtype_of
-
     return dtype_of()
 
 
@@ -100,8 +102,6 @@ def check_queue_args(validation_steps: Any, validation_freq: Any, max_queue_size
 
 
 def _check_targets(model: Any, y: Any, what: str) -> None:
-    from arignote import losses
-
     out = model._sample_output_shape()
     if out is None or y is None or model.loss is None:
         return
@@ -138,8 +138,6 @@ def _check_arrays(model: Any, xt: torch.Tensor, yt: Any, names: tuple[str, str])
 
 def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
     """Checks on the first batch of a re-iterable (a DataLoader); returns its per-sample shape."""
-    from arignote.training.data import split_batch
-
     if iter(data) is data:
         return None  # a one-shot iterator: nothing can be looked at without consuming it
     for batch in data:
@@ -237,7 +235,6 @@ def _free_bytes(trainer: Any) -> int | None:
     device = trainer.device
     if device.type != "cuda":
         return None
-    from arignote.devices import cuda
 
     return int(cuda.mem_get_info(device.index or 0)[0])
 
@@ -253,8 +250,6 @@ def _array_data(trainer: Any, x: Any, y: Any, image_input: bool, w: Any = None) 
 def _iterable(data: Any, trainer: Any, steps: int | None, **kwargs: Any) -> IterableData:
     """An iterable on the trainer's device, split for this rank under data parallel
     (:mod:`arignote.training.rank_split`: a DataLoader loads only this rank's rows)."""
-    from arignote.training.rank_split import for_rank
-
     source, shares, user_sharded = for_rank(data, trainer.strategy)
     data = IterableData(source, trainer.device, _float_dtype(), steps, shares=shares,
                         user_sharded=user_sharded, **kwargs)
