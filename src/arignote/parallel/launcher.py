@@ -237,7 +237,8 @@ class Launcher:
         (self._old_excepthook or sys.__excepthook__)(tp, value, tb)
         text = f"arignote: rank 0 (this process) failed with {tp.__name__}"
         cause = getattr(value, "__cause__", None)
-        if _in_collective(tb) or (cause is not None and _in_collective(cause.__traceback__)):
+        if (_in_collective(tb) or _collective_error(value)
+                or (cause is not None and _in_collective(cause.__traceback__))):
             text += (f" in a collective: another rank stopped answering for {self._timeout_text} or left "
                      "the job")
             stalled = self.diagnose() if self.diagnose is not None else ""
@@ -276,6 +277,26 @@ def _in_collective(tb: object) -> bool:
             return True
         tb = tb.tb_next  # type: ignore[attr-defined]
     return False
+
+
+# what torch's C++ collectives put in the errors they raise where no Python frame of
+# torch.distributed is on the stack (DDP's gradient all-reduce runs inside autograd's backward)
+_COLLECTIVE_MARKERS = ("gloo", "NCCL", "ProcessGroup")
+
+
+def _collective_error(value: BaseException) -> bool:
+    """True when ``value`` comes from a collective: torch's ``DistError`` family, or an error whose
+    text names the collective backend (a gloo timeout in DDP's reducer is a plain RuntimeError).
+
+    >>> _collective_error(RuntimeError("[../gloo/transport/tcp/unbound_buffer.cc:78] Timed out waiting"))
+    True
+    >>> _collective_error(ValueError("boom"))
+    False
+    """
+    if any(kind.__name__.startswith("Dist") for kind in type(value).__mro__):
+        return True
+    text = str(value)
+    return any(marker in text for marker in _COLLECTIVE_MARKERS)
 
 
 def watch_parent(rank: int, interval: float = 0.25) -> threading.Event:
