@@ -311,7 +311,9 @@ def test_one_sync_per_epoch_when_nobody_reads_batch_logs(monkeypatch):
 
     monkeypatch.setattr(loop_mod.Trainer, "results", counting)
     x, y = _blobs(200)
-    _mlp().fit(x, y, epochs=2, batch_size=10, verbose=2, validation_split=0.1)
+    # the shared server's status record reads the batch logs every 2 s: a slow run would count those
+    with config.override(**{"share.status": False}):
+        _mlp().fit(x, y, epochs=2, batch_size=10, verbose=2, validation_split=0.1)
     assert len(calls) == 4  # per epoch: training logs + validation logs, never per batch (18 batches)
 
 
@@ -559,7 +561,8 @@ def test_no_host_sync_per_batch_when_nobody_reads_batch_logs(monkeypatch):
             monkeypatch.setattr(torch.Tensor, name, counted)
         x, y = _blobs(batches * 10)
         m = _mlp()
-        m.fit(x, y, epochs=2, batch_size=10, verbose=0)
+        with config.override(**{"share.status": False}):  # its record reads the logs every 2 s
+            m.fit(x, y, epochs=2, batch_size=10, verbose=0)
         monkeypatch.undo()
         counts.append(calls[0])
     assert counts[0] == counts[1], counts
