@@ -227,3 +227,27 @@ def test_the_same_script_with_a_good_flag_trains(tmp_path):
     proc = _run(tmp_path, "device=cpu")
     assert proc.returncode == 0, proc.stderr
     assert "trained" in proc.stdout
+
+
+def test_contexts_naming_a_missing_gpu_fail_at_the_first_read(gpus, monkeypatch):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "contexts=dev0->cuda0;dev1->cuda3")
+    gpus(2)
+    with pytest.raises(DeviceError) as info:
+        config.get("floatX")
+    assert str(info.value).startswith("contexts=dev0->cuda0;dev1->cuda3 (from ARIGNOTE_FLAGS): context dev1 "
+                                      "maps to cuda3; this machine has 2 GPUs (cuda0..cuda1). Fix: map the "
+                                      "contexts to cuda0..cuda1 or cpu")
+    assert (info.value.flag, info.value.source) == ("contexts", "ARIGNOTE_FLAGS")
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "contexts=dev0->gpu1")
+    gpus(0)
+    with pytest.raises(DeviceError, match="context dev0 maps to cuda1, but no GPU is usable: no NVIDIA"):
+        config.get("floatX")
+
+
+def test_cpu_contexts_and_gpus_that_exist_pass_without_asking_twice(gpus, monkeypatch):
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "contexts=dev0->cpu;dev1->cpu")
+    asked = gpus(0)
+    assert config.get("contexts") == "dev0->cpu;dev1->cpu" and asked == []  # CPU contexts ask no hardware
+    monkeypatch.setenv("ARIGNOTE_FLAGS", "contexts=a->cuda:1;b->cuda0")
+    asked = gpus(2)
+    assert config.get("contexts") == "a->cuda:1;b->cuda0" and asked == [2]

@@ -27,6 +27,7 @@ from arignote.errors import ArignoteError, ConfigError, DeviceError
 
 # the device flag is checked against this machine's GPU count at the first config read (issue 15)
 config.set_machine_check("device", _machine_check.device_on_this_machine, DeviceError)
+config.set_machine_check("contexts", _machine_check.contexts_on_this_machine, DeviceError)
 
 
 # public name -> module that defines it (imported on first access)

@@ -14,9 +14,15 @@ Example::
 
 from __future__ import annotations
 
+import re
+
 from arignote.devices import spec
 
-__all__ = ["device_on_this_machine"]
+__all__ = ["device_on_this_machine", "contexts_on_this_machine"]
+
+# a context's device in the contexts flag: "dev0->cuda1", "dev1 -> gpu0", "x->cuda:2" (the rest of the
+# syntax is checked where the contexts are parsed, parallel/placement.py)
+_CONTEXT_GPU = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\s*->\s*(?:cuda|gpu):?(\d*)\s*(?:;|$)", re.IGNORECASE)
 
 
 def device_on_this_machine(text: str) -> tuple[str, str] | None:
@@ -28,3 +34,27 @@ def device_on_this_machine(text: str) -> tuple[str, str] | None:
 
     count, reason = inventory.gpu_count()
     return spec.count_problem(parsed, count, reason)
+
+
+def contexts_on_this_machine(text: str) -> tuple[str, str] | None:
+    """``(problem, fix)`` when the ``contexts`` flag maps a context to a GPU this machine lacks.
+
+    >>> contexts_on_this_machine("dev0->cpu;dev1->cpu") is None   # CPU contexts never ask the hardware
+    True
+    """
+    gpus = [(name, int(index or 0)) for name, index in _CONTEXT_GPU.findall(str(text))]
+    if not gpus:
+        return None
+    from arignote.devices import inventory  # why: imports torch, which only a GPU context needs here
+
+    count, reason = inventory.gpu_count()
+    name, index = max(gpus, key=lambda item: item[1])
+    if count == 0:
+        why = reason or "no CUDA GPU is visible"
+        return (f"context {name} maps to cuda{index}, but no GPU is usable: {why}",
+                "map the contexts to cpu (e.g. dev0->cpu) or run where there are GPUs")
+    if index < count:
+        return None
+    names = "cuda0" if count == 1 else f"cuda0..cuda{count - 1}"
+    have = f"this machine has {count} GPU{'s' if count != 1 else ''} ({names})"
+    return f"context {name} maps to cuda{index}; {have}", f"map the contexts to {names} or cpu"
