@@ -282,6 +282,8 @@ def _in_collective(tb: object) -> bool:
 # what torch's C++ collectives put in the errors they raise where no Python frame of
 # torch.distributed is on the stack (DDP's gradient all-reduce runs inside autograd's backward)
 _COLLECTIVE_MARKERS = ("gloo", "NCCL", "ProcessGroup")
+# torch.distributed's own error classes (named, so the launcher need not import torch)
+_DIST_ERRORS = {"DistError", "DistBackendError", "DistNetworkError", "DistStoreError"}
 
 
 def _collective_error(value: BaseException) -> bool:
@@ -293,7 +295,7 @@ def _collective_error(value: BaseException) -> bool:
     >>> _collective_error(ValueError("boom"))
     False
     """
-    if any(kind.__name__.startswith("Dist") for kind in type(value).__mro__):
+    if any(kind.__name__ in _DIST_ERRORS for kind in type(value).__mro__):
         return True
     text = str(value)
     return any(marker in text for marker in _COLLECTIVE_MARKERS)
