@@ -235,12 +235,13 @@ def test_contexts_naming_a_missing_gpu_fail_at_the_first_read(gpus, monkeypatch)
     with pytest.raises(DeviceError) as info:
         config.get("floatX")
     assert str(info.value).startswith("contexts=dev0->cuda0;dev1->cuda3 (from ARIGNOTE_FLAGS): context dev1 "
-                                      "maps to cuda3; this machine has 2 GPUs (cuda0..cuda1). Fix: map the "
-                                      "contexts to cuda0..cuda1 or cpu")
+                                      "maps to cuda3: there is no cuda3; this machine has 2 GPUs "
+                                      "(cuda0..cuda1). Fix: map the contexts to cuda0..cuda1 or cpu")
     assert (info.value.flag, info.value.source) == ("contexts", "ARIGNOTE_FLAGS")
     monkeypatch.setenv("ARIGNOTE_FLAGS", "contexts=dev0->gpu1")
     gpus(0)
-    with pytest.raises(DeviceError, match="context dev0 maps to cuda1, but no GPU is usable: no NVIDIA"):
+    with pytest.raises(DeviceError, match="context dev0 maps to cuda1: needs a CUDA GPU, but none is usable: "
+                                          "no NVIDIA driver is loaded. Fix: map the contexts to cpu"):
         config.get("floatX")
 
 

@@ -49,12 +49,8 @@ def contexts_on_this_machine(text: str) -> tuple[str, str] | None:
 
     count, reason = inventory.gpu_count()
     name, index = max(gpus, key=lambda item: item[1])
-    if count == 0:
-        why = reason or "no CUDA GPU is visible"
-        return (f"context {name} maps to cuda{index}, but no GPU is usable: {why}",
-                "map the contexts to cpu (e.g. dev0->cpu) or run where there are GPUs")
-    if index < count:
+    found = spec.count_problem(f"cuda{index}", count, reason)
+    if found is None:
         return None
-    names = "cuda0" if count == 1 else f"cuda0..cuda{count - 1}"
-    have = f"this machine has {count} GPU{'s' if count != 1 else ''} ({names})"
-    return f"context {name} maps to cuda{index}; {have}", f"map the contexts to {names} or cpu"
+    gpus_here = "" if count == 0 else ("cuda0 or " if count == 1 else f"cuda0..cuda{count - 1} or ")
+    return f"context {name} maps to cuda{index}: {found[0]}", f"map the contexts to {gpus_here}cpu"
