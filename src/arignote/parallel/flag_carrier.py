@@ -4,8 +4,9 @@ Each data-parallel step needs a few small integers agreed by every rank (the k a
 out of memory wants, a stop request, a fatal error: the maximum over ranks). Sending them in a
 collective of their own costs a second exchange every step beside DDP's bucket all-reduce; this
 hook appends them to the first gradient bucket DDP all-reduces anyway (bucket 0: the first one DDP
-launches, and at most ``dist._DEFAULT_FIRST_BUCKET_BYTES`` (1 MiB) large after DDP's rebuild, so the
-extra copy is small) and splits them off after. A step then runs no collective of its own.
+launches; from DDP's bucket rebuild at the second step on, at most ``dist._DEFAULT_FIRST_BUCKET_BYTES``
+(1 MiB) unless a parameter is larger, so the extra copy into the carrier is small) and splits them
+off after. A step then runs no collective of its own.
 
 Gradients: every bucket is multiplied by ``1 / world_size`` and summed, what DDP does without a
 hook (it multiplies while copying a gradient into its bucket), so the reduced gradients are

@@ -174,11 +174,12 @@ class OOMGuard:
 
     ``accumulate`` is the starting k (``fit(accumulate=k)``); ``on_oom`` and ``inject_above`` default
     to the ``memory.on_oom`` and ``memory.oom_inject_above`` flags. With a ``strategy`` of more than
-    one rank, every step has exactly one agreement (``strategy.agree``, a few integers on the host)
-    after the forward of its last micro-batch and before that micro-batch's backward, which is the
-    only one DDP is armed for, so the gradients are reduced once per step, overlapped with the
-    backward by DDP. The agreement carries the k a rank that ran out wants, every rank's stop
-    request and a fatal error from an earlier step, so all ranks redo, stop or fail together.
+    one rank, every step has exactly one agreement, handed over after the forward of its last
+    micro-batch and read after that micro-batch's backward, which is the only one DDP is armed for,
+    so the gradients are reduced once per step, overlapped with the backward by DDP. The agreement
+    (the k a rank that ran out wants, every rank's stop request and a fatal error from an earlier
+    step) travels inside that reduction (``fns.carry``: ``strategy.agree_in_reduction``), or in
+    ``strategy.agree_later`` where it cannot, so all ranks redo, stop or fail together.
 
     >>> guard = OOMGuard(accumulate=2, on_oom="raise")
     >>> guard.k
