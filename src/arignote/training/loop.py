@@ -95,6 +95,9 @@ class Trainer:
                             reduced=lambda: strategy.check_reduced(self.net),
                             stop=lambda: self._stop_request)
         self._poison = False  # TerminateOnNaN: a non-finite loss makes non-finite gradients
+        # targets + the output masks of their forward (Keras 2.3.1 weighs loss and metrics by them)
+        masks = getattr(model, "_mask_targets", None)
+        self._with_masks = (masks() if masks is not None else None) or _same
 
     # ------------------------------------------------------------------ accumulation on the device
 
@@ -151,21 +154,21 @@ class Trainer:
 
     def _forward(self, xb: Any, yb: Any) -> tuple:
         loss, y_pred = self._train_fn(xb, yb)
-        return loss, yb, y_pred, batch_len(xb)
+        return loss, self._with_masks(yb), y_pred, batch_len(xb)
 
     def _loss_and_pred(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
         """The training forward: the (DDP) module, the loss and the layer penalties (compiled whole
         under jit_compile, its backward with it)."""
         with self.precision.autocast():
             y_pred = self.net(xb)
-            loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
+            loss = self.penalties.add_to(self.model.loss_fn(self._with_masks(yb), y_pred))
         return loss, y_pred
 
     def _eval_loss(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
         """The evaluation forward: the bare module (no DDP hook), the loss and the penalties."""
         with self.precision.autocast():
             y_pred = self.model.module(xb)
-            loss = self.penalties.add_to(self.model.loss_fn(yb, y_pred))
+            loss = self.penalties.add_to(self.model.loss_fn(self._with_masks(yb), y_pred))
         return loss, y_pred
 
     def _predict(self, xb: Any) -> Any:
@@ -246,7 +249,7 @@ class Trainer:
     def test_step(self, xb: Any, yb: Any) -> None:
         # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
         loss, y_pred = self._eval_fn(xb, yb)
-        self._record(loss, yb, y_pred, batch_len(xb))
+        self._record(loss, self._with_masks(yb), y_pred, batch_len(xb))
 
     def predict_step(self, xb: Any) -> torch.Tensor:
         return self._keep(self._predict_fn(xb))
