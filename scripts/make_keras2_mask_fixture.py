@@ -69,7 +69,8 @@ def run(m, x, y, sw=None, cw=None, batch_size=3, fit=False):
     out = {"names": m.metrics_names,
            "evaluate": floats(m.evaluate(x, y, batch_size=batch_size, verbose=0))}
     if sw is not None:
-        out["evaluate_weighted"] = floats(m.evaluate(x, y, sample_weight=sw, batch_size=batch_size, verbose=0))
+        out["evaluate_weighted"] = floats(m.evaluate(x, y, sample_weight=sw, batch_size=batch_size,
+                                                     verbose=0))
     m.reset_metrics()  # Keras 2.3.1's train_on_batch resets its metrics after the call, not before
     out["train_on_batch"] = floats(m.train_on_batch(x, y, sample_weight=sw, class_weight=cw))
     out["after_step"] = [v.tolist() for v in m.get_weights()]
@@ -82,7 +83,7 @@ def run(m, x, y, sw=None, cw=None, batch_size=3, fit=False):
 
 
 def embedding_lstm():
-    """Embedding(mask_zero) -> LSTM(return_sequences) -> TimeDistributed(Dense softmax); per-sample weights."""
+    """Embedding(mask_zero) -> LSTM(return_sequences) -> TimeDistributed(Dense softmax), sample weights."""
     x = tokens(7, 5, 6)
     y = np.eye(3, dtype="float32")[RNG.randint(0, 3, size=(7, 5))]
     sw = arr(7, low=0.0, high=2.0)
@@ -134,7 +135,8 @@ def masking_dense_class_weight():
     m.compile(keras.optimizers.SGD(lr=0.2), "categorical_crossentropy", metrics=["acc"],
               weighted_metrics=["acc"])
     out = run(m, x, y, sw, cw=cw, batch_size=4, fit=True)
-    return {"x": x.tolist(), "y": y.tolist(), "w": sw.tolist(), "class_weight": {str(k): v for k, v in cw.items()},
+    return {"x": x.tolist(), "y": y.tolist(), "w": sw.tolist(),
+            "class_weight": {str(k): v for k, v in cw.items()},
             "start": start, **out}
 
 
@@ -176,9 +178,11 @@ def two_outputs():
 
 def main():
     cases = {"embedding_lstm": embedding_lstm(), "embedding_gru_temporal": embedding_gru_temporal(),
-             "masking_lstm_binary": masking_lstm_binary(), "masking_dense_class_weight": masking_dense_class_weight(),
+             "masking_lstm_binary": masking_lstm_binary(),
+             "masking_dense_class_weight": masking_dense_class_weight(),
              "custom_per_step_loss": custom_per_step_loss(), "two_outputs": two_outputs()}
-    meta = {"keras": keras.__version__, "backend": K.backend(), "made_by": "scripts/make_keras2_mask_fixture.py"}
+    meta = {"keras": keras.__version__, "backend": K.backend(),
+            "made_by": "scripts/make_keras2_mask_fixture.py"}
     with open(OUT, "w") as f:
         json.dump({"meta": meta, **cases}, f)
         f.write("\n")

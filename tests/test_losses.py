@@ -218,7 +218,7 @@ def test_from_logits_only_where_fusable():
     assert losses.from_logits(losses.binary_crossentropy, "sigmoid") is not None
 
 
-# --------------------------------------------------------------------------- Keras 2.3.1 shapes, compile's forms
+# ------------------------------------------------------------------ Keras 2.3.1 shapes, compile's forms
 
 
 @pytest.mark.parametrize("name", sorted(losses._CANONICAL))

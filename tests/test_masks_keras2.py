@@ -105,7 +105,8 @@ def test_custom_loss_returning_one_value_per_timestep():
     def per_step(y_true, y_pred):
         return K.sum(K.abs(y_pred - y_true), axis=-1) * 0.5
 
-    m = Sequential([Masking(0.0, input_shape=(4, 2)), GRU(3, return_sequences=True), TimeDistributed(Dense(2))])
+    m = Sequential([Masking(0.0, input_shape=(4, 2)), GRU(3, return_sequences=True),
+                    TimeDistributed(Dense(2))])
     m.compile(SGD(lr=0.3), per_step, metrics=["mae"])
     _start(m, case)
     _check(m, case, a(case["x"]), a(case["y"]), a(case["w"]), batch_size=5)

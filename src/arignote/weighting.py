@@ -166,11 +166,11 @@ def weighted_mean_parts(values: torch.Tensor,
 def weighted_loss(values: Callable, mean: Callable | None = None, name: str | None = None) -> Callable:
     """``loss(y_true, y_pred)`` as ``compile`` computes it (Keras 2.3.1 ``LossFunctionWrapper`` with
     ``SUM_OVER_BATCH_SIZE``): with plain targets, ``mean(y_true, y_pred)`` (the batch mean of the
-    values, the fast path; ``name``: the loss's name, by default ``values``'s); with :class:`Weighted` targets, :func:`compute_weighted_loss` of
+    values, the fast path); with :class:`Weighted` targets, :func:`compute_weighted_loss` of
     ``values(y, y_pred)`` (one value per sample or time step: a built-in loss's Keras values, or what
     a custom loss returns; a 0-d value is scaled by the mean weight, as Keras 2.3.1 does) with the
     sample weights and the output mask combined (:func:`combine`). The denominator is the number of
-    values, masked ones included, as Keras 2.3.1.
+    values, masked ones included, as Keras 2.3.1. ``name``: the loss's name (default ``values``'s).
 
     >>> from arignote import losses
     >>> mse = weighted_loss(losses.per_sample("mse"), losses.batch_mean("mse"))

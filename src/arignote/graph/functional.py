@@ -137,7 +137,8 @@ class Functional:
         self.module = GraphModule(self.inputs, self.outputs, self._order, out_struct, self._feed_input_names,
                                   extra)
         if len(self._feed_inputs) > 1:
-            self.module.input_packing = Packing([t.shape[1:] for t in self._feed_inputs], self._feed_input_names)
+            self.module.input_packing = Packing([t.shape[1:] for t in self._feed_inputs],
+                                                self._feed_input_names)
         if len(self.outputs) > 1:
             self.module.output_packing = Packing([t.shape[1:] for t in self.outputs], self.output_names)
 

@@ -132,7 +132,7 @@ def is_fixed(layer: Any) -> bool:
 
 
 def feed_inputs(inputs: list[KerasTensor]) -> list[KerasTensor]:
-    """The inputs data is given for (Keras 2 ``model._feed_inputs``): all but the ``Input(tensor=...)`` ones."""
+    """The inputs data is given for (Keras 2 ``model._feed_inputs``): all but ``Input(tensor=...)`` ones."""
     return [x for x in inputs if not is_fixed(x._keras_history[0])]
 
 
@@ -280,7 +280,8 @@ class GraphModule(nn.Module):
         """The modules in order when the graph is a plain chain (one input, each layer called on the
         previous one's only output without arguments, one output, no masks, no extra losses): then
         ``forward`` runs them exactly as ``Sequential`` does, with no slot bookkeeping per layer."""
-        if self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked or self.fixed_slots:
+        if (self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked
+                or self.fixed_slots):
             return None
         previous, chain = 0, []
         for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:

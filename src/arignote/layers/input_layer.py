@@ -59,8 +59,8 @@ class InputLayer(Layer):
             declared = tuple(self.batch_input_shape)
             if len(declared) != value.dim() or any(d is not None and d != v for d, v in zip(declared,
                                                                                           value.shape)):
-                raise ValueError(f"Input(tensor=...): the tensor has shape {tuple(value.shape)}, which does not "
-                                 f"fit the declared shape {declared} (None: any size)")
+                raise ValueError(f"Input(tensor=...): the tensor has shape {tuple(value.shape)}, which does "
+                                 f"not fit the declared shape {declared} (None: any size)")
             self.register_buffer("constant", value, persistent=False)  # moves with the model
         self.built = True
         self._built_input_shape = self.batch_input_shape
@@ -112,8 +112,8 @@ def _constant(tensor: Any, dtype: str | None) -> torch.Tensor:
     """The value an ``Input(tensor=...)`` stands for: a tensor detached from any autograd history (a
     ``K.variable`` keeps sharing its storage, so ``K.set_value`` reaches it on the CPU)."""
     if isinstance(tensor, KerasTensor):
-        raise ValueError("Input(tensor=...) takes a concrete tensor (numpy, torch, K.variable); this one is a "
-                         "symbolic tensor of a graph already: use it directly where you would use the Input")
+        raise ValueError("Input(tensor=...) takes a concrete tensor (numpy, torch, K.variable); this one is "
+                         "a symbolic tensor of a graph already: use it where you would use the Input")
     value = tensor.detach() if isinstance(tensor, torch.Tensor) else torch.as_tensor(np.asarray(tensor))
     if dtype is None and value.is_floating_point():
         dtype = config.get("floatX")  # Keras 2's Input declares floatx
