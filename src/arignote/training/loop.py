@@ -205,7 +205,8 @@ class Trainer:
             view = self._scaler_view
             if view is None or view.optimizer is not opt:
                 view = self._scaler_view = _ScalerView(opt, self._torch_step)
-            self.scaler.step(view)  # unscales, skips the step on inf/nan gradients
+            self.scaler.unscale_(view)  # before clipping; finds inf/nan gradients on the device
+            self.scaler.step(view)  # skips on inf/nan: inside a fused kernel, else after a host read
             self.scaler.update()
         else:
             opt.step(self._torch_step)
@@ -416,15 +417,42 @@ class Trainer:
 
 class _ScalerView:
     """What ``GradScaler.step`` needs of an optimizer: the torch param groups to unscale, and a
-    ``step`` that runs the arignote optimizer (clipping, decay, iteration count)."""
+    ``step`` that runs the arignote optimizer (clipping, decay, iteration count).
+
+    With a fused torch optimizer (Adam/AdamW/SGD with ``fused=True``, which set
+    ``_step_supports_amp_scaling``) the view says so too: ``GradScaler.step`` then hands it the
+    device tensor ``found_inf`` instead of reading it on the host, and the fused kernel skips the
+    update itself, so a ``mixed-fp16`` step has no host sync. A skipped step still counts in the
+    arignote optimizer's ``iterations`` (its ``decay`` schedule advances, as a torch ``LRScheduler``
+    stepped every iteration does); torch's own step count is restored by the kernel. Other
+    optimizers (RMSprop, Adadelta, ...) keep GradScaler's host read of ``found_inf`` each step.
+
+    >>> import torch
+    >>> from arignote.optimizers import Adam
+    >>> w = torch.nn.Parameter(torch.ones(2)); opt = Adam(); _ = opt.build([w])
+    >>> _ScalerView(opt)._step_supports_amp_scaling == bool(opt.torch.defaults.get("fused"))
+    True
+    """
 
     def __init__(self, optimizer: Any, torch_step: Any = None) -> None:
         self.optimizer, self.torch_step = optimizer, torch_step
         self.param_groups = optimizer.torch.param_groups
         self.state = optimizer.torch.state
+        # a compiled torch_step traced the optimizer without GradScaler's attributes: host path
+        self._step_supports_amp_scaling = torch_step is None and bool(
+            getattr(optimizer.torch, "_step_supports_amp_scaling", False))
 
     def step(self) -> None:
-        self.optimizer.step(self.torch_step)
+        found_inf = getattr(self, "found_inf", None)  # set (and deleted) by GradScaler.step: fused path
+        if found_inf is None:
+            self.optimizer.step(self.torch_step)
+            return
+        fused = self.optimizer.torch
+        fused.grad_scale, fused.found_inf = getattr(self, "grad_scale", None), found_inf
+        try:
+            self.optimizer.step(self.torch_step)
+        finally:
+            del fused.grad_scale, fused.found_inf
 
 
 def _poisoned(loss: torch.Tensor) -> torch.Tensor:
