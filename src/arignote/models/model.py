@@ -127,6 +127,8 @@ class Model(Functional, GeneratorMethods):
         if self._is_graph:
             if len(self._feed_inputs) == 1:
                 return tuple(self._feed_inputs[0].shape[1:])
+            if not self._feed_inputs:  # every input is an Input(tensor=...)
+                return None
             width = (self.module.input_layout or self.module.input_packing).width
             return None if width is None else (width,)
         return None
