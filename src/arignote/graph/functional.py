@@ -26,7 +26,7 @@ from torch import nn
 from arignote import losses as losses_mod
 from arignote import metrics as metrics_mod
 from arignote import weighting
-from arignote.graph.network import GraphModule, Packing, topology
+from arignote.graph.network import GraphModule, Packing, feed_inputs, topology
 from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
 from arignote.layers.base import Layer, auto_name, deserialize, serialize
@@ -135,6 +135,9 @@ class Functional:
         self.outputs = list(flatten(outputs)) if isinstance(outputs, (list, tuple, dict)) else [outputs]
         self._order, self._layers = topology(self.inputs, self.outputs)
         self.input_names = [t._keras_history[0].name for t in self.inputs]
+        # Keras 2's _feed_inputs: what fit/predict/evaluate take data for (not the Input(tensor=...) ones)
+        self._feed_inputs = feed_inputs(self.inputs)
+        self._feed_input_names = [t._keras_history[0].name for t in self._feed_inputs]
         self.output_names = [t._keras_history[0].name for t in self.outputs]
         self._compile_graph()
         self.name = name or auto_name("model")
@@ -145,9 +148,11 @@ class Functional:
 
     def _compile_graph(self, extra: list | None = None) -> None:
         out_struct = self._output_structure if isinstance(self._output_structure, dict) else None
-        self.module = GraphModule(self.inputs, self.outputs, self._order, out_struct, self.input_names, extra)
-        if len(self.inputs) > 1:
-            self.module.input_packing = Packing([t.shape[1:] for t in self.inputs], self.input_names)
+        self.module = GraphModule(self.inputs, self.outputs, self._order, out_struct, self._feed_input_names,
+                                  extra)
+        if len(self._feed_inputs) > 1:
+            self.module.input_packing = Packing([t.shape[1:] for t in self._feed_inputs],
+                                                self._feed_input_names)
         if len(self.outputs) > 1:
             self.module.output_packing = Packing([t.shape[1:] for t in self.outputs], self.output_names)
 
@@ -524,8 +529,7 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     output its own weights."""
     names = model.output_names
     raw = per_output(model, loss, "loss")
-    fns = [weighting.weighted_loss(losses_mod.get(v), losses_mod.per_sample(v)) if v is not None else None
-           for v in raw]
+    fns = [losses_mod.compiled(v) if v is not None else None for v in raw]
     weights = per_output(model, 1.0 if loss_weights is None else loss_weights, "loss_weights")
     weights = [1.0 if w is None else float(w) for w in weights]
 
@@ -537,15 +541,17 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     def split(y_true: Any, y_pred: Any) -> tuple[list, list]:
         """Per-output targets (each ``Weighted`` with its own weights when the batch has some) and
         predictions."""
-        packed, w = weighting.split(y_true)
+        packed, w, masks = weighting.parts(y_true)
         layout = model._y_packing
         outputs = model.module.packed_outputs()
         if layout is None and outputs is not None and isinstance(packed, torch.Tensor) and \
                 packed.shape[1:] == (outputs.width,):  # targets shaped like the outputs, packed no data yet
             layout = outputs
         trues = layout.unpack(packed) if layout is not None else [None] * len(names)
-        if w is not None:
-            trues = [weighting.Weighted((t, wi)) for t, wi in zip(trues, model._w_packing.unpack(w))]
+        if w is not None or masks is not None:
+            ws = model._w_packing.unpack(w) if w is not None else [None] * len(trues)
+            ms = masks if masks is not None else [None] * len(trues)
+            trues = [weighting.Weighted((t, wi, mi)) for t, wi, mi in zip(trues, ws, ms)]
         return trues, model.module.packed_outputs().unpack(y_pred)
 
     def fn(y_true: Any, y_pred: Any) -> Any:
@@ -577,16 +583,16 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     return fn, objs, fns
 
 
-def _whole(y_true: Any, y_pred: Any) -> tuple[Any, Any, None]:
-    """A metric that reads the packed targets (weights included) itself: the per-output losses."""
-    return y_true, y_pred, None
+def _whole(y_true: Any, y_pred: Any) -> tuple[Any, Any, None, None]:
+    """A metric that reads the packed targets (weights and masks included) itself: the per-output losses."""
+    return y_true, y_pred, None, None
 
 
 def _output(i: int, split: Any) -> Any:
-    def select(y_true: Any, y_pred: Any) -> tuple[Any, Any, Any]:
+    def select(y_true: Any, y_pred: Any) -> tuple[Any, Any, Any, Any]:
         trues, preds = split(y_true, y_pred)
-        y, w = weighting.split(trues[i])
-        return y, preds[i], w
+        y, w, mask = weighting.parts(trues[i])
+        return y, preds[i], w, mask
 
     return select
 

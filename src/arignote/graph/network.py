@@ -35,7 +35,7 @@ from arignote.graph import state
 from arignote.graph.node import nest_like, runtime_module
 from arignote.graph.tensor import KerasTensor
 
-__all__ = ["topology", "GraphModule", "Packing"]
+__all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed"]
 
 
 def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[list, list]:
@@ -56,6 +56,12 @@ def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[lis
             raise ValueError(f"Output tensors to a Model must be the output of an arignote layer, got {t!r}")
         layer, node_index, _ = t._keras_history
         node = layer._inbound_nodes[node_index]
+        if not node.inbound_layers and is_fixed(layer):  # Input(tensor=...): a source of its own
+            if id(node) not in finished:
+                layer_index.setdefault(id(layer), (len(layer_index), layer))
+                finished.add(id(node))
+                order.append(node)
+            return
         if not node.inbound_layers:  # an Input that is not among the model's inputs
             raise ValueError(f"Graph disconnected: cannot obtain value for tensor {t} at layer "
                              f"\"{layer.name}\". The following previous layers were accessed without issue: "
@@ -117,6 +123,17 @@ def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[lis
             raise ValueError(f'The name "{name}" is used {names.count(name)} times in the model. All layer '
                              "names should be unique.")
     return order, layers
+
+
+def is_fixed(layer: Any) -> bool:
+    """Whether ``layer`` is the ``InputLayer`` of an ``Input(tensor=...)``: an input with a tensor of its
+    own, which the model feeds itself (Keras 2: not among ``_feed_inputs``)."""
+    return getattr(layer, "fixed", False) is True
+
+
+def feed_inputs(inputs: list[KerasTensor]) -> list[KerasTensor]:
+    """The inputs data is given for (Keras 2 ``model._feed_inputs``): all but ``Input(tensor=...)`` ones."""
+    return [x for x in inputs if not is_fixed(x._keras_history[0])]
 
 
 class Packing:
@@ -197,13 +214,23 @@ class GraphModule(nn.Module):
         super().__init__()
         extra = list(extra or [])
         slots: dict[int, int] = {}
-        for i, x in enumerate(inputs):
+        fed = feed_inputs(inputs)
+        for i, x in enumerate(fed):
             slots[id(x)] = i
+        fixed = []  # Input(tensor=...) layers: the slot of their tensor, filled at every forward
+        for x in inputs:
+            if id(x) not in slots:
+                slots[id(x)] = len(slots)
+                fixed.append((slots[id(x)], x._keras_history[0]))
         modules: list[nn.Module] = []
         index: dict[int, int] = {}
         plan = []
         masked = False
         for node in order:
+            if is_fixed(node.outbound_layer) and not node.inbound_layers:  # one reached inside the graph
+                slots[id(node.output_tensors[0])] = len(slots)
+                fixed.append((len(slots) - 1, node.outbound_layer))
+                continue
             module = runtime_module(node.outbound_layer)
             if id(module) not in index:
                 index[id(module)] = len(modules)
@@ -225,12 +252,18 @@ class GraphModule(nn.Module):
         self.layers = nn.ModuleList(modules)
         object.__setattr__(self, "_plan", plan)
         self.n_slots = len(slots)
-        self.n_inputs = len(inputs)
+        self.n_inputs = len(fed)
+        self.fixed_inputs = nn.ModuleList([layer for _, layer in fixed])  # their tensors move with the module
+        self.fixed_slots = [slot for slot, _ in fixed]
         self.out_slots = [slots[id(t)] for t in outputs]
         self.extra_slots = [slots[id(t)] for t in extra]
         self.output_structure = output_structure
         self.input_names = list(input_names or [])
         self.masked = masked
+        # which outputs carry a Keras mask: their masks of the last forward are in output_masks
+        # (what compile's loss and metrics weigh the outputs with, as Keras 2.3.1)
+        self.out_masked = [t._keras_mask is not None for t in outputs]
+        self.output_masks: list | None = None
         self.input_packing: Packing | None = None
         self.output_packing: Packing | None = None
         self.input_layout: Packing | None = None  # input_packing for the data of the current call
@@ -255,7 +288,8 @@ class GraphModule(nn.Module):
         """The modules in order when the graph is a plain chain (one input, each layer called on the
         previous one's only output without arguments, one output, no masks, no extra losses): then
         ``forward`` runs them exactly as ``Sequential`` does, with no slot bookkeeping per layer."""
-        if self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked:
+        if (self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked
+                or self.fixed_slots):
             return None
         previous, chain = 0, []
         for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
@@ -272,6 +306,8 @@ class GraphModule(nn.Module):
         return self.output_packing
 
     def _inputs(self, x: Any) -> list:
+        if self.n_inputs == 0:  # every input is an Input(tensor=...): the data, if any, is not used
+            return []
         if self.n_inputs == 1:
             if isinstance(x, (list, tuple)) and len(x) == 1:
                 return [x[0]]
@@ -320,11 +356,15 @@ class GraphModule(nn.Module):
         if packed is None:
             packed = isinstance(x, torch.Tensor)
         values[:self.n_inputs] = self._inputs(x)
+        for slot, layer in zip(self.fixed_slots, self.fixed_inputs):
+            values[slot] = layer.constant
         if self.live_forward:
             with state.live_values(_LiveSlots(values, self._slot_ids)):
-                self._run(values)
+                masks = self._run(values)
         else:
-            self._run(values)
+            masks = self._run(values)
+        if masks is not None:
+            self.output_masks = [masks[i] for i in self.out_slots]
         if self.extra_slots:
             self.extra_losses = [values[i] for i in self.extra_slots]
         if self.keep_values:
@@ -339,10 +379,10 @@ class GraphModule(nn.Module):
             return nest_like(self.output_structure, outs)
         return outs[0] if len(outs) == 1 else outs
 
-    def _run(self, values: list) -> None:
+    def _run(self, values: list) -> list | None:
+        """Run the plan, filling ``values``; with masks, the mask of every slot (else None)."""
         if self.masked:
-            self._run_masked(values)
-            return
+            return self._run_masked(values)
         for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
             arg = values[ins[0]] if structure is None else nest_like(structure, [values[i] for i in ins])
             y = module(arg, **kwargs) if kwargs else module(arg)
@@ -351,8 +391,10 @@ class GraphModule(nn.Module):
                     values[slot] = v
             else:
                 values[outs[0]] = y
+        return None
 
-    def _run_masked(self, values: list) -> None:
+    def _run_masked(self, values: list) -> list:
+        """Run the plan handing masks on beside the values; the mask of every slot (None: no mask)."""
         masks: list = [None] * self.n_slots
         for module, ins, structure, kwargs, outs, multi, mask_in, mask_out, layer in self._plan:
             leaves = [values[i] for i in ins]
@@ -372,6 +414,7 @@ class GraphModule(nn.Module):
                 m_leaves = _leaves(m) if isinstance(m, (list, tuple)) else [m] * len(outs)
                 for slot, v in zip(outs, m_leaves):
                     masks[slot] = v
+        return masks
 
     def live_values(self) -> Any:
         """A context exposing the last forward's values to backend functions (custom losses)."""

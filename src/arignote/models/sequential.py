@@ -47,6 +47,7 @@ class _Stack(nn.Module):
         self.layers = nn.ModuleList()  # what computes each member (a model's own module for a model)
         self.members: list[Any] = []  # what the user added: layers, or models used as layers
         self.mask_plan: list[bool] | None = None  # per layer: does its output carry a mask
+        self.output_masks: list | None = None  # [the last forward's output mask] when it has one
 
     def append(self, member: Any) -> None:
         self.layers.append(runtime_module(member))
@@ -68,7 +69,14 @@ class _Stack(nn.Module):
             y = layer(x, mask=mask) if mask is not None and layer._call_takes_mask else layer(x)
             mask = layer.compute_mask(x, mask) if makes_mask else None
             x = y
+        self.output_masks = [mask]
         return x
+
+    @property
+    def out_masked(self) -> list[bool]:
+        """``[whether the output carries a Keras mask]`` (its value after a forward: ``output_masks``)."""
+        plan = self.mask_plan
+        return [plan is not None and len(plan) == len(self.members) and plan[-1]]
 
 
 class Sequential(Model):
