@@ -183,8 +183,7 @@ class Trainer:
             # the previous step's gradients are released here, just before the backward that
             # allocates new ones, so the allocator hands their memory straight back (releasing
             # them after the step instead let the forward take it: 5-10 % slower on the CPU CNN)
-            self.model.optimizer.zero_grad()
-            self._stale_grads = False
+            self._zero_grad()
         if self._poison:
             loss = _poisoned(loss)
         self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()
@@ -195,7 +194,14 @@ class Trainer:
         return self._backward(self._forward(xb, yb), weight)
 
     def _zero_grad(self) -> None:
-        self.model.optimizer.zero_grad()
+        """``zero_grad(set_to_none=True)`` of the optimizer's torch param groups, written out: the
+        same effect as torch's ``Optimizer.zero_grad`` without its profiler range and dynamo guard
+        (14 us a call on the CPU, against 1 us for these assignments; counted in
+        tests/test_step_overhead.py)."""
+        built = self.model.optimizer.torch
+        for group in built.param_groups if built is not None else ():
+            for p in group["params"]:
+                p.grad = None
         self._stale_grads = False
 
     def _optimizer_step(self) -> None:
