@@ -110,6 +110,20 @@ def model_losses(model: Any) -> list:
     return out
 
 
+def has_losses(model: Any) -> bool:
+    """Whether ``model`` has losses of its own (Keras 2's ``model.losses`` is not empty): a model-level
+    ``add_loss``, a layer's ``add_loss`` (also one its ``call`` made on symbolic tensors while the
+    graph was built: the Keras 2 VAE's custom loss layer) or a weight regularizer. Keras 2.3.1 then
+    compiles with ``loss=None``."""
+    if model._model_losses:
+        return True
+    module = model.module
+    if not isinstance(module, nn.Module):
+        return False
+    return any(m._added_losses or m._call_losses or m._regularizers
+               for m in module.modules() if isinstance(m, Layer))
+
+
 class Functional:
     """Mixin of ``Model``: everything that needs the graph (see the module doc)."""
 
@@ -467,6 +481,8 @@ def with_model_losses(model: Any, fn: Any) -> Any:
     over from the current forward (the Keras 2.0 VAE's ``z_mean``). The layers' own penalties
     (regularizers, ``layer.add_loss``) are added by the training loop (:mod:`arignote.layers.penalties`)."""
 
+    own = has_losses(model)
+
     def total_loss(y_true: Any, y_pred: Any) -> Any:
         module = model.module
         value = None
@@ -485,7 +501,12 @@ def with_model_losses(model: Any, fn: Any) -> Any:
         for loss in extra:
             value = loss if value is None else value + loss
         if value is None:
-            raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
+            if not own:
+                raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
+            # compile(loss=None) on a model whose layers add their losses in call (the training loop
+            # adds those): the compiled part is 0, as in Keras 2.3.1 (`total_loss = 0.`)
+            ref = y_pred if isinstance(y_pred, torch.Tensor) else next(module.parameters())
+            value = ref.new_zeros(())
         return value
 
     total_loss.__name__ = getattr(fn, "__name__", "loss")

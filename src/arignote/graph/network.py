@@ -274,7 +274,15 @@ class GraphModule(nn.Module):
         self.live: dict | None = None
         object.__setattr__(self, "_slot_tensors", {slot: t for t, slot in
                                                    ((t, s) for t, s in _pairs(inputs, order, slots))})
-        object.__setattr__(self, "_chain", self._as_chain())
+        # A custom layer's call (or a Lambda's function) may use symbolic tensors of this graph it
+        # closes over (the Keras 2.0 VAE's loss layer reads z_mean): such graphs run with each
+        # computed value visible to the backend functions (state.live_values), so that call
+        # computes on this forward's values instead of recording symbolic nodes.
+        self.live_forward = any(getattr(m, "_may_close_over_graph",
+                                        not type(m).__module__.startswith("arignote."))
+                                for m in (step[-1] for step in plan))
+        object.__setattr__(self, "_slot_ids", {slot: id(t) for slot, t in self._slot_tensors.items()})
+        object.__setattr__(self, "_chain", None if self.live_forward else self._as_chain())
 
     def _as_chain(self) -> list[nn.Module] | None:
         """The modules in order when the graph is a plain chain (one input, each layer called on the
@@ -350,18 +358,13 @@ class GraphModule(nn.Module):
         values[:self.n_inputs] = self._inputs(x)
         for slot, layer in zip(self.fixed_slots, self.fixed_inputs):
             values[slot] = layer.constant
-        if self.masked:
-            masks = self._run_masked(values)
-            self.output_masks = [masks[i] for i in self.out_slots]
+        if self.live_forward:
+            with state.live_values(_LiveSlots(values, self._slot_ids)):
+                masks = self._run(values)
         else:
-            for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
-                arg = values[ins[0]] if structure is None else nest_like(structure, [values[i] for i in ins])
-                y = module(arg, **kwargs) if kwargs else module(arg)
-                if multi:
-                    for slot, v in zip(outs, _leaves(y)):
-                        values[slot] = v
-                else:
-                    values[outs[0]] = y
+            masks = self._run(values)
+        if masks is not None:
+            self.output_masks = [masks[i] for i in self.out_slots]
         if self.extra_slots:
             self.extra_losses = [values[i] for i in self.extra_slots]
         if self.keep_values:
@@ -375,6 +378,20 @@ class GraphModule(nn.Module):
         if self.output_structure is not None:
             return nest_like(self.output_structure, outs)
         return outs[0] if len(outs) == 1 else outs
+
+    def _run(self, values: list) -> list | None:
+        """Run the plan, filling ``values``; with masks, the mask of every slot (else None)."""
+        if self.masked:
+            return self._run_masked(values)
+        for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
+            arg = values[ins[0]] if structure is None else nest_like(structure, [values[i] for i in ins])
+            y = module(arg, **kwargs) if kwargs else module(arg)
+            if multi:
+                for slot, v in zip(outs, _leaves(y)):
+                    values[slot] = v
+            else:
+                values[outs[0]] = y
+        return None
 
     def _run_masked(self, values: list) -> list:
         """Run the plan handing masks on beside the values; the mask of every slot (None: no mask)."""
@@ -402,6 +419,19 @@ class GraphModule(nn.Module):
     def live_values(self) -> Any:
         """A context exposing the last forward's values to backend functions (custom losses)."""
         return state.live_values(self.live)
+
+
+class _LiveSlots:
+    """``{id(symbolic tensor): value}`` over a forward's slot list as it fills (what
+    :func:`state.live_value` reads): no copy per layer, a slot not computed yet reads as None."""
+
+    def __init__(self, values: list, slot_ids: dict[int, int]) -> None:
+        self.values = values
+        self.slots = {tid: slot for slot, tid in slot_ids.items()}
+
+    def get(self, key: int, default: Any = None) -> Any:
+        slot = self.slots.get(key)
+        return default if slot is None else self.values[slot]
 
 
 def _pairs(inputs: list, order: list, slots: dict) -> list:
