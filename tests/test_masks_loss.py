@@ -109,3 +109,25 @@ def test_masking_on_flat_input_masks_whole_samples():
     p = m.predict(x)
     keep = np.any(x != 0, axis=-1)
     assert m.evaluate(x, y, verbose=0) == pytest.approx((((p - y) ** 2).mean(-1) * keep).sum() / 6, rel=1e-5)
+
+
+def test_masks_into_and_out_of_models_used_as_layers():
+    enc = Sequential([Embedding(6, 3, mask_zero=True, input_length=4), LSTM(3, return_sequences=True)])
+    inp = Input(shape=(4,))
+    h = enc(inp)
+    assert h._keras_mask is not None and h._keras_mask.shape == (None, 4)  # Keras 2 Network.compute_mask
+    inner_in = Input(shape=(4, 3))
+    inner = Model(inner_in, LSTM(2, return_sequences=True)(inner_in))
+    out = TimeDistributed(Dense(1))(inner(h))
+    assert out._keras_mask is not None
+    m = Model(inp, out)
+    x = _tokens()
+    p = m.predict(x)
+    assert torch.equal(m.module.output_masks[0].cpu(), torch.as_tensor(x != 0))
+    # the mask reached the inner LSTM: a masked step repeats the last unmasked output (Keras 2 RNNs)
+    states = Model(inp, inner(h)).predict(x)
+    row = int(np.argmax((x != 0).sum(1) < 4))
+    last = int((x[row] != 0).sum()) - 1
+    tail = states[row, last + 1:]
+    np.testing.assert_allclose(tail, np.broadcast_to(states[row, last], tail.shape), rtol=1e-6)
+    assert p.shape == (10, 4, 1)
