@@ -375,8 +375,13 @@ def test_an_application_on_a_placeholder_concatenated_with_a_variable():
 
     image = K.variable(np.random.RandomState(0).rand(1, 32, 32, 3).astype("float32"))
     target = K.placeholder((1, 32, 32, 3))
-    model = vgg16.VGG16(input_tensor=K.concatenate([image, target], axis=0), weights=None, include_top=False)
-    assert model.inputs[0] is target  # the source input, as Keras's get_source_inputs
+    both = K.concatenate([image, target], axis=0)
+    model = vgg16.VGG16(input_tensor=both, weights=None, include_top=False)
+    # as Keras 2: a backend tensor is wrapped in Input(tensor=...), the model's first layer (neural_doodle
+    # pairs model.layers[1:] with its mask model's layers)
+    start = model.inputs[0]._keras_history[0]
+    assert type(start).__name__ == "InputLayer" and start._inbound_nodes[0].input_tensors[0] is both
+    assert [layer.name for layer in model.layers[:2]] == [start.name, "block1_conv1"]
     features = model.get_layer("block1_conv1").output
     loss = K.sum(K.square(features[0] - features[1]))
     f = K.function([target], [loss])

@@ -26,9 +26,11 @@ def t(a):
 
 
 def value(fn, y_true, y_pred):
-    out = fn(t(y_true), t(y_pred))
-    assert out.dim() == 0
-    return float(out)
+    """The batch mean of a loss's values, which Keras 2.3.1 returns one per sample."""
+    y_pred = t(y_pred)
+    out = fn(t(y_true), y_pred)
+    assert out.shape == y_pred.shape[:-1]
+    return float(out.mean())
 
 
 def test_categorical_crossentropy_keras_formula():
@@ -50,7 +52,7 @@ def test_sparse_categorical_crossentropy_keras_formula_and_label_shapes():
     # TF route: softmax cross-entropy on log(clipped p) == -log(clipped p_y / sum clipped p)
     expected = np.mean(-np.log(clipped[np.arange(5), labels] / clipped.sum(-1)))
     for y in (labels, labels.reshape(-1, 1), labels.astype(np.float32)):
-        got = float(losses.sparse_categorical_crossentropy(torch.tensor(y), t(p)))
+        got = float(losses.sparse_categorical_crossentropy(torch.tensor(y), t(p)).mean())
         assert got == pytest.approx(expected, rel=1e-9)
     assert value(losses.sparse_categorical_crossentropy, labels, p) == pytest.approx(
         value(losses.categorical_crossentropy, onehot(labels, 3), p), rel=1e-9
@@ -65,7 +67,7 @@ def test_binary_crossentropy_keras_formula():
     expected = np.mean(-(y * np.log(c) + (1 - y) * np.log(1 - c)))
     assert value(losses.binary_crossentropy, y, p) == pytest.approx(expected, rel=1e-9)
     # (N,) targets against an (N, 1) sigmoid output
-    got = float(losses.binary_crossentropy(t(y[:, 0]), t(p[:, :1])))
+    got = float(losses.binary_crossentropy(t(y[:, 0]), t(p[:, :1])).mean())
     c0 = c[:, 0]
     assert got == pytest.approx(np.mean(-(y[:, 0] * np.log(c0) + (1 - y[:, 0]) * np.log(1 - c0))), rel=1e-9)
 
@@ -134,7 +136,7 @@ def test_torch_loss_module_is_called_in_torch_order():
 
 def test_losses_backprop():
     p = torch.tensor([[0.3, 0.7]], requires_grad=True)
-    losses.categorical_crossentropy(torch.tensor([[0.0, 1.0]]), p).backward()
+    losses.categorical_crossentropy(torch.tensor([[0.0, 1.0]]), p).sum().backward()
     assert torch.isfinite(p.grad).all() and p.grad[0, 1] < 0
 
 
@@ -201,7 +203,7 @@ def test_from_logits_equals_activation_then_loss_incl_clipping(loss, act, make_y
     y = make_y(lab)
     fused = losses.from_logits(loss, act)
     ref_z = z.detach().clone().requires_grad_()
-    ref = losses.get(loss)(y, torch.softmax(ref_z, -1) if act == "softmax" else torch.sigmoid(ref_z))
+    ref = losses.get(loss)(y, torch.softmax(ref_z, -1) if act == "softmax" else torch.sigmoid(ref_z)).mean()
     out = fused(y, z)
     assert float(out.detach()) == pytest.approx(float(ref.detach()), rel=1e-9)
     out.backward()
@@ -214,3 +216,38 @@ def test_from_logits_only_where_fusable():
     assert losses.from_logits("categorical_crossentropy", "relu") is None
     assert losses.from_logits("categorical_crossentropy", None) is None
     assert losses.from_logits(losses.binary_crossentropy, "sigmoid") is not None
+
+
+# ------------------------------------------------------------------ Keras 2.3.1 shapes, compile's forms
+
+
+@pytest.mark.parametrize("name", sorted(losses._CANONICAL))
+def test_every_loss_returns_one_value_per_sample_or_step_and_its_forms_agree(name):
+    fn = losses.get(name)
+    c = 4
+    p = torch.tensor(RNG.uniform(0.05, 0.95, (3, 5, c)))
+    labels = torch.tensor(RNG.integers(0, c, (3, 5)))
+    y = labels if name.startswith("sparse") else torch.eye(c, dtype=torch.float64)[labels]
+    values = fn(y, p)
+    assert values.shape == (3, 5)  # Keras 2.3.1: per time step for a sequence output
+    assert fn(y[:, 0], p[:, 0]).shape == (3,)  # per sample for a 2-D output
+    torch.testing.assert_close(losses.per_sample(name)(y, p), values)
+    torch.testing.assert_close(losses.batch_mean(name)(y, p), values.mean())
+    torch.testing.assert_close(losses.compiled(name)(y, p), values.mean())
+
+
+def test_compiled_loss_weighs_and_masks_as_keras_2_3_1():
+    from arignote.weighting import Weighted
+
+    y = torch.zeros(2, 3, 1)
+    p = torch.tensor([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]])
+    mask = torch.tensor([[True, True, False], [True, False, False]])
+    fn = losses.compiled("mse")
+    # the mask multiplies the values, the denominator stays the number of values (2 * 3)
+    assert float(fn(Weighted((y, None, mask)), p)) == pytest.approx((1 + 4 + 16) / 6)
+    # per-sample weights times the per-step mask
+    w = torch.tensor([2.0, 0.5])
+    assert float(fn(Weighted((y, w, mask)), p)) == pytest.approx((2 * (1 + 4) + 0.5 * 16) / 6)
+    # a custom loss's per-step values are weighed the same way
+    custom = losses.compiled(lambda yt, yp: (yp - yt).abs().sum(-1))
+    assert float(custom(Weighted((y, w, mask)), p)) == pytest.approx((2 * (1 + 2) + 0.5 * 4) / 6)

@@ -1,4 +1,5 @@
-"""Keras 2 losses on torch tensors: ``loss(y_true, y_pred)`` -> mean over the batch (a 0-d tensor).
+"""Keras 2 losses on torch tensors: ``loss(y_true, y_pred)`` -> one value per sample (per time step
+for sequences), as Keras 2.3.1's; ``compile`` weighs, masks and averages them (:mod:`arignote.weighting`).
 
 Probabilities in, as in Keras: cross-entropies clip predictions to ``[eps, 1 - eps]`` with
 ``eps = backend.epsilon()`` (1e-7) and follow Keras 2's TensorFlow-backend formulas:
@@ -7,7 +8,7 @@ Probabilities in, as in Keras: cross-entropies clip predictions to ``[eps, 1 - e
 * ``sparse_categorical_crossentropy``: ``-log_softmax(log(clip(p)))[label]`` (TF's logits route).
 * ``binary_crossentropy``: ``-mean(y log(clip p) + (1 - y) log(1 - clip p))`` over the last axis.
 * ``mean_squared_error``/``mse``, ``mean_absolute_error``/``mae`` and the rest: mean over the last
-  axis, then over the batch.
+  axis.
 
 :func:`get` resolves names (did-you-mean on typos), Keras-order callables, and torch loss modules
 (``nn.CrossEntropyLoss()``, called as ``module(y_pred, y_true)``). :func:`check_targets` rejects
@@ -17,8 +18,8 @@ Example::
 
     >>> import torch
     >>> y_true, y_pred = torch.tensor([[0.0, 1.0]]), torch.tensor([[0.2, 0.8]])
-    >>> round(float(categorical_crossentropy(y_true, y_pred)), 4)
-    0.2231
+    >>> [round(v, 4) for v in categorical_crossentropy(y_true, y_pred).tolist()]
+    [0.2231]
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from arignote import backend
+from arignote import backend, weighting
 from arignote.graph.ops import symbolic
 
 __all__ = [
@@ -57,6 +58,8 @@ __all__ = [
     "check_targets",
     "name_of",
     "per_sample",
+    "batch_mean",
+    "compiled",
 ]
 
 
@@ -66,26 +69,18 @@ def _cce_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return -(y_true.reshape(y_pred.shape) * p.log()).sum(dim=-1)
 
 
-@symbolic  # on symbolic tensors (a loss built into the graph with add_loss) it records a node
-def categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy between one-hot (or soft) targets and predicted probabilities."""
-    return _cce_values(y_true, y_pred).mean()
-
-
 def _sparse_logits(y_pred: torch.Tensor) -> torch.Tensor:
     eps = backend.epsilon()
     return y_pred.clamp(eps, 1.0 - eps).log().reshape(-1, y_pred.shape[-1])
 
 
-@symbolic
-def sparse_categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy between integer labels (shape ``(N,)`` or ``(N, 1)``) and probabilities."""
-    return F.cross_entropy(_sparse_logits(y_pred), y_true.reshape(-1).long())
-
-
 def _sparse_cce_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     values = F.cross_entropy(_sparse_logits(y_pred), y_true.reshape(-1).long(), reduction="none")
     return values.reshape(y_pred.shape[:-1])
+
+
+def _sparse_cce_mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    return F.cross_entropy(_sparse_logits(y_pred), y_true.reshape(-1).long())
 
 
 def _bce_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
@@ -95,41 +90,17 @@ def _bce_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return -(y * p.log() + (1.0 - y) * torch.log1p(-p))
 
 
-@symbolic
-def binary_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Binary cross-entropy of targets in [0, 1] against sigmoid probabilities."""
-    return _bce_terms(y_true, y_pred).mean()
-
-
 def _se(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (y_pred - y_true.reshape(y_pred.shape)).square()
-
-
-@symbolic
-def mean_squared_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Mean of ``(y_pred - y_true) ** 2``."""
-    return _se(y_true, y_pred).mean()
 
 
 def _ae(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (y_pred - y_true.reshape(y_pred.shape)).abs()
 
 
-@symbolic
-def mean_absolute_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Mean of ``|y_pred - y_true|``."""
-    return _ae(y_true, y_pred).mean()
-
-
 def _ape(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     y = y_true.reshape(y_pred.shape)
-    return (y - y_pred).abs() / y.abs().clamp_min(backend.epsilon())
-
-
-@symbolic
-def mean_absolute_percentage_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """``100 * mean(|y_true - y_pred| / clip(|y_true|, eps))``."""
-    return 100.0 * _ape(y_true, y_pred).mean()
+    return 100.0 * (y - y_pred).abs() / y.abs().clamp_min(backend.epsilon())
 
 
 def _sle(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
@@ -138,30 +109,12 @@ def _sle(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (torch.log1p(y_pred.clamp_min(eps)) - torch.log1p(y.clamp_min(eps))).square()
 
 
-@symbolic
-def mean_squared_logarithmic_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """``mean((log(clip(y_pred, eps) + 1) - log(clip(y_true, eps) + 1)) ** 2)``."""
-    return _sle(y_true, y_pred).mean()
-
-
 def _hinge_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (1.0 - y_true.reshape(y_pred.shape) * y_pred).clamp_min(0.0)
 
 
-@symbolic
-def hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """``mean(max(1 - y_true * y_pred, 0))`` for targets in {-1, 1}."""
-    return _hinge_terms(y_true, y_pred).mean()
-
-
 def _squared_hinge_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return _hinge_terms(y_true, y_pred).square()
-
-
-@symbolic
-def squared_hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """``mean(max(1 - y_true * y_pred, 0) ** 2)``."""
-    return _squared_hinge_terms(y_true, y_pred).mean()
 
 
 def _kld_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
@@ -171,20 +124,79 @@ def _kld_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (y * (y / p).log()).sum(dim=-1)
 
 
-@symbolic
-def kullback_leibler_divergence(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """``sum(y * log(y / p))`` per sample with both clipped to ``[eps, 1]``, averaged over the batch."""
-    return _kld_values(y_true, y_pred).mean()
-
-
 def _poisson_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return y_pred - y_true.reshape(y_pred.shape) * (y_pred + backend.epsilon()).log()
 
 
+# Keras 2.3.1's loss functions return one value per sample (per time step for sequences): the mean
+# over the last axis, or its sum for the cross-entropies and KL. compile() weighs, masks and reduces
+# these values itself (arignote.weighting).
+
+
+@symbolic  # on symbolic tensors (a loss built into the graph with add_loss) it records a node
+def categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy between one-hot (or soft) targets and predicted probabilities, per sample."""
+    return _cce_values(y_true, y_pred)
+
+
+@symbolic
+def sparse_categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Cross-entropy between integer labels (shape ``(N,)`` or ``(N, 1)``) and probabilities, per sample."""
+    return _sparse_cce_values(y_true, y_pred)
+
+
+@symbolic
+def binary_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Binary cross-entropy of targets in [0, 1] against sigmoid probabilities (mean over the last axis)."""
+    return _bce_terms(y_true, y_pred).mean(dim=-1)
+
+
+@symbolic
+def mean_squared_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean((y_pred - y_true) ** 2, axis=-1)``."""
+    return _se(y_true, y_pred).mean(dim=-1)
+
+
+@symbolic
+def mean_absolute_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean(|y_pred - y_true|, axis=-1)``."""
+    return _ae(y_true, y_pred).mean(dim=-1)
+
+
+@symbolic
+def mean_absolute_percentage_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``100 * mean(|y_true - y_pred| / clip(|y_true|, eps), axis=-1)``."""
+    return _ape(y_true, y_pred).mean(dim=-1)
+
+
+@symbolic
+def mean_squared_logarithmic_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean((log(clip(y_pred, eps) + 1) - log(clip(y_true, eps) + 1)) ** 2, axis=-1)``."""
+    return _sle(y_true, y_pred).mean(dim=-1)
+
+
+@symbolic
+def hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean(max(1 - y_true * y_pred, 0), axis=-1)`` for targets in {-1, 1}."""
+    return _hinge_terms(y_true, y_pred).mean(dim=-1)
+
+
+@symbolic
+def squared_hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean(max(1 - y_true * y_pred, 0) ** 2, axis=-1)``."""
+    return _squared_hinge_terms(y_true, y_pred).mean(dim=-1)
+
+
+@symbolic
+def kullback_leibler_divergence(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``sum(y * log(y / p), axis=-1)`` with both clipped to ``[eps, 1]``."""
+    return _kld_values(y_true, y_pred)
+
+
 @symbolic
 def poisson(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """``mean(y_pred - y_true * log(y_pred + eps))``."""
-    return _poisson_terms(y_true, y_pred).mean()
+    """``mean(y_pred - y_true * log(y_pred + eps), axis=-1)``."""
+    return _poisson_terms(y_true, y_pred).mean(dim=-1)
 
 
 # Keras 2 short names
@@ -229,26 +241,35 @@ def _last_axis_mean(terms: Callable) -> Callable:
     return values
 
 
-# Keras 2's values, one per sample (or per time step): what sample weights multiply
-_VALUES = {
-    categorical_crossentropy: _cce_values,
-    sparse_categorical_crossentropy: _sparse_cce_values,
-    binary_crossentropy: _last_axis_mean(_bce_terms),
-    mean_squared_error: _last_axis_mean(_se),
-    mean_absolute_error: _last_axis_mean(_ae),
-    mean_absolute_percentage_error: _last_axis_mean(lambda t, p: 100.0 * _ape(t, p)),
-    mean_squared_logarithmic_error: _last_axis_mean(_sle),
-    hinge: _last_axis_mean(_hinge_terms),
-    squared_hinge: _last_axis_mean(_squared_hinge_terms),
-    kullback_leibler_divergence: _kld_values,
-    poisson: _last_axis_mean(_poisson_terms),
+def _all_mean(terms: Callable) -> Callable:
+    def mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+        return terms(y_true, y_pred).mean()
+
+    return mean
+
+
+# per built-in loss: (its values, one per sample or time step, which sample weights and masks multiply;
+# the batch mean of those values in the fewest kernels: the unweighted, unmasked fast path)
+_FORMS = {
+    categorical_crossentropy: (_cce_values, _all_mean(_cce_values)),
+    sparse_categorical_crossentropy: (_sparse_cce_values, _sparse_cce_mean),
+    binary_crossentropy: (_last_axis_mean(_bce_terms), _all_mean(_bce_terms)),
+    mean_squared_error: (_last_axis_mean(_se), _all_mean(_se)),
+    mean_absolute_error: (_last_axis_mean(_ae), _all_mean(_ae)),
+    mean_absolute_percentage_error: (_last_axis_mean(_ape), _all_mean(_ape)),
+    mean_squared_logarithmic_error: (_last_axis_mean(_sle), _all_mean(_sle)),
+    hinge: (_last_axis_mean(_hinge_terms), _all_mean(_hinge_terms)),
+    squared_hinge: (_last_axis_mean(_squared_hinge_terms), _all_mean(_squared_hinge_terms)),
+    kullback_leibler_divergence: (_kld_values, _all_mean(_kld_values)),
+    poisson: (_last_axis_mean(_poisson_terms), _all_mean(_poisson_terms)),
 }
 
 
 def per_sample(loss: str | Callable) -> Callable | None:
-    """The Keras 2 form of a built-in loss: one value per sample (the mean, or the sum for the
-    cross-entropies and KL, over the last axis), which sample weights multiply; None for any other
-    loss (a custom one returns its own values).
+    """The values of a built-in loss that sample weights and masks multiply: one per sample (the mean,
+    or the sum for the cross-entropies and KL, over the last axis; a 1-D output is one value per
+    sample already), one per time step for sequences; None for any other loss (a custom one returns
+    its own values).
 
     Example::
 
@@ -259,7 +280,47 @@ def per_sample(loss: str | Callable) -> Callable | None:
         fn = get(loss)
     except ValueError:
         return None
-    return _VALUES.get(fn)
+    forms = _FORMS.get(fn)
+    return forms[0] if forms else None
+
+
+def batch_mean(loss: str | Callable) -> Callable:
+    """``fn(y_true, y_pred) -> 0-d``: the batch mean of the loss's values (Keras's
+    ``SUM_OVER_BATCH_SIZE`` without weights), computed in as few kernels as possible for a built-in
+    loss; a custom loss's values averaged.
+
+    Example::
+
+        >>> float(batch_mean("mse")(torch.zeros(2, 2), torch.tensor([[1.0, 3.0], [0.0, 2.0]])))
+        3.5
+    """
+    fn = get(loss)
+    forms = _FORMS.get(fn)
+    if forms is not None:
+        return forms[1]
+
+    def mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+        value = fn(y_true, y_pred)
+        return value.mean() if value.dim() else value
+
+    mean.__name__ = getattr(fn, "__name__", type(fn).__name__)
+    return mean
+
+
+def compiled(loss: str | Callable) -> Callable:
+    """The loss ``compile`` trains with: the batch mean of the loss's values with plain targets (fast),
+    weighted and masked as Keras 2.3.1 with :class:`arignote.weighting.Weighted` targets.
+
+    Example::
+
+        >>> from arignote.weighting import Weighted
+        >>> fn = compiled("mae")
+        >>> y, p = torch.zeros(2, 2), torch.tensor([[1.0, 3.0], [2.0, 2.0]])
+        >>> float(fn(y, p)), float(fn(Weighted((y, None, torch.tensor([True, False]))), p))
+        (2.0, 1.0)
+    """
+    fn = get(loss)
+    return weighting.weighted_loss(per_sample(fn) or fn, batch_mean(fn), name_of(fn))
 
 
 def get(identifier: str | Callable) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor]:
@@ -357,8 +418,8 @@ def from_logits(loss: str | Callable, activation: str | None) -> Callable | None
     """The loss computed from the pre-activation output, or None when there is no fused form.
 
     For a model ending in ``softmax`` (or ``sigmoid``) trained with a cross-entropy, the training
-    loop may skip the final activation and call this instead: ``fused(y_true, logits)`` equals
-    ``loss(y_true, activation(logits))`` with Keras's clipping (``log p`` clamped to
+    loop may skip the final activation and call this instead: ``fused(y_true, logits)`` equals the
+    batch mean of ``loss(y_true, activation(logits))`` with Keras's clipping (``log p`` clamped to
     ``[log eps, log(1 - eps)]``, zero gradient where clipped, like ``clip``), but saves the
     softmax backward and a few elementwise ops per step. Accuracy metrics on logits need care:
     argmax is unchanged by softmax; the 0.5 threshold of a sigmoid is 0 on logits.
@@ -446,7 +507,10 @@ def check_targets(loss: str | Callable, y, output_shape: tuple) -> None:
         raise ValueError(
             f"{name}: targets of shape {y.shape} do not match the model output {(n, *output_shape)}"
         )
-    if name == "binary_crossentropy" and y.size and (y.min() < 0 or y.max() > 1):
+    # Whole numbers outside {0, 1} are class ids given to a binary loss (a mistake worth an error);
+    # real targets slightly outside [0, 1] are soft or noisy labels (the Keras 2 GAN adds noise to
+    # its 0/1 labels), which Keras 2 computes without complaint, so they pass.
+    if name == "binary_crossentropy" and y.size and (y.min() < 0 or y.max() > 1) and _integral(y):
         bad = y.min() if y.min() < 0 else y.max()
         raise ValueError(
             f"{name} expects targets in [0, 1], got {bad}; for more than 2 classes use a softmax output "

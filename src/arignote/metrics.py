@@ -163,8 +163,10 @@ class Metric(_Accumulator):
 
     ``weighted=True`` (``compile(weighted_metrics=...)``): with targets that carry sample weights
     (:class:`arignote.weighting.Weighted`) the mean is Keras 2.3.1's weighted one,
-    ``sum(w * v) / sum(w)``; other metrics ignore the weights. ``select(y_true, y_pred) -> (y, p, w)``
-    picks what the metric sees (one output of a model with several).
+    ``sum(w * v) / sum(w)``; other metrics ignore the weights. Targets that carry the output's mask
+    (a model whose output has a Keras mask) weigh every metric by it, as Keras 2.3.1 does (weighted
+    ones by weights times mask). ``select(y_true, y_pred) -> (y, p, w, mask)`` picks what the metric
+    sees (one output of a model with several).
 
     Example::
 
@@ -192,13 +194,16 @@ class Metric(_Accumulator):
     def update(self, y_true: torch.Tensor, y_pred: torch.Tensor) -> None:
         """Accumulate this batch (no host sync)."""
         if self.select is not None:
-            y_true, y_pred, weights = self.select(y_true, y_pred)
+            y_true, y_pred, weights, mask = self.select(y_true, y_pred)
         else:
-            y_true, weights = weighting.split(y_true)
+            y_true, weights, mask = weighting.parts(y_true)
         value = (self.values or self.fn)(y_true, y_pred)
         if not value.is_floating_point():  # a user function returning bools or ints
             value = value.to(torch.float32)
-        if self.weighted and weights is not None:
+        # Keras 2.3.1 call_metric_function: the output's mask weighs every metric, times the sample
+        # weights for a weighted one
+        weights = weighting.combine(weights if self.weighted else None, mask, value.dtype)
+        if weights is not None:
             self._add_weighted(*weighting.weighted_mean_parts(value, weights))
             return
         n = y_pred.shape[0]

@@ -30,15 +30,18 @@ from typing import Any
 
 import torch
 
-__all__ = ["Weighted", "compute_weighted_loss", "split", "weighted_loss", "weighted_mean_parts"]
+__all__ = ["Weighted", "compute_weighted_loss", "split", "parts", "combine", "with_masks", "weighted_loss",
+           "weighted_mean_parts"]
 
 
 class Weighted(tuple):
-    """Targets with their sample weights: the pair ``(y, w)`` (a tuple, so the loop slices both rows).
+    """Targets with their sample weights: the pair ``(y, w)`` (a tuple, so the loop slices both rows);
+    after the forward of a model whose outputs carry a Keras mask, the triple ``(y, w, mask)`` (``w``
+    None without sample weights; :func:`with_masks`).
 
     >>> pair = Weighted((torch.zeros(3, 2), torch.ones(3)))
-    >>> pair.y.shape, pair.w.shape
-    (torch.Size([3, 2]), torch.Size([3]))
+    >>> pair.y.shape, pair.w.shape, pair.mask
+    (torch.Size([3, 2]), torch.Size([3]), None)
     """
 
     __slots__ = ()
@@ -51,6 +54,10 @@ class Weighted(tuple):
     def w(self) -> Any:
         return self[1]
 
+    @property
+    def mask(self) -> Any:
+        return self[2] if len(self) > 2 else None
+
 
 def split(y_true: Any) -> tuple[Any, Any]:
     """``(y, w)`` of batch targets: ``w`` is None for targets without weights.
@@ -61,6 +68,51 @@ def split(y_true: Any) -> tuple[Any, Any]:
     if type(y_true) is Weighted:
         return y_true[0], y_true[1]
     return y_true, None
+
+
+def parts(y_true: Any) -> tuple[Any, Any, Any]:
+    """``(y, w, mask)`` of batch targets (None for what they do not carry).
+
+    >>> parts(Weighted((torch.zeros(2), None, torch.ones(2))))[1:]
+    (None, tensor([1., 1.]))
+    """
+    if type(y_true) is Weighted:
+        return y_true[0], y_true[1], (y_true[2] if len(y_true) > 2 else None)
+    return y_true, None, None
+
+
+def with_masks(y_true: Any, masks: Any) -> Any:
+    """The targets of a batch with the output mask(s) of its forward added (Keras 2.3.1 hands the mask
+    of each output to its loss and metrics): ``Weighted((y, w, mask))``; ``y_true`` as it is when
+    ``masks`` is None. ``masks``: one mask (one output) or a list, one per output (several outputs,
+    whose targets stay packed).
+
+    >>> with_masks(torch.zeros(2, 3), torch.tensor([[True, False, False]] * 2)).mask.shape
+    torch.Size([2, 3])
+    """
+    if masks is None or y_true is None:
+        return y_true
+    y, w = split(y_true)
+    return Weighted((y, w, masks))
+
+
+def combine(sample_weight: torch.Tensor | None, mask: torch.Tensor | None,
+            dtype: torch.dtype = torch.float32) -> torch.Tensor | None:
+    """The weights a loss or a metric applies: Keras 2.3.1 casts the mask to the output's dtype, makes
+    it the weights when there are none, else multiplies it in after matching ranks
+    (``squeeze_or_expand_dimensions(mask, None, sample_weight)``): per-sample weights ``(n,)`` with a
+    per-step mask ``(n, steps)`` give ``(n, steps)``.
+
+    >>> combine(torch.tensor([2.0, 3.0]), torch.tensor([[True, False], [True, True]])).tolist()
+    [[2.0, 0.0], [3.0, 3.0]]
+    """
+    if mask is None:
+        return sample_weight
+    mask = mask.to(dtype)
+    if sample_weight is None:
+        return mask
+    mask, sample_weight = _match_ranks(mask, sample_weight.to(dtype))
+    return sample_weight * mask
 
 
 def _match_ranks(values: torch.Tensor, weights: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,26 +163,31 @@ def weighted_mean_parts(values: torch.Tensor,
     return (values * weights).sum(), weights.sum()
 
 
-def weighted_loss(fn: Callable, per_sample: Callable | None = None) -> Callable:
-    """``fn(y_true, y_pred)`` that also takes :class:`Weighted` targets: then the loss is
-    :func:`compute_weighted_loss` of ``per_sample(y, y_pred)`` (the built-in losses' Keras values,
-    one per sample) or, for a custom loss, of what ``fn`` returns (a custom loss written as in Keras 2
-    returns one value per sample; a 0-d value is scaled by the mean weight, as Keras 2.3.1 does).
+def weighted_loss(values: Callable, mean: Callable | None = None, name: str | None = None) -> Callable:
+    """``loss(y_true, y_pred)`` as ``compile`` computes it (Keras 2.3.1 ``LossFunctionWrapper`` with
+    ``SUM_OVER_BATCH_SIZE``): with plain targets, ``mean(y_true, y_pred)`` (the batch mean of the
+    values, the fast path); with :class:`Weighted` targets, :func:`compute_weighted_loss` of
+    ``values(y, y_pred)`` (one value per sample or time step: a built-in loss's Keras values, or what
+    a custom loss returns; a 0-d value is scaled by the mean weight, as Keras 2.3.1 does) with the
+    sample weights and the output mask combined (:func:`combine`). The denominator is the number of
+    values, masked ones included, as Keras 2.3.1. ``name``: the loss's name (default ``values``'s).
 
     >>> from arignote import losses
-    >>> mse = weighted_loss(losses.mean_squared_error, losses.per_sample("mse"))
+    >>> mse = weighted_loss(losses.per_sample("mse"), losses.batch_mean("mse"))
     >>> y, p = torch.zeros(2, 1), torch.tensor([[1.0], [2.0]])
     >>> float(mse(y, p)), float(mse(Weighted((y, torch.tensor([1.0, 0.0]))), p))
     (2.5, 0.5)
     """
-    values_of = per_sample if per_sample is not None else fn
+    if mean is None:
+        def mean(y_true: Any, y_pred: Any) -> Any:
+            value = values(y_true, y_pred)
+            return value.mean() if value.dim() else value
 
     def loss(y_true: Any, y_pred: Any) -> Any:
         if type(y_true) is not Weighted:
-            return fn(y_true, y_pred)
-        y, w = y_true
-        return compute_weighted_loss(values_of(y, y_pred), w)
+            return mean(y_true, y_pred)
+        y, w, mask = parts(y_true)
+        return compute_weighted_loss(values(y, y_pred), combine(w, mask, y_pred.dtype))
 
-    loss.__name__ = getattr(fn, "__name__", type(fn).__name__)
-    loss.unweighted = fn  # type: ignore[attr-defined]
+    loss.__name__ = name or getattr(values, "__name__", type(values).__name__)
     return loss

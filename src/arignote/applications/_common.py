@@ -113,6 +113,10 @@ def image_input(input_tensor: Any, input_shape: tuple) -> Any:
             "input_tensor must be the output of arignote.layers.Input() or of a layer (a symbolic "
             f"tensor); got {type(input_tensor).__name__}"
         )
+    if type(input_tensor._keras_history[0]).__name__ == "OpLayer":
+        # Keras 2: a backend tensor (K.concatenate of images and a placeholder) is no Keras tensor, so
+        # the model starts at Input(tensor=input_tensor): layers[0] is that InputLayer (neural_doodle)
+        return Input(tensor=input_tensor)
     return input_tensor
 
 

@@ -26,12 +26,12 @@ from torch import nn
 from arignote import losses as losses_mod
 from arignote import metrics as metrics_mod
 from arignote import weighting
-from arignote.graph.network import GraphModule, Packing, topology
+from arignote.graph.network import GraphModule, Packing, feed_inputs, topology
 from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
 from arignote.layers.base import Layer, auto_name, deserialize, serialize
 
-__all__ = ["Functional", "construction_args", "model_losses"]
+__all__ = ["Functional", "construction_args", "model_losses", "forward_masks"]
 
 
 def _is_tensors(x: Any) -> bool:
@@ -110,6 +110,20 @@ def model_losses(model: Any) -> list:
     return out
 
 
+def has_losses(model: Any) -> bool:
+    """Whether ``model`` has losses of its own (Keras 2's ``model.losses`` is not empty): a model-level
+    ``add_loss``, a layer's ``add_loss`` (also one its ``call`` made on symbolic tensors while the
+    graph was built: the Keras 2 VAE's custom loss layer) or a weight regularizer. Keras 2.3.1 then
+    compiles with ``loss=None``."""
+    if model._model_losses:
+        return True
+    module = model.module
+    if not isinstance(module, nn.Module):
+        return False
+    return any(m._added_losses or m._call_losses or m._regularizers
+               for m in module.modules() if isinstance(m, Layer))
+
+
 class Functional:
     """Mixin of ``Model``: everything that needs the graph (see the module doc)."""
 
@@ -121,6 +135,9 @@ class Functional:
         self.outputs = list(flatten(outputs)) if isinstance(outputs, (list, tuple, dict)) else [outputs]
         self._order, self._layers = topology(self.inputs, self.outputs)
         self.input_names = [t._keras_history[0].name for t in self.inputs]
+        # Keras 2's _feed_inputs: what fit/predict/evaluate take data for (not the Input(tensor=...) ones)
+        self._feed_inputs = feed_inputs(self.inputs)
+        self._feed_input_names = [t._keras_history[0].name for t in self._feed_inputs]
         self.output_names = [t._keras_history[0].name for t in self.outputs]
         self._compile_graph()
         self.name = name or auto_name("model")
@@ -131,9 +148,11 @@ class Functional:
 
     def _compile_graph(self, extra: list | None = None) -> None:
         out_struct = self._output_structure if isinstance(self._output_structure, dict) else None
-        self.module = GraphModule(self.inputs, self.outputs, self._order, out_struct, self.input_names, extra)
-        if len(self.inputs) > 1:
-            self.module.input_packing = Packing([t.shape[1:] for t in self.inputs], self.input_names)
+        self.module = GraphModule(self.inputs, self.outputs, self._order, out_struct, self._feed_input_names,
+                                  extra)
+        if len(self._feed_inputs) > 1:
+            self.module.input_packing = Packing([t.shape[1:] for t in self._feed_inputs],
+                                                self._feed_input_names)
         if len(self.outputs) > 1:
             self.module.output_packing = Packing([t.shape[1:] for t in self.outputs], self.output_names)
 
@@ -259,7 +278,6 @@ class Functional:
     def _outbound_nodes(self) -> list:
         return self.__dict__.setdefault("_outbound_nodes_list", [])
 
-    _call_takes_mask = False
     _declares_output_shape = True
     input_spec = None
 
@@ -275,8 +293,23 @@ class Functional:
         shapes = [(batch, *s[1:]) for s in shapes]
         return shapes[0] if len(shapes) == 1 else shapes
 
+    @property
+    def _call_takes_mask(self) -> bool:
+        """A functional model used as a layer takes the masks of its inputs (Keras 2 runs its graph
+        with them); a subclassed one does not."""
+        return self._is_graph
+
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        return None
+        """Keras 2 ``Network.compute_mask``: the masks of the outputs when the graph runs on ``inputs``
+        with the input masks ``mask`` (one output: a mask or None; several: a list). Runs the graph
+        (in eval mode, without gradients); a graph used as a layer of another hands its output masks
+        on from its own forward instead."""
+        if not self._is_graph:
+            return None
+        module = self.module
+        if mask is None and not module.masked:
+            return None if len(self.outputs) == 1 else [None] * len(self.outputs)
+        return forward_masks(module, inputs, mask, len(self.outputs))
 
     def count_params(self) -> int:
         return sum(layer.count_params() for layer in self.layers if getattr(layer, "built", True))
@@ -402,6 +435,24 @@ class Functional:
         summary.print_summary(summary.render_graph(rows, total, trainable, title=self.name), print_fn)
 
 
+def forward_masks(module: nn.Module, inputs: Any, mask: Any, n_outputs: int) -> Any:
+    """The output masks of ``module`` (a ``GraphModule`` or a Sequential's stack) run on ``inputs``
+    with input masks ``mask``, in eval mode and without gradients (no moving-average updates)."""
+    modes = [(m, m.training) for m in module.modules()]
+    module.eval()
+    try:
+        with torch.no_grad():
+            if isinstance(module, GraphModule):
+                module(inputs, packed=False, mask=mask)
+            else:
+                module(inputs, mask=mask)
+    finally:
+        for m, mode in modes:
+            m.training = mode
+    masks = module.output_masks or [None] * n_outputs
+    return masks[0] if n_outputs == 1 else list(masks)
+
+
 def _skips_first_node(layer: Any) -> bool:
     nodes = getattr(layer, "_inbound_nodes", [])
     return bool(nodes) and getattr(nodes[0], "internal", False)
@@ -462,6 +513,8 @@ def with_model_losses(model: Any, fn: Any) -> Any:
     over from the current forward (the Keras 2.0 VAE's ``z_mean``). The layers' own penalties
     (regularizers, ``layer.add_loss``) are added by the training loop (:mod:`arignote.layers.penalties`)."""
 
+    own = has_losses(model)
+
     def total_loss(y_true: Any, y_pred: Any) -> Any:
         module = model.module
         value = None
@@ -480,7 +533,12 @@ def with_model_losses(model: Any, fn: Any) -> Any:
         for loss in extra:
             value = loss if value is None else value + loss
         if value is None:
-            raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
+            if not own:
+                raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
+            # compile(loss=None) on a model whose layers add their losses in call (the training loop
+            # adds those): the compiled part is 0, as in Keras 2.3.1 (`total_loss = 0.`)
+            ref = y_pred if isinstance(y_pred, torch.Tensor) else next(module.parameters())
+            value = ref.new_zeros(())
         return value
 
     total_loss.__name__ = getattr(fn, "__name__", "loss")
@@ -503,8 +561,7 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     output its own weights."""
     names = model.output_names
     raw = per_output(model, loss, "loss")
-    fns = [weighting.weighted_loss(losses_mod.get(v), losses_mod.per_sample(v)) if v is not None else None
-           for v in raw]
+    fns = [losses_mod.compiled(v) if v is not None else None for v in raw]
     weights = per_output(model, 1.0 if loss_weights is None else loss_weights, "loss_weights")
     weights = [1.0 if w is None else float(w) for w in weights]
 
@@ -516,15 +573,17 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     def split(y_true: Any, y_pred: Any) -> tuple[list, list]:
         """Per-output targets (each ``Weighted`` with its own weights when the batch has some) and
         predictions."""
-        packed, w = weighting.split(y_true)
+        packed, w, masks = weighting.parts(y_true)
         layout = model._y_packing
         outputs = model.module.packed_outputs()
         if layout is None and outputs is not None and isinstance(packed, torch.Tensor) and \
                 packed.shape[1:] == (outputs.width,):  # targets shaped like the outputs, packed no data yet
             layout = outputs
         trues = layout.unpack(packed) if layout is not None else [None] * len(names)
-        if w is not None:
-            trues = [weighting.Weighted((t, wi)) for t, wi in zip(trues, model._w_packing.unpack(w))]
+        if w is not None or masks is not None:
+            ws = model._w_packing.unpack(w) if w is not None else [None] * len(trues)
+            ms = masks if masks is not None else [None] * len(trues)
+            trues = [weighting.Weighted((t, wi, mi)) for t, wi, mi in zip(trues, ws, ms)]
         return trues, model.module.packed_outputs().unpack(y_pred)
 
     def fn(y_true: Any, y_pred: Any) -> Any:
@@ -556,16 +615,16 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     return fn, objs, fns
 
 
-def _whole(y_true: Any, y_pred: Any) -> tuple[Any, Any, None]:
-    """A metric that reads the packed targets (weights included) itself: the per-output losses."""
-    return y_true, y_pred, None
+def _whole(y_true: Any, y_pred: Any) -> tuple[Any, Any, None, None]:
+    """A metric that reads the packed targets (weights and masks included) itself: the per-output losses."""
+    return y_true, y_pred, None, None
 
 
 def _output(i: int, split: Any) -> Any:
-    def select(y_true: Any, y_pred: Any) -> tuple[Any, Any, Any]:
+    def select(y_true: Any, y_pred: Any) -> tuple[Any, Any, Any, Any]:
         trues, preds = split(y_true, y_pred)
-        y, w = weighting.split(trues[i])
-        return y, preds[i], w
+        y, w, mask = weighting.parts(trues[i])
+        return y, preds[i], w, mask
 
     return select
 

@@ -132,7 +132,7 @@ def get_source_inputs(tensor: Any, layer: Any = None, node_index: Any = None) ->
         raise ValueError(f"get_source_inputs takes a symbolic tensor of a model, got {tensor!r}")
     layer, node_index, _ = tensor._keras_history
     node = layer._inbound_nodes[node_index]
-    if not node.inbound_layers:
+    if not node.inbound_layers or type(layer).__name__ == "InputLayer":  # Input(tensor=op output) too
         return list(node.output_tensors)
     out: list = []
     for t in node.input_tensors:

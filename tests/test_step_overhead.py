@@ -1,0 +1,175 @@
+"""fit's per-step overhead against a hand-written loop (issue 18 item 6), checked on the mechanism.
+
+A steady-state ``fit`` step must run exactly the aten operators of a hand-written step that
+computes the same things (the batch gathered by index, forward, Keras loss, backward, optimizer
+step, the loss and the metric summed on the device): an operator added to the hot loop fails
+:func:`test_fit_step_runs_the_operators_of_the_hand_written_step`. The Python the loop runs per
+step has a budget (:func:`test_python_calls_of_the_loop_per_step_within_budget`), and the
+weights after a few epochs are bit for bit those of the hand-written loop, so the cuts change no
+result.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+
+import numpy as np
+import pytest
+import torch
+
+from arignote.bench import opcount
+from arignote.callbacks import Callback
+from arignote.layers import Dense, Dropout
+from arignote.models import Sequential
+from arignote.training.data import ArrayData, rows_of
+
+
+def _model(seed: int = 0) -> Sequential:
+    torch.manual_seed(seed)
+    m = Sequential([Dense(16, activation="relu", input_shape=(8,)), Dropout(0.25),
+                    Dense(3, activation="softmax")])
+    m.compile("rmsprop", "categorical_crossentropy", metrics=["accuracy"])
+    return m
+
+
+def _data(n: int = 64):
+    rng = np.random.default_rng(0)
+    x = rng.random((n, 8), dtype=np.float32)
+    y = np.eye(3, dtype=np.float32)[rng.integers(0, 3, n)]
+    return x, y
+
+
+def _hand_written_step(model, x: torch.Tensor, y: torch.Tensor, idx: torch.Tensor, loss_sum: torch.Tensor):
+    """What one fit step computes, written as a PyTorch user would (same module, loss, metric and
+    optimizer objects), with the batch gathered the cheap way (index_select)."""
+    xb, yb = rows_of(x, idx), rows_of(y, idx)
+    y_pred = model.module(xb)
+    loss = model.loss_fn(yb, y_pred)
+    for p in model.module.parameters():
+        p.grad = None
+    loss.backward()
+    model.optimizer.step()
+    loss_sum.add_(loss.detach(), alpha=len(idx))
+    with torch.no_grad():
+        for m in model.metrics_list:
+            m.update(yb, y_pred.detach())
+
+
+def test_fit_step_runs_the_operators_of_the_hand_written_step():
+    x, y = _data()
+    fit_model = _model()
+    step = opcount.count_fit_step(fit_model, x, y, batch_size=8)
+
+    hand = _model()
+    hand.fit(x[:16], y[:16], batch_size=8, epochs=1, verbose=0)  # optimizer state and metric buffers exist
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    loss_sum = torch.zeros((), dtype=torch.float64)
+    idx = torch.arange(16, 24)
+    _hand_written_step(hand, xt, yt, idx, loss_sum)
+    with opcount.OpRecorder() as rec:
+        _hand_written_step(hand, xt, yt, idx, loss_sum)
+    fit_ops = Counter(op.name for op in step.ops)
+    hand_ops = Counter(op.name for op in rec.ops)
+    assert fit_ops == hand_ops, (fit_ops - hand_ops, hand_ops - fit_ops)
+    # the mechanisms behind the count: the batch is gathered with index_select (not advanced
+    # indexing), gradients are released without torch's zero_grad (whose profiler range is an
+    # operator here: only the optimizer step's remains), and nothing is read back to the host
+    assert fit_ops["aten.index_select.default"] == 2 and fit_ops["aten.index.Tensor"] == 0
+    assert fit_ops["profiler._record_function_enter_new.default"] == 1
+    assert step.syncs == 0
+    assert step.launches <= 86, step.top(30)  # Dense-Dropout-Dense + Keras CE + accuracy + RMSprop
+
+
+class _Calls(Callback):
+    """Counts the Python calls of batch 3 (a steady-state step) in arignote's loop modules."""
+
+    WATCHED = ("arignote/training/", "arignote/callbacks/", "arignote/parallel/")
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: Counter = Counter()
+
+    def _profile(self, frame, event, arg) -> None:
+        if event == "call":
+            name = frame.f_code.co_filename.replace("\\", "/")
+            if any(w in name for w in self.WATCHED):
+                self.calls[f"{name.rsplit('arignote/', 1)[1]}:{frame.f_code.co_name}"] += 1
+
+    def on_train_batch_begin(self, batch, logs=None):
+        if batch == 3:
+            sys.setprofile(self._profile)
+        elif batch == 4:
+            sys.setprofile(None)
+
+
+def test_python_calls_of_the_loop_per_step_within_budget():
+    """The loop's own Python per step (training/, callbacks/, parallel/): a layer added to the hot
+    path shows here. Today: the epoch loop, the batch source, train_step, the OOM guard's one try,
+    forward/backward/update, the record and the per-batch callback dispatch."""
+    x, y = _data()
+    marks = _Calls()
+    try:
+        _model().fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False, callbacks=[marks])
+    finally:
+        sys.setprofile(None)
+    total = sum(marks.calls.values())
+    assert total <= 32, sorted(marks.calls.items())
+    assert marks.calls["training/loop.py:train_step"] == 1
+    assert marks.calls["training/loop.py:_zero_grad"] == 1  # the previous step's gradients, released
+    assert not any("zero_grad" in k and "loop.py" not in k for k in marks.calls)
+
+
+def _hand_written_fit(model, x: np.ndarray, y: np.ndarray, batch: int, epochs: int, seed: int):
+    model.optimizer.build(list(model.module.parameters()))  # what fit's placement does on the CPU
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    torch.manual_seed(seed)
+    losses = []
+    for _ in range(epochs):
+        model.module.train()
+        order = torch.randperm(len(xt))
+        loss_sum = torch.zeros((), dtype=torch.float64)
+        for m in model.metrics_list:
+            m.reset()
+        for start in range(0, len(xt), batch):
+            _hand_written_step(model, xt, yt, order[start:start + batch], loss_sum)
+        losses.append(float(loss_sum) / len(xt))
+    return losses
+
+
+def test_fit_weights_equal_the_hand_written_loop_bit_for_bit():
+    x, y = _data(60)  # a last batch of 12 of 16
+    fit_model, hand = _model(), _model()
+    torch.manual_seed(7)
+    history = fit_model.fit(x, y, batch_size=16, epochs=3, verbose=0, shuffle=True)
+    losses = _hand_written_fit(hand, x, y, 16, 3, seed=7)
+    for a, b in zip(fit_model.module.parameters(), hand.module.parameters()):
+        assert torch.equal(a, b)
+    assert history.history["loss"] == pytest.approx(losses, rel=1e-12, abs=0)
+
+
+def test_rows_of_gives_the_rows_of_advanced_indexing_and_keeps_channels_last():
+    idx = torch.tensor([3, 0, 2])
+    t = torch.arange(4 * 2 * 3 * 5, dtype=torch.float32).reshape(4, 2, 3, 5)
+    with opcount.OpRecorder() as rec:
+        out = rows_of(t, idx)
+    assert torch.equal(out, t[idx]) and out.is_contiguous()
+    assert [op.name for op in rec.ops] == ["aten.index_select.default"]
+    cl = t.contiguous(memory_format=torch.channels_last)
+    out = rows_of(cl, idx)
+    assert torch.equal(out, t[idx]) and out.is_contiguous(memory_format=torch.channels_last)
+    labels = torch.tensor([5, 6, 7, 8])
+    assert rows_of(labels, idx).tolist() == [8, 5, 7]
+
+
+def test_array_batches_gather_with_index_select_and_weights_follow():
+    x = np.arange(20, dtype=np.float32).reshape(10, 2)
+    data = ArrayData(x, np.arange(10), torch.device("cpu"), torch.float32, w=np.linspace(0, 1, 10))
+    order = torch.tensor([9, 1, 4, 0, 7, 2, 3, 5, 6, 8])
+    with opcount.OpRecorder() as rec:
+        batches = list(data.rank_batches(order, 4))
+    assert Counter(op.name for op in rec.ops) == {"aten.index_select.default": 3 * 3}
+    xb, (yb, wb), rows, total = batches[0]
+    assert xb[:, 0].tolist() == [18.0, 2.0, 8.0, 0.0] and yb.tolist() == [9, 1, 4, 0]
+    assert wb.tolist() == pytest.approx([1.0, 1 / 9, 4 / 9, 0.0])
+    assert (rows, total) == (4, 4) and [b[2] for b in batches] == [4, 4, 2]
