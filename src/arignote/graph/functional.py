@@ -31,7 +31,7 @@ from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
 from arignote.layers.base import Layer, auto_name, deserialize, serialize
 
-__all__ = ["Functional", "construction_args", "model_losses"]
+__all__ = ["Functional", "construction_args", "model_losses", "forward_masks"]
 
 
 def _is_tensors(x: Any) -> bool:
@@ -278,7 +278,6 @@ class Functional:
     def _outbound_nodes(self) -> list:
         return self.__dict__.setdefault("_outbound_nodes_list", [])
 
-    _call_takes_mask = False
     _declares_output_shape = True
     input_spec = None
 
@@ -294,8 +293,23 @@ class Functional:
         shapes = [(batch, *s[1:]) for s in shapes]
         return shapes[0] if len(shapes) == 1 else shapes
 
+    @property
+    def _call_takes_mask(self) -> bool:
+        """A functional model used as a layer takes the masks of its inputs (Keras 2 runs its graph
+        with them); a subclassed one does not."""
+        return self._is_graph
+
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        return None
+        """Keras 2 ``Network.compute_mask``: the masks of the outputs when the graph runs on ``inputs``
+        with the input masks ``mask`` (one output: a mask or None; several: a list). Runs the graph
+        (in eval mode, without gradients); a graph used as a layer of another hands its output masks
+        on from its own forward instead."""
+        if not self._is_graph:
+            return None
+        module = self.module
+        if mask is None and not module.masked:
+            return None if len(self.outputs) == 1 else [None] * len(self.outputs)
+        return forward_masks(module, inputs, mask, len(self.outputs))
 
     def count_params(self) -> int:
         return sum(layer.count_params() for layer in self.layers if getattr(layer, "built", True))
@@ -419,6 +433,24 @@ class Functional:
         total = self.count_params()
         trainable = self.count_trainable_params()
         summary.print_summary(summary.render_graph(rows, total, trainable, title=self.name), print_fn)
+
+
+def forward_masks(module: nn.Module, inputs: Any, mask: Any, n_outputs: int) -> Any:
+    """The output masks of ``module`` (a ``GraphModule`` or a Sequential's stack) run on ``inputs``
+    with input masks ``mask``, in eval mode and without gradients (no moving-average updates)."""
+    modes = [(m, m.training) for m in module.modules()]
+    module.eval()
+    try:
+        with torch.no_grad():
+            if isinstance(module, GraphModule):
+                module(inputs, packed=False, mask=mask)
+            else:
+                module(inputs, mask=mask)
+    finally:
+        for m, mode in modes:
+            m.training = mode
+    masks = module.output_masks or [None] * n_outputs
+    return masks[0] if n_outputs == 1 else list(masks)
 
 
 def _skips_first_node(layer: Any) -> bool:
