@@ -1,7 +1,8 @@
 """Regenerate tests/fixtures/keras2/masks.json: what real Keras 2.3.1 (Theano backend) computes for
 models whose outputs carry a mask (``Embedding(mask_zero=True)``, ``Masking``) in the loss, the
 metrics, with and without ``sample_weight`` / ``sample_weight_mode='temporal'`` / ``class_weight``,
-a custom per-timestep loss, two outputs; and the weights after one SGD step (issue 13, item 2).
+a custom per-timestep loss, two outputs, masks into and out of models used as layers; and the
+weights after one SGD step (issue 13, item 2).
 
 Run in the side venv (scripts/setup-keras2-venv.sh), from the repository root::
 
@@ -176,11 +177,42 @@ def two_outputs():
     return {"x": x.tolist(), "ya": ya.tolist(), "yb": yb.tolist(), "start": start, **out}
 
 
+def nested_encoder():
+    """A Sequential encoder (Embedding(mask_zero) -> LSTM) used as a layer: its output mask goes on."""
+    x = tokens(6, 4, 6)
+    y = arr(6, 4, 2)
+    inp = L.Input(shape=(4,), name="tokens")
+    enc = Sequential([L.Embedding(6, 3, mask_zero=True, input_length=4), L.LSTM(3, return_sequences=True)],
+                     name="encoder")
+    m = Model(inp, L.TimeDistributed(L.Dense(2), name="out")(enc(inp)))
+    start = randomize(m)
+    m.compile(keras.optimizers.SGD(lr=0.3), "mse", metrics=["mae"])
+    out = run(m, x, y, batch_size=3)
+    return {"x": x.tolist(), "y": y.tolist(), "start": start, **out}
+
+
+def mask_into_inner_model():
+    """An outer Embedding(mask_zero)'s mask handed into a model used as a layer (its LSTM uses it)."""
+    x = tokens(6, 4, 6)
+    y = arr(6, 4, 2)
+    inner_in = L.Input(shape=(4, 3), name="inner_in")
+    inner = Model(inner_in, L.LSTM(3, return_sequences=True, name="inner_lstm")(inner_in), name="inner")
+    inp = L.Input(shape=(4,), name="tokens")
+    emb = L.Embedding(6, 3, mask_zero=True, name="emb")(inp)
+    m = Model(inp, L.TimeDistributed(L.Dense(2), name="out")(inner(emb)))
+    start = randomize(m)
+    m.compile(keras.optimizers.SGD(lr=0.3), "mae", metrics=["mse"])
+    out = run(m, x, y, batch_size=3)
+    return {"x": x.tolist(), "y": y.tolist(), "start": start, **out}
+
+
 def main():
     cases = {"embedding_lstm": embedding_lstm(), "embedding_gru_temporal": embedding_gru_temporal(),
              "masking_lstm_binary": masking_lstm_binary(),
              "masking_dense_class_weight": masking_dense_class_weight(),
-             "custom_per_step_loss": custom_per_step_loss(), "two_outputs": two_outputs()}
+             "custom_per_step_loss": custom_per_step_loss(), "two_outputs": two_outputs(),
+             # added after the others: the random draws of the cases above are unchanged
+             "nested_encoder": nested_encoder(), "mask_into_inner_model": mask_into_inner_model()}
     meta = {"keras": keras.__version__, "backend": K.backend(),
             "made_by": "scripts/make_keras2_mask_fixture.py"}
     with open(OUT, "w") as f:

@@ -22,11 +22,12 @@ What the harness changes, and only for the run:
   ``Model.fit`` (which ``fit_generator`` goes through): ``epochs`` is capped to one epoch past
   ``initial_epoch``, array inputs and ``validation_data`` are cut to their first
   ``HARNESS_SAMPLES`` (256) samples and ``steps_per_epoch`` / ``validation_steps`` to 3;
-  ``Model.evaluate`` scores the first 256 samples (``predict`` is never cut: its output is used). Examples
-  that train in their own loop are stopped cleanly (exit 0, ``HARNESS-BUDGET`` on stderr) after 12
-  ``fit`` calls, 10 ``train_on_batch`` calls or 30 calls of ``K.function`` callables (the gradient
-  ascent and L-BFGS loops of the image examples): they ran their steps and the classification says
-  "runs (stopped by the work budget)". matplotlib draws to the Agg backend.
+  ``Model.evaluate`` scores the first 256 samples or 3 ``steps`` (``predict`` is never cut: its
+  output is used). Examples that train in their own loop are stopped cleanly (exit 0,
+  ``HARNESS-BUDGET`` on stderr) after 12 ``fit`` calls, 10 ``train_on_batch`` calls or 30 calls of
+  ``K.function`` callables (the gradient ascent and L-BFGS loops of the image examples): they ran
+  their steps and the classification says "runs (stopped by the work budget)". matplotlib draws
+  to the Agg backend.
 * **Pretrained weights.** ``weights='imagenet'`` finds no file offline; the harness saves the
   freshly built network's own random weights in Keras's HDF5 layout under Keras's file name in
   ``~/.keras/models`` and lets the application load them (``stand-in weights`` in the result): the
@@ -303,7 +304,7 @@ def write_local_files(workdir: Path, seed: int = 1) -> list[Path]:
 
 # ------------------------------------------------------------------------------------ boot module
 
-BOOT = textwrap.dedent('''
+BOOT_SETUP = textwrap.dedent('''
     """Harness only (scripts/run_keras2_examples.py): hash checks off, network off, work capped."""
     import functools
     import inspect
@@ -398,6 +399,8 @@ BOOT = textwrap.dedent('''
         for key in ("x", "y", "sample_weight"):
             if kwargs.get(key) is not None:
                 kwargs[key] = _cut(kwargs[key])
+        if kwargs.get("steps"):  # evaluate_generator(gen, steps=50) scores STEPS batches
+            kwargs["steps"] = min(kwargs["steps"], STEPS)
         return _evaluate(self, **kwargs)
 
 
@@ -435,11 +438,17 @@ BOOT = textwrap.dedent('''
 
 
     _weights.load = load
+''')
+
+# The boot module's last part: run the script named on the command line as ``__main__``. Another
+# harness (scripts/run_keras2_book.py) puts its own patches between BOOT_SETUP and BOOT_RUN.
+BOOT_RUN = textwrap.dedent('''
     script = sys.argv[1]
     sys.argv = sys.argv[1:]
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     runpy.run_path(script, run_name="__main__")
 ''')
+BOOT = BOOT_SETUP + BOOT_RUN
 
 # ---------------------------------------------------------------------------------- per-example
 

@@ -124,3 +124,27 @@ def test_two_outputs_one_masked():
               metrics={"a": ["mse"], "b": ["acc"]})
     _start(m, case)
     _check(m, case, a(case["x"], "int64"), [a(case["ya"]), a(case["yb"])], batch_size=3)
+
+
+def test_a_sequential_encoder_used_as_a_layer_hands_its_output_mask_on():
+    case = FIXTURE["nested_encoder"]
+    inp = Input(shape=(4,), name="tokens")
+    enc = Sequential([Embedding(6, 3, mask_zero=True, input_length=4), LSTM(3, return_sequences=True)],
+                     name="encoder")
+    m = Model(inp, TimeDistributed(Dense(2), name="out")(enc(inp)))
+    assert m.module.out_masked == [True]
+    m.compile(SGD(lr=0.3), "mse", metrics=["mae"])
+    _start(m, case)
+    _check(m, case, a(case["x"], "int64"), a(case["y"]), batch_size=3)
+
+
+def test_an_outer_mask_reaches_the_layers_of_a_model_used_as_a_layer():
+    case = FIXTURE["mask_into_inner_model"]
+    inner_in = Input(shape=(4, 3), name="inner_in")
+    inner = Model(inner_in, LSTM(3, return_sequences=True, name="inner_lstm")(inner_in), name="inner")
+    inp = Input(shape=(4,), name="tokens")
+    emb = Embedding(6, 3, mask_zero=True, name="emb")(inp)
+    m = Model(inp, TimeDistributed(Dense(2), name="out")(inner(emb)))
+    m.compile(SGD(lr=0.3), "mae", metrics=["mse"])
+    _start(m, case)
+    _check(m, case, a(case["x"], "int64"), a(case["y"]), batch_size=3)

@@ -7,6 +7,7 @@ Why it is exact: a rank's loss is ``sum(w * l) / rows`` of its rows, the loop we
 ``rows * W / B`` and DDP averages over the ``W`` ranks, so the gradient is that of
 ``sum(w * l) / B`` over the global batch, Keras's SUM_OVER_BATCH_SIZE; ``evaluate`` sums
 ``loss * rows`` and the rows over the ranks, and a weighted metric its ``sum(w * v)`` and ``sum(w)``.
+Output masks (Keras 2.3.1 multiplies them into the weights) keep it exact the same way.
 """
 
 from __future__ import annotations
@@ -78,6 +79,30 @@ h = m.fit(Batches(), epochs=1, verbose=0, shuffle=False, class_weight=cw)
 result["sequence"] = {"history": h.history, "weights": weights(m),
                       "evaluate": m.evaluate(Batches(), verbose=0)}
 
+# output masks (Embedding(mask_zero=True) -> LSTM -> TimeDistributed) times temporal weights: the loss
+# is sum(w * mask * l) / (rows * steps), the same rows * W / B share keeps it exact
+tokens = rng.integers(1, 6, (33, 4))
+for i in range(33):
+    tokens[i, rng.integers(1, 5):] = 0
+seq_y = rng.normal(size=(33, 4, 2))
+seq_w = rng.uniform(0, 2, (33, 4))
+
+
+def masked_model():
+    from arignote.layers import LSTM, Embedding, TimeDistributed
+
+    torch.manual_seed(0)
+    m = Sequential([Embedding(6, 3, mask_zero=True, input_length=4), LSTM(3, return_sequences=True),
+                    TimeDistributed(Dense(2))])
+    m.compile("sgd", "mse", metrics=["mae"], weighted_metrics=["mae"], sample_weight_mode="temporal")
+    return m
+
+
+m = masked_model()
+h = m.fit(tokens, seq_y, sample_weight=seq_w, batch_size=16, epochs=2, shuffle=False, verbose=0)
+result["masked"] = {"history": h.history, "weights": weights(m),
+                    "evaluate": m.evaluate(tokens, seq_y, sample_weight=seq_w, batch_size=5, verbose=0)}
+
 with open(os.path.join(out, f"rank{rank}.json"), "w") as fh:
     json.dump(result, fh)
 '''
@@ -132,3 +157,15 @@ def test_a_sequence_of_weighted_batches_with_class_weight_splits_exactly(runs):
         _close(rank["sequence"]["evaluate"], one["evaluate"])
         for a, b in zip(rank["sequence"]["weights"], one["weights"]):
             _close(a, b)
+
+
+def test_masked_outputs_with_temporal_weights_split_exactly(runs):
+    one, two = runs[1][0]["masked"], runs[2]
+    for rank in two:
+        for key, values in one["history"].items():
+            _close(rank["masked"]["history"][key], values)
+        _close(rank["masked"]["evaluate"], one["evaluate"])
+        for a, b in zip(rank["masked"]["weights"], one["weights"]):
+            _close(a, b)
+    # the mask is in the metrics: the plain mae (mask only) differs from the weighted one
+    assert abs(one["history"]["mae"][0] - one["history"]["mae_1"][0]) > 1e-3

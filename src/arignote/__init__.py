@@ -38,11 +38,17 @@ _LAZY = {
     "cudnn_version": "arignote.devices",
     "select_gpus": "arignote.share",
     "device": "arignote.parallel.placement",
+    # Keras 2's root names (keras/__init__.py: `keras.Input`, `keras.Model`, `keras.Sequential`)
+    "Input": "arignote.layers",
+    "Model": "arignote.models",
+    "Sequential": "arignote.models",
 }
 _SUBMODULES = {
     "backend", "callbacks", "datasets", "devices", "layers", "losses", "metrics", "models",
     "optimizers", "utils", "share", "monitor", "parallel", "memory", "precision", "bench", "training",
     "preprocessing", "errors", "sizes", "wrappers", "metric_names",
+    # the rest of Keras 2's root submodules (`keras.applications.VGG16` after `import keras`)
+    "activations", "applications", "constraints", "engine", "initializers", "regularizers",
 }
 
 __all__ = ["config", "configure", "override", "ArignoteError", "ConfigError", "DeviceError", *sorted(_LAZY)]

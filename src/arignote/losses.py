@@ -507,7 +507,10 @@ def check_targets(loss: str | Callable, y, output_shape: tuple) -> None:
         raise ValueError(
             f"{name}: targets of shape {y.shape} do not match the model output {(n, *output_shape)}"
         )
-    if name == "binary_crossentropy" and y.size and (y.min() < 0 or y.max() > 1):
+    # Whole numbers outside {0, 1} are class ids given to a binary loss (a mistake worth an error);
+    # real targets slightly outside [0, 1] are soft or noisy labels (the Keras 2 GAN adds noise to
+    # its 0/1 labels), which Keras 2 computes without complaint, so they pass.
+    if name == "binary_crossentropy" and y.size and (y.min() < 0 or y.max() > 1) and _integral(y):
         bad = y.min() if y.min() < 0 else y.max()
         raise ValueError(
             f"{name} expects targets in [0, 1], got {bad}; for more than 2 classes use a softmax output "

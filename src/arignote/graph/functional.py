@@ -31,7 +31,7 @@ from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
 from arignote.layers.base import Layer, auto_name, deserialize, serialize
 
-__all__ = ["Functional", "construction_args", "model_losses"]
+__all__ = ["Functional", "construction_args", "model_losses", "forward_masks"]
 
 
 def _is_tensors(x: Any) -> bool:
@@ -108,6 +108,20 @@ def model_losses(model: Any) -> list:
     if isinstance(module, GraphModule):
         out += [t.mean() if t.dim() else t for t in module.extra_losses]
     return out
+
+
+def has_losses(model: Any) -> bool:
+    """Whether ``model`` has losses of its own (Keras 2's ``model.losses`` is not empty): a model-level
+    ``add_loss``, a layer's ``add_loss`` (also one its ``call`` made on symbolic tensors while the
+    graph was built: the Keras 2 VAE's custom loss layer) or a weight regularizer. Keras 2.3.1 then
+    compiles with ``loss=None``."""
+    if model._model_losses:
+        return True
+    module = model.module
+    if not isinstance(module, nn.Module):
+        return False
+    return any(m._added_losses or m._call_losses or m._regularizers
+               for m in module.modules() if isinstance(m, Layer))
 
 
 class Functional:
@@ -264,7 +278,6 @@ class Functional:
     def _outbound_nodes(self) -> list:
         return self.__dict__.setdefault("_outbound_nodes_list", [])
 
-    _call_takes_mask = False
     _declares_output_shape = True
     input_spec = None
 
@@ -280,8 +293,23 @@ class Functional:
         shapes = [(batch, *s[1:]) for s in shapes]
         return shapes[0] if len(shapes) == 1 else shapes
 
+    @property
+    def _call_takes_mask(self) -> bool:
+        """A functional model used as a layer takes the masks of its inputs (Keras 2 runs its graph
+        with them); a subclassed one does not."""
+        return self._is_graph
+
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        return None
+        """Keras 2 ``Network.compute_mask``: the masks of the outputs when the graph runs on ``inputs``
+        with the input masks ``mask`` (one output: a mask or None; several: a list). Runs the graph
+        (in eval mode, without gradients); a graph used as a layer of another hands its output masks
+        on from its own forward instead."""
+        if not self._is_graph:
+            return None
+        module = self.module
+        if mask is None and not module.masked:
+            return None if len(self.outputs) == 1 else [None] * len(self.outputs)
+        return forward_masks(module, inputs, mask, len(self.outputs))
 
     def count_params(self) -> int:
         return sum(layer.count_params() for layer in self.layers if getattr(layer, "built", True))
@@ -407,6 +435,24 @@ class Functional:
         summary.print_summary(summary.render_graph(rows, total, trainable, title=self.name), print_fn)
 
 
+def forward_masks(module: nn.Module, inputs: Any, mask: Any, n_outputs: int) -> Any:
+    """The output masks of ``module`` (a ``GraphModule`` or a Sequential's stack) run on ``inputs``
+    with input masks ``mask``, in eval mode and without gradients (no moving-average updates)."""
+    modes = [(m, m.training) for m in module.modules()]
+    module.eval()
+    try:
+        with torch.no_grad():
+            if isinstance(module, GraphModule):
+                module(inputs, packed=False, mask=mask)
+            else:
+                module(inputs, mask=mask)
+    finally:
+        for m, mode in modes:
+            m.training = mode
+    masks = module.output_masks or [None] * n_outputs
+    return masks[0] if n_outputs == 1 else list(masks)
+
+
 def _skips_first_node(layer: Any) -> bool:
     nodes = getattr(layer, "_inbound_nodes", [])
     return bool(nodes) and getattr(nodes[0], "internal", False)
@@ -467,6 +513,8 @@ def with_model_losses(model: Any, fn: Any) -> Any:
     over from the current forward (the Keras 2.0 VAE's ``z_mean``). The layers' own penalties
     (regularizers, ``layer.add_loss``) are added by the training loop (:mod:`arignote.layers.penalties`)."""
 
+    own = has_losses(model)
+
     def total_loss(y_true: Any, y_pred: Any) -> Any:
         module = model.module
         value = None
@@ -485,7 +533,12 @@ def with_model_losses(model: Any, fn: Any) -> Any:
         for loss in extra:
             value = loss if value is None else value + loss
         if value is None:
-            raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
+            if not own:
+                raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
+            # compile(loss=None) on a model whose layers add their losses in call (the training loop
+            # adds those): the compiled part is 0, as in Keras 2.3.1 (`total_loss = 0.`)
+            ref = y_pred if isinstance(y_pred, torch.Tensor) else next(module.parameters())
+            value = ref.new_zeros(())
         return value
 
     total_loss.__name__ = getattr(fn, "__name__", "loss")

@@ -274,7 +274,15 @@ class GraphModule(nn.Module):
         self.live: dict | None = None
         object.__setattr__(self, "_slot_tensors", {slot: t for t, slot in
                                                    ((t, s) for t, s in _pairs(inputs, order, slots))})
-        object.__setattr__(self, "_chain", self._as_chain())
+        # A custom layer's call (or a Lambda's function) may use symbolic tensors of this graph it
+        # closes over (the Keras 2.0 VAE's loss layer reads z_mean): such graphs run with each
+        # computed value visible to the backend functions (state.live_values), so that call
+        # computes on this forward's values instead of recording symbolic nodes.
+        self.live_forward = any(getattr(m, "_may_close_over_graph",
+                                        not type(m).__module__.startswith("arignote."))
+                                for m in (step[-1] for step in plan))
+        object.__setattr__(self, "_slot_ids", {slot: id(t) for slot, t in self._slot_tensors.items()})
+        object.__setattr__(self, "_chain", None if self.live_forward else self._as_chain())
 
     def _as_chain(self) -> list[nn.Module] | None:
         """The modules in order when the graph is a plain chain (one input, each layer called on the
@@ -318,27 +326,31 @@ class GraphModule(nn.Module):
         raise ValueError(f"the model has {self.n_inputs} inputs {self.input_names}: pass a list of "
                          f"{self.n_inputs} arrays (or a dict keyed by input name)")
 
-    def forward(self, x: Any, packed: bool | None = None) -> Any:
+    def forward(self, x: Any, packed: bool | None = None, mask: Any = None) -> Any:
         """Outputs for ``x``; several outputs leave packed side by side when the input came as one
         tensor (what ``fit``/``predict`` feed), as a list otherwise (``packed`` forces either).
+        ``mask``: the masks of the inputs (one, or a list in input order), when the model is a layer
+        of another graph that hands masks on (Keras 2 runs the inner graph with them); the output
+        masks are then in ``output_masks``.
 
         A graph whose layers take gradients in their forward (``K.gradients`` in a ``Lambda``) runs
         with autograd on even under ``torch.no_grad()`` (predict, validation), its outputs detached.
         """
         if not self.needs_autograd:
             try:
-                return self._forward(x, packed)
+                return self._forward(x, packed, mask)
             except state.NeedsAutograd:
                 self.needs_autograd = True
         outer = torch.is_grad_enabled()
         with torch.enable_grad():  # gradients may be asked for with respect to the inputs too
-            out = self._forward(_tracked(x), packed)
+            out = self._forward(_tracked(x), packed, mask)
         return out if outer else _detached(out)
 
-    def _forward(self, x: Any, packed: bool | None) -> Any:
+    def _forward(self, x: Any, packed: bool | None, mask: Any = None) -> Any:
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
+        seeds = _seed_masks(mask, self.n_inputs)
         chain = self._chain
-        if chain is not None and not self.keep_values:  # the Sequential-like fast path
+        if chain is not None and not self.keep_values and seeds is None:  # the Sequential-like fast path
             if not isinstance(x, torch.Tensor):
                 x = self._inputs(x)[0]
             for module in chain:
@@ -350,18 +362,13 @@ class GraphModule(nn.Module):
         values[:self.n_inputs] = self._inputs(x)
         for slot, layer in zip(self.fixed_slots, self.fixed_inputs):
             values[slot] = layer.constant
-        if self.masked:
-            masks = self._run_masked(values)
-            self.output_masks = [masks[i] for i in self.out_slots]
+        if self.live_forward:
+            with state.live_values(_LiveSlots(values, self._slot_ids)):
+                masks = self._run(values, seeds)
         else:
-            for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
-                arg = values[ins[0]] if structure is None else nest_like(structure, [values[i] for i in ins])
-                y = module(arg, **kwargs) if kwargs else module(arg)
-                if multi:
-                    for slot, v in zip(outs, _leaves(y)):
-                        values[slot] = v
-                else:
-                    values[outs[0]] = y
+            masks = self._run(values, seeds)
+        if masks is not None:
+            self.output_masks = [masks[i] for i in self.out_slots]
         if self.extra_slots:
             self.extra_losses = [values[i] for i in self.extra_slots]
         if self.keep_values:
@@ -376,9 +383,27 @@ class GraphModule(nn.Module):
             return nest_like(self.output_structure, outs)
         return outs[0] if len(outs) == 1 else outs
 
-    def _run_masked(self, values: list) -> list:
-        """Run the plan handing masks on beside the values; the mask of every slot (None: no mask)."""
+    def _run(self, values: list, seeds: list | None = None) -> list | None:
+        """Run the plan, filling ``values``; with masks, the mask of every slot (else None)."""
+        if self.masked or seeds is not None:
+            return self._run_masked(values, seeds)
+        for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
+            arg = values[ins[0]] if structure is None else nest_like(structure, [values[i] for i in ins])
+            y = module(arg, **kwargs) if kwargs else module(arg)
+            if multi:
+                for slot, v in zip(outs, _leaves(y)):
+                    values[slot] = v
+            else:
+                values[outs[0]] = y
+        return None
+
+    def _run_masked(self, values: list, seeds: list | None = None) -> list:
+        """Run the plan handing masks on beside the values; the mask of every slot (None: no mask).
+        ``seeds``: masks of the inputs given by an outer graph; they may reach layers the graph's own
+        build saw no mask at, which then take and pass on masks as Keras 2 does at run time."""
         masks: list = [None] * self.n_slots
+        if seeds is not None:
+            masks[:len(seeds)] = seeds
         for module, ins, structure, kwargs, outs, multi, mask_in, mask_out, layer in self._plan:
             leaves = [values[i] for i in ins]
             arg = leaves[0] if structure is None else nest_like(structure, leaves)
@@ -386,13 +411,19 @@ class GraphModule(nn.Module):
             mask = in_masks[0] if structure is None else (in_masks if any(m is not None for m in in_masks)
                                                           else None)
             call_kwargs = dict(kwargs)
-            if mask_in and mask is not None:
+            if mask is not None and (mask_in or (seeds is not None and layer._call_takes_mask)):
                 call_kwargs["mask"] = mask
             y = module(arg, **call_kwargs)
             out_leaves = _leaves(y) if multi else [y]
             for slot, v in zip(outs, out_leaves):
                 values[slot] = v
-            if mask_out:
+            inner = getattr(module, "out_masked", None)
+            if inner is not None:  # a model used as a layer: its forward computed its output masks
+                m = module.output_masks if ("mask" in call_kwargs or any(inner)) else None
+                m = m[0] if m is not None and len(m) == 1 else m
+                for slot, v in zip(outs, m if isinstance(m, list) else [m] * len(outs)):
+                    masks[slot] = v
+            elif mask_out or (seeds is not None and mask is not None):
                 m = layer.compute_mask(arg, mask)
                 m_leaves = _leaves(m) if isinstance(m, (list, tuple)) else [m] * len(outs)
                 for slot, v in zip(outs, m_leaves):
@@ -402,6 +433,29 @@ class GraphModule(nn.Module):
     def live_values(self) -> Any:
         """A context exposing the last forward's values to backend functions (custom losses)."""
         return state.live_values(self.live)
+
+
+def _seed_masks(mask: Any, n_inputs: int) -> list | None:
+    """The input masks handed to a graph (one, or a list per input) as a list, None without any."""
+    if mask is None:
+        return None
+    seeds = list(mask) if isinstance(mask, (list, tuple)) else [mask]
+    if len(seeds) != n_inputs:
+        raise ValueError(f"a graph of {n_inputs} inputs got {len(seeds)} input masks")
+    return seeds if any(m is not None for m in seeds) else None
+
+
+class _LiveSlots:
+    """``{id(symbolic tensor): value}`` over a forward's slot list as it fills (what
+    :func:`state.live_value` reads): no copy per layer, a slot not computed yet reads as None."""
+
+    def __init__(self, values: list, slot_ids: dict[int, int]) -> None:
+        self.values = values
+        self.slots = {tid: slot for slot, tid in slot_ids.items()}
+
+    def get(self, key: int, default: Any = None) -> Any:
+        slot = self.slots.get(key)
+        return default if slot is None else self.values[slot]
 
 
 def _pairs(inputs: list, order: list, slots: dict) -> list:

@@ -78,6 +78,8 @@ class Lambda(KerasLayer, Layer):
     """
 
     _config_keys = ()
+    # its function may close over symbolic tensors of the graph (see graph/network.py's live forward)
+    _may_close_over_graph = True
 
     def __init__(
         self,

@@ -184,8 +184,9 @@ class Model(Functional, GeneratorMethods):
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
                             "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
         self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
-        if loss is None and not self._model_losses:
-            raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy'")
+        if loss is None and not functional.has_losses(self):
+            raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy' (loss=None "
+                             "only for a model with losses of its own: add_loss or regularizers)")
         if isinstance(metrics, str):
             metrics = [metrics]
         if isinstance(weighted_metrics, str):
@@ -298,7 +299,10 @@ class Model(Functional, GeneratorMethods):
         apply_placement(self.module, getattr(self, "layers", ()), device)
         self._placed = True
         if self.optimizer is not None:
-            self.optimizer.build(list(self.module.parameters()))
+            # the optimizer takes the weights that trained at compile: a model compiled, then frozen
+            # for another model (the GAN's discriminator), first placed by its own train_on_batch
+            with self._trainable_as_compiled():
+                self.optimizer.build(list(self.module.parameters()))
             if self._pending_optimizer_state is not None:
                 self.optimizer.load_state_dict(self._pending_optimizer_state)
                 self._pending_optimizer_state = None

@@ -27,6 +27,7 @@ from torch import nn
 
 from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import state
+from arignote.graph.functional import forward_masks
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
 from arignote.layers import deserialize, serialize
@@ -57,17 +58,24 @@ class _Stack(nn.Module):
         del self.layers[-1]
         return self.members.pop()
 
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, mask: Any = None) -> torch.Tensor:
+        """The stack on ``x``; ``mask``: the mask of ``x`` when the model is a layer of a graph that
+        hands masks on (its layers then take and pass it on as Keras 2's at run time)."""
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
         plan = self.mask_plan
-        if plan is None:
+        if plan is None and mask is None:
             for layer in self.members:
                 x = layer(x)
             return x
-        mask = None
-        for layer, makes_mask in zip(self.members, plan):
+        seeded = mask is not None
+        for layer, makes_mask in zip(self.members, plan or [False] * len(self.members)):
             y = layer(x, mask=mask) if mask is not None and layer._call_takes_mask else layer(x)
-            mask = layer.compute_mask(x, mask) if makes_mask else None
+            inner = getattr(runtime_module(layer), "out_masked", None)
+            if inner is not None:  # a model in the stack: its forward computed its output mask
+                masks = runtime_module(layer).output_masks if (mask is not None or any(inner)) else None
+                mask = masks[0] if masks else None
+            else:
+                mask = layer.compute_mask(x, mask) if makes_mask or (seeded and mask is not None) else None
             x = y
         self.output_masks = [mask]
         return x
@@ -105,6 +113,10 @@ class Sequential(Model):
         if isinstance(layer, InputLayer):
             if self.layers or self._input_layer is not None:
                 raise ValueError("an InputLayer / Input can only start a Sequential model")
+            if not layer.is_placeholder:
+                raise ValueError("a Sequential model is fed the data it is given: it cannot start at an "
+                                 "Input(tensor=...); build the model with the functional API, "
+                                 "Model(inputs, outputs), which feeds such an input itself")
             self._input_layer = layer
             self._built_shape = None
             self._build(layer.batch_input_shape)
@@ -258,8 +270,15 @@ class Sequential(Model):
             shape = tuple(layer.compute_output_shape(shape))
         return shape
 
+    @property
+    def _call_takes_mask(self) -> bool:
+        return True  # a Sequential used as a layer runs its stack with the mask it gets (Keras 2)
+
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        return None
+        """Keras 2: the mask of the output when the stack runs on ``inputs`` with ``mask``."""
+        if mask is None and not any(self.module.out_masked):
+            return None
+        return forward_masks(self.module, inputs, mask, 1)
 
     @property
     def inputs(self) -> list:

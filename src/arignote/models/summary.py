@@ -109,7 +109,11 @@ def render_graph(rows: list[tuple[str, str, int, list[str]]], total: int, traina
 
 
 def _device_of(module: Any) -> str | None:
-    for p in module.parameters():
+    # A Model used as a layer (a pretrained conv base added to a Sequential) is not itself a torch
+    # module: its parameters live in its ``module``.
+    parameters = getattr(module, "parameters", None) or getattr(getattr(module, "module", None),
+                                                                 "parameters", None)
+    for p in parameters() if parameters is not None else ():
         return str(p.device)
     return None
 

@@ -107,8 +107,12 @@ def _tensors(obj: Any, label: str) -> list[tuple[str, torch.Tensor]]:
             raise ValueError(f"{label} has dtype object (ragged lists or mixed types), not numbers")
         if arr.dtype.kind in "USV":
             raise ValueError(f"{label} holds {arr.dtype} values (strings or bytes), not numbers")
-        t = torch.from_numpy(arr) if arr.dtype.isnative and arr.dtype.kind in "biuf" else \
-            torch.as_tensor(arr.astype(np.float64 if arr.dtype.kind in "fc" else np.int64))
+        # ascontiguousarray: a reversed view (Keras 2 generators yield samples[:, ::-1]) has negative
+        # strides, which torch.from_numpy refuses; contiguous arrays pass through uncopied
+        if arr.dtype.isnative and arr.dtype.kind in "biuf":
+            t = torch.from_numpy(np.ascontiguousarray(arr))
+        else:
+            t = torch.as_tensor(arr.astype(np.float64 if arr.dtype.kind in "fc" else np.int64))
     if t.is_complex():
         raise ValueError(f"{label} is complex; arignote trains on real numbers")
     return [(label, t)]
