@@ -24,7 +24,8 @@ network), the same classification. What this harness adds, and only for the run:
   files the notebooks read are small synthetic files in the same layout (:data:`DATA`): the Kaggle
   cats-and-dogs folder (JPEGs ``cat.N.jpg`` / ``dog.N.jpg``), the ``cats_and_dogs_small`` split,
   ``aclImdb/{train,test}/{neg,pos}/*.txt``, ``glove.6B.100d.txt``, ``jena_climate_2009_2016.csv``
-  (the real header, 310,000 ten-minute rows) and the pictures of chapters 5 and 8. The notebooks'
+  (the real header, 310,000 ten-minute rows) and the pictures of chapters 5 and 8; ``decode_predictions``
+  reads a synthetic ``~/.keras/models/imagenet_class_index.json``. The notebooks'
   absolute directories (``/home/ubuntu/data/``, ``/Users/fchollet/Downloads/``, ``/home/ubuntu/``)
   are rewritten to the run's data directory (every rewrite is printed).
 * **Work.** Beyond the boot module's caps, a notebook's own loop sizes and sample counts that no
@@ -157,6 +158,15 @@ def write_book_datasets(keras_datasets: Path, seed: int = 0) -> list[Path]:
             *ex.write_reuters(keras_datasets, rng, 1600), ex.write_cifar10(keras_datasets, rng),
             write_boston_housing(keras_datasets, rng),
             ex.write_text_corpus(keras_datasets / "nietzsche.txt", rng, words=3000)]
+
+
+def write_class_index(keras_models: Path) -> Path:
+    """``imagenet_class_index.json`` as Keras's (``{"0": ["n01440764", "tench"], ...}``, 1000
+    classes; synthetic ids and names) in ``~/.keras/models``, for ``decode_predictions``."""
+    keras_models.mkdir(parents=True, exist_ok=True)
+    path = keras_models / "imagenet_class_index.json"
+    path.write_text(json.dumps({str(i): [f"n{i:08d}", f"class_{i}"] for i in range(1000)}), encoding="utf-8")
+    return path
 
 
 def write_kaggle_cats_dogs(data: Path, rng: np.random.RandomState) -> None:
@@ -439,6 +449,7 @@ def main(argv: list[str] | None = None) -> int:
         names = wanted
     tmp = Path(tempfile.mkdtemp(prefix="keras2-book-"))
     write_book_datasets(tmp / "home" / ".keras" / "datasets")
+    write_class_index(tmp / "home" / ".keras" / "models")
     rows = []
     for name in names:
         print(f"{name}:", flush=True)

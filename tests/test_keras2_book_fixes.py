@@ -191,3 +191,17 @@ def test_discriminator_compiled_then_frozen_trains_in_its_own_train_on_batch():
     assert all(np.array_equal(a, b) for a, b in zip(after_d, disc.get_weights()))
     assert all(np.abs(a - b).max() > 0 for a, b in zip(g_before, gen.get_weights()))
     assert len(disc.trainable_weights) == 0 and len(gan.trainable_weights) == 2
+
+
+# -------------------------- 5.4: K.function fed preprocess_input's output (a BGR-flipped numpy view)
+
+def test_k_function_takes_a_negative_stride_view():
+    from arignote.applications.vgg16 import preprocess_input
+
+    x = layers.Input(shape=(2, 2, 3))
+    fn = K.function([x], [K.sum(x, axis=-1)])
+    img = np.arange(12, dtype="float32").reshape(1, 2, 2, 3)
+    view = preprocess_input(img.copy())  # Keras 2.3.1 (caffe mode): x[..., ::-1] minus the BGR means
+    assert any(s < 0 for s in view.strides)
+    want = (img[..., ::-1] - np.array([103.939, 116.779, 123.68], "float32")).sum(-1)
+    np.testing.assert_allclose(fn([view])[0], want, rtol=1e-6)

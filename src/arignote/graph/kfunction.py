@@ -128,7 +128,8 @@ def function(inputs: Any, outputs: Any, updates: Any = None, **kwargs: Any) -> A
         for i, v in enumerate(values):
             if i in phase_at:
                 continue
-            t = torch.as_tensor(np.asarray(v)) if not isinstance(v, torch.Tensor) else v
+            # ascontiguousarray: preprocess_input's BGR flip (x[..., ::-1]) is a negative-stride view
+            t = torch.as_tensor(np.ascontiguousarray(v)) if not isinstance(v, torch.Tensor) else v
             if t.is_floating_point():
                 t = t.to(dtype)
                 if needs_grad:
