@@ -39,7 +39,6 @@ import torch.distributed as dist
 __all__ = ["FlagCarrier", "encode", "decode", "DIGITS"]
 
 DIGITS = 4  # base-256 digits a flag: 0 <= flag < 2**32
-_SHIFTS = torch.tensor([0, 8, 16, 24], dtype=torch.int64)
 
 
 def encode(flags: list[int], rank: int, world: int) -> torch.Tensor:
@@ -58,8 +57,15 @@ def encode(flags: list[int], rank: int, world: int) -> torch.Tensor:
 
 def decode(block: torch.Tensor, world: int, width: int) -> list[int]:
     """The maximum over ranks of each flag, from the summed block (any float dtype)."""
-    digits = block.detach().to("cpu", torch.int64).view(world, width, DIGITS)
-    return (digits << _SHIFTS).sum(-1).amax(0).tolist()
+    values = block.detach().tolist()  # a few dozen numbers: plain Python beats tensor ops here
+    if not any(values):  # the usual step: nobody ran out, asked to stop or failed
+        return [0] * width
+    out = [0] * width
+    for r in range(world):
+        for f in range(width):
+            at = (r * width + f) * DIGITS
+            out[f] = max(out[f], sum(int(values[at + i]) << 8 * i for i in range(DIGITS)))
+    return out
 
 
 def _first(fut: Any) -> torch.Tensor:
@@ -112,7 +118,10 @@ class FlagCarrier:
         n = buffer.numel()
         carrier = torch.empty(n + self.world * self.width * DIGITS, dtype=buffer.dtype, device=buffer.device)
         torch.mul(buffer, self.scale, out=carrier[:n])
-        carrier[n:] = encode(self.pending or [0] * self.width, self.rank, self.world)
+        if self.pending is not None and any(self.pending):
+            carrier[n:] = encode(self.pending, self.rank, self.world)
+        else:  # the usual step: all flags 0
+            carrier[n:].zero_()
         self.pending = None
         self._carrier, self._n = carrier, n
         self.launched += 1

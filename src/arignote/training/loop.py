@@ -8,11 +8,11 @@ progress-bar redraw, or a callback that reads the batch logs).
 Under data parallel the module trained is the DDP-wrapped one, always: its gradient buckets are
 reduced while the backward runs. A step is run by the out-of-memory guard
 (:class:`~arignote.training.oom.OOMGuard`) as ``k`` micro-batches (``accumulate``, raised on out of
-memory), every forward under ``no_sync()``; after the last forward a small agreement (the
-out-of-memory decision and the stop requests of every rank) is started asynchronously, DDP is armed
-for the last backward, and the agreement is waited for after it, before the update: exactly one
-gradient reduction per optimizer step, no rank ever waits alone in a collective, and no blocking
-rendezvous inside the step.
+memory), every forward under ``no_sync()``; after the last forward the step's small agreement
+(the out-of-memory decision and the stop requests of every rank) is handed to the strategy, DDP is
+armed for the last backward, whose gradient all-reduce carries it, and it is read after that
+backward, before the update: exactly one gradient reduction per optimizer step and no collective
+of the step's own, no rank ever waits alone in a collective, no blocking rendezvous inside the step.
 
 Example::
 
