@@ -93,7 +93,8 @@ class Trainer:
                             arm=lambda handle: strategy.reduce_next_backward(self.net, handle[0]),
                             stand_in=lambda: strategy.stand_in_backward(self.net),
                             reduced=lambda: strategy.check_reduced(self.net),
-                            stop=lambda: self._stop_request)
+                            stop=lambda: self._stop_request,
+                            carry=lambda flags: strategy.agree_in_reduction(self.net, flags))
         self._poison = False  # TerminateOnNaN: a non-finite loss makes non-finite gradients
         # targets + the output masks of their forward (Keras 2.3.1 weighs loss and metrics by them)
         masks = getattr(model, "_mask_targets", None)
