@@ -47,6 +47,12 @@ __all__ = [
     "squared_hinge",
     "kullback_leibler_divergence",
     "poisson",
+    "categorical_hinge",
+    "logcosh",
+    "huber_loss",
+    "cosine_proximity",
+    "cosine",
+    "cosine_similarity",
     "mse",
     "mae",
     "mape",
@@ -109,8 +115,16 @@ def _sle(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (torch.log1p(y_pred.clamp_min(eps)) - torch.log1p(y.clamp_min(eps))).square()
 
 
+def _signed_labels(y: torch.Tensor) -> torch.Tensor:
+    """Keras 2.3.1 ``_maybe_convert_labels``: labels that are all 0 or 1 become -1 and 1 (decided for
+    the whole batch on the device: no host sync); others stay."""
+    binary = ((y == 0) | (y == 1)).all()
+    return torch.where(binary, 2.0 * y - 1.0, y)
+
+
 def _hinge_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    return (1.0 - y_true.reshape(y_pred.shape) * y_pred).clamp_min(0.0)
+    y = _signed_labels(y_true.reshape(y_pred.shape).to(y_pred.dtype))
+    return (1.0 - y * y_pred).clamp_min(0.0)
 
 
 def _squared_hinge_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
@@ -134,20 +148,42 @@ def _poisson_terms(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
 
 
 @symbolic  # on symbolic tensors (a loss built into the graph with add_loss) it records a node
-def categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy between one-hot (or soft) targets and predicted probabilities, per sample."""
+def categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor, from_logits: bool = False,
+                             label_smoothing: float = 0) -> torch.Tensor:
+    """Cross-entropy between one-hot (or soft) targets and predicted probabilities, per sample.
+    ``from_logits``: ``y_pred`` before the softmax; ``label_smoothing``: targets
+    ``y * (1 - s) + s / classes``, where Keras 2.3.1 takes ``classes`` from the targets' axis 1."""
+    if from_logits:
+        y_pred = torch.softmax(y_pred, dim=-1)
+    if label_smoothing:
+        y = y_true.reshape(y_pred.shape).to(y_pred.dtype)
+        y_true = y * (1.0 - label_smoothing) + label_smoothing / y.shape[1]
     return _cce_values(y_true, y_pred)
 
 
 @symbolic
-def sparse_categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Cross-entropy between integer labels (shape ``(N,)`` or ``(N, 1)``) and probabilities, per sample."""
+def sparse_categorical_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor, from_logits: bool = False,
+                                    axis: int = -1) -> torch.Tensor:
+    """Cross-entropy between integer labels (shape ``(N,)`` or ``(N, 1)``) and probabilities, per sample
+    (``from_logits``: ``y_pred`` before the softmax; the classes on the last ``axis``)."""
+    if axis not in (-1, y_pred.dim() - 1):
+        raise ValueError(f"sparse_categorical_crossentropy takes the classes on the last axis, got "
+                         f"axis={axis}")
+    if from_logits:
+        y_pred = torch.softmax(y_pred, dim=-1)
     return _sparse_cce_values(y_true, y_pred)
 
 
 @symbolic
-def binary_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Binary cross-entropy of targets in [0, 1] against sigmoid probabilities (mean over the last axis)."""
+def binary_crossentropy(y_true: torch.Tensor, y_pred: torch.Tensor, from_logits: bool = False,
+                        label_smoothing: float = 0) -> torch.Tensor:
+    """Binary cross-entropy of targets in [0, 1] against sigmoid probabilities (mean over the last axis);
+    ``from_logits``: ``y_pred`` before the sigmoid; ``label_smoothing``: targets ``y * (1 - s) + s / 2``."""
+    if from_logits:
+        y_pred = torch.sigmoid(y_pred)
+    if label_smoothing:
+        y = y_true.reshape(y_pred.shape).to(y_pred.dtype)
+        y_true = y * (1.0 - label_smoothing) + 0.5 * label_smoothing
     return _bce_terms(y_true, y_pred).mean(dim=-1)
 
 
@@ -199,7 +235,44 @@ def poisson(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return _poisson_terms(y_true, y_pred).mean(dim=-1)
 
 
+@symbolic
+def categorical_hinge(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``max(0, max((1 - y) * p) - sum(y * p) + 1)`` per sample (one-hot targets)."""
+    y = y_true.reshape(y_pred.shape).to(y_pred.dtype)
+    pos = (y * y_pred).sum(dim=-1)
+    neg = ((1.0 - y) * y_pred).amax(dim=-1)
+    return (neg - pos + 1.0).clamp_min(0.0)
+
+
+@symbolic
+def logcosh(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """``mean(log(cosh(y_pred - y_true)), axis=-1)``, as ``x + softplus(-2x) - log 2``."""
+    x = y_pred - y_true.reshape(y_pred.shape)
+    return (x + F.softplus(-2.0 * x) - math.log(2.0)).mean(dim=-1)
+
+
+@symbolic
+def huber_loss(y_true: torch.Tensor, y_pred: torch.Tensor, delta: float = 1.0) -> torch.Tensor:
+    """Huber's loss of each element (Keras 2.3.1 keeps every element: no mean over the last axis):
+    ``0.5 * min(|e|, delta) ** 2 + delta * (|e| - min(|e|, delta))``."""
+    error = (y_pred - y_true.reshape(y_pred.shape)).abs()
+    quadratic = error.clamp_max(delta)
+    return 0.5 * quadratic.square() + delta * (error - quadratic)
+
+
+@symbolic
+def cosine_proximity(y_true: torch.Tensor, y_pred: torch.Tensor, axis: int = -1) -> torch.Tensor:
+    """``-sum(l2_normalize(y_true) * l2_normalize(y_pred), axis)`` (norms at least ``sqrt(eps)``)."""
+    eps = backend.epsilon()
+
+    def unit(t: torch.Tensor) -> torch.Tensor:
+        return t / t.square().sum(dim=axis, keepdim=True).clamp_min(eps).sqrt()
+
+    return -(unit(y_true.reshape(y_pred.shape).to(y_pred.dtype)) * unit(y_pred)).sum(dim=axis)
+
+
 # Keras 2 short names
+cosine = cosine_similarity = cosine_proximity
 mse = MSE = mean_squared_error
 mae = MAE = mean_absolute_error
 mape = MAPE = mean_absolute_percentage_error
@@ -220,6 +293,10 @@ _CANONICAL = {
         squared_hinge,
         kullback_leibler_divergence,
         poisson,
+        categorical_hinge,
+        logcosh,
+        huber_loss,
+        cosine_proximity,
     )
 }
 _ALIASES = {
@@ -229,6 +306,8 @@ _ALIASES = {
     "msle": "mean_squared_logarithmic_error",
     "kld": "kullback_leibler_divergence",
     "kl_divergence": "kullback_leibler_divergence",
+    "cosine": "cosine_proximity",
+    "cosine_similarity": "cosine_proximity",
 }
 _NAMES = {**_CANONICAL, **{a: _CANONICAL[c] for a, c in _ALIASES.items()}}
 
@@ -268,8 +347,8 @@ _FORMS = {
 def per_sample(loss: str | Callable) -> Callable | None:
     """The values of a built-in loss that sample weights and masks multiply: one per sample (the mean,
     or the sum for the cross-entropies and KL, over the last axis; a 1-D output is one value per
-    sample already), one per time step for sequences; None for any other loss (a custom one returns
-    its own values).
+    sample already), one per time step for sequences; None for a loss whose own values are those
+    (a custom one, and ``categorical_hinge``, ``logcosh``, ``huber_loss``, ``cosine_proximity``).
 
     Example::
 
