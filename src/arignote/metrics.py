@@ -31,6 +31,19 @@ from typing import Any
 import torch
 
 from arignote import losses, metric_names, weighting
+from arignote.metric_classes import (
+    AUC,
+    FalseNegatives,
+    FalsePositives,
+    MeanIoU,
+    Precision,
+    Recall,
+    SensitivityAtSpecificity,
+    SpecificityAtSensitivity,
+    StatefulMetric,
+    TrueNegatives,
+    TruePositives,
+)
 
 __all__ = [
     "Metric",
@@ -74,6 +87,17 @@ __all__ = [
     "clone_metric",
     "clone_metrics",
     "UnsupportedMetricError",
+    "StatefulMetric",
+    "TruePositives",
+    "FalsePositives",
+    "TrueNegatives",
+    "FalseNegatives",
+    "Precision",
+    "Recall",
+    "AUC",
+    "SensitivityAtSpecificity",
+    "SpecificityAtSensitivity",
+    "MeanIoU",
 ]
 
 
@@ -297,7 +321,7 @@ def get(
     and any loss name (``mse``, ``mae``, ``binary_crossentropy``...), logged under the given name
     (Keras 2.2's function name with the ``metrics.names=2.2`` flag).
     """
-    if isinstance(identifier, (Metric, Mean)):
+    if isinstance(identifier, (Metric, Mean, StatefulMetric)):
         return identifier
     if isinstance(identifier, str):
         name = metric_names.logged_name(identifier)
@@ -359,7 +383,7 @@ def serialize(metric: str | Callable | Metric) -> str:
     """The name Keras 2 stores for a metric (a function's ``__name__``, a :class:`Metric`'s name)."""
     if isinstance(metric, str):
         return metric
-    if isinstance(metric, _Accumulator):
+    if isinstance(metric, (_Accumulator, StatefulMetric)):
         return metric.name
     name = getattr(metric, "__name__", None)
     if name is None:
@@ -417,6 +441,8 @@ def clone_metric(metric: Any) -> Any:
         return clone
     if isinstance(metric, Mean):
         return Mean(metric.name)
+    if isinstance(metric, StatefulMetric):
+        return type(metric).from_config(metric.get_config())
     return metric
 
 
@@ -453,9 +479,7 @@ _WRAPPER_CLASSES = {
     "MeanMetricWrapper": "a metric function fn(y_true, y_pred)",
     "RootMeanSquaredError": "'mse' (and its square root afterwards)",
 }
-_STATEFUL_CLASSES = ("Reduce", "Sum", "TruePositives", "FalsePositives", "TrueNegatives",
-                     "FalseNegatives", "Precision", "Recall", "AUC", "SensitivityAtSpecificity",
-                     "SpecificityAtSensitivity", "MeanIoU")
+_STATEFUL_CLASSES = ("Reduce", "Sum")
 
 
 def __getattr__(name: str):
@@ -466,7 +490,7 @@ def __getattr__(name: str):
             "epoch mean")
     if name in _STATEFUL_CLASSES:
         raise UnsupportedMetricError(
-            f"arignote.metrics.{name} (a Keras 2.3.1 stateful metric class) is not provided by arignote "
-            "yet; compute it after training from model.predict(x) (e.g. sklearn.metrics for precision, "
-            "recall, AUC, IoU)")
+            f"arignote.metrics.{name} (a Keras 2.3.1 reducing metric class) is not provided by arignote "
+            "yet; pass a metric function fn(y_true, y_pred) in compile(metrics=[...]) instead: its "
+            "epoch mean is logged")
     raise AttributeError(f"module 'arignote.metrics' has no attribute {name!r}")
