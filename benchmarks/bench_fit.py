@@ -21,9 +21,10 @@ faults.
 Workloads: the seeds' CNN (Keras 2 ``cifar10_cnn.py``, RMSprop lr=1e-4) on CIFAR-shaped synthetic
 data at batch 32 and 128, and the MLP 784-512-512-10 at batch 32 and 128. The sides alternate
 (fit, torch, torch_cl, then torch_cl, torch, fit, ...) for ``--rounds`` rounds. A run's speed is its
-best epoch after the first (warm-up) one; each side's figure is the median of its rounds, and the
-ratio fit / torch of every round is printed too (a round's sides ran back to back, so its ratio is
-the least disturbed by other load). The ``fit`` side imports arignote from this checkout's ``src``
+best epoch after the first (warm-up) one, by wall time and by the process's CPU time (which other
+load disturbs far less); each side's figure is the median of its rounds, and the ratio fit / side
+of every round is printed too (a round's sides ran back to back, so its ratio is the least
+disturbed by other load). The ``fit`` side imports arignote from this checkout's ``src``
 (printed in the header), whatever the venv has installed.
 
 Usage::
@@ -63,6 +64,16 @@ SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 # ----------------------------------------------------------------------------- the worker
 
 
+def _clock() -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process): an epoch is timed both ways."""
+    return time.perf_counter(), time.process_time()
+
+
+def _since(start: tuple[float, float]) -> tuple[float, float]:
+    wall, cpu = _clock()
+    return wall - start[0], cpu - start[1]
+
+
 def _data(model: str, n: int, seed: int = 0):
     import numpy as np
 
@@ -100,10 +111,10 @@ def _run_fit(model: str, batch: int, x, labels, epochs: int) -> list[float]:
 
     class Timer(Callback):
         def on_epoch_begin(self, epoch, logs=None):
-            self.t0 = time.perf_counter()
+            self.t0 = _clock()
 
         def on_epoch_end(self, epoch, logs=None):
-            times.append(time.perf_counter() - self.t0)
+            times.append(_since(self.t0))
 
     net.fit(x, y, batch_size=batch, epochs=epochs, verbose=0, callbacks=[Timer()])
     return times
@@ -124,7 +135,7 @@ def _run_torch_keras(model: str, batch: int, x, labels, epochs: int) -> list[flo
     n, eps = len(xt), 1e-7
     times = []
     for _ in range(epochs):
-        t0 = time.perf_counter()
+        t0 = _clock()
         net.train()
         perm = torch.randperm(n)
         total = torch.zeros((), dtype=torch.float64)
@@ -141,7 +152,7 @@ def _run_torch_keras(model: str, batch: int, x, labels, epochs: int) -> list[flo
             total.add_(loss.detach(), alpha=len(idx))
             hits.add_((p.detach().argmax(-1) == yb.argmax(-1)).sum())
         float(total), float(hits)  # the epoch's one sync
-        times.append(time.perf_counter() - t0)
+        times.append(_since(t0))
     return times
 
 
@@ -161,7 +172,7 @@ def _run_torch(model: str, batch: int, x, labels, epochs: int, channels_last: bo
     n = len(xt)
     times = []
     for _ in range(epochs):
-        t0 = time.perf_counter()
+        t0 = _clock()
         net.train()
         perm = torch.randperm(n)
         total = torch.zeros(())
@@ -174,7 +185,7 @@ def _run_torch(model: str, batch: int, x, labels, epochs: int, channels_last: bo
             opt.step()
             total += loss.detach()
         float(total)  # the epoch's one sync, as fit's log does
-        times.append(time.perf_counter() - t0)
+        times.append(_since(t0))
     return times
 
 
@@ -198,7 +209,9 @@ def worker(side: str, workload: str, epochs: int, samples: int | None, threads: 
     # the best epoch: on a shared machine other processes only ever slow an epoch down
     import arignote
 
-    return {"side": side, "workload": workload, "samples_per_s": n / min(measured),
+    return {"side": side, "workload": workload, "samples_per_s": n / min(w for w, _ in measured),
+            # samples per second of the process's CPU time: what other load disturbs least
+            "samples_per_cpu_s": n / min(c for _, c in measured),
             "arignote": os.path.dirname(os.path.dirname(os.path.abspath(arignote.__file__))),
             "peak_rss_mib": usage.ru_maxrss / 1024, "threads": torch.get_num_threads(),
             "page_faults": usage.ru_minflt}
@@ -252,24 +265,35 @@ def run(workloads: list[str], rounds: int, epochs: int, samples: int | None, thr
             mem = summary["fit"]["peak_rss_mib"] / summary[base]["peak_rss_mib"]
             ratios[base] = {"speed": speed, "memory": mem, "target": TARGETS[base][model],
                             "ok": speed >= TARGETS[base][model] and mem <= 1.10}
-        # fit / each other side, round by round (the sides of a round ran back to back)
+        # fit / each other side, round by round (the sides of a round ran back to back), by wall time
+        # and by CPU time (a busy machine stretches wall time far more than CPU time)
         per_round = {other: [a["samples_per_s"] / b["samples_per_s"]
                              for a, b in zip(per_side["fit"], per_side[other])]
                      for other in sides if other != "fit"}
-        results[workload] = {"sides": summary, "ratios": ratios, "per_round": per_round}
+        per_round_cpu = {other: [a["samples_per_cpu_s"] / b["samples_per_cpu_s"]
+                                 for a, b in zip(per_side["fit"], per_side[other])]
+                         for other in sides if other != "fit"}
+        for side, runs in per_side.items():
+            summary[side]["samples_per_cpu_s"] = statistics.median(r["samples_per_cpu_s"] for r in runs)
+        results[workload] = {"sides": summary, "ratios": ratios, "per_round": per_round,
+                             "per_round_cpu": per_round_cpu}
         if sides == SIDES:
             print(_line(workload, summary, ratios), flush=True)
         else:
             print(_short_line(workload, summary), flush=True)
-        for other, values in per_round.items():
-            print(f"  fit/{other} per round: " + " ".join(f"{v:.3f}" for v in values)
-                  + f"  (median {statistics.median(values):.3f}, min {min(values):.3f})", flush=True)
+        for other in per_round:
+            for clock, table in (("wall", per_round), ("cpu", per_round_cpu)):
+                values = table[other]
+                print(f"  fit/{other} per round ({clock}): " + " ".join(f"{v:.3f}" for v in values)
+                      + f"  (median {statistics.median(values):.3f}, min {min(values):.3f})", flush=True)
     return results
 
 
 def _short_line(workload: str, summary: dict) -> str:
     return f"{workload:9s} " + " | ".join(
-        f"{side} {s['samples_per_s']:7.0f}/s {s['peak_rss_mib']:4.0f} MiB" for side, s in summary.items())
+        f"{side} {s['samples_per_s']:6.0f}/s ({s['samples_per_cpu_s']:6.0f}/cpu-s) "
+        f"{s['peak_rss_mib']:4.0f} MiB"
+        for side, s in summary.items())
 
 
 def _line(workload: str, summary: dict, ratios: dict) -> str:

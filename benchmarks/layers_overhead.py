@@ -76,7 +76,7 @@ def main() -> None:
 
     def step_ours():
         ours.zero_grad(set_to_none=True)
-        losses.categorical_crossentropy(onehot, torch.softmax(ours(x_nhwc), -1)).backward()
+        losses.categorical_crossentropy(onehot, torch.softmax(ours(x_nhwc), -1)).mean().backward()
 
     def step_fused():
         ours.zero_grad(set_to_none=True)
@@ -89,7 +89,7 @@ def main() -> None:
     z = torch.randn(b, 10, requires_grad=True)
 
     def loss_keras():
-        losses.categorical_crossentropy(onehot, torch.softmax(z, -1)).backward()
+        losses.categorical_crossentropy(onehot, torch.softmax(z, -1)).mean().backward()
 
     def loss_fused():
         fused(onehot, z).backward()

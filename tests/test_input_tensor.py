@@ -117,3 +117,21 @@ def test_input_on_a_symbolic_backend_tensor_starts_a_model_and_computes_inside_k
     image = RNG.random((1, 4, 4, 3)).astype("float32")
     both = np.concatenate([K.get_value(style), image])
     assert float(f([image])[0]) == pytest.approx(float(model.predict(both).sum()), rel=1e-5)
+
+
+def test_a_sequential_cannot_start_at_an_input_tensor():
+    from arignote.models import Sequential
+
+    with pytest.raises(ValueError, match=r"cannot start at an Input\(tensor=...\).*functional API"):
+        Sequential([Input(tensor=np.zeros((2, 3), "float32")), Dense(1)])
+
+
+def test_a_model_with_an_input_tensor_used_as_a_layer_takes_only_its_other_inputs():
+    inner, _ = _offset_model()
+    outer_in = Input(shape=(3,))
+    outer = Model(outer_in, Dense(1, name="top")(inner(outer_in)))
+    x = RNG.random((4, 3), dtype=np.float32)
+    w, b = inner.get_layer("d").get_weights()
+    top_w, top_b = outer.get_layer("top").get_weights()
+    want = ((x + [1, 2, 3]) @ w + b) @ top_w + top_b
+    np.testing.assert_allclose(outer.predict(x), want, rtol=1e-5, atol=1e-6)

@@ -113,6 +113,10 @@ class Sequential(Model):
         if isinstance(layer, InputLayer):
             if self.layers or self._input_layer is not None:
                 raise ValueError("an InputLayer / Input can only start a Sequential model")
+            if not layer.is_placeholder:
+                raise ValueError("a Sequential model is fed the data it is given: it cannot start at an "
+                                 "Input(tensor=...); build the model with the functional API, "
+                                 "Model(inputs, outputs), which feeds such an input itself")
             self._input_layer = layer
             self._built_shape = None
             self._build(layer.batch_input_shape)

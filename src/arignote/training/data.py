@@ -154,8 +154,7 @@ class ArrayData:
                 yb = None if y is None else y[start:start + batch_size]
                 yield self._to_device(xb, self._weighted(yb, slice(start, start + batch_size)))
             return
-        if not self.on_device:
-            indices = indices.cpu()
+        indices = indices.to(self.device if self.on_device else torch.device("cpu"))  # rows_of: same device
         for start in range(0, len(indices), batch_size):
             idx = indices[start:start + batch_size]
             xb = rows_of(x, idx)
