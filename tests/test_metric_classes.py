@@ -171,3 +171,49 @@ def test_monitor_val_auc_in_callbacks():
     stop = EarlyStopping(monitor="val_my_auc", mode="max", patience=1)
     h = model.fit(x, y, epochs=5, verbose=0, validation_split=0.25, callbacks=[stop])
     assert len(h.history["val_my_auc"]) == 2  # no improvement with lr 0: stops after patience 1
+
+
+def test_mean_metric_wrapper_family_names_values_and_compile():
+    y3 = np.eye(3)[[0, 1, 2, 2]]
+    p3 = np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.5, 0.1, 0.4], [0.1, 0.2, 0.7]])
+    w = np.array([1.0, 2.0, 0.0, 1.0])
+    m = metrics.CategoricalAccuracy()
+    assert m.name == "categorical_accuracy" and m(y3, p3) == pytest.approx(3 / 4)
+    assert m(y3, p3, sample_weight=w) == pytest.approx((3 + 4) / (4 + 4))  # accumulates over calls
+    m.reset_states()
+    assert m(y3, p3, sample_weight=w) == pytest.approx(4 / 4)
+    assert metrics.TopKCategoricalAccuracy(k=1)(y3, p3) == pytest.approx(3 / 4)
+    assert metrics.SparseTopKCategoricalAccuracy(2)([0, 1, 2, 2], p3) == pytest.approx(1.0)
+    assert metrics.BinaryAccuracy(threshold=0.7)([[1.0], [0.0]], [[0.6], [0.6]]) == pytest.approx(0.5)
+    assert metrics.MeanSquaredError()(y3, p3) == pytest.approx(((p3 - y3) ** 2).mean())
+    cos = (y3 * p3).sum(1) / np.linalg.norm(p3, axis=1)
+    assert metrics.CosineSimilarity()(y3, p3) == pytest.approx(cos.mean())
+    assert metrics.RootMeanSquaredError()(y3, p3, sample_weight=w) == pytest.approx(
+        np.sqrt((((p3 - y3) ** 2) * w[:, None]).sum() / (3 * w.sum())))
+    names = [c().name for c in (metrics.Accuracy, metrics.KLDivergence, metrics.LogCoshError,
+                                metrics.MeanAbsolutePercentageError, metrics.SparseCategoricalCrossentropy)]
+    assert names == ["accuracy", "kullback_leibler_divergence", "logcosh", "mean_absolute_percentage_error",
+                     "sparse_categorical_crossentropy"]
+    cce = metrics.CategoricalCrossentropy(label_smoothing=0.1)
+    assert cce.get_config() == {"name": "categorical_crossentropy", "dtype": None, "from_logits": False,
+                                "label_smoothing": 0.1}
+    assert metrics.clone_metric(cce).get_config() == cce.get_config()
+    s, mean = metrics.Sum(), metrics.Mean()
+    assert s([1.0, 2.0], sample_weight=[1.0, 3.0]) == 7.0
+    assert mean([1.0, 2.0], sample_weight=[1.0, 3.0]) == 1.75
+    # in compile: logged under Keras 2.3.1's names, the same values as the strings
+    x, y = _data()
+    torch.manual_seed(0)
+    model = Sequential([Dense(1, activation="sigmoid", input_shape=(5,))])
+    model.compile(SGD(lr=0.0), "binary_crossentropy",
+                  metrics=[metrics.BinaryAccuracy(), "binary_accuracy", metrics.MeanSquaredError(),
+                           metrics.RootMeanSquaredError()])
+    h = model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    assert list(h.history) == ["loss", "binary_accuracy", "binary_accuracy_1", "mean_squared_error",
+                               "root_mean_squared_error"]
+    assert h.history["binary_accuracy"] == h.history["binary_accuracy_1"]
+    p = model.predict(x).astype(np.float64)
+    assert h.history["mean_squared_error"][0] == pytest.approx(((p - y) ** 2).mean())
+    assert h.history["root_mean_squared_error"][0] == pytest.approx(np.sqrt(((p - y) ** 2).mean()))
+    with pytest.raises(ImportError, match="Reduce.*Sum"):
+        from arignote.metrics import Reduce  # noqa: F401

@@ -28,6 +28,7 @@ import difflib
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from arignote import losses, metric_names, weighting
@@ -98,6 +99,29 @@ __all__ = [
     "SensitivityAtSpecificity",
     "SpecificityAtSensitivity",
     "MeanIoU",
+    "Sum",
+    "MeanMetricWrapper",
+    "Accuracy",
+    "BinaryAccuracy",
+    "CategoricalAccuracy",
+    "SparseCategoricalAccuracy",
+    "TopKCategoricalAccuracy",
+    "SparseTopKCategoricalAccuracy",
+    "MeanSquaredError",
+    "MeanAbsoluteError",
+    "MeanAbsolutePercentageError",
+    "MeanSquaredLogarithmicError",
+    "Hinge",
+    "SquaredHinge",
+    "CategoricalHinge",
+    "Poisson",
+    "KLDivergence",
+    "LogCoshError",
+    "CosineSimilarity",
+    "BinaryCrossentropy",
+    "CategoricalCrossentropy",
+    "SparseCategoricalCrossentropy",
+    "RootMeanSquaredError",
 ]
 
 
@@ -166,7 +190,7 @@ class _Accumulator:
     """``total`` (device tensor) and ``count`` (host float; a device tensor too once weighted
     updates add sums of sample weights) with the state/result protocol."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str = "mean") -> None:
         self.name = name
         self._total: torch.Tensor | None = None
         self._count = 0.0
@@ -219,7 +243,8 @@ class _Accumulator:
 
 
 class Mean(_Accumulator):
-    """Weighted running mean of scalar tensors, e.g. the loss weighted by batch size.
+    """Weighted running mean of scalar tensors, e.g. the loss weighted by batch size; Keras 2.3.1's
+    ``Mean(name='mean')`` with ``update_state(values, sample_weight=None)``.
 
     Example::
 
@@ -231,6 +256,29 @@ class Mean(_Accumulator):
     def update(self, value: torch.Tensor, weight: float = 1.0) -> None:
         """Add ``value`` (a 0-d tensor, a per-batch mean) with ``weight`` (the batch size)."""
         self._add(value, float(weight))
+
+    def update_state(self, values: Any, sample_weight: Any = None) -> None:
+        """Keras 2.3.1 ``Mean.update_state``: add every value (weighted by ``sample_weight``)."""
+        values = _as_tensor(values)
+        if not values.is_floating_point():
+            values = values.to(torch.get_default_dtype())
+        w = torch.ones_like(values) if sample_weight is None else _as_tensor(sample_weight).to(
+            values.device, values.dtype)
+        self._add_weighted(*weighting.weighted_mean_parts(values, w))
+
+    def reset_states(self) -> None:
+        self.reset()
+
+    def __call__(self, values: Any, sample_weight: Any = None) -> float:
+        self.update_state(values, sample_weight)
+        return self.result()
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "dtype": None}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Mean:
+        return cls(config.get("name", "mean"))
 
 
 class Metric(_Accumulator):
@@ -284,6 +332,43 @@ class Metric(_Accumulator):
         n = y_pred.shape[0]
         # per-sample (or per-element) values -> their mean counts n samples; 0-d values are batch means
         self._add(value.mean(), n)
+
+    # Keras 2.3.1's Metric API (standalone use)
+
+    def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
+        """Add a batch (numpy arrays or tensors), weighted by ``sample_weight`` when given."""
+        y_pred = _as_tensor(y_pred)
+        if not y_pred.is_floating_point():
+            y_pred = y_pred.to(torch.get_default_dtype())
+        y_true = _as_tensor(y_true).to(y_pred.device)
+        if sample_weight is None:
+            self.update(y_true, y_pred)
+            return
+        value = (self.values or self.fn)(y_true, y_pred)
+        if not value.is_floating_point():
+            value = value.to(torch.float32)
+        w = _as_tensor(sample_weight).to(value.device, value.dtype)
+        self._add_weighted(*weighting.weighted_mean_parts(value, w))
+
+    def reset_states(self) -> None:
+        """Zero the state (Keras 2.3.1 name)."""
+        self.reset()
+
+    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> float:
+        """Update with this batch, then the result."""
+        self.update_state(y_true, y_pred, sample_weight)
+        return self.result()
+
+    def get_config(self) -> dict:
+        return {"name": self.name, "dtype": getattr(self, "dtype", None), **getattr(self, "_fn_kwargs", {})}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Metric:
+        return cls(**config)
+
+
+def _as_tensor(value: Any) -> torch.Tensor:
+    return value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
 
 
 # --------------------------------------------------------------------------- names
@@ -427,6 +512,116 @@ logcosh = losses.logcosh
 cosine = cosine_similarity = cosine_proximity
 
 
+class Sum(Mean):
+    """Keras 2.3.1 ``Sum``: the running (weighted) sum of the values.
+
+    >>> s = Sum(); s.update_state([1.0, 2.0]); s([3.0], sample_weight=[2.0])
+    9.0
+    """
+
+    def __init__(self, name: str = "sum", dtype: Any = None) -> None:
+        super().__init__(name)
+
+    def result_from(self, state: torch.Tensor) -> float:  # type: ignore[override]
+        return float(state[0])
+
+
+class MeanMetricWrapper(Metric):
+    """Keras 2.3.1 ``MeanMetricWrapper(fn, name=None, dtype=None, **kwargs)``: the running mean of
+    ``fn(y_true, y_pred, **kwargs)``; the named classes below are this with Keras's default names.
+
+    >>> m = BinaryAccuracy(threshold=0.7)
+    >>> m([[1.0], [0.0]], [[0.6], [0.6]])
+    0.5
+    """
+
+    def __init__(self, fn: Callable, name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:
+        call = fn
+        if kwargs:
+            def call(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+                return fn(y_true, y_pred, **kwargs)
+        super().__init__(call, name=name or getattr(fn, "__name__", "mean_metric_wrapper"))
+        self.dtype = dtype
+        self._fn_kwargs = kwargs
+
+
+def _wrapper_class(class_name: str, fn: Callable, default_name: str, **options: Any) -> type:
+    def __init__(self, *args: Any, name: str = default_name, dtype: Any = None, **kwargs: Any) -> None:
+        keys = list(options)
+        if "k" in options:  # Keras order: TopKCategoricalAccuracy(k=5, name=..., dtype=...)
+            values = dict(zip(["k", "name", "dtype"], args))
+        else:
+            values = dict(zip(["name", "dtype", *keys], args))
+        name, dtype = values.pop("name", name), values.pop("dtype", dtype)
+        for key in kwargs:
+            if key not in options:
+                raise TypeError(f"{class_name} got an unexpected keyword argument {key!r}; its arguments: "
+                                f"{', '.join(['name', 'dtype', *keys])}")
+        values.update(kwargs)
+        MeanMetricWrapper.__init__(self, fn, name=name, dtype=dtype,
+                                   **{k: values.get(k, d) for k, d in options.items()})
+
+    doc = (f"Keras 2.3.1 ``{class_name}``: the running mean of ``{fn.__name__}`` (logged as "
+           f"``{default_name}``).")
+    return type(class_name, (MeanMetricWrapper,),
+                {"__init__": __init__, "__doc__": doc, "__module__": __name__})
+
+
+Accuracy = _wrapper_class("Accuracy", accuracy, "accuracy")
+BinaryAccuracy = _wrapper_class("BinaryAccuracy", binary_accuracy, "binary_accuracy", threshold=0.5)
+CategoricalAccuracy = _wrapper_class("CategoricalAccuracy", categorical_accuracy, "categorical_accuracy")
+SparseCategoricalAccuracy = _wrapper_class("SparseCategoricalAccuracy", sparse_categorical_accuracy,
+                                           "sparse_categorical_accuracy")
+TopKCategoricalAccuracy = _wrapper_class("TopKCategoricalAccuracy", top_k_categorical_accuracy,
+                                         "top_k_categorical_accuracy", k=5)
+SparseTopKCategoricalAccuracy = _wrapper_class("SparseTopKCategoricalAccuracy",
+                                               sparse_top_k_categorical_accuracy,
+                                               "sparse_top_k_categorical_accuracy", k=5)
+MeanSquaredError = _wrapper_class("MeanSquaredError", losses.mean_squared_error, "mean_squared_error")
+MeanAbsoluteError = _wrapper_class("MeanAbsoluteError", losses.mean_absolute_error, "mean_absolute_error")
+MeanAbsolutePercentageError = _wrapper_class("MeanAbsolutePercentageError",
+                                             losses.mean_absolute_percentage_error,
+                                             "mean_absolute_percentage_error")
+MeanSquaredLogarithmicError = _wrapper_class("MeanSquaredLogarithmicError",
+                                             losses.mean_squared_logarithmic_error,
+                                             "mean_squared_logarithmic_error")
+Hinge = _wrapper_class("Hinge", losses.hinge, "hinge")
+SquaredHinge = _wrapper_class("SquaredHinge", losses.squared_hinge, "squared_hinge")
+CategoricalHinge = _wrapper_class("CategoricalHinge", losses.categorical_hinge, "categorical_hinge")
+Poisson = _wrapper_class("Poisson", losses.poisson, "poisson")
+KLDivergence = _wrapper_class("KLDivergence", losses.kullback_leibler_divergence,
+                              "kullback_leibler_divergence")
+LogCoshError = _wrapper_class("LogCoshError", losses.logcosh, "logcosh")
+CosineSimilarity = _wrapper_class("CosineSimilarity", cosine_proximity, "cosine_similarity", axis=-1)
+BinaryCrossentropy = _wrapper_class("BinaryCrossentropy", losses.binary_crossentropy, "binary_crossentropy",
+                                    from_logits=False, label_smoothing=0)
+CategoricalCrossentropy = _wrapper_class("CategoricalCrossentropy", losses.categorical_crossentropy,
+                                         "categorical_crossentropy", from_logits=False, label_smoothing=0)
+SparseCategoricalCrossentropy = _wrapper_class("SparseCategoricalCrossentropy",
+                                               losses.sparse_categorical_crossentropy,
+                                               "sparse_categorical_crossentropy", from_logits=False, axis=-1)
+
+
+def _squared_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    return (y_pred - y_true.reshape(y_pred.shape).to(y_pred.dtype)).square()
+
+
+class RootMeanSquaredError(Metric):
+    """Keras 2.3.1 ``RootMeanSquaredError``: ``sqrt`` of the (weighted) mean of every squared error.
+
+    >>> RootMeanSquaredError()([[0.0], [0.0]], [[3.0], [4.0]]) == (12.5) ** 0.5
+    True
+    """
+
+    def __init__(self, name: str = "root_mean_squared_error", dtype: Any = None) -> None:
+        super().__init__(_squared_error, name=name)
+        self.dtype = dtype
+
+    @staticmethod
+    def result_from(state: torch.Tensor) -> float:
+        return float(Metric.result_from(state)) ** 0.5
+
+
 def clone_metric(metric: Any) -> Any:
     """Keras 2.3.1 ``clone_metric``: a fresh accumulator with the same function, name and weighting
     for a stateful metric object, the metric itself otherwise (a name, a function).
@@ -435,12 +630,14 @@ def clone_metric(metric: Any) -> Any:
     >>> c is not m and c.name == m.name
     True
     """
+    if isinstance(metric, MeanMetricWrapper) or type(metric) is RootMeanSquaredError:
+        return type(metric).from_config(metric.get_config())
     if isinstance(metric, Metric):
         clone = Metric(metric.fn, name=metric.name, weighted=metric.weighted, select=metric.select)
         clone.values = metric.values
         return clone
     if isinstance(metric, Mean):
-        return Mean(metric.name)
+        return type(metric)(metric.name)
     if isinstance(metric, StatefulMetric):
         return type(metric).from_config(metric.get_config())
     return metric
@@ -463,34 +660,12 @@ class UnsupportedMetricError(ImportError):
     """A Keras 2.3.1 ``keras.metrics`` name arignote does not provide yet (the message says what to use)."""
 
 
-_WRAPPER_CLASSES = {
-    "Accuracy": "'accuracy'", "BinaryAccuracy": "'binary_accuracy'",
-    "CategoricalAccuracy": "'categorical_accuracy'",
-    "SparseCategoricalAccuracy": "'sparse_categorical_accuracy'",
-    "TopKCategoricalAccuracy": "'top_k_categorical_accuracy'",
-    "SparseTopKCategoricalAccuracy": "'sparse_top_k_categorical_accuracy'",
-    "MeanSquaredError": "'mse'", "MeanAbsoluteError": "'mae'", "MeanAbsolutePercentageError": "'mape'",
-    "MeanSquaredLogarithmicError": "'msle'", "Hinge": "'hinge'", "SquaredHinge": "'squared_hinge'",
-    "CategoricalHinge": "'categorical_hinge'", "Poisson": "'poisson'",
-    "KLDivergence": "'kullback_leibler_divergence'", "CosineSimilarity": "'cosine_proximity'",
-    "LogCoshError": "'logcosh'", "BinaryCrossentropy": "'binary_crossentropy'",
-    "CategoricalCrossentropy": "'categorical_crossentropy'",
-    "SparseCategoricalCrossentropy": "'sparse_categorical_crossentropy'",
-    "MeanMetricWrapper": "a metric function fn(y_true, y_pred)",
-    "RootMeanSquaredError": "'mse' (and its square root afterwards)",
-}
-_STATEFUL_CLASSES = ("Reduce", "Sum")
+_STATEFUL_CLASSES = ("Reduce",)
 
 
 def __getattr__(name: str):
-    if name in _WRAPPER_CLASSES:
-        raise UnsupportedMetricError(
-            f"arignote.metrics.{name} (a Keras 2.3.1 metric class) is not provided by arignote yet; "
-            f"pass {_WRAPPER_CLASSES[name]} in compile(metrics=[...]) instead: it computes the same "
-            "epoch mean")
     if name in _STATEFUL_CLASSES:
         raise UnsupportedMetricError(
-            f"arignote.metrics.{name} (a Keras 2.3.1 reducing metric class) is not provided by arignote "
-            "yet; pass a metric function fn(y_true, y_pred) in compile(metrics=[...]) instead: its "
-            "epoch mean is logged")
+            f"arignote.metrics.{name} (Keras 2.3.1's base of Sum and Mean) is not provided by arignote "
+            "yet; use arignote.metrics.Sum() or Mean(), or MeanMetricWrapper(fn) for a metric function")
     raise AttributeError(f"module 'arignote.metrics' has no attribute {name!r}")
