@@ -703,6 +703,12 @@ class Loss:
         raise NotImplementedError(f"{type(self).__name__} must implement call(y_true, y_pred)")
 
     def __call__(self, y_true: torch.Tensor, y_pred: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        if not isinstance(y_pred, torch.Tensor):  # numpy arrays, as Keras takes them
+            y_pred = torch.as_tensor(np.asarray(y_pred))
+        if not isinstance(y_true, torch.Tensor):
+            y_true = torch.as_tensor(np.asarray(y_true), device=y_pred.device)
+        if sample_weight is not None and not isinstance(sample_weight, (torch.Tensor, float, int)):
+            sample_weight = torch.as_tensor(np.asarray(sample_weight), device=y_pred.device)
         return reduce_weighted(self.call(y_true, y_pred), sample_weight, self.reduction)
 
     @property
