@@ -221,7 +221,7 @@ def test_from_logits_only_where_fusable():
 # ------------------------------------------------------------------ Keras 2.3.1 shapes, compile's forms
 
 
-@pytest.mark.parametrize("name", sorted(losses._CANONICAL))
+@pytest.mark.parametrize("name", sorted(fn.__name__ for fn in losses._FORMS))
 def test_every_loss_returns_one_value_per_sample_or_step_and_its_forms_agree(name):
     fn = losses.get(name)
     c = 4
@@ -251,3 +251,50 @@ def test_compiled_loss_weighs_and_masks_as_keras_2_3_1():
     # a custom loss's per-step values are weighed the same way
     custom = losses.compiled(lambda yt, yp: (yp - yt).abs().sum(-1))
     assert float(custom(Weighted((y, w, mask)), p)) == pytest.approx((2 * (1 + 2) + 0.5 * 4) / 6)
+
+
+def test_the_other_keras_2_3_1_losses_against_numpy():
+    y = RNG.uniform(-1, 1, (4, 3))
+    p = RNG.uniform(-1, 1, (4, 3))
+    hot = np.eye(3)[[0, 2, 1, 1]]
+    pos, neg = (hot * p).sum(-1), ((1 - hot) * p).max(-1)
+    np.testing.assert_allclose(losses.categorical_hinge(t(hot), t(p)).numpy(), np.maximum(0, neg - pos + 1))
+    logcosh = np.mean(np.log(np.cosh(p - y)), -1)
+    np.testing.assert_allclose(losses.logcosh(t(y), t(p)).numpy(), logcosh, rtol=1e-9)
+    err = np.abs(p - y) * 3
+    huber = np.where(err <= 1.0, 0.5 * err ** 2, err - 0.5)  # delta 1: elementwise, as Keras 2.3.1
+    np.testing.assert_allclose(losses.huber_loss(t(3 * y), t(3 * p)).numpy(), huber, rtol=1e-9)
+    unit = lambda a: a / np.linalg.norm(a, axis=-1, keepdims=True)  # noqa: E731
+    cosine = -(unit(y) * unit(p)).sum(-1)
+    np.testing.assert_allclose(losses.get("cosine_similarity")(t(y), t(p)).numpy(), cosine, rtol=1e-9)
+    assert losses.get("cosine") is losses.cosine_proximity
+    # compile trains with the batch mean of their values
+    want = float(losses.huber_loss(t(y), t(p)).mean())
+    assert float(losses.compiled("huber_loss")(t(y), t(p))) == pytest.approx(want)
+
+
+def test_hinge_turns_0_1_labels_into_minus_1_1_as_keras_2_3_1():
+    p = t([[0.3, -0.2], [0.8, 0.1]])
+    binary = t([[0.0, 1.0], [1.0, 0.0]])
+    assert losses.hinge(binary, p).tolist() == pytest.approx(losses.hinge(2 * binary - 1, p).tolist())
+    other = t([[0.0, 2.0], [1.0, 0.0]])  # not all 0/1: kept as given
+    kept = np.maximum(1 - other.numpy() * p.numpy(), 0).mean(-1)
+    assert losses.hinge(other, p).tolist() == pytest.approx(kept)
+
+
+def test_crossentropy_from_logits_and_label_smoothing():
+    z = t(RNG.normal(size=(5, 4)))
+    y = t(np.eye(4)[[0, 1, 2, 3, 1]])
+    probs_ = torch.softmax(z, -1)
+    torch.testing.assert_close(losses.categorical_crossentropy(y, z, from_logits=True),
+                               losses.categorical_crossentropy(y, probs_))
+    torch.testing.assert_close(losses.categorical_crossentropy(y, probs_, label_smoothing=0.2),
+                               losses.categorical_crossentropy(y * 0.8 + 0.05, probs_))
+    labels = t([0, 1, 2, 3, 1])
+    torch.testing.assert_close(losses.sparse_categorical_crossentropy(labels, z, from_logits=True),
+                               losses.sparse_categorical_crossentropy(labels, probs_))
+    yb = t(RNG.integers(0, 2, (5, 4)))
+    torch.testing.assert_close(losses.binary_crossentropy(yb, z, from_logits=True),
+                               losses.binary_crossentropy(yb, torch.sigmoid(z)))
+    torch.testing.assert_close(losses.binary_crossentropy(yb, torch.sigmoid(z), label_smoothing=0.2),
+                               losses.binary_crossentropy(yb * 0.8 + 0.1, torch.sigmoid(z)))

@@ -36,19 +36,24 @@ result = {}
 
 
 class Count(Callback):
-    """Counts synced backward passes (the DDP comm hook sees each bucket; is_last once a pass),
-    buckets, and optimizer steps."""
+    """Counts synced backward passes (each carries the step's flags in DDP's bucket 0: the flag
+    carrier's reductions of bucket 0), bucket all-reduces, and optimizer steps. ``own_hook``: the
+    user's own DDP comm hook, registered before the first step (the flags then keep their own
+    exchange)."""
 
-    def __init__(self):
+    def __init__(self, own_hook=False):
         super().__init__()
-        self.passes = self.buckets = self.steps = 0
+        self.own_hook = own_hook
+        self.own_passes = self.own_buckets = self.steps = 0
 
     def on_train_begin(self, logs=None):
         net = self.model._trainer.net
-        if hasattr(net, "register_comm_hook"):
+        self.strategy = self.model._trainer.strategy
+        self.before = dict(getattr(self.strategy, "collectives", {}))
+        if self.own_hook and hasattr(net, "register_comm_hook"):
             def hook(state, bucket):
-                self.buckets += 1
-                self.passes += int(bucket.is_last())
+                self.own_buckets += 1
+                self.own_passes += int(bucket.is_last())
                 fut = dist.all_reduce(bucket.buffer(), async_op=True).get_future()
                 return fut.then(lambda f: f.value()[0].div_(dist.get_world_size()))
             net.register_comm_hook(None, hook)
@@ -60,10 +65,39 @@ class Count(Callback):
             return step(*a, **k)
         opt.step = counted
 
+    @property
+    def passes(self):
+        carrier = getattr(self.strategy, "_carriers", {}).get(self.model._trainer.net)
+        return self.own_passes if self.own_hook else (carrier.launched if carrier is not None else 0)
+
+    @property
+    def buckets(self):
+        if self.own_hook:
+            return self.own_buckets
+        return getattr(self.strategy, "collectives", {}).get("bucket", 0) - self.before.get("bucket", 0)
+
+
+COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "all_gather_object", "barrier", "reduce_scatter",
+               "all_to_all", "reduce", "gather", "scatter", "broadcast_object_list")
+calls = {}  # every torch.distributed collective called from Python in this process, by name
+
+
+def _counting(name, fn):
+    def call(*args, **kwargs):
+        calls[name] = calls.get(name, 0) + 1
+        return fn(*args, **kwargs)
+    return call
+
+
+for name in COLLECTIVES:
+    setattr(dist, name, _counting(name, getattr(dist, name)))
+
 
 class Probe(Callback):
-    """What each training step asks of the strategy (its collectives, by kind) and of the host
-    (reads of a device value: aten._local_scalar_dense, counted by arignote.bench.opcount)."""
+    """What each training step asks of the strategy (its collectives, by kind), of torch.distributed
+    (every collective called from Python: DDP's buckets go through the flag carrier's hook, so
+    they are among them) and of the host (reads of a device value: aten._local_scalar_dense,
+    counted by arignote.bench.opcount)."""
 
     def __init__(self):
         super().__init__()
@@ -72,6 +106,8 @@ class Probe(Callback):
     def on_train_batch_begin(self, batch, logs=None):
         from arignote.bench.opcount import OpRecorder
         self.before = dict(getattr(self.model._trainer.strategy, "collectives", {}))
+        self.carried = getattr(self.model._trainer.strategy, "carried", 0)
+        self.calls = dict(calls)
         self.rec = OpRecorder().__enter__()
 
     def on_train_batch_end(self, batch, logs=None):
@@ -79,7 +115,10 @@ class Probe(Callback):
         now = getattr(self.model._trainer.strategy, "collectives", {})
         delta = {k: v - self.before.get(k, 0) for k, v in now.items() if v != self.before.get(k, 0)}
         delta.pop("waited", None)  # timing: whether the exchange was still running at the wait
-        self.steps.append({"collectives": delta, "syncs": sum(op.sync for op in self.rec.ops)})
+        torch_calls = {k: v - self.calls.get(k, 0) for k, v in calls.items() if v != self.calls.get(k, 0)}
+        carried = getattr(self.model._trainer.strategy, "carried", 0) - self.carried
+        self.steps.append({"collectives": delta, "torch": torch_calls, "carried": carried,
+                           "syncs": sum(op.sync for op in self.rec.ops)})
 
 
 def model(seed=0, bn=False):
@@ -96,10 +135,15 @@ def weights(m):
     return [w.tolist() for w in m.get_weights()]
 
 
-# 1. gradient reductions per optimizer step: default, accumulate=4, out-of-memory splitting
-for mode, acc, inject in (("default", 1, 0), ("accumulate4", 4, 0), ("oom", 1, 4)):
-    config.configure(memory_oom_inject_above=inject if rank == procs - 1 else 0)
-    m, count, probe = model(), Count(), Probe()
+# 1. gradient reductions per optimizer step: default, accumulate=4, out-of-memory splitting; the
+# flags in DDP's buckets with gradient_as_bucket_view off too; with a user's own comm hook (the flags
+# then keep their own exchange)
+CASES = (("default", 1, 0, True, False), ("accumulate4", 4, 0, True, False), ("oom", 1, 4, True, False),
+         ("copied", 1, 0, False, False), ("oom_copied", 4, 2, False, False), ("own_hook", 1, 0, True, True),
+         ("own_hook_oom", 1, 4, True, True))
+for mode, acc, inject, view, own in CASES:
+    config.configure(memory_oom_inject_above=inject if rank == procs - 1 else 0, parallel_bucket_view=view)
+    m, count, probe = model(), Count(own_hook=own), Probe()
     before = dict(getattr(ddp.active(), "collectives", {}))
     torch.manual_seed(1)
     h = m.fit(x, y, batch_size=32, epochs=2, accumulate=acc, verbose=0, callbacks=[count, probe])
@@ -108,7 +152,7 @@ for mode, acc, inject in (("default", 1, 0), ("accumulate4", 4, 0), ("oom", 1, 4
                     "per_step": probe.steps,
                     "collectives": {k: v - before.get(k, 0)  # this fit's (one strategy per process)
                                     for k, v in getattr(m._trainer.strategy, "collectives", {}).items()}}
-config.configure(memory_oom_inject_above=0)
+config.configure(memory_oom_inject_above=0, parallel_bucket_view=True)
 
 # 2. exact evaluation, validation and prediction on sizes that do not split evenly
 m = model()
@@ -142,7 +186,7 @@ class StopAt(Callback):
 
 m, count = model(), Count()
 h = m.fit(x, y, batch_size=16, epochs=3, verbose=0, callbacks=[StopAt(), count])
-result["stop"] = {"epochs": h.epoch, "steps": count.steps}
+result["stop"] = {"epochs": h.epoch, "steps": count.steps, "passes": count.passes}
 
 # 5. TerminateOnNaN: a target whose squared error overflows (inf loss, non-finite gradients) on the
 # last rank's rows of batch 1; no rank steps on it
@@ -221,21 +265,26 @@ def _close(a, b, tol):
     np.testing.assert_allclose(np.asarray(a, dtype=float), np.asarray(b, dtype=float), rtol=0, atol=tol)
 
 
-@pytest.mark.parametrize("mode", ["default", "accumulate4", "oom"])
+MODES = ["default", "accumulate4", "oom", "copied", "oom_copied", "own_hook", "own_hook_oom"]
+RETRIES = {"oom": 2, "oom_copied": 1, "own_hook_oom": 2}  # retry rounds of the first step (k doubled)
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_exactly_one_gradient_reduction_per_optimizer_step(runs, mode):
     for rk in runs[2]:
         got = rk[mode]
         assert got["steps"] == 6  # 96 samples, global batch 32, 2 epochs
-        # one synced backward (DDP reduction) per update; with out-of-memory splitting, each of the
-        # 2 retry rounds of the first step (k=2, then 4) reduces the stand-in's zeros once more
-        retries = 2 if mode == "oom" else 0
-        assert got["passes"] == got["steps"] + retries
+        # one synced backward (DDP reduction) per update; with out-of-memory splitting, each retry
+        # round of the first step (k=2, then 4) reduces the stand-in's zeros once more
+        assert got["passes"] == got["steps"] + RETRIES.get(mode, 0)
         assert got["buckets"] == got["passes"]  # a small model: one bucket per reduction
     ks = [rk[mode]["k"] for rk in runs[2]]
-    assert ks == {"default": [1, 1], "accumulate4": [4, 4], "oom": [4, 4]}[mode]  # agreed by both ranks
+    want = {"default": 1, "accumulate4": 4, "oom": 4, "copied": 1, "oom_copied": 8, "own_hook": 1,
+            "own_hook_oom": 4}[mode]
+    assert ks == [want, want]  # agreed by both ranks (only the last one ran out)
 
 
-@pytest.mark.parametrize("mode", ["default", "accumulate4", "oom"])
+@pytest.mark.parametrize("mode", MODES)
 def test_two_processes_give_the_weights_of_one(runs, mode):
     one, (r0, r1) = runs[1][0], runs[2]
     for a, b, ref in zip(r0[mode]["weights"], r1[mode]["weights"], one[mode]["weights"]):
@@ -244,26 +293,41 @@ def test_two_processes_give_the_weights_of_one(runs, mode):
     _close(r0[mode]["loss"], one[mode]["loss"], 1e-9)
 
 
-def test_no_blocking_collective_and_no_host_sync_inside_a_step(runs):
-    # each step starts one agreement (stop requests, out-of-memory decision) before its armed
-    # backward and waits for it after: nothing else, and nothing read back from the device
-    for mode in ("default", "accumulate4"):
+def test_a_step_runs_only_ddps_bucket_all_reduce_and_no_host_sync(runs):
+    # the step's flags (stop requests, out-of-memory decision, a fatal error) travel in DDP's
+    # gradient bucket: each step is one bucket all-reduce (this small model has one bucket) and no
+    # other collective from arignote or anyone calling torch.distributed, nothing read back from
+    # the device; with accumulation too (the micro-batches before the last run under no_sync)
+    for mode in ("default", "accumulate4", "copied"):
         for rk in runs[2]:
             steps = rk[mode]["per_step"]
             assert len(steps) == 6
-            assert all(s == {"collectives": {"agree_later": 1, "wait": 1}, "syncs": 0} for s in steps), steps
+            want = {"collectives": {"bucket": 1}, "torch": {"all_reduce": 1}, "carried": 1, "syncs": 0}
+            assert all(s == want for s in steps), steps
     for rk in runs[1]:  # one process: no collective at all, no sync either
-        assert all(s == {"collectives": {}, "syncs": 0} for s in rk["default"]["per_step"])
+        assert all(s == {"collectives": {}, "torch": {}, "carried": 0, "syncs": 0}
+                   for s in rk["default"]["per_step"])
+
+
+def test_a_users_own_comm_hook_keeps_its_place_and_the_flags_their_own_exchange(runs):
+    # DDP takes one comm hook: a user's, registered before the first step, is kept, and the flags
+    # fall back to one asynchronous agreement a step (started before the armed backward, waited after)
+    for rk in runs[2]:
+        steps = rk["own_hook"]["per_step"]
+        want = {"collectives": {"agree_later": 1, "wait": 1}, "torch": {"all_reduce": 2}, "carried": 0,
+                "syncs": 0}
+        assert all(s == want for s in steps), steps
 
 
 def test_blocking_agreements_only_at_epoch_ends(runs):
     # default mode: 2 epoch ends block (stop after on_epoch_end, a fatal error); the 6 steps'
-    # agreements are asynchronous; the out-of-memory run adds its 2 retry rounds (k=2, then 4)
+    # agreements ride in the buckets; the out-of-memory run adds its 2 retry rounds (k=2, then 4)
     for rk in runs[2]:
         counts = rk["default"]["collectives"]
-        assert counts["agree"] == 2
-        assert counts["agree_later"] == counts["wait"] == 6
-        assert rk["oom"]["collectives"]["agree_later"] == 6 + 2
+        assert counts["agree"] == 2 and counts["bucket"] == 6
+        assert "agree_later" not in counts and "wait" not in counts
+        assert rk["oom"]["collectives"]["bucket"] == 6 + 2 and "agree_later" not in rk["oom"]["collectives"]
+        assert rk["own_hook_oom"]["collectives"]["agree_later"] == 6 + 2
 
 
 def test_evaluate_validation_and_predict_count_every_sample_once(runs):
@@ -288,7 +352,9 @@ def test_batchnorm_statistics_agree_over_ranks_and_evaluation_matches(runs):
 def test_stop_training_on_one_rank_stops_every_rank_after_that_batch(runs):
     one = runs[1][0]
     for rk in runs[2] + [one]:
-        assert rk["stop"] == {"epochs": [0], "steps": 3}  # batches 0, 1, 2 of epoch 0, then stop
+        # batches 0, 1, 2 of epoch 0, then stop; batch 3's reduced backward carried the request
+        # (its forward and backward ran, its update nowhere)
+        assert rk["stop"] == {"epochs": [0], "steps": 3, "passes": 4 if rk is not one else 0}
         assert rk["stop_interrupted"] is True and rk["stop_epochs_done"] == 0
 
 

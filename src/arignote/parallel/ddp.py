@@ -43,11 +43,12 @@ from arignote.config import ConfigError
 from arignote.devices import Device
 from arignote.devices import cuda as cuda_api
 from arignote.parallel.env import DistEnv, relaunch_command, restart_count
+from arignote.parallel.flag_carrier import FlagCarrier, carry_hook
 from arignote.parallel.heartbeat import Heartbeat
 from arignote.parallel.launcher import Launcher, watch_parent
 from arignote.parallel.placement import gpus_per_replica, parse_contexts, replica_gpus, set_replica_gpus
 
-__all__ = ["Agreement", "DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
+__all__ = ["Agreement", "Carried", "DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
 
 STARTUP_TIMEOUT = 300.0  # seconds for every rank to reach fit (imports, data loading)
 _state: dict[str, Any] = {"active": None}
@@ -61,13 +62,16 @@ class DataParallel:
     The protocol (docs/architecture.md): ``wrap`` (DDP), ``order`` (the epoch order, rank 0's torch
     RNG broadcast so a run seeded with ``torch.manual_seed`` sees the order a single process would),
     ``no_sync`` (DDP's, for every micro-batch but the last), ``reduce`` (a sum over ranks),
-    ``agree`` (small integer flags, max over ranks, on the host: no device sync), ``agree_later``
-    (the same, started now and waited for later: the per-step one), ``stand_in_backward``,
-    ``gather``, ``broadcast_seed``, ``barrier``, ``close``.
+    ``agree`` (small integer flags, max over ranks, on the host: no device sync),
+    ``agree_in_reduction`` (the per-step one: the flags travel inside DDP's gradient all-reduce of
+    the armed backward, :mod:`arignote.parallel.flag_carrier`), ``agree_later`` (its fallback: the
+    same started asynchronously on a gloo group of its own), ``stand_in_backward``, ``gather``,
+    ``broadcast_seed``, ``barrier``, ``close``.
 
-    ``collectives`` counts every collective this strategy ran, by kind (``agree``, ``agree_later``,
-    ``wait``, ``waited`` for a wait that found the reduction still running, ``reduce``, ``order``,
-    ...): tests count them per step. DDP's own gradient buckets are not in it.
+    ``collectives`` counts every collective this strategy ran, by kind (``bucket`` for each DDP
+    gradient bucket the flag-carrying comm hook all-reduces, ``agree``, ``agree_later``, ``wait``,
+    ``waited`` for a wait that found the reduction still running, ``reduce``, ``order``, ...):
+    tests count them per step. ``carried`` counts the agreements that travelled in a bucket.
     """
 
     def __init__(self, device: Any, env: DistEnv, backend: str, launcher: Launcher | None = None,
@@ -84,6 +88,12 @@ class DataParallel:
         self.collectives: Counter[str] = Counter()  # collectives run so far, by kind (tests count them)
         self._reduced_checked: weakref.WeakSet = weakref.WeakSet()  # DDP modules checked once
         self.static_graph = False  # DDP's static_graph, set by wrap from parallel.static_graph
+        # the step's flags ride in DDP's bucket all-reduce when the buckets are host memory (gloo);
+        # on NCCL the bucket is GPU memory and reading the flags back would stall the host on the
+        # device every step, so they keep their asynchronous host-side exchange (agree_later)
+        self.carry_flags = backend == "gloo"
+        self.carried = 0  # agreements that travelled inside a gradient bucket
+        self._carriers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # DDP -> carrier | None
         self._closed = False
 
     @property
@@ -181,6 +191,38 @@ class DataParallel:
         work = self._collective(what, dist.all_reduce, t, op=dist.ReduceOp.MAX, group=self.control,
                                 async_op=True)
         return Agreement(t, work, self, what)
+
+    def agree_in_reduction(self, net: torch.nn.Module, flags: list[int]) -> Carried | Agreement:
+        """The step's agreement (maxima over ranks, like :meth:`agree`) carried by the next armed
+        backward of ``net``: the flags are appended to the first gradient bucket DDP all-reduces
+        (a DDP comm hook, :class:`~arignote.parallel.flag_carrier.FlagCarrier`) and read after that
+        backward, so the step runs no collective of its own. Call it before the armed backward
+        (or :meth:`stand_in_backward`) on every rank; ``wait()`` after it.
+
+        Falls back to :meth:`agree_later` where the hook cannot carry them: an NCCL job
+        (``carry_flags`` off: the bucket is device memory), a module that is not DDP, or a DDP
+        module that already has a comm hook of its own (DDP takes one; a user's hook registered
+        before the first step keeps its place, and the flags their own exchange)."""
+        carrier = self._carrier(net, len(flags))
+        if carrier is None:
+            return self.agree_later(flags)
+        carrier.send(flags)
+        self.carried += 1
+        return Carried(carrier)
+
+    def _carrier(self, net: torch.nn.Module, width: int) -> FlagCarrier | None:
+        """``net``'s flag carrier, its comm hook registered on first use (before the first armed
+        backward); None where the flags cannot ride in its buckets."""
+        if not self.carry_flags or not isinstance(net, DistributedDataParallel):
+            return None
+        if net in self._carriers:
+            return self._carriers[net]
+        carrier = None
+        if not getattr(net, "_comm_hooks", ()):  # DDP keeps the hooks registered on it there
+            carrier = FlagCarrier(self.rank, self.world_size, width, self.collectives)
+            net.register_comm_hook(carrier, carry_hook)
+        self._carriers[net] = carrier
+        return carrier
 
     def stand_in_backward(self, net: torch.nn.Module) -> None:
         """Take part in this step's gradient reduction without a batch (a rank whose forward ran
@@ -318,6 +360,17 @@ class Agreement:
             counts["waited"] += 1
         self.owner._collective(self.what, self.work.wait)
         return self.flags.tolist()
+
+
+class Carried:
+    """A :meth:`DataParallel.agree_in_reduction` whose flags travel in the armed backward's bucket
+    all-reduce: :meth:`wait` (after that backward; nothing left to wait for) gives the maxima."""
+
+    def __init__(self, carrier: FlagCarrier) -> None:
+        self.carrier = carrier
+
+    def wait(self) -> list[int]:
+        return self.carrier.received()
 
 
 def active() -> DataParallel | None:

@@ -84,6 +84,9 @@ class SingleDevice:
     def agree_later(self, flags: list[int]) -> Agreed:
         return Agreed(flags)
 
+    def agree_in_reduction(self, net: torch.nn.Module, flags: list[int]) -> Agreed:  # noqa: ARG002
+        return Agreed(flags)
+
     def stand_in_backward(self, net: torch.nn.Module) -> None:  # noqa: ARG002 - protocol
         return None
 

@@ -8,11 +8,11 @@ progress-bar redraw, or a callback that reads the batch logs).
 Under data parallel the module trained is the DDP-wrapped one, always: its gradient buckets are
 reduced while the backward runs. A step is run by the out-of-memory guard
 (:class:`~arignote.training.oom.OOMGuard`) as ``k`` micro-batches (``accumulate``, raised on out of
-memory), every forward under ``no_sync()``; after the last forward a small agreement (the
-out-of-memory decision and the stop requests of every rank) is started asynchronously, DDP is armed
-for the last backward, and the agreement is waited for after it, before the update: exactly one
-gradient reduction per optimizer step, no rank ever waits alone in a collective, and no blocking
-rendezvous inside the step.
+memory), every forward under ``no_sync()``; after the last forward the step's small agreement
+(the out-of-memory decision and the stop requests of every rank) is handed to the strategy, DDP is
+armed for the last backward, whose gradient all-reduce carries it, and it is read after that
+backward, before the update: exactly one gradient reduction per optimizer step and no collective
+of the step's own, no rank ever waits alone in a collective, no blocking rendezvous inside the step.
 
 Example::
 
@@ -93,7 +93,8 @@ class Trainer:
                             arm=lambda handle: strategy.reduce_next_backward(self.net, handle[0]),
                             stand_in=lambda: strategy.stand_in_backward(self.net),
                             reduced=lambda: strategy.check_reduced(self.net),
-                            stop=lambda: self._stop_request)
+                            stop=lambda: self._stop_request,
+                            carry=lambda flags: strategy.agree_in_reduction(self.net, flags))
         self._poison = False  # TerminateOnNaN: a non-finite loss makes non-finite gradients
         # targets + the output masks of their forward (Keras 2.3.1 weighs loss and metrics by them)
         masks = getattr(model, "_mask_targets", None)

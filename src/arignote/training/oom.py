@@ -130,7 +130,10 @@ class StepFns:
     backward), ``reduced()`` runs after it;
     ``stand_in()`` is that armed backward for a rank whose forward ran out of memory (zero
     gradients through DDP's reducer, so every rank takes part in the reduction); ``stop()`` is this
-    rank's stop request (sent in the step's agreement). Optional, for TerminateOnNaN:
+    rank's stop request (sent in the step's agreement). ``carry(flags)`` starts the step's
+    agreement so that the armed backward (or the stand-in) carries it
+    (``strategy.agree_in_reduction``: the flags ride in DDP's gradient all-reduce); None:
+    ``strategy.agree_later``. Optional, for TerminateOnNaN:
     ``finite()`` says whether the (reduced) gradients are finite, else the update is skipped (the
     trainer makes a non-finite loss give non-finite gradients, so DDP's reduction carries it to
     every rank without an agreement).
@@ -145,6 +148,7 @@ class StepFns:
     stand_in: Callable[[], Any] = lambda: None
     reduced: Callable[[], Any] = lambda: None
     stop: Callable[[], bool] = lambda: False
+    carry: Callable[[list[int]], Any] | None = None
     finite: Callable[[], bool] | None = None
     # False: forward() only captures the micro-batch and backward() does all the work (the
     # forward_backward form), so the last micro-batch runs before the agreement too
@@ -170,11 +174,12 @@ class OOMGuard:
 
     ``accumulate`` is the starting k (``fit(accumulate=k)``); ``on_oom`` and ``inject_above`` default
     to the ``memory.on_oom`` and ``memory.oom_inject_above`` flags. With a ``strategy`` of more than
-    one rank, every step has exactly one agreement (``strategy.agree``, a few integers on the host)
-    after the forward of its last micro-batch and before that micro-batch's backward, which is the
-    only one DDP is armed for, so the gradients are reduced once per step, overlapped with the
-    backward by DDP. The agreement carries the k a rank that ran out wants, every rank's stop
-    request and a fatal error from an earlier step, so all ranks redo, stop or fail together.
+    one rank, every step has exactly one agreement, handed over after the forward of its last
+    micro-batch and read after that micro-batch's backward, which is the only one DDP is armed for,
+    so the gradients are reduced once per step, overlapped with the backward by DDP. The agreement
+    (the k a rank that ran out wants, every rank's stop request and a fatal error from an earlier
+    step) travels inside that reduction (``fns.carry``: ``strategy.agree_in_reduction``), or in
+    ``strategy.agree_later`` where it cannot, so all ranks redo, stop or fail together.
 
     >>> guard = OOMGuard(accumulate=2, on_oom="raise")
     >>> guard.k
@@ -263,12 +268,19 @@ class OOMGuard:
             records, last, failure = self._attempt(x, y, n, k, scale, fns)
             first_failure = first_failure or failure
             if self.distributed:  # every rank takes part in every round, failed or not
-                want = next_k(k, n) if failure is not None else 0
-                # started before the last backward, waited for after it: the flags travel while
-                # DDP reduces the gradients, and no rank stands at a rendezvous in the step
-                pending = self.strategy.agree_later([want, int(bool(fns.stop())), self.fatal])
-                if fns.split_last:
+                flags = [next_k(k, n) if failure is not None else 0, int(bool(fns.stop())), self.fatal]
+                if fns.split_last and fns.carry is not None:
+                    # the armed backward (or the stand-in) carries the flags in DDP's gradient
+                    # all-reduce: the step runs no collective of its own
+                    pending = fns.carry(flags)
                     self._reduce(fns, records, last, failure)
+                else:
+                    # started before the last backward, waited for after it: the flags travel while
+                    # DDP reduces the gradients, and no rank stands at a rendezvous in the step (the
+                    # forward_backward form knows them only after its last backward: no carrier)
+                    pending = self.strategy.agree_later(flags)
+                    if fns.split_last:
+                        self._reduce(fns, records, last, failure)
                 agreed, stop, fatal = pending.wait()
                 if fatal:
                     self._raise_fatal(fatal)
