@@ -404,7 +404,7 @@ def write_report(rows: list[dict], path: Path, note: str, before: list[dict] | N
         "read from fchollet/deep-learning-with-python-notebooks at run time and are not stored here.",
         "",
         "    python scripts/run_keras2_book.py \\",
-        "        --repo /work/.mirror/fchollet+deep-learning-with-python-notebooks/repo --timeout 600",
+        "        --repo /work/.mirror/fchollet+deep-learning-with-python-notebooks/repo --timeout 400",
         "",
     ]
     if before is not None:

@@ -66,6 +66,24 @@ __all__ = [
     "per_sample",
     "batch_mean",
     "compiled",
+    "Reduction",
+    "Loss",
+    "LossFunctionWrapper",
+    "MeanSquaredError",
+    "MeanAbsoluteError",
+    "MeanAbsolutePercentageError",
+    "MeanSquaredLogarithmicError",
+    "BinaryCrossentropy",
+    "CategoricalCrossentropy",
+    "SparseCategoricalCrossentropy",
+    "Hinge",
+    "SquaredHinge",
+    "CategoricalHinge",
+    "Poisson",
+    "LogCosh",
+    "KLDivergence",
+    "Huber",
+    "is_categorical_crossentropy",
 ]
 
 
@@ -398,6 +416,8 @@ def compiled(loss: str | Callable) -> Callable:
         >>> float(fn(y, p)), float(fn(Weighted((y, None, torch.tensor([True, False]))), p))
         (2.0, 1.0)
     """
+    if isinstance(loss, Loss):
+        return loss._compiled()
     fn = get(loss)
     return weighting.weighted_loss(per_sample(fn) or fn, batch_mean(fn), name_of(fn))
 
@@ -434,13 +454,20 @@ def get(identifier: str | Callable) -> Callable[[torch.Tensor, torch.Tensor], to
 
 
 def name_of(loss: str | Callable) -> str:
-    """Canonical name of a loss (``'mse'`` -> ``'mean_squared_error'``); a callable's ``__name__``."""
+    """Canonical name of a loss (``'mse'`` -> ``'mean_squared_error'``); a callable's ``__name__``; a
+    :class:`LossFunctionWrapper`'s function's name (``CategoricalCrossentropy()`` ->
+    ``'categorical_crossentropy'``, what picks the accuracy and checks targets as in Keras 2.3.1)."""
+    if isinstance(loss, LossFunctionWrapper):
+        loss = loss.fn
     fn = get(loss)
     return getattr(fn, "__name__", type(fn).__name__)
 
 
 def serialize(loss: str | Callable) -> str:
-    """The name to store in a saved model (Keras stores the loss by name)."""
+    """The name to store in a saved model (Keras stores the loss by name); a :class:`Loss` object as
+    Keras 2.3.1 stores it, ``{'class_name': ..., 'config': get_config()}``."""
+    if isinstance(loss, Loss):
+        return {"class_name": type(loss).__name__, "config": loss.get_config()}
     return name_of(loss)
 
 
@@ -454,6 +481,13 @@ def deserialize(name: str | Callable, custom_objects: dict | None = None) -> Cal
     """
     if isinstance(name, str) and custom_objects and name in custom_objects:
         return custom_objects[name]
+    if isinstance(name, dict):  # Keras 2.3.1 {'class_name': 'CategoricalCrossentropy', 'config': {...}}
+        classes = {**_LOSS_CLASSES, **(custom_objects or {})}
+        cls = classes.get(name.get("class_name"))
+        if cls is None:
+            raise ValueError(f"unknown loss class {name.get('class_name')!r}; known: "
+                             f"{', '.join(_LOSS_CLASSES)} (pass your own in custom_objects)")
+        return cls.from_config(name.get("config", {}))
     return get(name)
 
 
@@ -510,7 +544,7 @@ def from_logits(loss: str | Callable, activation: str | None) -> Callable | None
         >>> bool(torch.isclose(fused(y, z), categorical_crossentropy(y, torch.softmax(z, -1))))
         True
     """
-    if not isinstance(activation, str):
+    if not isinstance(activation, str) or isinstance(loss, Loss):  # a Loss object: its own options
         return None
     try:
         name = name_of(loss)
@@ -595,3 +629,208 @@ def check_targets(loss: str | Callable, y, output_shape: tuple) -> None:
             f"{name} expects targets in [0, 1], got {bad}; for more than 2 classes use a softmax output "
             "with sparse_categorical_crossentropy"
         )
+
+
+# --------------------------------------------------------------------------- Loss classes (Keras 2.3.1)
+
+
+class Reduction:
+    """Keras 2.3.1 ``losses_utils.Reduction``: how a :class:`Loss` reduces its weighted values.
+
+    >>> Reduction.all()
+    ('none', 'sum', 'sum_over_batch_size')
+    """
+
+    NONE = "none"
+    SUM = "sum"
+    SUM_OVER_BATCH_SIZE = "sum_over_batch_size"
+
+    @classmethod
+    def all(cls) -> tuple[str, str, str]:
+        return (cls.NONE, cls.SUM, cls.SUM_OVER_BATCH_SIZE)
+
+    @classmethod
+    def validate(cls, key: str) -> None:
+        if key not in cls.all():
+            raise ValueError(f"Invalid Reduction Key {key!r}: use one of {', '.join(cls.all())}")
+
+
+def reduce_weighted(values: torch.Tensor, sample_weight: torch.Tensor | float | None,
+                    reduction: str = Reduction.SUM_OVER_BATCH_SIZE) -> torch.Tensor:
+    """Keras 2.3.1 ``compute_weighted_loss``: ``values * sample_weight`` (weights broadcast as Keras:
+    a scalar, per sample, or per element), then ``none`` (as is), ``sum``, or ``sum_over_batch_size``
+    (the sum over the number of weighted values).
+
+    >>> float(reduce_weighted(torch.tensor([1.0, 3.0]), torch.tensor([2.0, 0.0]), "sum"))
+    2.0
+    """
+    Reduction.validate(reduction)
+    if sample_weight is None:
+        weighted = values
+    else:
+        if not isinstance(sample_weight, torch.Tensor):
+            sample_weight = torch.tensor(float(sample_weight))
+        sample_weight = sample_weight.to(device=values.device, dtype=values.dtype)
+        v, w = weighting._match_ranks(values, sample_weight)
+        weighted = v * w
+    if reduction == Reduction.NONE:
+        return weighted
+    total = weighted.sum()
+    return total if reduction == Reduction.SUM else total / max(weighted.numel(), 1)
+
+
+class Loss:
+    """Keras 2.3.1 loss base class: subclasses implement ``call(y_true, y_pred)`` (values per sample);
+    ``loss(y_true, y_pred, sample_weight=None)`` weighs and reduces them (``reduction``, default
+    ``'sum_over_batch_size'``). In ``compile(loss=...)`` the output mask and sample weights are the
+    ``sample_weight``, and the result is averaged as Keras 2.3.1 does (``K.mean(total_loss)``).
+
+    Example::
+
+        >>> class Scaled(Loss):
+        ...     def call(self, y_true, y_pred):
+        ...         return 2.0 * (y_pred - y_true).abs().mean(dim=-1)
+        >>> float(Scaled()(torch.zeros(2, 1), torch.tensor([[1.0], [2.0]])))
+        3.0
+    """
+
+    def __init__(self, reduction: str = Reduction.SUM_OVER_BATCH_SIZE, name: str | None = None) -> None:
+        Reduction.validate(reduction)
+        self.reduction = reduction
+        self.name = name
+
+    def call(self, y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError(f"{type(self).__name__} must implement call(y_true, y_pred)")
+
+    def __call__(self, y_true: torch.Tensor, y_pred: torch.Tensor, sample_weight=None) -> torch.Tensor:
+        return reduce_weighted(self.call(y_true, y_pred), sample_weight, self.reduction)
+
+    @property
+    def __name__(self) -> str:  # compile and the logs read a loss's name
+        return self.name or type(self).__name__
+
+    def get_config(self) -> dict:
+        return {"reduction": self.reduction, "name": self.name}
+
+    @classmethod
+    def from_config(cls, config: dict) -> Loss:
+        return cls(**config)
+
+    def _fast_mean(self) -> Callable | None:
+        """The batch mean in the fewest kernels when it equals this loss unweighted (else None)."""
+        return None
+
+    def _compiled(self) -> Callable:
+        """``fn(y_true, y_pred)`` as ``compile`` trains with it: plain targets -> the loss
+        unweighted; :class:`arignote.weighting.Weighted` targets -> weights times mask as the
+        ``sample_weight`` (Keras 2.3.1 ``_prepare_total_loss``), then the mean of the result."""
+        fast = self._fast_mean() if self.reduction != Reduction.SUM else None
+
+        def loss(y_true, y_pred):
+            if fast is not None and type(y_true) is not weighting.Weighted:
+                return fast(y_true, y_pred)
+            y, w, mask = weighting.parts(y_true)
+            out = self(y, y_pred, sample_weight=weighting.combine(w, mask, y_pred.dtype))
+            return out.mean() if out.dim() else out
+
+        loss.__name__ = self.__name__
+        return loss
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(reduction={self.reduction!r}, name={self.name!r})"
+
+
+class LossFunctionWrapper(Loss):
+    """A loss function ``fn(y_true, y_pred, **kwargs)`` as a :class:`Loss` (Keras 2.3.1).
+
+    >>> w = LossFunctionWrapper(mean_absolute_error, reduction="sum")
+    >>> float(w(torch.zeros(2, 1), torch.tensor([[1.0], [2.0]])))
+    3.0
+    """
+
+    def __init__(self, fn: Callable, reduction: str = Reduction.SUM_OVER_BATCH_SIZE, name: str | None = None,
+                 **kwargs) -> None:
+        super().__init__(reduction=reduction, name=name)
+        self.fn = fn
+        self._fn_kwargs = kwargs
+
+    def call(self, y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+        if not self._fn_kwargs and self.fn in _FORMS:
+            return _FORMS[self.fn][0](y_true, y_pred)
+        return self.fn(y_true, y_pred, **self._fn_kwargs)
+
+    def _fast_mean(self) -> Callable | None:
+        if any(self._fn_kwargs.values()) or self.fn not in _FORMS:
+            return None
+        return _FORMS[self.fn][1]
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), **self._fn_kwargs}
+
+
+def _wrapper(class_name: str, fn: Callable, doc: str, **options) -> type:
+    """A Keras 2.3.1 ``LossFunctionWrapper`` subclass for ``fn`` with keyword ``options``."""
+
+    def __init__(self, *args, reduction: str = Reduction.SUM_OVER_BATCH_SIZE, name: str = fn.__name__,
+                 **kwargs) -> None:
+        if len(args) > len(options):
+            raise TypeError(f"{class_name} takes at most {len(options)} positional arguments "
+                            f"({', '.join(options) or 'none'}), got {len(args)}")
+        values = dict(zip(options, args))
+        for key in kwargs:
+            if key in values or key not in options:
+                raise TypeError(f"{class_name} got an unexpected keyword argument {key!r}; its arguments: "
+                                f"{', '.join([*options, 'reduction', 'name'])}")
+        values.update(kwargs)
+        LossFunctionWrapper.__init__(self, fn, reduction=reduction, name=name,
+                                     **{k: values.get(k, default) for k, default in options.items()})
+
+    return type(class_name, (LossFunctionWrapper,), {"__init__": __init__, "__doc__": doc,
+                                                      "__module__": __name__})
+
+
+MeanSquaredError = _wrapper("MeanSquaredError", mean_squared_error,
+                            "``mean_squared_error`` as a Loss (Keras 2.3.1).")
+MeanAbsoluteError = _wrapper("MeanAbsoluteError", mean_absolute_error,
+                             "``mean_absolute_error`` as a Loss (Keras 2.3.1).")
+MeanAbsolutePercentageError = _wrapper("MeanAbsolutePercentageError", mean_absolute_percentage_error,
+                                       "``mean_absolute_percentage_error`` as a Loss (Keras 2.3.1).")
+MeanSquaredLogarithmicError = _wrapper("MeanSquaredLogarithmicError", mean_squared_logarithmic_error,
+                                       "``mean_squared_logarithmic_error`` as a Loss (Keras 2.3.1).")
+BinaryCrossentropy = _wrapper("BinaryCrossentropy", binary_crossentropy,
+                              "``binary_crossentropy`` as a Loss: ``BinaryCrossentropy(from_logits=False, "
+                              "label_smoothing=0)``.", from_logits=False, label_smoothing=0)
+CategoricalCrossentropy = _wrapper("CategoricalCrossentropy", categorical_crossentropy,
+                                   "``categorical_crossentropy`` as a Loss: ``CategoricalCrossentropy("
+                                   "from_logits=False, label_smoothing=0)``.", from_logits=False,
+                                   label_smoothing=0)
+SparseCategoricalCrossentropy = _wrapper("SparseCategoricalCrossentropy", sparse_categorical_crossentropy,
+                                         "``sparse_categorical_crossentropy`` as a Loss: "
+                                         "``SparseCategoricalCrossentropy(from_logits=False)``.",
+                                         from_logits=False)
+Hinge = _wrapper("Hinge", hinge, "``hinge`` as a Loss (Keras 2.3.1).")
+SquaredHinge = _wrapper("SquaredHinge", squared_hinge, "``squared_hinge`` as a Loss (Keras 2.3.1).")
+CategoricalHinge = _wrapper("CategoricalHinge", categorical_hinge, "``categorical_hinge`` as a Loss.")
+Poisson = _wrapper("Poisson", poisson, "``poisson`` as a Loss (Keras 2.3.1).")
+LogCosh = _wrapper("LogCosh", logcosh, "``logcosh`` as a Loss (Keras 2.3.1).")
+KLDivergence = _wrapper("KLDivergence", kullback_leibler_divergence,
+                        "``kullback_leibler_divergence`` as a Loss (Keras 2.3.1).")
+Huber = _wrapper("Huber", huber_loss, "``huber_loss`` as a Loss: ``Huber(delta=1.0)``.", delta=1.0)
+
+_LOSS_CLASSES = {c.__name__: c for c in (
+    MeanSquaredError, MeanAbsoluteError, MeanAbsolutePercentageError, MeanSquaredLogarithmicError,
+    BinaryCrossentropy, CategoricalCrossentropy, SparseCategoricalCrossentropy, Hinge, SquaredHinge,
+    CategoricalHinge, Poisson, LogCosh, KLDivergence, Huber)}
+
+
+def is_categorical_crossentropy(loss) -> bool:
+    """Keras 2.3.1's test: a :class:`CategoricalCrossentropy`, a wrapper of
+    :func:`categorical_crossentropy`, a function of that name, or the name itself.
+
+    >>> is_categorical_crossentropy(CategoricalCrossentropy()), is_categorical_crossentropy("mse")
+    (True, False)
+    """
+    return (isinstance(loss, CategoricalCrossentropy)
+            or (isinstance(loss, LossFunctionWrapper) and loss.fn is categorical_crossentropy)
+            or getattr(loss, "__name__", None) == "categorical_crossentropy"
+            or (isinstance(loss, str) and loss == "categorical_crossentropy"))

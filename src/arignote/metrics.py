@@ -31,6 +31,19 @@ from typing import Any
 import torch
 
 from arignote import losses, metric_names, weighting
+from arignote.metric_classes import (
+    AUC,
+    FalseNegatives,
+    FalsePositives,
+    MeanIoU,
+    Precision,
+    Recall,
+    SensitivityAtSpecificity,
+    SpecificityAtSensitivity,
+    StatefulMetric,
+    TrueNegatives,
+    TruePositives,
+)
 
 __all__ = [
     "Metric",
@@ -46,6 +59,45 @@ __all__ = [
     "accuracy_for",
     "resolve",
     "unique_name",
+    "accuracy",
+    "hinge",
+    "squared_hinge",
+    "poisson",
+    "kullback_leibler_divergence",
+    "categorical_hinge",
+    "logcosh",
+    "cosine_proximity",
+    "cosine_similarity",
+    "cosine",
+    "binary_crossentropy",
+    "categorical_crossentropy",
+    "sparse_categorical_crossentropy",
+    "mean_squared_error",
+    "mean_absolute_error",
+    "mean_absolute_percentage_error",
+    "mean_squared_logarithmic_error",
+    "mse",
+    "mae",
+    "mape",
+    "msle",
+    "MSE",
+    "MAE",
+    "MAPE",
+    "MSLE",
+    "clone_metric",
+    "clone_metrics",
+    "UnsupportedMetricError",
+    "StatefulMetric",
+    "TruePositives",
+    "FalsePositives",
+    "TrueNegatives",
+    "FalseNegatives",
+    "Precision",
+    "Recall",
+    "AUC",
+    "SensitivityAtSpecificity",
+    "SpecificityAtSensitivity",
+    "MeanIoU",
 ]
 
 
@@ -62,9 +114,10 @@ def sparse_categorical_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> t
     return (y_pred.argmax(dim=-1) == y_true.reshape(y_pred.shape[:-1])).to(y_pred.dtype)
 
 
-def binary_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
-    """Fraction of outputs where ``y_pred > 0.5`` matches the 0/1 target, per sample (Keras ``round``)."""
-    hit = (y_pred > 0.5) == (y_true.reshape(y_pred.shape) > 0.5)
+def binary_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor, threshold: float = 0.5) -> torch.Tensor:
+    """Fraction of outputs where ``y_pred > threshold`` matches the 0/1 target, per sample (Keras
+    ``round``)."""
+    hit = (y_pred > threshold) == (y_true.reshape(y_pred.shape) > 0.5)
     return hit.to(y_pred.dtype).mean(dim=-1)
 
 
@@ -72,6 +125,28 @@ def top_k_categorical_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor, k: in
     """1.0 where the true class (argmax of one-hot ``y_true``) is among the ``k`` largest predictions."""
     top = y_pred.topk(min(k, y_pred.shape[-1]), dim=-1).indices
     return (top == y_true.argmax(dim=-1, keepdim=True)).any(dim=-1).to(y_pred.dtype)
+
+
+def accuracy(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    """Keras 2.3.1 ``metrics.accuracy``: 1.0 where ``y_true == y_pred`` elementwise (labels compared
+    with labels, e.g. after an argmax).
+
+    >>> accuracy(torch.tensor([1, 2, 3]), torch.tensor([1.0, 0.0, 3.0])).tolist()
+    [1.0, 0.0, 1.0]
+    """
+    if not y_pred.is_floating_point():
+        y_pred = y_pred.to(torch.get_default_dtype())
+    return (y_true.to(y_pred.dtype).reshape(y_pred.shape) == y_pred).to(y_pred.dtype)
+
+
+def cosine_proximity(y_true: torch.Tensor, y_pred: torch.Tensor, axis: int = -1) -> torch.Tensor:
+    """Keras 2.3.1 ``metrics.cosine_proximity``: ``sum(l2_normalize(y_true) * l2_normalize(y_pred))``
+    over ``axis`` (the similarity: the loss of the same name is its negative).
+
+    >>> round(float(cosine_proximity(torch.tensor([[1.0, 0.0]]), torch.tensor([[1.0, 1.0]]))), 4)
+    0.7071
+    """
+    return -losses.cosine_proximity(y_true, y_pred, axis=axis)
 
 
 def sparse_top_k_categorical_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor, k: int = 5) -> torch.Tensor:
@@ -220,6 +295,10 @@ _FUNCTIONS: dict[str, Callable] = {
     "binary_accuracy": binary_accuracy,
     "top_k_categorical_accuracy": top_k_categorical_accuracy,
     "sparse_top_k_categorical_accuracy": sparse_top_k_categorical_accuracy,
+    # keras.metrics' cosine_proximity is the similarity (+), keras.losses' its negative
+    "cosine_proximity": cosine_proximity,
+    "cosine_similarity": cosine_proximity,
+    "cosine": cosine_proximity,
 }
 
 
@@ -242,7 +321,7 @@ def get(
     and any loss name (``mse``, ``mae``, ``binary_crossentropy``...), logged under the given name
     (Keras 2.2's function name with the ``metrics.names=2.2`` flag).
     """
-    if isinstance(identifier, (Metric, Mean)):
+    if isinstance(identifier, (Metric, Mean, StatefulMetric)):
         return identifier
     if isinstance(identifier, str):
         name = metric_names.logged_name(identifier)
@@ -304,7 +383,7 @@ def serialize(metric: str | Callable | Metric) -> str:
     """The name Keras 2 stores for a metric (a function's ``__name__``, a :class:`Metric`'s name)."""
     if isinstance(metric, str):
         return metric
-    if isinstance(metric, _Accumulator):
+    if isinstance(metric, (_Accumulator, StatefulMetric)):
         return metric.name
     name = getattr(metric, "__name__", None)
     if name is None:
@@ -335,5 +414,83 @@ def deserialize(name: str, custom_objects: dict | None = None) -> Callable:
 binary_crossentropy = losses.binary_crossentropy
 categorical_crossentropy = losses.categorical_crossentropy
 sparse_categorical_crossentropy = losses.sparse_categorical_crossentropy
-mean_squared_error = mse = losses.mean_squared_error
-mean_absolute_error = mae = losses.mean_absolute_error
+mean_squared_error = mse = MSE = losses.mean_squared_error
+mean_absolute_error = mae = MAE = losses.mean_absolute_error
+mean_absolute_percentage_error = mape = MAPE = losses.mean_absolute_percentage_error
+mean_squared_logarithmic_error = msle = MSLE = losses.mean_squared_logarithmic_error
+hinge = losses.hinge
+squared_hinge = losses.squared_hinge
+poisson = losses.poisson
+kullback_leibler_divergence = losses.kullback_leibler_divergence
+categorical_hinge = losses.categorical_hinge
+logcosh = losses.logcosh
+cosine = cosine_similarity = cosine_proximity
+
+
+def clone_metric(metric: Any) -> Any:
+    """Keras 2.3.1 ``clone_metric``: a fresh accumulator with the same function, name and weighting
+    for a stateful metric object, the metric itself otherwise (a name, a function).
+
+    >>> m = get("mae"); c = clone_metric(m)
+    >>> c is not m and c.name == m.name
+    True
+    """
+    if isinstance(metric, Metric):
+        clone = Metric(metric.fn, name=metric.name, weighted=metric.weighted, select=metric.select)
+        clone.values = metric.values
+        return clone
+    if isinstance(metric, Mean):
+        return Mean(metric.name)
+    if isinstance(metric, StatefulMetric):
+        return type(metric).from_config(metric.get_config())
+    return metric
+
+
+def clone_metrics(metrics: Any) -> Any:
+    """Keras 2.3.1 ``clone_metrics``: :func:`clone_metric` of each in a list or dict (None stays None).
+
+    >>> clone_metrics(None), clone_metrics(["acc"])
+    (None, ['acc'])
+    """
+    if metrics is None:
+        return None
+    if isinstance(metrics, dict):
+        return {key: clone_metric(value) for key, value in metrics.items()}
+    return [clone_metric(metric) for metric in metrics]
+
+
+class UnsupportedMetricError(ImportError):
+    """A Keras 2.3.1 ``keras.metrics`` name arignote does not provide yet (the message says what to use)."""
+
+
+_WRAPPER_CLASSES = {
+    "Accuracy": "'accuracy'", "BinaryAccuracy": "'binary_accuracy'",
+    "CategoricalAccuracy": "'categorical_accuracy'",
+    "SparseCategoricalAccuracy": "'sparse_categorical_accuracy'",
+    "TopKCategoricalAccuracy": "'top_k_categorical_accuracy'",
+    "SparseTopKCategoricalAccuracy": "'sparse_top_k_categorical_accuracy'",
+    "MeanSquaredError": "'mse'", "MeanAbsoluteError": "'mae'", "MeanAbsolutePercentageError": "'mape'",
+    "MeanSquaredLogarithmicError": "'msle'", "Hinge": "'hinge'", "SquaredHinge": "'squared_hinge'",
+    "CategoricalHinge": "'categorical_hinge'", "Poisson": "'poisson'",
+    "KLDivergence": "'kullback_leibler_divergence'", "CosineSimilarity": "'cosine_proximity'",
+    "LogCoshError": "'logcosh'", "BinaryCrossentropy": "'binary_crossentropy'",
+    "CategoricalCrossentropy": "'categorical_crossentropy'",
+    "SparseCategoricalCrossentropy": "'sparse_categorical_crossentropy'",
+    "MeanMetricWrapper": "a metric function fn(y_true, y_pred)",
+    "RootMeanSquaredError": "'mse' (and its square root afterwards)",
+}
+_STATEFUL_CLASSES = ("Reduce", "Sum")
+
+
+def __getattr__(name: str):
+    if name in _WRAPPER_CLASSES:
+        raise UnsupportedMetricError(
+            f"arignote.metrics.{name} (a Keras 2.3.1 metric class) is not provided by arignote yet; "
+            f"pass {_WRAPPER_CLASSES[name]} in compile(metrics=[...]) instead: it computes the same "
+            "epoch mean")
+    if name in _STATEFUL_CLASSES:
+        raise UnsupportedMetricError(
+            f"arignote.metrics.{name} (a Keras 2.3.1 reducing metric class) is not provided by arignote "
+            "yet; pass a metric function fn(y_true, y_pred) in compile(metrics=[...]) instead: its "
+            "epoch mean is logged")
+    raise AttributeError(f"module 'arignote.metrics' has no attribute {name!r}")

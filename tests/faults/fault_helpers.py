@@ -7,6 +7,7 @@ and runs every point.
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -105,5 +106,9 @@ def run(work: Path, mode: str = "none", epoch: int = -1, batch: int = -1, proces
     for name in ("ARIGNOTE_FLAGS", "RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"):
         env.pop(name, None)
     args = [str(work), mode, str(epoch), str(batch), str(processes)]
-    return subprocess.run([sys.executable, str(script), *args],
-                          capture_output=True, text=True, timeout=timeout, env=env)
+    # SIGINT back to its default in the job: a shell without job control (`cmd &`, nohup, some CI
+    # runners) starts background commands with SIGINT ignored, and the job inherits that, so the
+    # "sigint" fault would be ignored and the run end normally (seen in a full run started with &)
+    return subprocess.run([sys.executable, str(script), *args], capture_output=True, text=True,
+                          timeout=timeout, env=env,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
