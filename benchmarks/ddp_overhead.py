@@ -7,7 +7,10 @@ each process with 1 intra-op thread:
 * ``loop, 1 process``: a plain torch loop on the same global batch ``2B``;
 * ``fit, 2 gloo processes``: the same ``fit`` with the global batch ``2B`` (``B`` rows per rank);
 * ``loop, 2 gloo processes``: ``DistributedDataParallel`` in a hand-written loop, ``B`` rows per rank
-  (slice, forward, loss, ``zero_grad``, backward, ``step``), nothing else.
+  (slice, forward, loss, ``zero_grad``, backward, ``step``), nothing else;
+* ``--carrier-loop``: that loop with arignote's flag-carrying comm hook registered and the three
+  flags sent and read each step (``parallel/flag_carrier.py``): what the hook alone costs against
+  DDP's built-in reduction.
 
 Both 2-process runs are started the same way (two processes with the torchrun variables set; fit
 adopts them, the loop calls ``init_process_group("gloo")``). A step is timed from one step's end to
@@ -71,6 +74,12 @@ else:
         import torch.distributed as dist
         dist.init_process_group("gloo")
         net = torch.nn.parallel.DistributedDataParallel(net)
+        if kind == "loop+carrier":  # the same loop with arignote's flag-carrying comm hook
+            from collections import Counter
+            from arignote.parallel.flag_carrier import FlagCarrier, carry_hook
+            carrier = FlagCarrier(rank, world, 3, Counter())
+            net.register_comm_hook(carrier, carry_hook)
+    carry = kind == "loop+carrier"
     opt = torch.optim.SGD(net.parameters(), lr=0.01)
     local = 2 * batch // world
     for step in range(steps):
@@ -78,7 +87,11 @@ else:
         xb, yb = xt[start:start + local], yt[start:start + local]
         loss = torch.nn.functional.mse_loss(net(xb), yb)
         opt.zero_grad()
+        if carry:
+            carrier.send([0, 0, 0])  # what fit's step sends: [k wanted, stop, fatal]
         loss.backward()
+        if carry:
+            carrier.received()
         opt.step()
         stamps.append(time.perf_counter())
     if world > 1:
@@ -146,8 +159,12 @@ def main() -> None:
     parser.add_argument("--only-parallel", action="store_true", help="skip the 1-process configurations")
     parser.add_argument("--other-src", default="", help="also time fit (2 processes) with arignote "
                         "imported from this src directory (e.g. a checkout of the previous commit)")
+    parser.add_argument("--carrier-loop", action="store_true", help="also time the hand-written DDP "
+                        "loop with arignote's flag-carrying comm hook (what the hook alone costs)")
     args = parser.parse_args()
     configs = [("fit", 2), ("loop", 2)]
+    if args.carrier_loop:
+        configs.append(("loop+carrier", 2))
     if args.other_src:
         configs.append(("fit@other", 2))
     if not args.only_parallel:
@@ -182,6 +199,9 @@ def main() -> None:
         print(f"fit ({args.other_src}) / hand-written DDP loop (2 processes): "
               f"{ratio(('fit@other', 2), ('loop', 2))}")
         print(f"fit / fit ({args.other_src}) (2 processes): {ratio(('fit', 2), ('fit@other', 2))}")
+    if args.carrier_loop:
+        print(f"loop with the flag carrier / hand-written DDP loop (2 processes): "
+              f"{ratio(('loop+carrier', 2), ('loop', 2))}")
     if not args.only_parallel:
         print(f"fit / plain loop (1 process): {ratio(('fit', 1), ('loop', 1))}")
         print(f"fit, 2-process step / 1-process step (same global batch): {ratio(('fit', 2), ('fit', 1))}")
