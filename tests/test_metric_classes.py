@@ -217,3 +217,26 @@ def test_mean_metric_wrapper_family_names_values_and_compile():
     assert h.history["root_mean_squared_error"][0] == pytest.approx(np.sqrt(((p - y) ** 2).mean()))
     with pytest.raises(ImportError, match="Reduce.*Sum"):
         from arignote.metrics import Reduce  # noqa: F401
+
+
+def test_two_outputs_with_loss_objects_and_stateful_metrics():
+    from arignote.layers import Input
+    from arignote.losses import BinaryCrossentropy, MeanSquaredError
+    from arignote.models import Model
+
+    x, y = _data()
+    inp = Input((5,))
+    a = Dense(1, activation="sigmoid", name="a")(inp)
+    b = Dense(1, activation="sigmoid", name="b")(inp)
+    model = Model(inp, [a, b])
+    model.compile(SGD(lr=0.0), loss=[BinaryCrossentropy(), MeanSquaredError()],
+                  metrics={"a": [metrics.AUC()], "b": [metrics.Recall()]})
+    h = model.fit(x, [y, 1 - y], batch_size=16, epochs=1, verbose=0)
+    assert list(h.history) == ["loss", "a_loss", "b_loss", "a_auc", "b_recall"]
+    pa, pb = (p.reshape(-1).astype(np.float64) for p in model.predict(x))
+    assert h.history["a_auc"][0] == pytest.approx(auc_reference(y.reshape(-1), pa), abs=1e-9)
+    tp, _, _, fn = confusion(1 - y.reshape(-1), pb, [0.5])
+    assert h.history["b_recall"][0] == pytest.approx(float(tp[0] / (tp[0] + fn[0])))
+    bce = -np.mean(y.reshape(-1) * np.log(np.clip(pa, 1e-7, 1 - 1e-7))
+                   + (1 - y.reshape(-1)) * np.log(1 - np.clip(pa, 1e-7, 1 - 1e-7)))
+    assert h.history["a_loss"][0] == pytest.approx(bce, rel=1e-5)
