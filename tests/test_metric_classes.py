@@ -240,3 +240,22 @@ def test_two_outputs_with_loss_objects_and_stateful_metrics():
     bce = -np.mean(y.reshape(-1) * np.log(np.clip(pa, 1e-7, 1 - 1e-7))
                    + (1 - y.reshape(-1)) * np.log(1 - np.clip(pa, 1e-7, 1 - 1e-7)))
     assert h.history["a_loss"][0] == pytest.approx(bce, rel=1e-5)
+
+
+def test_loss_and_metric_objects_survive_save_and_load(tmp_path):
+    from arignote.losses import BinaryCrossentropy
+    from arignote.models import load_model
+
+    x, y = _data()
+    model = Sequential([Dense(1, activation="sigmoid", input_shape=(5,))])
+    model.compile("sgd", BinaryCrossentropy(label_smoothing=0.1),
+                  metrics=[metrics.AUC(num_thresholds=50, curve="PR"), metrics.BinaryAccuracy(threshold=0.6),
+                           "acc"])
+    model.fit(x, y, epochs=1, verbose=0)
+    model.save(tmp_path / "m.h5")
+    again = load_model(tmp_path / "m.h5")
+    assert again.metrics_names == ["loss", "auc", "binary_accuracy", "acc"]
+    assert isinstance(again.loss, BinaryCrossentropy) and again.loss.get_config()["label_smoothing"] == 0.1
+    auc = again.metrics_list[0]
+    assert (type(auc), auc.num_thresholds, auc.curve) == (metrics.AUC, 50, "PR")
+    np.testing.assert_allclose(again.evaluate(x, y, verbose=0), model.evaluate(x, y, verbose=0), rtol=1e-6)

@@ -416,6 +416,8 @@ def compiled(loss: str | Callable) -> Callable:
         >>> float(fn(y, p)), float(fn(Weighted((y, None, torch.tensor([True, False]))), p))
         (2.0, 1.0)
     """
+    if isinstance(loss, dict):  # a stored Loss object: {'class_name': ..., 'config': ...}
+        loss = deserialize(loss)
     if isinstance(loss, Loss):
         return loss._compiled()
     fn = get(loss)
@@ -440,6 +442,8 @@ def get(identifier: str | Callable) -> Callable[[torch.Tensor, torch.Tensor], to
             hint = f" Did you mean '{close[0]}'?" if close else ""
             raise ValueError(f"unknown loss '{identifier}'.{hint} Valid losses: {', '.join(_NAMES)}")
         return fn
+    if isinstance(identifier, dict):  # Keras 2.3.1's stored Loss object
+        return deserialize(identifier)
     if isinstance(identifier, torch.nn.Module):
         module = identifier
 
@@ -457,6 +461,8 @@ def name_of(loss: str | Callable) -> str:
     """Canonical name of a loss (``'mse'`` -> ``'mean_squared_error'``); a callable's ``__name__``; a
     :class:`LossFunctionWrapper`'s function's name (``CategoricalCrossentropy()`` ->
     ``'categorical_crossentropy'``, what picks the accuracy and checks targets as in Keras 2.3.1)."""
+    if isinstance(loss, dict):
+        loss = deserialize(loss)
     if isinstance(loss, LossFunctionWrapper):
         loss = loss.fn
     fn = get(loss)

@@ -408,6 +408,12 @@ def get(
     """
     if isinstance(identifier, (Metric, Mean, StatefulMetric)):
         return identifier
+    if isinstance(identifier, dict):  # a stored metric object: {'class_name': ..., 'config': ...}
+        cls = _keras_classes().get(identifier.get("class_name"))
+        if cls is None:
+            raise ValueError(f"unknown metric class {identifier.get('class_name')!r}; known: "
+                             f"{', '.join(_keras_classes())}")
+        return cls.from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
         name = metric_names.logged_name(identifier)
         if identifier in ("acc", "accuracy"):
@@ -464,10 +470,13 @@ def resolve(ids: list[tuple[Any, bool]], loss: str | Callable | None = None,
     return out
 
 
-def serialize(metric: str | Callable | Metric) -> str:
-    """The name Keras 2 stores for a metric (a function's ``__name__``, a :class:`Metric`'s name)."""
+def serialize(metric: str | Callable | Metric) -> str | dict:
+    """The name Keras 2 stores for a metric (a function's ``__name__``, a :class:`Metric`'s name); a
+    Keras 2.3.1 metric class object as ``{'class_name': ..., 'config': get_config()}``."""
     if isinstance(metric, str):
         return metric
+    if type(metric).__name__ in _keras_classes() and type(metric) is _keras_classes()[type(metric).__name__]:
+        return {"class_name": type(metric).__name__, "config": metric.get_config()}
     if isinstance(metric, (_Accumulator, StatefulMetric)):
         return metric.name
     name = getattr(metric, "__name__", None)
@@ -620,6 +629,12 @@ class RootMeanSquaredError(Metric):
     @staticmethod
     def result_from(state: torch.Tensor) -> float:
         return float(Metric.result_from(state)) ** 0.5
+
+
+def _keras_classes() -> dict[str, type]:
+    """Keras 2.3.1's metric classes arignote provides, by class name (what a saved model stores)."""
+    return {name: globals()[name] for name in __all__ if name[:1].isupper() and name not in (
+        "Metric", "StatefulMetric", "MeanMetricWrapper", "UnsupportedMetricError")}
 
 
 def clone_metric(metric: Any) -> Any:

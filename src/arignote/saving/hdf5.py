@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from arignote import losses, optimizers
+from arignote import losses, metrics, optimizers
 from arignote.saving import h5file, keras_config, layouts, optimizer_state
 from arignote.utils.generic_utils import get_custom_objects
 
@@ -120,7 +120,7 @@ def _per_output(value: Any, fn: Any) -> Any:
     """``fn`` applied to a compile argument that may be one item, a list per output or a dict by output."""
     if value is None:
         return None
-    if isinstance(value, dict):
+    if isinstance(value, dict) and not {"class_name", "config"} <= set(value):  # not a stored object
         return {k: _per_output(v, fn) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_per_output(v, fn) for v in value]
@@ -128,12 +128,16 @@ def _per_output(value: Any, fn: Any) -> Any:
 
 
 def _metric_names(value: Any) -> Any:
-    """Metrics as Keras 2 writes them: names only (a function metric has no name Keras could load)."""
+    """Metrics as Keras 2 writes them: names, and Keras 2.3.1 metric class objects as
+    ``{'class_name', 'config'}`` (a function metric has no name Keras could load)."""
     if isinstance(value, dict):
         return {k: _metric_names(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [m for m in (_metric_names(v) for v in value) if m is not None]
-    return value if isinstance(value, str) else None
+    if isinstance(value, str):
+        return value
+    stored = metrics.serialize(value) if hasattr(value, "get_config") else None
+    return stored if isinstance(stored, dict) else None
 
 
 def _training_config(model: Any) -> dict | None:
@@ -355,7 +359,8 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
     def named(item: Any) -> Any:
         return objects.get(item, item) if isinstance(item, str) else item
 
-    loss = _per_output(training.get("loss"), named)
+    loss = _per_output(training.get("loss"),
+                       lambda v: losses.deserialize(v, objects) if isinstance(v, dict) else named(v))
     metrics = _per_output(training.get("metrics") or None, named)
     weighted = [named(m) for m in (training.get("weighted_metrics") or [])]
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, weighted_metrics=weighted or None,
