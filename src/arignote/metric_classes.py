@@ -378,7 +378,10 @@ class MeanIoU(StatefulMetric):
         w = None if weights is None else torch.broadcast_to(
             weights.reshape(weights.shape + (1,) * (y_pred.dim() - weights.dim())), y_pred.shape
         ).reshape(-1).to(torch.float64)
-        return torch.bincount(index, weights=w, minlength=k * k).to(torch.float64)
+        if w is None:
+            w = torch.ones(index.shape, dtype=torch.float64, device=index.device)
+        # index_add_, not bincount: bincount reads the largest index on the host (a sync on a GPU)
+        return torch.zeros(k * k, dtype=torch.float64, device=index.device).index_add_(0, index, w)
 
     def _value(self, state: torch.Tensor) -> torch.Tensor:
         cm = state.reshape(self.num_classes, self.num_classes)
