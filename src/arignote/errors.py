@@ -12,6 +12,7 @@ DeviceError        ConfigError                 a device spec that is malformed o
 CheckpointError    ValueError                  a checkpoint that cannot be read or written
 ShareError         RuntimeError                a GPU request that cannot be met now (leases)
 DatasetError       OSError                     a dataset missing, damaged or not downloadable
+KerasNameMissing   ImportError                 a Keras 2.3.1 public name arignote does not provide
 =================  ==========================  ==============================================
 
 This module imports nothing of arignote, so every floor may import it.
@@ -25,7 +26,10 @@ Example::
 
 from __future__ import annotations
 
-__all__ = ["ArignoteError", "ConfigError", "DeviceError", "CheckpointError", "ShareError", "DatasetError"]
+from collections.abc import Callable
+
+__all__ = ["ArignoteError", "ConfigError", "DeviceError", "CheckpointError", "ShareError", "DatasetError",
+           "KerasNameMissing", "keras_names_missing"]
 
 
 class ArignoteError(Exception):
@@ -66,3 +70,32 @@ class ShareError(ArignoteError, RuntimeError):
 
 class DatasetError(ArignoteError, OSError):
     """A dataset that is missing, damaged, or cannot be downloaded; the message says what to do."""
+
+
+class KerasNameMissing(ArignoteError, ImportError):
+    """A public name of a Keras 2.3.1 module that arignote does not provide (yet); the message says
+    what to use instead. An ImportError, so ``from arignote.optimizers import Nadam`` shows it."""
+
+
+def keras_names_missing(module: str, missing: dict[str, str]) -> Callable[[str], object]:
+    """A module ``__getattr__`` that names what arignote lacks of Keras 2.3.1's ``module``.
+
+    ``missing`` maps each name to what to use instead; any other unknown name is the usual
+    AttributeError (so ``hasattr`` keeps working for names Keras never had).
+
+    >>> getattr_ = keras_names_missing("arignote.optimizers", {"Nadam": "Adam"})
+    >>> try:
+    ...     getattr_("Nadam")
+    ... except KerasNameMissing as e:
+    ...     print(str(e).split("; ")[1])
+    use Adam instead
+    """
+    keras_module = module.replace("arignote", "keras", 1)
+
+    def __getattr__(name: str) -> object:
+        if name in missing:
+            raise KerasNameMissing(f"{module}.{name} (Keras 2.3.1's {keras_module}.{name}) is not provided "
+                                   f"by arignote yet; use {missing[name]} instead")
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

@@ -40,6 +40,7 @@ import torch
 
 from arignote import backend, config
 from arignote.devices import fastpaths
+from arignote.errors import keras_names_missing
 from arignote.hyperparameter import HyperParameter
 
 __all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "get", "serialize",
@@ -417,3 +418,15 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
     if custom_objects and name in custom_objects:
         return custom_objects[name].from_config(config.get("config", {}))
     return get(config)
+
+
+# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
+__getattr__ = keras_names_missing('arignote.optimizers', {
+    'Adamax': 'Adam (or a torch.optim.Adamax driven by your own loop)',
+    'adamax': "'adam'",
+    'Nadam': 'Adam (or a torch.optim.NAdam driven by your own loop)',
+    'nadam': "'adam'",
+    'TFOptimizer': 'an arignote optimizer (SGD, RMSprop, Adam, Adadelta, Adagrad): '
+                   'TensorFlow optimizers do not run on PyTorch',
+    'clip_norm': "the optimizer's clipnorm= argument",
+})

@@ -24,6 +24,7 @@ from arignote.applications.resnet50 import ResNet50
 from arignote.applications.vgg16 import VGG16
 from arignote.applications.vgg19 import VGG19
 from arignote.applications.xception import Xception
+from arignote.errors import keras_names_missing
 
 __all__ = [
     "VGG16",
@@ -40,3 +41,13 @@ __all__ = [
     "NASNetLarge",
     "InceptionResNetV2",
 ]
+
+
+# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
+__getattr__ = keras_names_missing('arignote.applications', {
+    'ResNet101': 'ResNet50',
+    'ResNet152': 'ResNet50',
+    'ResNet50V2': 'ResNet50',
+    'ResNet101V2': 'ResNet50',
+    'ResNet152V2': 'ResNet50',
+})

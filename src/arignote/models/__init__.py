@@ -22,8 +22,19 @@ Example::
 
 from __future__ import annotations
 
+from arignote.errors import keras_names_missing
+from arignote.layers import Input, InputLayer
 from arignote.models.loading import load_model, model_from_json
 from arignote.models.model import Model
 from arignote.models.sequential import Sequential
 
-__all__ = ["Model", "Sequential", "load_model", "model_from_json"]
+__all__ = ["Input", "InputLayer", "Model", "Sequential", "load_model", "model_from_json"]
+
+
+# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
+__getattr__ = keras_names_missing('arignote.models', {
+    'clone_model': 'model_from_json(model.to_json()) for the same architecture with new weights',
+    'model_from_config': 'model_from_json',
+    'model_from_yaml': 'model_from_json (YAML model files are not read)',
+    'save_model': 'model.save(filepath)',
+})

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from arignote import backend
+from arignote.errors import keras_names_missing
 from arignote.preprocessing import transforms
 from arignote.preprocessing.file_iterators import DataFrameIterator, DirectoryIterator
 from arignote.preprocessing.image_utils import array_to_img, img_to_array, list_pictures, load_img, save_img
@@ -300,3 +301,18 @@ class ImageDataGenerator:
             s, u = np.linalg.eigh(sigma)  # sigma is symmetric PSD: its SVD is this eigendecomposition
             s_inv = 1.0 / np.sqrt(np.clip(s, 0, None) + self.zca_epsilon)
             self.principal_components = ((u * s_inv) @ u.T).astype(self.dtype)
+
+
+# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
+__getattr__ = keras_names_missing('arignote.preprocessing.image', {
+    'Iterator': 'ImageDataGenerator with the matching argument',
+    'apply_affine_transform': 'ImageDataGenerator with the matching argument',
+    'apply_brightness_shift': 'ImageDataGenerator with the matching argument',
+    'apply_channel_shift': 'ImageDataGenerator with the matching argument',
+    'random_rotation': 'ImageDataGenerator with the matching argument',
+    'random_shift': 'ImageDataGenerator with the matching argument',
+    'random_shear': 'ImageDataGenerator with the matching argument',
+    'random_zoom': 'ImageDataGenerator with the matching argument',
+    'random_brightness': 'ImageDataGenerator with the matching argument',
+    'random_channel_shift': 'ImageDataGenerator with the matching argument',
+})

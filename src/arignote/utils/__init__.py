@@ -10,6 +10,7 @@ Example::
     ([[0.0, 1.0]], True)
 """
 
+from arignote.errors import keras_names_missing
 from arignote.utils import (
                             data_utils,
                             generic_utils,
@@ -32,3 +33,12 @@ __all__ = ["CustomObjectScope", "HDF5Matrix", "Progbar", "Sequence", "custom_obj
            "generic_utils", "get_custom_objects", "get_file", "io_utils", "layer_utils", "model_to_dot",
            "multi_gpu_model", "multi_gpu_utils", "normalize", "np_utils", "plot_model", "print_summary",
            "to_categorical", "vis_utils"]
+
+
+# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
+__getattr__ = keras_names_missing('arignote.utils', {
+    'GeneratorEnqueuer': 'fit_generator/fit with workers= and max_queue_size= (they run the queue)',
+    'OrderedEnqueuer': 'fit_generator/fit with a Sequence and workers=, which run the queue themselves',
+    'get_source_inputs': 'arignote.engine.get_source_inputs',
+    'convert_all_kernels_in_model': 'load_model/load_weights (they flip a Theano file\'s kernels)',
+})
