@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from arignote import losses, metric_names, weighting
+from arignote.errors import keras_names_missing
 from arignote.metric_classes import (
     AUC,
     FalseNegatives,
@@ -87,7 +88,6 @@ __all__ = [
     "MSLE",
     "clone_metric",
     "clone_metrics",
-    "UnsupportedMetricError",
     "StatefulMetric",
     "TruePositives",
     "FalsePositives",
@@ -634,7 +634,7 @@ class RootMeanSquaredError(Metric):
 def _keras_classes() -> dict[str, type]:
     """Keras 2.3.1's metric classes arignote provides, by class name (what a saved model stores)."""
     return {name: globals()[name] for name in __all__ if name[:1].isupper() and name not in (
-        "Metric", "StatefulMetric", "MeanMetricWrapper", "UnsupportedMetricError")}
+        "Metric", "StatefulMetric", "MeanMetricWrapper")}
 
 
 def clone_metric(metric: Any) -> Any:
@@ -671,16 +671,7 @@ def clone_metrics(metrics: Any) -> Any:
     return [clone_metric(metric) for metric in metrics]
 
 
-class UnsupportedMetricError(ImportError):
-    """A Keras 2.3.1 ``keras.metrics`` name arignote does not provide yet (the message says what to use)."""
-
-
-_STATEFUL_CLASSES = ("Reduce",)
-
-
-def __getattr__(name: str):
-    if name in _STATEFUL_CLASSES:
-        raise UnsupportedMetricError(
-            f"arignote.metrics.{name} (Keras 2.3.1's base of Sum and Mean) is not provided by arignote "
-            "yet; use arignote.metrics.Sum() or Mean(), or MeanMetricWrapper(fn) for a metric function")
-    raise AttributeError(f"module 'arignote.metrics' has no attribute {name!r}")
+# Keras 2.3.1 names not provided yet: one clear error (arignote.errors.KerasNameMissing)
+__getattr__ = keras_names_missing("arignote.metrics", {
+    "Reduce": "arignote.metrics.Sum() or Mean(), or MeanMetricWrapper(fn) for a metric function",
+})
