@@ -26,6 +26,7 @@ from arignote.backend_common import (
     set_floatx,
     set_image_data_format,
 )
+from arignote.errors import KerasNameMissing, keras_names_missing
 from arignote.hyperparameter import HyperParameter
 
 __all__ = [
@@ -148,8 +149,10 @@ NOT_PROVIDED = {
 }
 
 
-class NotProvidedError(ImportError):
-    """A Keras 2 backend name arignote deliberately does not provide (the message names the replacement)."""
+#: The error a left-out backend name raises (kept under its old name; it is :class:`KerasNameMissing`).
+NotProvidedError = KerasNameMissing
+
+_not_provided = keras_names_missing("arignote.backend", NOT_PROVIDED, deliberate=True)
 
 
 def __getattr__(name: str) -> Any:
@@ -157,7 +160,4 @@ def __getattr__(name: str) -> Any:
         value = getattr(importlib.import_module(_LAZY[name]), name)
         globals()[name] = value
         return value
-    if name in NOT_PROVIDED:
-        raise NotProvidedError(f"K.{name} is a Keras 2 backend function that arignote deliberately does not "
-                               f"provide; use {NOT_PROVIDED[name]} instead")
-    raise AttributeError(f"module 'arignote.backend' has no attribute '{name}'")
+    return _not_provided(name)

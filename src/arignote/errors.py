@@ -77,25 +77,30 @@ class KerasNameMissing(ArignoteError, ImportError):
     what to use instead. An ImportError, so ``from arignote.optimizers import Nadam`` shows it."""
 
 
-def keras_names_missing(module: str, missing: dict[str, str]) -> Callable[[str], object]:
+def keras_names_missing(module: str, missing: dict[str, str], *, deliberate: bool = False,
+                        origin: str | None = None) -> Callable[[str], object]:
     """A module ``__getattr__`` that names what arignote lacks of Keras 2.3.1's ``module``.
 
     ``missing`` maps each name to what to use instead; any other unknown name is the usual
-    AttributeError (so ``hasattr`` keeps working for names Keras never had).
+    AttributeError (so ``hasattr`` keeps working for names Keras never had). ``deliberate`` says the
+    name is left out on purpose rather than not provided yet; ``origin`` replaces "Keras 2.3.1's
+    keras.<module>.<name>" in the message (``{name}`` is filled in), e.g. for Keras 1 legacy names.
 
-    >>> getattr_ = keras_names_missing("arignote.optimizers", {"Nadam": "Adam"})
+    >>> getattr_ = keras_names_missing("arignote.optimizers", {"TFOptimizer": "Adam"}, deliberate=True)
     >>> try:
-    ...     getattr_("Nadam")
+    ...     getattr_("TFOptimizer")
     ... except KerasNameMissing as e:
-    ...     print(str(e).split("; ")[1])
-    use Adam instead
+    ...     print(str(e).split(") is ")[1])
+    deliberately not provided by arignote; use Adam instead
     """
     keras_module = module.replace("arignote", "keras", 1)
+    origin = origin or f"Keras 2.3.1's {keras_module}.{{name}}"
+    status = "deliberately not provided by arignote" if deliberate else "not provided by arignote yet"
 
     def __getattr__(name: str) -> object:
         if name in missing:
-            raise KerasNameMissing(f"{module}.{name} (Keras 2.3.1's {keras_module}.{name}) is not provided "
-                                   f"by arignote yet; use {missing[name]} instead")
+            raise KerasNameMissing(f"{module}.{name} ({origin.format(name=name)}) is {status}; "
+                                   f"use {missing[name]} instead")
         raise AttributeError(f"module {module!r} has no attribute {name!r}")
 
     return __getattr__

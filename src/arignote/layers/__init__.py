@@ -20,6 +20,7 @@ Example::
 """
 
 from arignote._keras_objects import deserialize_keras_object
+from arignote.errors import KerasNameMissing, keras_names_missing
 from arignote.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
 from arignote.layers.base import (
     InputSpec,
@@ -141,15 +142,11 @@ _LEGACY = {
 }
 
 
-class UnsupportedLayerError(ImportError):
-    """A Keras 2 name arignote deliberately does not provide (the message names the replacement)."""
+#: The error a left-out name raises (kept under its old name; it is :class:`KerasNameMissing`).
+UnsupportedLayerError = KerasNameMissing
 
-
-def __getattr__(name: str):
-    if name in _LEGACY:
-        raise UnsupportedLayerError(f"arignote.layers.{name} is a Keras 1 legacy layer that arignote "
-                                    f"deliberately does not provide; use {_LEGACY[name]} instead")
-    raise AttributeError(f"module 'arignote.layers' has no attribute {name!r}")
+__getattr__ = keras_names_missing("arignote.layers", _LEGACY, deliberate=True,
+                                  origin="a Keras 1 legacy layer, keras.layers.{name}")
 
 
 __all__ = [
