@@ -239,6 +239,35 @@ def test_cifar10_batches_folder(data_dirs, monkeypatch):
     assert tuple(x_train[0, 0, 0]) == (d[0], d[1024], d[2048])
 
 
+def test_cifar10_channels_first_as_keras_2(data_dirs, monkeypatch):
+    """Keras 2.3.1's cifar10.load_data transposes to channels last only when image_data_format says so:
+    a Theano user's channels_first setting gets (N, 3, 32, 32)."""
+    folder = data_dirs["data"] / "cifar-10-batches-py"
+    batches = cifar_folder(folder)
+    trust_cifar_folder(monkeypatch, folder)
+    (ex, _), _ = _expected_cifar(batches)
+    config.configure(image_data_format="channels_first")
+    (x_train, _), (x_test, _) = cifar10.load_data()
+    assert x_train.shape == (15, 3, 32, 32) and x_test.shape == (3, 3, 32, 32)
+    np.testing.assert_array_equal(x_train, ex.transpose(0, 3, 1, 2))
+
+
+def test_cifar_load_batch_as_keras_2(data_dirs):
+    from arignote.datasets import cifar
+
+    batch = cifar_batch(4, 7)
+    path = data_dirs["data"] / "data_batch_1"
+    with open(path, "wb") as fh:
+        pickle.dump(batch, fh, protocol=2)
+    data, labels = cifar.load_batch(str(path))
+    assert data.shape == (4, 3, 32, 32) and data.dtype == np.uint8
+    assert labels == batch[b"labels"] and isinstance(labels, list)
+    np.testing.assert_array_equal(data.reshape(4, 3072), batch[b"data"])
+    assert cifar10.load_batch is cifar.load_batch
+    with pytest.raises(DatasetError, match="b'fine_labels'"):
+        cifar.load_batch(str(path), label_key="fine_labels")
+
+
 def test_cifar10_archive_read_without_extracting(data_dirs, monkeypatch, tmp_path):
     batches = cifar_folder(tmp_path / "build" / "cifar-10-batches-py")
     archive = data_dirs["home"] / ".keras" / "datasets" / "cifar-10-batches-py.tar.gz"  # Keras's name

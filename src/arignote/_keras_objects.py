@@ -12,11 +12,15 @@ Example::
 
 from __future__ import annotations
 
+import base64
+import binascii
 import difflib
+import marshal
+import types
 from typing import Any
 
 __all__ = ["serialize_object", "deserialize_object", "lookup", "serialize_keras_object",
-           "deserialize_keras_object"]
+           "deserialize_keras_object", "func_dump", "func_load"]
 
 
 def lookup(kind: str, name: str, module_objects: dict, custom_objects: dict | None) -> Any:
@@ -80,3 +84,37 @@ def deserialize_keras_object(
 # the global custom-object registry (Keras 2 ``get_custom_objects()``); here, in a module without
 # imports, so that layers.base can read it without loading arignote.utils
 GLOBAL_CUSTOM_OBJECTS: dict[str, Any] = {}
+
+
+def func_dump(func: types.FunctionType) -> tuple[str, tuple | None, tuple | None]:
+    """Keras 2 ``generic_utils.func_dump``: ``(code, defaults, closure)`` of a Python function, the
+    code as base64 of its marshalled bytecode (it loads back only on the same Python version).
+
+    >>> code, defaults, closure = func_dump(lambda x, k=2: x * k)
+    >>> func_load(code, defaults, closure)(3)
+    6
+    """
+    if not isinstance(func, types.FunctionType):
+        raise ValueError(f"func_dump: cannot serialize {func!r}; pass a Python function or a lambda")
+    code = base64.b64encode(marshal.dumps(func.__code__)).decode("ascii")
+    closure = tuple(cell.cell_contents for cell in func.__closure__) if func.__closure__ else None
+    return code, func.__defaults__, closure
+
+
+def func_load(code: Any, defaults: Any = None, closure: Any = None,
+              globs: dict | None = None) -> types.FunctionType:
+    """Keras 2 ``generic_utils.func_load``: the function :func:`func_dump` stored. ``code`` may be the
+    whole ``(code, defaults, closure)`` triple (as a Keras 2 ``Lambda`` config keeps it, JSON turning
+    tuples into lists); ``globs`` are the globals the function sees (default: none but builtins)."""
+    if isinstance(code, (tuple, list)):
+        code, defaults, closure = code
+    try:
+        raw = base64.b64decode(code.encode("ascii"), validate=False)
+        bytecode = marshal.loads(raw)
+    except (UnicodeEncodeError, binascii.Error, ValueError, EOFError, TypeError) as err:
+        raise ValueError("func_load: the stored function's bytecode cannot be read (it was marshalled by "
+                         "another Python version, or is damaged); pass the function itself in "
+                         f"custom_objects instead ({err})") from err
+    defaults = tuple(defaults) if defaults is not None else None
+    cells = tuple(types.CellType(value) for value in closure) if closure is not None else None
+    return types.FunctionType(bytecode, globs if globs is not None else {}, bytecode.co_name, defaults, cells)

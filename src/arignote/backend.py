@@ -12,19 +12,25 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+from collections.abc import Iterator
 from typing import Any
 
 from arignote._backend_names import GRAPH_FUNCTIONS, TENSOR_FUNCTIONS
 from arignote.backend_common import (
+    cast_to_floatx,
+    eager,
     epsilon,
     floatx,
     get_uid,
     image_data_format,
+    normalize_data_format,
     reset_uids,
     set_epsilon,
     set_floatx,
     set_image_data_format,
+    symbolic,
 )
 from arignote.errors import KerasNameMissing, keras_names_missing
 from arignote.hyperparameter import HyperParameter
@@ -46,6 +52,11 @@ __all__ = [
     "set_value",
     "batch_get_value",
     "batch_set_value",
+    "cast_to_floatx",
+    "normalize_data_format",
+    "name_scope",
+    "symbolic",
+    "eager",
 ]
 
 
@@ -57,6 +68,20 @@ def backend() -> str:
 def clear_session() -> None:
     """Reset layer auto-names (the next ``Dense`` is ``dense_1`` again), as Keras does."""
     reset_uids()
+
+
+@contextlib.contextmanager
+def name_scope(name: str) -> Iterator[None]:
+    """Keras 2 ``K.name_scope``: the operations run inside show as one range named ``name`` in
+    ``torch.profiler`` traces (arignote's tensors carry no names to prefix).
+
+    >>> with name_scope("attention"):
+    ...     pass
+    """
+    from torch.profiler import record_function  # torch loads on first use: `import backend` stays light
+
+    with record_function(str(name)):
+        yield
 
 
 def get_value(x: Any) -> Any:

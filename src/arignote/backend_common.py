@@ -17,10 +17,17 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
 from arignote import config
 
-__all__ = ["image_data_format", "set_image_data_format", "floatx", "set_floatx", "epsilon", "set_epsilon",
-           "get_uid", "reset_uids"]
+__all__ = ["image_data_format", "set_image_data_format", "normalize_data_format", "floatx", "set_floatx",
+           "cast_to_floatx", "epsilon", "set_epsilon", "get_uid", "reset_uids", "symbolic", "eager"]
+
+_F = TypeVar("_F", bound=Callable[..., Any])
 
 _EPSILON = [1e-7]
 _UIDS: dict[str, int] = {}
@@ -40,6 +47,22 @@ def set_image_data_format(data_format: str) -> None:
     config.configure(image_data_format=data_format)
 
 
+def normalize_data_format(value: str | None, where: str | None = None) -> str:
+    """``value`` checked and lower-cased, ``None`` -> :func:`image_data_format` (Keras 2
+    ``K.normalize_data_format``); ``where`` names the caller in the error.
+
+    >>> normalize_data_format("Channels_First"), normalize_data_format(None)
+    ('channels_first', 'channels_last')
+    """
+    if value is None:
+        value = image_data_format()
+    fmt = value.lower() if isinstance(value, str) else value
+    if fmt not in ("channels_last", "channels_first"):
+        raise ValueError(f"{where + ': ' if where else ''}data_format must be 'channels_first' or "
+                         f"'channels_last', got {value!r}")
+    return fmt
+
+
 def floatx() -> str:
     """The default float dtype name (``floatX`` flag), e.g. ``'float32'``."""
     return config.get("floatX")
@@ -48,6 +71,16 @@ def floatx() -> str:
 def set_floatx(value: str) -> None:
     """Set the ``floatX`` flag from code (``float16``, ``bfloat16``, ``float32``, ``float64``)."""
     config.configure(floatX=value)
+
+
+def cast_to_floatx(x: Any) -> np.ndarray:
+    """``x`` as a numpy array of :func:`floatx` (Keras 2 ``K.cast_to_floatx``).
+
+    >>> cast_to_floatx([1.0, 2.0]).dtype
+    dtype('float32')
+    """
+    name = floatx()
+    return np.asarray(x, dtype="float32" if name == "bfloat16" else name)  # numpy has no bfloat16
 
 
 def epsilon() -> float:
@@ -71,3 +104,13 @@ def get_uid(prefix: str = "") -> int:
 def reset_uids() -> None:
     """Restart every counter (``backend.clear_session()`` calls this: the next Dense is ``dense_1``)."""
     _UIDS.clear()
+
+
+def symbolic(func: _F) -> _F:
+    """Keras 2.3's decorator for entering TensorFlow 2's graph; arignote has one mode: ``func`` as it is."""
+    return func
+
+
+def eager(func: _F) -> _F:
+    """Keras 2.3's decorator for leaving TensorFlow 2's graph; arignote has one mode: ``func`` as it is."""
+    return func

@@ -16,9 +16,19 @@ Example::
     >>> x, y = synthetic(shape=(28, 28, 1), classes=10, samples=64)
 """
 
-from arignote.datasets import boston_housing, cifar10, cifar100, digits, fashion_mnist, imdb, mnist, reuters
+from arignote.datasets import (
+           boston_housing,
+           cifar,
+           cifar10,
+           cifar100,
+           digits,
+           fashion_mnist,
+           imdb,
+           mnist,
+           reuters,
+)
 from arignote.datasets._files import DatasetError, search_dirs
 from arignote.datasets.synthetic import synthetic
 
-__all__ = ["DatasetError", "boston_housing", "cifar10", "cifar100", "digits", "fashion_mnist", "imdb",
-           "mnist", "reuters", "search_dirs", "synthetic"]
+__all__ = ["DatasetError", "boston_housing", "cifar", "cifar10", "cifar100", "digits", "fashion_mnist",
+           "imdb", "mnist", "reuters", "search_dirs", "synthetic"]

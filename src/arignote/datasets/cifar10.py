@@ -22,11 +22,13 @@ import tarfile
 
 import numpy as np
 
+from arignote import backend
 from arignote.datasets import _files
 from arignote.datasets._files import DatasetError, Remote
 from arignote.datasets._formats import safe_unpickle, unpickle_bytes
+from arignote.datasets.cifar import check_batch, load_batch
 
-__all__ = ["load_data", "find", "ARCHIVE", "BATCH_MD5"]
+__all__ = ["load_data", "load_batch", "find", "ARCHIVE", "BATCH_MD5"]
 
 ARCHIVE = Remote(
     "cifar-10-python.tar.gz",
@@ -60,7 +62,8 @@ def find() -> str | None:
 
 
 def load_data(verify: bool = True):
-    """``(x_train, y_train), (x_test, y_test)``: uint8 images (N, 32, 32, 3), uint8 labels (N, 1).
+    """``(x_train, y_train), (x_test, y_test)``: uint8 images (N, 32, 32, 3) (channels first,
+    (N, 3, 32, 32), when ``backend.image_data_format()`` says so, as in Keras 2), uint8 labels (N, 1).
 
     ``verify=False`` skips the official-hash check of local files (their structure is still checked).
     """
@@ -114,16 +117,12 @@ def _read_archive(path: str, verify: bool) -> dict[str, object]:
 
 
 def _batch(d: object, where: str) -> tuple[np.ndarray, np.ndarray]:
-    """One batch dict (bytes keys ``b'data'``: uint8 (N, 3072) rows of R, G, B planes; ``b'labels'``)
-    as channels-last images and (N, 1) uint8 labels, as Keras returns them."""
-    if not isinstance(d, dict) or b"data" not in d or b"labels" not in d:
-        raise DatasetError(f"{where} is not a CIFAR-10 batch (expected a dict with b'data' and b'labels')")
-    data = np.asarray(d[b"data"])
-    labels = np.asarray(d[b"labels"])
-    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072 or labels.shape != (len(data),):
-        raise DatasetError(f"{where}: data {data.shape} {data.dtype} / labels {labels.shape} are not "
-                           "a CIFAR-10 batch's (N, 3072) uint8 / (N,)")
+    """One batch dict as images in the layout ``backend.image_data_format()`` names (channels last by
+    default, ``(N, 3, 32, 32)`` for channels first, as Keras 2's ``cifar10.load_data``) and (N, 1) uint8
+    labels."""
+    data, labels = check_batch(d, "labels", where)
     if labels.size and (labels.min() < 0 or labels.max() > 9):
         raise DatasetError(f"{where}: labels outside 0..9; the file is damaged")
-    x = data.reshape(-1, 3, 32, 32).transpose(0, 2, 3, 1).copy()
-    return x, labels.astype(np.uint8).reshape(-1, 1)
+    if backend.image_data_format() == "channels_last":
+        data = data.transpose(0, 2, 3, 1)
+    return np.ascontiguousarray(data), labels.astype(np.uint8).reshape(-1, 1)

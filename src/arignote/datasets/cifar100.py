@@ -24,8 +24,9 @@ from arignote import backend
 from arignote.datasets._files import DatasetError
 from arignote.datasets._formats import safe_unpickle
 from arignote.datasets._get_file import get_file
+from arignote.datasets.cifar import check_batch, load_batch
 
-__all__ = ["load_data", "ORIGIN", "FILE_HASH"]
+__all__ = ["load_data", "load_batch", "ORIGIN", "FILE_HASH"]
 
 ORIGIN = "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"
 # md5 published on the CIFAR page; checked when the archive is downloaded.
@@ -55,12 +56,4 @@ def _read(path: str, label_key: str) -> tuple[np.ndarray, np.ndarray]:
     except FileNotFoundError:
         raise DatasetError(f"{path} is missing: the cifar-100-python folder is incomplete; delete it "
                            "and load again") from None
-    key = label_key.encode()
-    if not isinstance(d, dict) or b"data" not in d or key not in d:
-        raise DatasetError(f"{path} is not a CIFAR-100 file "
-                           f"(expected a dict with b'data' and b'{label_key}')")
-    data, labels = np.asarray(d[b"data"]), np.asarray(d[key])
-    if data.dtype != np.uint8 or data.ndim != 2 or data.shape[1] != 3072 or labels.shape != (len(data),):
-        raise DatasetError(f"{path}: data {data.shape} {data.dtype} / labels {labels.shape} are not "
-                           "CIFAR-100's (N, 3072) uint8 / (N,)")
-    return data.reshape(-1, 3, 32, 32), labels.astype(np.int64)
+    return check_batch(d, label_key, path)

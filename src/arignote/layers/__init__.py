@@ -20,7 +20,8 @@ Example::
 """
 
 from arignote._keras_objects import deserialize_keras_object
-from arignote.errors import KerasNameMissing, keras_names_missing
+from arignote.errors import KerasNameMissing
+from arignote.layers._left_out import legacy_getattr
 from arignote.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
 from arignote.layers.base import (
     InputSpec,
@@ -132,21 +133,11 @@ from arignote.layers.recurrent import (
 )
 from arignote.layers.wrappers import Bidirectional, TimeDistributed, Wrapper
 
-_LEGACY = {
-    "MaxoutDense": "a Dense layer then a max over groups of units (Reshape + Lambda)",
-    "Highway": "Dense layers combined with merge.multiply/add in the functional API",
-    "AtrousConvolution1D": "Conv1D(..., dilation_rate=rate)",
-    "AtrousConvolution2D": "Conv2D(..., dilation_rate=rate)",
-    "Recurrent": "RNN(cell) with a cell class (SimpleRNNCell, LSTMCell, GRUCell or your own)",
-    "ConvRecurrent2D": "ConvLSTM2D",
-}
-
-
 #: The error a left-out name raises (kept under its old name; it is :class:`KerasNameMissing`).
 UnsupportedLayerError = KerasNameMissing
 
-__getattr__ = keras_names_missing("arignote.layers", _LEGACY, deliberate=True,
-                                  origin="a Keras 1 legacy layer, keras.layers.{name}")
+__getattr__ = legacy_getattr("arignote.layers", ["MaxoutDense", "Highway", "AtrousConvolution1D",
+                                                "AtrousConvolution2D", "Recurrent", "ConvRecurrent2D"])
 
 
 __all__ = [

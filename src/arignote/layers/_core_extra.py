@@ -17,16 +17,18 @@ Example::
 
 from __future__ import annotations
 
-import base64
 import importlib
-import marshal
+import sys
 import types
+import warnings
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 
 from arignote import backend, regularizers
+from arignote._keras_objects import func_dump, func_load
 from arignote.graph import ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
@@ -48,8 +50,7 @@ def _dump(fn: Callable) -> tuple[Any, str, str | None]:
         return fn.__qualname__, "function", module
     if not isinstance(fn, types.FunctionType):
         raise ValueError(f"Lambda: cannot serialize {fn!r}; pass a function or a lambda")
-    code = base64.b64encode(marshal.dumps(fn.__code__)).decode("ascii")
-    return [code, fn.__defaults__, None], "lambda", module
+    return list(func_dump(fn)), "lambda", module
 
 
 def _load(value: Any, kind: str, module: str | None, custom_objects: dict | None) -> Callable:
@@ -62,11 +63,25 @@ def _load(value: Any, kind: str, module: str | None, custom_objects: dict | None
         for part in value.split("."):
             obj = getattr(obj, part)
         return obj
-    code = marshal.loads(base64.b64decode(value[0]))
-    scope = dict(vars(importlib.import_module(module))) if module else {}
+    return func_load(value, globs=_lambda_globals(module, custom_objects))
+
+
+def _lambda_globals(module: str | None, custom_objects: dict | None) -> dict:
+    """What a stored lambda sees as globals, as Keras 2.3.1's ``Lambda.from_config`` gives it: the
+    names of Keras's layer module (its backend as ``K``, numpy as ``np``), then those of the module
+    that defined the lambda if it is loaded, then ``custom_objects``."""
+    scope: dict[str, Any] = {"K": backend, "np": np}
+    if module in sys.modules:
+        scope.update(vars(sys.modules[module]))
+    elif module is not None:
+        try:
+            scope.update(vars(importlib.import_module(module)))
+        except ImportError:
+            warnings.warn(f"Lambda: module {module!r}, where the stored lambda was written, cannot be "
+                          "imported; names it used from there will be missing (pass them in custom_objects)",
+                          stacklevel=4)
     scope.update(custom_objects or {})
-    defaults = tuple(value[1]) if value[1] is not None else None
-    return types.FunctionType(code, scope, code.co_name, defaults)
+    return scope
 
 
 class Lambda(KerasLayer, Layer):
@@ -77,7 +92,8 @@ class Lambda(KerasLayer, Layer):
     function ``(inputs, mask) -> mask``.
     """
 
-    _config_keys = ()
+    # written by get_config and read back by from_config (Keras 2.3.1 uses the same keys)
+    _config_keys = ("function_type", "module", "output_shape_type", "output_shape_module")
     # its function may close over symbolic tensors of the graph (see graph/network.py's live forward)
     _may_close_over_graph = True
 

@@ -24,10 +24,11 @@ from typing import Any
 import torch
 from torch import nn
 
-from arignote import activations, backend
+from arignote import activations
 from arignote import constraints as _constraints
 from arignote import initializers as _initializers
 from arignote import regularizers as _regularizers
+from arignote.backend_common import normalize_data_format
 
 __all__ = [
     "normalize_tuple",
@@ -76,16 +77,6 @@ def normalize_padding(value: Any, where: str, allowed: tuple[str, ...] = ("valid
     if padding not in allowed:
         raise ValueError(f"{where}: padding must be one of {', '.join(map(repr, allowed))}, got {value!r}")
     return padding
-
-
-def normalize_data_format(value: Any, where: str) -> str:
-    """``None`` -> ``backend.image_data_format()`` (the flag / ``~/.keras/keras.json``)."""
-    if value is None:
-        value = backend.image_data_format()
-    fmt = value.lower() if isinstance(value, str) else value
-    if fmt not in ("channels_last", "channels_first"):
-        raise ValueError(f"{where}: data_format must be 'channels_first' or 'channels_last', got {value!r}")
-    return fmt
 
 
 def to_torch(x: torch.Tensor, data_format: str) -> torch.Tensor:

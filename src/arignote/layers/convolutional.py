@@ -22,6 +22,7 @@ from arignote.layers._conv import (
     Deconvolution3D,
 )
 from arignote.layers._conv_extra import DepthwiseConv2D, SeparableConv1D, SeparableConv2D
+from arignote.layers._left_out import legacy_getattr
 from arignote.layers._reshaping import (
     Cropping1D,
     Cropping2D,
@@ -48,7 +49,22 @@ from arignote.layers.pooling import (
     MaxPooling3D,
 )
 
+# Keras 2.3.1's other aliases in this module (keras.layers exports only the Convolution*/Deconvolution* ones)
+SeparableConvolution1D = SeparableConv1D
+SeparableConvolution2D = SeparableConv2D
+Convolution2DTranspose = Conv2DTranspose
+Deconv2D = Conv2DTranspose
+Deconv3D = Conv3DTranspose
+
+__getattr__ = legacy_getattr("arignote.layers.convolutional",
+                             ["AtrousConvolution1D", "AtrousConvolution2D", "AtrousConv1D", "AtrousConv2D"])
+
 __all__ = [
+    "SeparableConvolution1D",
+    "SeparableConvolution2D",
+    "Convolution2DTranspose",
+    "Deconv2D",
+    "Deconv3D",
     "Conv1D",
     "Conv2D",
     "Conv3D",

@@ -24,7 +24,10 @@ import torch
 import torch.nn.functional as F
 
 from arignote import activations
+from arignote.errors import keras_names_missing
 from arignote.layers._conv import pad_arg
+from arignote.layers._left_out import legacy_getattr
+from arignote.layers._rnn_base import RNN
 from arignote.layers._rnn_cells import _prob, dropout_mask
 from arignote.layers._util import (
     KerasLayer,
@@ -40,7 +43,16 @@ from arignote.layers._util import (
 )
 from arignote.layers.base import Layer, positive_int
 
-__all__ = ["ConvLSTM2D", "ConvLSTM2DCell"]
+_legacy = legacy_getattr("arignote.layers.convolutional_recurrent", ["Recurrent", "ConvRecurrent2D"])
+_not_yet = keras_names_missing("arignote.layers.convolutional_recurrent", {
+    "ConvRNN2D": "ConvLSTM2D (a ConvRNN2D around a cell of your own is not provided)"})
+
+
+def __getattr__(name: str) -> object:
+    return _not_yet(name) if name == "ConvRNN2D" else _legacy(name)
+
+
+__all__ = ["ConvLSTM2D", "ConvLSTM2DCell", "RNN"]
 
 
 class ConvLSTM2DCell(KerasLayer, Layer):

@@ -29,10 +29,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from arignote.layers._left_out import legacy_getattr
 from arignote.layers._rnn_base import RNN, StackedRNNCells
 from arignote.layers._rnn_base import delegate as _delegate
 from arignote.layers._rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
 from arignote.layers._util import regularizer_arg, serial
+
+__getattr__ = legacy_getattr("arignote.layers.recurrent", ["Recurrent"])
 
 __all__ = ["RNN", "SimpleRNN", "GRU", "LSTM", "SimpleRNNCell", "GRUCell", "LSTMCell", "StackedRNNCells"]
 

@@ -1,0 +1,124 @@
+"""Keras 2.3.1's smaller public names: generic_utils helpers, backend settings helpers, the
+convolution aliases of ``keras.layers.convolutional``, and the left-out legacy names there (issue 13
+items 2 and 7). Behaviour follows Keras 2.3.1's source (keras/utils/generic_utils.py,
+keras/backend/common.py, keras/layers/convolutional.py)."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from arignote import backend as K
+from arignote import config
+from arignote.errors import KerasNameMissing
+from arignote.layers import Dense, Input, Lambda
+from arignote.layers import convolutional as conv
+from arignote.layers import convolutional_recurrent, recurrent
+from arignote.models import Model, model_from_json
+from arignote.utils import generic_utils as gu
+
+
+def test_func_dump_load_keeps_defaults_and_closure():
+    scale = 3.0
+
+    def scaled(x, shift=1.0):
+        return x * scale + shift
+
+    code, defaults, closure = gu.func_dump(scaled)
+    assert isinstance(code, str) and defaults == (1.0,) and closure == (3.0,)
+    # as a JSON round trip turns tuples into lists (a Keras 2 Lambda config)
+    back = gu.func_load(json.loads(json.dumps([code, defaults, closure])))
+    assert back(2.0) == 7.0 and back(2.0, shift=0.0) == 6.0
+    with pytest.raises(ValueError, match="custom_objects"):
+        gu.func_load("not base64 bytecode!")
+
+
+def test_lambda_with_a_closure_survives_model_json():
+    """A Lambda whose lambda reads an enclosing variable loads back (Keras 2 stores the closure)."""
+    factor = 2.5
+    x = Input((3,))
+    y = Lambda(lambda t: t * factor)(Dense(3, kernel_initializer="ones", use_bias=False)(x))
+    model = Model(x, y)
+    clone = model_from_json(model.to_json())
+    clone.set_weights(model.get_weights())
+    data = np.ones((2, 3), "float32")
+    np.testing.assert_allclose(clone.predict(data), model.predict(data))
+    np.testing.assert_allclose(clone.predict(data), np.full((2, 3), 7.5))
+
+
+def test_slice_arrays_as_keras():
+    a, b = np.arange(5), np.arange(5) * 10
+    assert [x.tolist() for x in gu.slice_arrays([a, None, b], 1, 3)[::2]] == [[1, 2], [10, 20]]
+    assert gu.slice_arrays([a, None], 1, 3)[1] is None
+    assert gu.slice_arrays(a, np.array([4, 0])).tolist() == [4, 0]
+    assert gu.slice_arrays(None) == [None]
+
+
+def test_transpose_shape_and_small_helpers():
+    assert gu.transpose_shape((128, 128, 32), "channels_first", spatial_axes=(0, 1)) == (32, 128, 128)
+    assert gu.transpose_shape([16, 8, 8, 3], "channels_first", (1, 2)) == [16, 3, 8, 8]
+    assert gu.transpose_shape((1, 2), "channels_last", (0,)) == (1, 2)
+    with pytest.raises(ValueError, match="Received: nchw"):
+        gu.transpose_shape((1, 2), "nchw", (0,))
+    assert gu.is_all_none([None, None]) and not gu.is_all_none((None, 0))
+    a, b = object(), object()
+    assert gu.object_list_uid([a, b]) == f"{id(a)}, {id(b)}"
+    spec = gu.getargspec(lambda x, y=1, *rest, **kw: None)
+    assert (spec.args, spec.varargs, spec.keywords, spec.defaults) == (["x", "y"], "rest", "kw", (1,))
+    with pytest.raises(ValueError, match=r"Unknown entries in loss dictionary: \['out2'\]"):
+        gu.check_for_unexpected_keys("loss", {"out1": 1, "out2": 2}, ["out1"])
+
+
+def test_backend_setting_helpers():
+    assert K.cast_to_floatx(np.array([1.0, 2.0], "float64")).dtype == np.float32
+    config.configure(floatX="float64")
+    assert K.cast_to_floatx([1]).dtype == np.float64
+    assert K.normalize_data_format("Channels_Last") == "channels_last"
+    config.configure(image_data_format="channels_first")
+    assert K.normalize_data_format(None) == "channels_first"
+    with pytest.raises(ValueError, match="'nhwc'"):
+        K.normalize_data_format("nhwc")
+
+    def f(x):
+        return x
+
+    assert K.symbolic(f) is f and K.eager(f) is f
+
+
+def test_name_scope_labels_a_profiler_range():
+    with torch.profiler.profile() as prof:
+        with K.name_scope("my_block"):
+            torch.ones(2) + 1
+    assert "my_block" in {event.name for event in prof.events()}
+
+
+def test_convolutional_module_aliases_and_legacy_names():
+    assert conv.Deconv2D is conv.Conv2DTranspose is conv.Convolution2DTranspose
+    assert conv.Deconv3D is conv.Conv3DTranspose
+    assert conv.SeparableConvolution1D is conv.SeparableConv1D
+    assert conv.SeparableConvolution2D is conv.SeparableConv2D
+    with pytest.raises(KerasNameMissing, match=r"AtrousConv2D .*legacy.*deliberately not provided.*"
+                                               r"Conv2D\(\.\.\., dilation_rate=rate\)"):
+        conv.AtrousConv2D  # noqa: B018
+    with pytest.raises(KerasNameMissing, match="RNN\\(cell\\)"):
+        recurrent.Recurrent  # noqa: B018
+    with pytest.raises(KerasNameMissing, match="not provided by arignote yet; use ConvLSTM2D"):
+        convolutional_recurrent.ConvRNN2D  # noqa: B018
+    assert convolutional_recurrent.RNN is recurrent.RNN
+
+
+def test_keras_2_3_1_file_with_lambdas_loads_and_predicts_as_keras():
+    """lambda_closure.h5 was written by real Keras 2.3.1 (scripts/make_keras2_lambda_fixture.py): a
+    lambda with a closure and a default, one with ``arguments`` that calls ``K.pow`` (Keras resolves
+    ``K`` from its layer module's globals), one with a lambda ``output_shape``."""
+    import os
+
+    from arignote.models import load_model
+
+    here = os.path.join(os.path.dirname(__file__), "fixtures", "keras2")
+    model = load_model(os.path.join(here, "lambda_closure.h5"))
+    expected = np.load(os.path.join(here, "lambda_closure.npz"))
+    assert [layer.name for layer in model.layers][-3:] == ["scaled", "squared", "total"]
+    assert model.output_shape == (None, 1)
+    np.testing.assert_allclose(model.predict(expected["x"]), expected["y"], rtol=1e-5)
