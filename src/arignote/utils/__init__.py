@@ -12,7 +12,6 @@ Example::
 
 from arignote.errors import keras_names_missing
 from arignote.utils import (
-                            conv_utils,
                             data_utils,
                             generic_utils,
                             io_utils,
@@ -30,8 +29,7 @@ from arignote.utils.np_utils import normalize, to_categorical
 from arignote.utils.progbar import Progbar
 from arignote.utils.vis_utils import model_to_dot, plot_model
 
-__all__ = ["CustomObjectScope", "HDF5Matrix", "Progbar", "Sequence", "conv_utils", "custom_object_scope",
-           "data_utils",
+__all__ = ["CustomObjectScope", "HDF5Matrix", "Progbar", "Sequence", "custom_object_scope", "data_utils",
            "generic_utils", "get_custom_objects", "get_file", "io_utils", "layer_utils", "model_to_dot",
            "multi_gpu_model", "multi_gpu_utils", "normalize", "np_utils", "plot_model", "print_summary",
            "to_categorical", "vis_utils"]
