@@ -288,3 +288,30 @@ def test_tensorboard_embeddings_arguments_are_refused_by_name(tmp_path):
         C.TensorBoard(log_dir=str(tmp_path), embeddings_layer_names=["dense"])
     with pytest.raises(ValueError, match="embeddings_data=array"):
         C.TensorBoard(log_dir=str(tmp_path), embeddings_data=np.zeros(2))
+
+
+# ------------------------------------------------------------------ auto mode for AUC, Precision ...
+
+
+@pytest.mark.parametrize("monitor", ["val_auc", "auc", "val_precision_1", "recall", "val_mean_io_u",
+                                     "true_positives"])
+def test_auto_mode_maximises_auc_precision_recall(monitor):
+    """Keras 2.3.1's auto rule looks for 'acc' only, so it minimised val_auc (EarlyStopping stopped as
+    AUC rose); arignote maximises the metric classes whose larger value is better, as Keras 3 does."""
+    model = _model()
+    stop = C.EarlyStopping(monitor=monitor, patience=0)
+    stop.set_model(model)
+    stop.on_train_begin()
+    for epoch, value in enumerate([0.70, 0.80, 0.85]):  # improving every epoch
+        stop.on_epoch_end(epoch, {monitor: value})
+        assert not model.stop_training, (epoch, value)
+    stop.on_epoch_end(3, {monitor: 0.60})  # worse
+    assert model.stop_training and stop.stopped_epoch == 3
+
+
+def test_auto_mode_still_minimises_losses_and_lookalike_names():
+    from arignote.callbacks._monitor import maximizes
+
+    assert not maximizes("val_loss", "auto") and not maximizes("val_aucx_loss", "auto")
+    assert not maximizes("precision_loss", "auto") and maximizes("val_auc_2", "auto")
+    assert maximizes("val_acc", "auto") and not maximizes("val_auc", "min")

@@ -12,9 +12,8 @@ import torch
 from arignote import backend as K
 from arignote import config
 from arignote.errors import KerasNameMissing
-from arignote.layers import Dense, Input, Lambda
+from arignote.layers import Dense, Input, Lambda, convolutional_recurrent, recurrent
 from arignote.layers import convolutional as conv
-from arignote.layers import convolutional_recurrent, recurrent
 from arignote.models import Model, model_from_json
 from arignote.utils import generic_utils as gu
 

@@ -19,7 +19,10 @@ from typing import Any
 from arignote.metric_names import spellings
 
 _MODES = ("auto", "min", "max")
-
+# metric classes whose larger value is better but whose logged name Keras 2.3.1's auto rule does not
+# recognise (it looks for "acc" only): AUC, Precision, Recall, the counts of right answers, MeanIoU
+_HIGHER_IS_BETTER = ("auc", "precision", "recall", "true_positives", "true_negatives", "mean_io_u",
+                     "mean_iou", "sensitivity_at_specificity", "specificity_at_sensitivity")
 
 
 def check_mode(mode: str, owner: str) -> str:
@@ -30,13 +33,26 @@ def check_mode(mode: str, owner: str) -> str:
 
 
 def maximizes(monitor: str, mode: str) -> bool:
-    """Whether a larger value of ``monitor`` is better (Keras rule: in auto mode, names holding
-    ``acc`` or starting with ``fmeasure`` are maximised, everything else minimised)."""
+    """Whether a larger value of ``monitor`` is better.
+
+    In auto mode, Keras 2.3.1's rule: names holding ``acc`` or starting with ``fmeasure`` are
+    maximised, everything else minimised; and, where that rule is wrong, what Keras 3 and tf.keras
+    do instead: the logged names of AUC, Precision, Recall, TruePositives/TrueNegatives and MeanIoU
+    (``val_auc``, ``precision_1``) are maximised too. Keras 2.3.1 minimised them, so an
+    ``EarlyStopping(monitor='val_auc')`` stopped when AUC rose.
+
+    >>> maximizes("val_auc", "auto"), maximizes("val_loss", "auto"), maximizes("val_auc", "min")
+    (True, False, False)
+    """
     if mode == "max":
         return True
     if mode == "min":
         return False
-    return "acc" in monitor or monitor.startswith("fmeasure")
+    if "acc" in monitor or monitor.startswith("fmeasure"):
+        return True
+    base = monitor[len("val_"):] if monitor.startswith("val_") else monitor
+    return any(base == name or (base.startswith(name + "_") and base[len(name) + 1:].isdigit())
+               for name in _HIGHER_IS_BETTER)
 
 
 def improvement(monitor: str, mode: str) -> Callable[[float, float], bool]:
