@@ -121,3 +121,55 @@ def test_keras_2_3_1_file_with_lambdas_loads_and_predicts_as_keras():
     assert [layer.name for layer in model.layers][-3:] == ["scaled", "squared", "total"]
     assert model.output_shape == (None, 1)
     np.testing.assert_allclose(model.predict(expected["x"]), expected["y"], rtol=1e-5)
+
+
+def test_the_global_registry_serves_activation_and_loss_names(tmp_path):
+    """The Keras 2 idiom ``get_custom_objects().update({'swish': Activation(swish)})`` and then
+    ``activation='swish'`` by name: Keras 2.3.1 looks names up in custom_objects, then the global
+    registry, then the module."""
+    from arignote import activations, losses
+    from arignote.layers import Activation
+    from arignote.models import Sequential, load_model
+    from arignote.utils import CustomObjectScope, get_custom_objects
+
+    def swish(x):
+        return x * torch.sigmoid(x)
+
+    def half_mae(y_true, y_pred):
+        return 0.5 * K.mean(K.abs(y_true - y_pred), axis=-1)
+
+    with CustomObjectScope({}):  # restores the registry afterwards
+        get_custom_objects().update({"swish": Activation(swish), "half_mae": half_mae})
+        assert activations.get("swish")(torch.zeros(1)).tolist() == [0.0]
+        assert losses.get("half_mae") is half_mae
+        model = Sequential([Dense(3, activation="swish", input_shape=(2,)), Dense(1)])
+        model.compile("sgd", "half_mae")
+        x = np.ones((4, 2), "float32")
+        model.fit(x, np.zeros((4, 1), "float32"), epochs=1, verbose=0)
+        path = str(tmp_path / "m.h5")
+        model.save(path)
+        again = load_model(path)  # the names resolve through the registry, no custom_objects
+        np.testing.assert_allclose(again.predict(x), model.predict(x), rtol=1e-6)
+    with pytest.raises(ValueError, match="Unknown activation function: 'swish'"):
+        activations.get("swish")
+
+
+def test_deserialize_keras_object_as_keras_2_3_1():
+    class Thing:
+        def __init__(self, size=1):
+            self.size = size
+
+        @classmethod
+        def from_config(cls, config, custom_objects=None):
+            obj = cls(**config)
+            obj.seen = sorted(custom_objects)
+            return obj
+
+    made = gu.deserialize_keras_object({"class_name": "Thing", "config": {"size": 3}},
+                                       custom_objects={"Thing": Thing})
+    assert made.size == 3 and made.seen == ["Thing"]
+    assert gu.deserialize_keras_object("Thing", custom_objects={"Thing": Thing}) is Thing  # not instantiated
+    with pytest.raises(ValueError, match="needs 'class_name' and 'config'"):
+        gu.deserialize_keras_object({"class_name": "Thing"}, custom_objects={"Thing": Thing})
+    with pytest.raises(ValueError, match="Unknown layer: 'Thin'.*Did you mean 'Thing'"):
+        gu.deserialize_keras_object("Thin", {"Thing": Thing}, printable_module_name="layer")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import difflib
+import inspect
 import marshal
 import types
 from typing import Any
@@ -24,9 +25,12 @@ __all__ = ["serialize_object", "deserialize_object", "lookup", "serialize_keras_
 
 
 def lookup(kind: str, name: str, module_objects: dict, custom_objects: dict | None) -> Any:
-    """``name`` in ``custom_objects`` then ``module_objects``; else a ValueError with a hint."""
+    """``name`` in ``custom_objects``, then the global registry (``get_custom_objects()``), then
+    ``module_objects`` (Keras 2.3.1's order); else a ValueError with a hint."""
     if custom_objects and name in custom_objects:
         return custom_objects[name]
+    if name in GLOBAL_CUSTOM_OBJECTS:
+        return GLOBAL_CUSTOM_OBJECTS[name]
     if name in module_objects and not name.startswith("_"):
         return module_objects[name]
     valid = sorted(k for k in module_objects if not k.startswith("_"))
@@ -76,9 +80,40 @@ def deserialize_keras_object(
     custom_objects: dict | None = None,
     printable_module_name: str = "object",
 ) -> Any:
-    """Keras 2 ``utils.generic_utils.deserialize_keras_object`` (which ``keras.layers`` re-exports):
-    ``identifier`` (a name or a config dict) looked up in ``custom_objects`` then ``module_objects``."""
-    return deserialize_object(identifier, dict(module_objects or {}), custom_objects, printable_module_name)
+    """Keras 2 ``utils.generic_utils.deserialize_keras_object`` (which ``keras.layers`` re-exports).
+
+    A config dict ``{"class_name", "config"}`` is rebuilt with the class's ``from_config`` (given
+    ``custom_objects`` when it takes them, else with them registered for the call); a name is looked
+    up (``custom_objects``, the global registry, ``module_objects``) and returned as it is.
+
+    >>> deserialize_keras_object("relu", {"relu": abs}) is abs
+    True
+    """
+    module_objects = dict(module_objects or {})
+    if isinstance(identifier, dict):
+        if "class_name" not in identifier or "config" not in identifier:
+            raise ValueError(f"Improper config format for a {printable_module_name}: {identifier!r} "
+                             "(needs 'class_name' and 'config')")
+        cls = lookup(printable_module_name, identifier["class_name"], module_objects, custom_objects)
+        config = identifier["config"]
+        if not hasattr(cls, "from_config"):
+            return cls(**config)
+        try:
+            takes_custom = "custom_objects" in inspect.signature(cls.from_config).parameters
+        except (TypeError, ValueError):
+            takes_custom = False
+        if takes_custom:
+            return cls.from_config(config, custom_objects={**GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})})
+        saved = dict(GLOBAL_CUSTOM_OBJECTS)
+        GLOBAL_CUSTOM_OBJECTS.update(custom_objects or {})
+        try:
+            return cls.from_config(config)
+        finally:
+            GLOBAL_CUSTOM_OBJECTS.clear()
+            GLOBAL_CUSTOM_OBJECTS.update(saved)
+    if isinstance(identifier, str):
+        return lookup(printable_module_name, identifier, module_objects, custom_objects)
+    raise ValueError(f"Could not interpret serialized {printable_module_name}: {identifier!r}")
 
 
 # the global custom-object registry (Keras 2 ``get_custom_objects()``); here, in a module without

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from arignote._keras_objects import deserialize_object
+from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS, deserialize_object
 
 __all__ = [
     "softmax",
@@ -118,11 +118,21 @@ _FUNCTIONS: dict[str, Callable] = {
 
 
 def serialize(activation: Callable) -> str:
-    """The name Keras stores for an activation (its function name)."""
+    """The name Keras stores for an activation: its function name, or, for an object registered
+    under a name (``get_custom_objects()['swish'] = Activation(swish)``, a Keras 2 idiom whose models
+    Keras 2.3.1 could not save), that name.
+
+    >>> serialize(relu)
+    'relu'
+    """
     name = getattr(activation, "__name__", None)
-    if name is None:
-        raise ValueError(f"Cannot serialize activation {activation!r}: it has no __name__")
-    return name
+    if name is not None:
+        return name
+    for key, value in GLOBAL_CUSTOM_OBJECTS.items():
+        if value is activation:
+            return key
+    raise ValueError(f"Cannot serialize activation {activation!r}: it has no __name__; pass a function, "
+                     "or register the object by name with get_custom_objects()")
 
 
 def deserialize(name: Any, custom_objects: dict | None = None) -> Callable:

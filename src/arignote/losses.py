@@ -33,6 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote import backend, weighting
+from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.graph.ops import symbolic
 
 __all__ = [
@@ -436,6 +437,8 @@ def get(identifier: str | Callable) -> Callable[[torch.Tensor, torch.Tensor], to
         True
     """
     if isinstance(identifier, str):
+        if identifier in GLOBAL_CUSTOM_OBJECTS:  # get_custom_objects(), looked at first as in Keras 2.3.1
+            return get(GLOBAL_CUSTOM_OBJECTS[identifier])
         fn = _NAMES.get(identifier) or _NAMES.get(identifier.lower())
         if fn is None:
             close = difflib.get_close_matches(identifier, list(_NAMES), n=1, cutoff=0.5)

@@ -20,7 +20,13 @@ import collections
 import inspect
 from typing import Any
 
-from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS, func_dump, func_load
+from arignote._keras_objects import (
+    GLOBAL_CUSTOM_OBJECTS,
+    deserialize_keras_object,
+    func_dump,
+    func_load,
+    serialize_keras_object,
+)
 from arignote.utils.progbar import Progbar
 
 __all__ = ["get_custom_objects", "CustomObjectScope", "custom_object_scope", "Progbar", "to_list",
@@ -148,33 +154,3 @@ def check_for_unexpected_keys(name: str, input_dict: dict, expected_values: Any)
     if unknown:
         raise ValueError(f"Unknown entries in {name} dictionary: {sorted(unknown)}. Only expected "
                          f"following keys: {list(expected_values)}")
-
-
-def serialize_keras_object(instance: Any) -> Any:
-    """``{"class_name", "config"}`` for objects with ``get_config``; a function's name otherwise."""
-    if instance is None:
-        return None
-    if hasattr(instance, "get_config"):
-        return {"class_name": type(instance).__name__, "config": instance.get_config()}
-    if hasattr(instance, "__name__"):
-        return instance.__name__
-    raise ValueError(f"Cannot serialize {instance!r}: it has no get_config() and no name")
-
-
-def deserialize_keras_object(identifier: Any, module_objects: dict | None = None,
-                             custom_objects: dict | None = None,
-                             printable_module_name: str = "object") -> Any:
-    """Rebuild from :func:`serialize_keras_object`'s output, looking names up in ``custom_objects``,
-    the global registry and ``module_objects`` (Keras 2)."""
-    objects = {**(module_objects or {}), **_GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
-    if isinstance(identifier, dict):
-        cls = objects.get(identifier.get("class_name"))
-        if cls is None:
-            raise ValueError(f"Unknown {printable_module_name}: {identifier.get('class_name')}")
-        config = identifier.get("config", {})
-        return cls.from_config(config) if hasattr(cls, "from_config") else cls(**config)
-    if isinstance(identifier, str):
-        if identifier not in objects:
-            raise ValueError(f"Unknown {printable_module_name}: {identifier}")
-        return objects[identifier]
-    return identifier
