@@ -173,3 +173,22 @@ def test_deserialize_keras_object_as_keras_2_3_1():
         gu.deserialize_keras_object({"class_name": "Thing"}, custom_objects={"Thing": Thing})
     with pytest.raises(ValueError, match="Unknown layer: 'Thin'.*Did you mean 'Thing'"):
         gu.deserialize_keras_object("Thin", {"Thing": Thing}, printable_module_name="layer")
+
+
+def test_registered_functions_serve_initializer_regularizer_constraint_names():
+    from arignote import constraints, initializers, regularizers
+    from arignote.utils import CustomObjectScope
+
+    def my_init(shape, dtype=None):
+        return np.ones(shape)
+
+    def my_reg(weight):
+        return 0.0
+
+    def my_con(weight):
+        return weight
+
+    with CustomObjectScope({"my_init": my_init, "my_reg": my_reg, "my_con": my_con}):
+        assert initializers.get("my_init") is my_init
+        assert regularizers.get("my_reg") is my_reg and constraints.get("my_con") is my_con
+        assert Dense(2, kernel_initializer="my_init")(torch.ones(1, 3)).tolist() == [[3.0, 3.0]]
