@@ -58,10 +58,11 @@ def deserialize_object(identifier: Any, module_objects: dict, custom_objects: di
     if isinstance(identifier, dict):
         if "class_name" not in identifier:
             raise ValueError(f"Improper {kind} config (needs 'class_name' and 'config'): {identifier!r}")
-        cls = lookup(kind, identifier["class_name"], module_objects, custom_objects)
+        name = identifier["class_name"]
+        cls = lookup(kind, name, module_objects, custom_objects)
         config = dict(identifier.get("config") or {})
-        if not isinstance(cls, type) and not config:
-            return cls  # a function stored by name (Keras 2.3.1 called it with no arguments and failed)
+        if not isinstance(cls, type) and not config and cls is not module_objects.get(name):
+            return cls  # a user's function registered by name (Keras 2.3.1 called it with no arguments)
         if hasattr(cls, "from_config"):
             return cls.from_config(config)
         return cls(**config)
