@@ -20,7 +20,8 @@ from keras import backend as K  # noqa: E402
 from keras.layers import Dense, Input, Lambda  # noqa: E402
 from keras.models import Model  # noqa: E402
 
-HERE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "fixtures", "keras2")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HERE = os.path.join(ROOT, "tests", "fixtures", "keras2")
 
 
 def build():
