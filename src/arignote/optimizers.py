@@ -1,4 +1,5 @@
-"""Keras 2 optimizers (``SGD``, ``RMSprop``, ``Adam``, ``Adadelta``, ``Adagrad``) on ``torch.optim``.
+"""Keras 2 optimizers (``SGD``, ``RMSprop``, ``Adam``, ``Adadelta``, ``Adagrad``, ``Adamax``, ``Nadam``)
+on ``torch.optim``.
 
 Each update is numerically Keras 2's rule, run by torch's multi-tensor (``foreach``) or fused
 kernels:
@@ -42,9 +43,11 @@ from arignote import backend, config
 from arignote.devices import fastpaths
 from arignote.errors import keras_names_missing
 from arignote.hyperparameter import HyperParameter
+from arignote.optim_kernels import KerasAdamax
 
-__all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "get", "serialize",
-           "deserialize", "sgd", "rmsprop", "adam", "adadelta", "adagrad"]  # fmt: skip
+__all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "Adamax", "Nadam",
+           "get", "serialize", "deserialize", "sgd", "rmsprop", "adam", "adadelta", "adagrad", "adamax",
+           "nadam"]  # fmt: skip
 
 
 def _number(value: Any, what: str, cls: str, low: float = 0.0, high: float | None = None) -> float:
@@ -363,6 +366,73 @@ class Adadelta(Optimizer):
         return {"rho": self.rho, "eps": self.epsilon}
 
 
+class Adamax(Optimizer):
+    """``Adamax(lr=0.002, beta_1=0.9, beta_2=0.999, epsilon=1e-7, decay=0.0)`` (Keras 2.3.1's rule:
+    ``u = max(beta_2 * u, |g|)``, ``p -= lr / (1 - beta_1^t) * m / (u + epsilon)``; torch's own
+    Adamax puts epsilon inside the max, so :class:`arignote.optim_kernels.KerasAdamax` runs it)."""
+
+    _torch_cls = KerasAdamax
+    _keras_keys = ("beta_1", "beta_2", "epsilon")
+    _default_lr = 0.002
+
+    def __init__(
+        self,
+        lr: float | None = None,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float | None = None,
+        decay: float = 0.0,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(lr=lr, decay=decay, **kwargs)
+        self.beta_1 = _number(beta_1, "beta_1", "Adamax", 0.0, 1.0)
+        self.beta_2 = _number(beta_2, "beta_2", "Adamax", 0.0, 1.0)
+        self.epsilon = _default_eps(epsilon, "Adamax")
+
+    def _torch_kwargs(self) -> dict:
+        return {"betas": (self.beta_1, self.beta_2), "eps": self.epsilon}
+
+
+class Nadam(Optimizer):
+    """``Nadam(lr=0.002, beta_1=0.9, beta_2=0.999, epsilon=1e-7, schedule_decay=0.004)`` (Keras 2.3.1:
+    Adam with Nesterov momentum and the momentum schedule ``beta_1 * (1 - 0.5 * 0.96^(t *
+    schedule_decay))``). torch's NAdam computes exactly this rule (its ``momentum_decay`` is
+    ``schedule_decay``; its ``mu_product`` is Keras's ``m_schedule``). Keras 2.3.1's Nadam has no
+    ``decay`` argument; neither has this one."""
+
+    _torch_cls = torch.optim.NAdam
+    _keras_keys = ("beta_1", "beta_2", "epsilon", "schedule_decay")
+    _default_lr = 0.002
+
+    def __init__(
+        self,
+        lr: float | None = None,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float | None = None,
+        schedule_decay: float = 0.004,
+        **kwargs: Any,
+    ) -> None:
+        if kwargs.get("decay"):
+            raise TypeError("Nadam got an unexpected keyword argument 'decay' (Keras 2.3.1's Nadam has none; "
+                            "schedule_decay= sets its momentum schedule, LearningRateScheduler its lr)")
+        kwargs.pop("decay", None)
+        super().__init__(lr=lr, **kwargs)
+        self.beta_1 = _number(beta_1, "beta_1", "Nadam", 0.0, 1.0)
+        self.beta_2 = _number(beta_2, "beta_2", "Nadam", 0.0, 1.0)
+        self.epsilon = _default_eps(epsilon, "Nadam")
+        self.schedule_decay = _number(schedule_decay, "schedule_decay", "Nadam")
+
+    def _torch_kwargs(self) -> dict:
+        return {"betas": (self.beta_1, self.beta_2), "eps": self.epsilon,
+                "momentum_decay": self.schedule_decay}
+
+    def get_config(self) -> dict:
+        cfg = super().get_config()
+        cfg.pop("decay", None)
+        return cfg
+
+
 def _default_eps(epsilon: float | None, cls: str) -> float:
     if epsilon is None:
         return backend.epsilon()
@@ -370,9 +440,10 @@ def _default_eps(epsilon: float | None, cls: str) -> float:
 
 
 # Keras 2 lowercase aliases
-sgd, rmsprop, adam, adadelta, adagrad = SGD, RMSprop, Adam, Adadelta, Adagrad
+sgd, rmsprop, adam, adadelta, adagrad, adamax, nadam = SGD, RMSprop, Adam, Adadelta, Adagrad, Adamax, Nadam
 
-_CLASSES = {"sgd": SGD, "rmsprop": RMSprop, "adam": Adam, "adadelta": Adadelta, "adagrad": Adagrad}
+_CLASSES = {"sgd": SGD, "rmsprop": RMSprop, "adam": Adam, "adadelta": Adadelta, "adagrad": Adagrad,
+            "adamax": Adamax, "nadam": Nadam}
 
 
 def get(identifier: str | Optimizer | dict) -> Optimizer:
@@ -422,11 +493,7 @@ def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
 
 # Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
 __getattr__ = keras_names_missing('arignote.optimizers', {
-    'Adamax': 'Adam (or a torch.optim.Adamax driven by your own loop)',
-    'adamax': "'adam'",
-    'Nadam': 'Adam (or a torch.optim.NAdam driven by your own loop)',
-    'nadam': "'adam'",
-    'TFOptimizer': 'an arignote optimizer (SGD, RMSprop, Adam, Adadelta, Adagrad): '
+    'TFOptimizer': 'an arignote optimizer (SGD, RMSprop, Adam, Adadelta, Adagrad, Adamax, Nadam): '
                    'TensorFlow optimizers do not run on PyTorch',
     'clip_norm': "the optimizer's clipnorm= argument",
 })

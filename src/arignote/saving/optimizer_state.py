@@ -3,13 +3,14 @@
 Keras 2.3.1 stores ``[iterations] + slots`` where the slots are, per trainable weight in model
 order: SGD ``moment`` (Keras ``v = momentum * v - lr * g``; torch keeps ``b`` with ``v = -lr * b``),
 RMSprop / Adagrad ``accumulator``, Adadelta ``accumulator`` + ``delta_accumulator``, Adam ``m``,
-``v`` and ``vhat`` (shape ``(1,)`` unless ``amsgrad``). Each slot has the Keras layout of its
-weight; torch keeps it in the parameter's layout. Where a layer's Keras weight is a view of one
-torch parameter (Dense, convolutions, Embedding, BatchNormalization, LSTM kernels ...), the same
-view maps the slot. Where it is not (an LSTM bias is the sum of torch's two biases, a GRU
-reorders its gates), the state has no Keras layout: saving then leaves ``optimizer_weights`` out
-and loading starts a fresh optimizer, each with a warning naming the layer (as Keras 2 warns
-when it cannot restore an optimizer).
+``v`` and ``vhat`` (shape ``(1,)`` unless ``amsgrad``), Adamax ``m`` + ``u``, Nadam ``m`` + ``v``
+(after ``iterations``, Nadam keeps its scalar ``m_schedule``, torch's per-parameter ``mu_product``).
+Each slot has the Keras layout of its weight; torch keeps it in the parameter's layout. Where a
+layer's Keras weight is a view of one torch parameter (Dense, convolutions, Embedding,
+BatchNormalization, LSTM kernels ...), the same view maps the slot. Where it is not (an LSTM bias is
+the sum of torch's two biases, a GRU reorders its gates), the state has no Keras layout: saving then
+leaves ``optimizer_weights`` out and loading starts a fresh optimizer, each with a warning naming
+the layer (as Keras 2 warns when it cannot restore an optimizer).
 
 Example::
 
@@ -38,7 +39,12 @@ SLOTS: dict[str, tuple[tuple[str, str], ...]] = {
     "Adagrad": (("accumulator", "sum"),),
     "Adadelta": (("accumulator", "square_avg"), ("delta_accumulator", "acc_delta")),
     "Adam": (("m", "exp_avg"), ("v", "exp_avg_sq"), ("vhat", "max_exp_avg_sq")),
+    "Adamax": (("m", "exp_avg"), ("u", "exp_inf")),
+    "Nadam": (("m", "exp_avg"), ("v", "exp_avg_sq")),
 }
+# scalars Keras keeps after ``iterations`` and before the slots, and the per-parameter torch state
+# key holding the same value: Nadam's momentum-schedule product
+SCALARS: dict[str, tuple[tuple[str, str], ...]] = {"Nadam": (("m_schedule", "mu_product"),)}
 
 
 class _Unmappable(Exception):
@@ -122,6 +128,10 @@ def to_keras(model: Any) -> tuple[list[str], list[np.ndarray]] | None:
         return None
     name = type(opt).__name__
     names, arrays = [f"{name}/iterations:0"], [np.array(opt.iterations, dtype=np.int64)]
+    for scalar, key in SCALARS.get(kind, ()):
+        state = opt.torch.state.get(views[0][0], {}) if views else {}
+        names.append(f"{name}/{scalar}:0")
+        arrays.append(np.array(float(state[key]) if key in state else 1.0, dtype=np.float32))
     for slot, key in SLOTS[kind]:
         for i, (param, view) in enumerate(views):
             state = opt.torch.state.get(param, {})
@@ -159,15 +169,20 @@ def from_keras(model: Any, arrays: list[np.ndarray], where: str) -> None:
         )
         return
     n = len(views)
-    slots = SLOTS[kind]
-    if len(arrays) != 1 + n * len(slots):
+    slots, scalars = SLOTS[kind], SCALARS.get(kind, ())
+    arrays = list(arrays)
+    if scalars and len(arrays) == n * len(slots) + 1:  # a file written before Keras kept m_schedule
+        arrays[1:1] = [np.array(1.0, dtype=np.float32)] * len(scalars)  # (Keras 2.3.1 does the same)
+    if len(arrays) != 1 + len(scalars) + n * len(slots):
         warnings.warn(
             f"{where}: optimizer_weights holds {len(arrays)} arrays, a {kind} over {n} weights needs "
-            f"{1 + n * len(slots)}; the model starts with a freshly initialized optimizer",
+            f"{1 + len(scalars) + n * len(slots)}; the model starts with a freshly initialized optimizer",
             stacklevel=3,
         )
         return
     iterations = int(np.asarray(arrays[0]))
+    scalar_values = {key: float(np.asarray(arrays[1 + k])) for k, (_, key) in enumerate(scalars)}
+    arrays = [arrays[0], *arrays[1 + len(scalars):]]
     opt.build(list(model.module.parameters()))
     opt.iterations = iterations
     opt._last_step_lr = None
@@ -193,6 +208,8 @@ def from_keras(model: Any, arrays: list[np.ndarray], where: str) -> None:
             state[key] = tensor
             if kind != "SGD":
                 state["step"] = torch.tensor(float(iterations))
+            for scalar_key, value in scalar_values.items():
+                state[scalar_key] = torch.tensor(value)
     if kind == "SGD" and iterations:
         opt._last_step_lr = _sgd_scale(opt)
     model._pending_optimizer_state = opt.state_dict()
