@@ -12,7 +12,6 @@ from arignote.errors import ArignoteError, KerasNameMissing
 
 MISSING = {
     "arignote.optimizers": ["TFOptimizer", "clip_norm"],
-    "arignote.models": ["clone_model", "model_from_config", "model_from_yaml", "save_model"],
     "arignote.utils": ["GeneratorEnqueuer", "OrderedEnqueuer", "get_source_inputs",
                        "convert_all_kernels_in_model"],
     "arignote.preprocessing.image": ["Iterator", "apply_affine_transform", "random_rotation", "random_zoom"],

@@ -22,19 +22,12 @@ Example::
 
 from __future__ import annotations
 
-from arignote.errors import keras_names_missing
 from arignote.layers import Input, InputLayer
-from arignote.models.loading import load_model, model_from_json
+from arignote.models.cloning import clone_model
+from arignote.models.loading import load_model, model_from_config, model_from_json, model_from_yaml
 from arignote.models.model import Model
+from arignote.models.saving import save_model
 from arignote.models.sequential import Sequential
 
-__all__ = ["Input", "InputLayer", "Model", "Sequential", "load_model", "model_from_json"]
-
-
-# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
-__getattr__ = keras_names_missing('arignote.models', {
-    'clone_model': 'model_from_json(model.to_json()) for the same architecture with new weights',
-    'model_from_config': 'model_from_json',
-    'model_from_yaml': 'model_from_json (YAML model files are not read)',
-    'save_model': 'model.save(filepath)',
-})
+__all__ = ["Input", "InputLayer", "Model", "Sequential", "clone_model", "load_model", "model_from_config",
+           "model_from_json", "model_from_yaml", "save_model"]

@@ -30,11 +30,12 @@ from arignote.models.saving import (
     _load_errors,
     _read,
     _unusable,
+    yaml_module,
 )
 from arignote.models.sequential import Sequential
 from arignote.saving import hdf5 as keras_hdf5
 
-__all__ = ["load_model", "model_from_json"]
+__all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml"]
 
 
 def _model_classes() -> dict:
@@ -123,6 +124,30 @@ def _optimizer_from(spec: Any) -> Any:
                      "class_name/config dict")
 
 
+def model_from_config(config: dict, custom_objects: dict | None = None) -> Any:
+    """Keras 2's ``model_from_config``: an uncompiled model from ``{"class_name", "config"}`` (what
+    ``to_json`` holds, Keras 2's or ours).
+
+    Example::
+
+        >>> from arignote.models import Sequential
+        >>> from arignote.layers import Dense
+        >>> spec = {"class_name": "Sequential", "config": Sequential([Dense(2, input_dim=3)]).get_config()}
+        >>> model_from_config(spec).output_shape
+        (None, 2)
+    """
+    if isinstance(config, list):
+        raise TypeError("model_from_config expects a dictionary, not a list; maybe you meant "
+                        "Sequential.from_config(config)?")
+    model, conversion = keras_hdf5.model_from_config(config, custom_objects, "model_from_config",
+                                                      _model_classes())
+    if conversion.channels_first:
+        raise ValueError("model_from_config: a channels_first model; arignote rebuilds it channels_last, "
+                         "which needs its weights converted too: load the whole model from its .h5 file "
+                         "instead")
+    return model
+
+
 def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any:
     """Keras 2's ``model_from_json``: an uncompiled model from ``to_json()`` text (Keras 2's or ours).
 
@@ -134,14 +159,27 @@ def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any
         >>> model_from_json(text).layers[0].name
         'd'
     """
-
     try:
         spec = json.loads(json_string)
     except json.JSONDecodeError as err:
         raise ValueError(f"model_from_json: not JSON ({err}); pass the text to_json() returned") from None
-    model, conversion = keras_hdf5.model_from_config(spec, custom_objects, "model_from_json",
-                                                      _model_classes())
-    if conversion.channels_first:
-        raise ValueError("model_from_json: a channels_first model; arignote rebuilds it channels_last, which "
-                         "needs its weights converted too: load the whole model from its .h5 file instead")
-    return model
+    return model_from_config(spec, custom_objects)
+
+
+def model_from_yaml(yaml_string: str, custom_objects: dict | None = None) -> Any:
+    """Keras 2's ``model_from_yaml``: an uncompiled model from ``to_yaml()`` text (Keras 2's or ours).
+    Keras 2 wrote tuples as ``!!python/tuple``; they are read as lists by a safe loader that
+    builds nothing else of Python's (needs PyYAML: ``pip install arignote[yaml]``)."""
+    yaml = yaml_module()
+
+    class _KerasYamlLoader(yaml.SafeLoader):
+        pass
+
+    _KerasYamlLoader.add_constructor("tag:yaml.org,2002:python/tuple",
+                                     lambda loader, node: loader.construct_sequence(node, deep=True))
+    try:
+        spec = yaml.load(yaml_string, Loader=_KerasYamlLoader)  # noqa: S506 (a SafeLoader subclass)
+    except yaml.YAMLError as err:
+        raise ValueError(f"model_from_yaml: not YAML arignote can read ({err}); pass the text to_yaml() "
+                         "returned") from None
+    return model_from_config(spec, custom_objects)

@@ -640,14 +640,19 @@ class Model(Functional, GeneratorMethods):
         ``by_name=True`` and ``skip_mismatch=True`` as in Keras 2)."""
         saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch)
 
-    def save(self, filepath: str, include_optimizer: bool = True) -> None:
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Architecture + weights + optimizer state in one file: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``
-        names, arignote's checkpoint for any other."""
-        saving.save_model(self, filepath, include_optimizer=include_optimizer)
+        names, arignote's checkpoint for any other (Keras 2's argument order: ``overwrite`` second)."""
+        saving.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
     def to_json(self, **kwargs: Any) -> str:
         """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
         return saving.to_json(self, **kwargs)
+
+    def to_yaml(self, **kwargs: Any) -> str:
+        """The architecture as Keras 2 YAML (``model_from_yaml`` rebuilds it); needs PyYAML
+        (``pip install arignote[yaml]``); ``kwargs`` go to ``yaml.safe_dump``."""
+        return saving.to_yaml(self, **kwargs)
 
     def training_state(self) -> dict[str, Any]:
         """What BackupAndRestore saves: module, optimizer and grad-scaler state, and ``epoch``

@@ -32,6 +32,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import importlib
 import json
 import os
 import zipfile
@@ -42,6 +43,7 @@ import torch
 
 from arignote import checkpoint, losses, saving
 from arignote.saving import hdf5 as keras_hdf5
+from arignote.utils import io_utils
 
 __all__ = ["save_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT", "is_hdf5_name",
            "to_json"]
@@ -135,8 +137,13 @@ def _checkpoint_or_error(path: str) -> None:
         raise checkpoint.CheckpointError(f"{path}: {what}")
 
 
-def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> None:
-    """Write architecture, weights and (optionally) optimizer state to ``filepath`` (HDF5 for .h5 names)."""
+def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
+    """Keras 2's ``save_model``: architecture, weights and (optionally) optimizer state in ``filepath``
+    (Keras 2 HDF5 for .h5/.hdf5/.keras names, arignote's checkpoint otherwise). With
+    ``overwrite=False`` an existing file is kept unless the user answers ``y`` at the prompt."""
+    if not overwrite and isinstance(filepath, (str, os.PathLike)) and os.path.isfile(filepath):
+        if not io_utils.ask_to_proceed_with_overwrite(os.fspath(filepath)):
+            return
     if is_hdf5_name(filepath):
         saving.save_model(model, filepath, include_optimizer=include_optimizer)
         return
@@ -237,3 +244,17 @@ def to_json(model: Any, **kwargs: Any) -> str:
     spec = keras_hdf5.model_config(model)
     spec.update(keras_version=keras_hdf5.KERAS_VERSION, backend=keras_hdf5.WRITTEN_BACKEND)
     return json.dumps(spec, **kwargs)
+
+
+def yaml_module() -> Any:
+    """PyYAML, or one error naming the extra that installs it."""
+    try:
+        return importlib.import_module("yaml")
+    except ImportError:
+        raise ImportError("YAML model files need PyYAML: pip install arignote[yaml] (or pip install pyyaml)"
+                          ) from None
+
+
+def to_yaml(model: Any, **kwargs: Any) -> str:
+    """Keras 2's ``model.to_yaml()``: the :func:`to_json` mapping as YAML (plain lists and mappings)."""
+    return yaml_module().safe_dump(json.loads(to_json(model)), **kwargs)

@@ -17,12 +17,13 @@ Example::
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["HDF5Matrix"]
+__all__ = ["HDF5Matrix", "ask_to_proceed_with_overwrite"]
 
 
 def _h5py() -> Any:
@@ -117,3 +118,19 @@ class HDF5Matrix:
     @property
     def size(self) -> int:
         return int(np.prod(self.shape))
+
+
+def ask_to_proceed_with_overwrite(filepath: str) -> bool:
+    """Keras 2's prompt ``[WARNING] <filepath> already exists - overwrite? [y/n]``: True for ``y``,
+    False for ``n``. Where nobody can answer (stdin is not a terminal: a batch job, a notebook
+    kernel), it raises instead of waiting forever; pass ``overwrite=True`` there."""
+    if not sys.stdin or not sys.stdin.isatty():
+        raise FileExistsError(f"{filepath} already exists and overwrite=False, and there is no terminal to "
+                              "ask whether to overwrite it: pass overwrite=True or another file name")
+    answer = input(f"[WARNING] {filepath} already exists - overwrite? [y/n]").strip().lower()
+    while answer not in ("y", "n"):
+        answer = input('Enter "y" (overwrite) or "n" (cancel).').strip().lower()
+    if answer == "n":
+        return False
+    print("[TIP] Next time specify overwrite=True!")
+    return True
