@@ -4,7 +4,6 @@ scripts/make_keras2_yaml_fixture.py), save_model with overwrite (issue 13 items 
 
 from __future__ import annotations
 
-import builtins
 import json
 import sys
 from pathlib import Path
@@ -129,18 +128,11 @@ def test_to_yaml_round_trip_and_model_from_config():
 
 
 def test_yaml_without_pyyaml_names_the_extra(monkeypatch):
-    real_import = builtins.__import__
-
-    def no_yaml(name, *args, **kwargs):
-        if name == "yaml":
-            raise ImportError("No module named 'yaml'")
-        return real_import(name, *args, **kwargs)
-
-    monkeypatch.delitem(sys.modules, "yaml", raising=False)
-    monkeypatch.setattr(builtins, "__import__", no_yaml)
-    monkeypatch.setattr("importlib.import_module", lambda name, *a: no_yaml(name))
+    monkeypatch.setitem(sys.modules, "yaml", None)  # what an environment without PyYAML imports
     with pytest.raises(ImportError, match=r"pip install arignote\[yaml\]"):
         Sequential([Dense(1, input_shape=(2,))]).to_yaml()
+    with pytest.raises(ImportError, match=r"pip install arignote\[yaml\]"):
+        model_from_yaml("class_name: Sequential")
 
 
 def test_save_model_overwrite_as_keras_2(tmp_path, monkeypatch):

@@ -310,9 +310,7 @@ class Adam(Optimizer):
         **kwargs: Any,
     ) -> None:
         super().__init__(lr=lr, decay=decay, **kwargs)
-        self.beta_1 = _number(beta_1, "beta_1", "Adam", 0.0, 1.0)
-        self.beta_2 = _number(beta_2, "beta_2", "Adam", 0.0, 1.0)
-        self.epsilon = _default_eps(epsilon, "Adam")
+        self.beta_1, self.beta_2, self.epsilon = _moments(beta_1, beta_2, epsilon, type(self).__name__)
         self.amsgrad = bool(amsgrad)
 
     def _torch_kwargs(self) -> dict:
@@ -385,9 +383,7 @@ class Adamax(Optimizer):
         **kwargs: Any,
     ) -> None:
         super().__init__(lr=lr, decay=decay, **kwargs)
-        self.beta_1 = _number(beta_1, "beta_1", "Adamax", 0.0, 1.0)
-        self.beta_2 = _number(beta_2, "beta_2", "Adamax", 0.0, 1.0)
-        self.epsilon = _default_eps(epsilon, "Adamax")
+        self.beta_1, self.beta_2, self.epsilon = _moments(beta_1, beta_2, epsilon, type(self).__name__)
 
     def _torch_kwargs(self) -> dict:
         return {"betas": (self.beta_1, self.beta_2), "eps": self.epsilon}
@@ -418,9 +414,7 @@ class Nadam(Optimizer):
                             "schedule_decay= sets its momentum schedule, LearningRateScheduler its lr)")
         kwargs.pop("decay", None)
         super().__init__(lr=lr, **kwargs)
-        self.beta_1 = _number(beta_1, "beta_1", "Nadam", 0.0, 1.0)
-        self.beta_2 = _number(beta_2, "beta_2", "Nadam", 0.0, 1.0)
-        self.epsilon = _default_eps(epsilon, "Nadam")
+        self.beta_1, self.beta_2, self.epsilon = _moments(beta_1, beta_2, epsilon, type(self).__name__)
         self.schedule_decay = _number(schedule_decay, "schedule_decay", "Nadam")
 
     def _torch_kwargs(self) -> dict:
@@ -431,6 +425,12 @@ class Nadam(Optimizer):
         cfg = super().get_config()
         cfg.pop("decay", None)
         return cfg
+
+
+def _moments(beta_1: float, beta_2: float, epsilon: float | None, cls: str) -> tuple[float, float, float]:
+    """The Adam family's checked ``beta_1``, ``beta_2`` (each in [0, 1)) and ``epsilon``."""
+    return (_number(beta_1, "beta_1", cls, 0.0, 1.0), _number(beta_2, "beta_2", cls, 0.0, 1.0),
+            _default_eps(epsilon, cls))
 
 
 def _default_eps(epsilon: float | None, cls: str) -> float:
