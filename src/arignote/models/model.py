@@ -345,7 +345,8 @@ class Model(Functional, GeneratorMethods):
         a ``Sequence``, ``DataLoader``, generator or other iterable of ``(x, y)`` batches (a generator
         needs ``steps_per_epoch``, a validation generator ``validation_steps``). A ``Sequence``'s
         batches are visited in a shuffled order (``shuffle``), fetched ahead by ``workers`` threads
-        (up to ``max_queue_size``), and split over the ranks under data parallel.
+        (processes with ``use_multiprocessing=True``; up to ``max_queue_size``), and split over the
+        ranks under data parallel.
         ``validation_freq``: validate every N epochs, or at the listed (1-based) epochs.
         ``sample_weight`` (one weight per sample, or per time step with ``compile(sample_weight_mode=
         'temporal')``; a list or dict per output), ``class_weight`` (``{class: weight}``, per output
@@ -378,6 +379,7 @@ class Model(Functional, GeneratorMethods):
         plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
                                w=w, class_weight=class_weight)
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
+        plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
         setup.fast_paths(self._fit_facts(trainer, train))
@@ -453,6 +455,7 @@ class Model(Functional, GeneratorMethods):
         x, y = self._pack(x, y, targets=True)
         plan = inputs.plan_eval(self, x, y, steps, w=w)
         plan.workers, plan.max_queue_size = workers, max_queue_size
+        plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape)
         data = inputs.load_eval(plan, trainer)
         cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
@@ -473,6 +476,7 @@ class Model(Functional, GeneratorMethods):
         x, _ = self._pack(x, None)
         plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
         plan.workers, plan.max_queue_size = workers, max_queue_size
+        plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape, need_compile=False)
         data = inputs.load_eval(plan, trainer)
         cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})

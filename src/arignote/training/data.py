@@ -16,6 +16,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -27,6 +28,7 @@ from arignote.parallel.sharding import row_range
 from arignote.training.oom import batch_len, take
 from arignote.training.rank_split import set_epoch
 from arignote.utils.data_utils import is_sequence
+from arignote.utils.enqueuers import prefetched
 from arignote.weighting import Weighted
 
 __all__ = ["ArrayData", "IterableData", "as_tensor", "split_validation", "fits_on_device", "is_array",
@@ -256,14 +258,15 @@ class IterableData:
     (a generator) is drawn from continuously and needs a step count (``steps_name`` names the
     argument that gives it). A Keras ``Sequence`` is *indexable*: the loop passes the order of its
     batches (shuffled, or this rank's share under data parallel), ``workers`` background threads
-    fetch up to ``max_queue_size`` batches ahead, and ``on_epoch_end()`` runs after each pass.
+    (processes with ``use_multiprocessing``) fetch up to ``max_queue_size`` batches ahead, and
+    ``on_epoch_end()`` runs after each pass.
     ``targets=True``: every batch must carry ``y`` (training, evaluation).
     """
 
     def __init__(self, data: Iterable, device: torch.device, float_dtype: torch.dtype,
                  steps_per_epoch: int | None = None, *, name: str = "x", targets: bool = True,
                  steps_name: str = "steps_per_epoch", workers: int = 0, max_queue_size: int = 10,
-                 shares: Any = None, user_sharded: bool = False) -> None:
+                 use_multiprocessing: bool = False, shares: Any = None, user_sharded: bool = False) -> None:
         self.data = data
         self.device = device
         self.float_dtype = float_dtype
@@ -276,6 +279,13 @@ class IterableData:
                 "(or pass a re-iterable object: a Sequence, a torch DataLoader or a list of batches)")
         self.steps_per_epoch = steps_per_epoch
         self.workers, self.max_queue_size = int(workers), max(1, int(max_queue_size))
+        self.use_multiprocessing = bool(use_multiprocessing)  # workers are processes (a Sequence only)
+        if self.use_multiprocessing and self.workers > 0 and not self.indexable:
+            warnings.warn(f"{name}: use_multiprocessing=True applies to a Sequence; this "
+                          f"{type(data).__name__} is read in the main process (Keras 2 gave each worker "
+                          "process a copy of a generator, which repeats its data). For worker processes "
+                          "pass a Sequence, or a torch DataLoader(dataset, batch_size, num_workers=N)",
+                          UserWarning, stacklevel=2)
         self._it: Iterator | None = None
         self.shares = shares  # (rows, global rows) per batch, from a rank-splitting batch sampler
         self.user_sharded = user_sharded
@@ -386,31 +396,8 @@ class IterableData:
         if order is None and self.steps_per_epoch is not None:
             indices = indices[:self.steps_per_epoch]
         if self.workers > 0:
-            yield from _prefetched(seq.__getitem__, indices, self.workers, self.max_queue_size)
+            yield from prefetched(seq, indices, self.workers, self.max_queue_size, self.use_multiprocessing)
         else:
             for i in indices:
                 yield seq[i]
         seq.on_epoch_end()
-
-
-def _prefetched(fetch: Any, indices: Iterable[int], workers: int, depth: int) -> Iterator[Any]:
-    """``fetch(i)`` for each index in order, computed by ``workers`` threads up to ``depth`` ahead."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="arignote-sequence")
-    pending: deque = deque()
-    it = iter(indices)
-    try:
-        for i in it:
-            pending.append(pool.submit(fetch, i))
-            if len(pending) >= depth:
-                break
-        while pending:
-            ready = pending.popleft().result()
-            nxt = next(it, None)
-            if nxt is not None:
-                pending.append(pool.submit(fetch, nxt))
-            yield ready
-    finally:
-        pool.shutdown(wait=True, cancel_futures=True)

@@ -51,6 +51,7 @@ class Plan:
     targets: bool = True  # batches of an iterable must carry y (False for predict)
     workers: int = 0  # threads fetching a Sequence's batches ahead
     max_queue_size: int = 10
+    use_multiprocessing: bool = False  # the workers are processes (a Sequence's batches)
 
 
 def _float_dtype() -> torch.dtype:
@@ -87,9 +88,6 @@ def check_queue_args(validation_steps: Any, validation_freq: Any, max_queue_size
     if isinstance(workers, bool) or not isinstance(workers, (int, np.integer)) or workers < 0:
         raise ValueError(f"workers must be a whole number >= 0 (threads fetching Sequence batches), "
                          f"got {workers!r}")
-    if use_multiprocessing:
-        raise ValueError("use_multiprocessing=True is not supported: workers are threads; for worker "
-                         "processes pass a torch DataLoader(dataset, batch_size, num_workers=N) to fit")
     freqs = [validation_freq] if isinstance(validation_freq, (int, np.integer)) else validation_freq
     try:
         ok = len(freqs) > 0 and all(not isinstance(f, bool) and isinstance(f, (int, np.integer)) and f >= 1
@@ -261,7 +259,8 @@ def _iterable(data: Any, trainer: Any, steps: int | None, **kwargs: Any) -> Iter
 def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any]:
     """Training and validation data on the trainer's device (arrays moved once)."""
     image = trainer.model._image_input
-    queue = {"workers": plan.workers, "max_queue_size": plan.max_queue_size}
+    queue = {"workers": plan.workers, "max_queue_size": plan.max_queue_size,
+             "use_multiprocessing": plan.use_multiprocessing}
     if plan.iterable is not None:
         train = _iterable(plan.iterable, trainer, plan.steps_per_epoch, **queue)
         train.check = batch_checks.for_model(trainer.model, "x")
@@ -282,7 +281,8 @@ def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any
 def load_eval(plan: Plan, trainer: Any) -> Any:
     if plan.iterable is not None:
         data = _iterable(plan.iterable, trainer, plan.steps_per_epoch, targets=plan.targets,
-                         steps_name="steps", workers=plan.workers, max_queue_size=plan.max_queue_size)
+                         steps_name="steps", workers=plan.workers, max_queue_size=plan.max_queue_size,
+                         use_multiprocessing=plan.use_multiprocessing)
         data.check = batch_checks.for_model(trainer.model, "x", plan.targets)
         data.weigh = sample_weights.for_batches(trainer.model, None) if plan.targets else None
         return data

@@ -1,6 +1,6 @@
 """Keras 2 ``utils.data_utils``: ``Sequence`` (a batch source with a length, indexable, re-shuffled
-between epochs) and ``get_file`` (the Keras cache of downloaded files, see
-:mod:`arignote.datasets._get_file`).
+between epochs), the enqueuers (:mod:`arignote.utils.enqueuers`) and ``get_file`` (the Keras cache of
+downloaded files, see :mod:`arignote.datasets._get_file`).
 
 ``fit``, ``evaluate`` and ``predict`` (and the Keras 2 ``*_generator`` methods) take a Sequence
 like any iterable of batches: an epoch is ``len(seq)`` batches, visited in a shuffled order when
@@ -24,8 +24,10 @@ from collections.abc import Iterator
 from typing import Any
 
 from arignote.datasets._get_file import get_file, hash_file, validate_file
+from arignote.utils.enqueuers import GeneratorEnqueuer, OrderedEnqueuer, SequenceEnqueuer
 
-__all__ = ["Sequence", "is_sequence", "get_file", "validate_file", "hash_file"]
+__all__ = ["Sequence", "is_sequence", "get_file", "validate_file", "hash_file", "GeneratorEnqueuer",
+           "OrderedEnqueuer", "SequenceEnqueuer"]
 
 
 class Sequence:
