@@ -38,7 +38,7 @@ from arignote.callbacks.base import CallbackList, LazyLogs
 from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
-from arignote.training import compiled
+from arignote.training import compiled, fused_head
 from arignote.training.data import ArrayData
 from arignote.training.oom import STOPPED, OOMGuard, StepFns, batch_len
 
@@ -99,6 +99,10 @@ class Trainer:
         # targets + the output masks of their forward (Keras 2.3.1 weighs loss and metrics by them)
         masks = getattr(model, "_mask_targets", None)
         self._with_masks = (masks() if masks is not None else None) or _same
+        # the training forward of a softmax/sigmoid classifier: its cross-entropy from the logits
+        # (not with output masks, which weigh the loss, nor under jit_compile, which fuses by itself)
+        fuse = self.compiled is None and self._with_masks is _same
+        self.head = fused_head.for_model(model) if fuse else fused_head.PlainHead()
 
     # ------------------------------------------------------------------ accumulation on the device
 
@@ -161,9 +165,12 @@ class Trainer:
         """The training forward: the (DDP) module, the loss and the layer penalties (compiled whole
         under jit_compile, its backward with it)."""
         with self.precision.autocast():
-            y_pred = self.net(xb)
-            loss = self.penalties.add_to(self.model.loss_fn(self._with_masks(yb), y_pred))
+            loss, y_pred = self.head.loss_and_pred(self.net, xb, yb, self._loss_with_masks)
+            loss = self.penalties.add_to(loss)
         return loss, y_pred
+
+    def _loss_with_masks(self, yb: Any, y_pred: Any) -> torch.Tensor:
+        return self.model.loss_fn(self._with_masks(yb), y_pred)
 
     def _eval_loss(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
         """The evaluation forward: the bare module (no DDP hook), the loss and the penalties."""
