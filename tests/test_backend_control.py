@@ -244,6 +244,17 @@ def test_ctc_decode_greedy_by_hand():
     assert tuple(nothing[0].shape) == (1, 0)  # only blanks: an empty sequence
 
 
+def test_ctc_decode_on_symbolic_tensors_through_k_function():
+    y_pred, lengths = Input((5, 3)), Input((), dtype="int64")
+    decoded, log_prob = K.ctc_decode(y_pred, lengths)
+    decode = K.function([y_pred, lengths], [decoded[0], log_prob])
+    data = np.random.RandomState(0).dirichlet([1, 1, 1], size=(2, 5)).astype("float32")
+    got = decode([data, np.array([5, 3])])
+    want = K.ctc_decode(data, np.array([5, 3]))
+    assert got[0].tolist() == want[0][0].tolist()
+    check(got[1], want[1].numpy())
+
+
 def test_ctc_decode_beam_search_finds_the_most_probable_labelling():
     rng = np.random.RandomState(1)
     y_pred = _softmax(rng.normal(size=(2, 5, 3)) * 1.5)  # classes 0, 1 and the blank 2

@@ -348,6 +348,7 @@ def _dense(seqs: list, device: torch.device) -> torch.Tensor:
     return out
 
 
+@symbolic
 def ctc_decode(y_pred: Any, input_length: Any, greedy: bool = True, beam_width: int = 100, top_paths: int = 1,
                merge_repeated: bool = False) -> tuple[list, torch.Tensor]:
     """Keras 2 ``K.ctc_decode``: ``([decoded], log_probs)``, each decoded ``(samples, longest)`` padded
@@ -358,7 +359,8 @@ def ctc_decode(y_pred: Any, input_length: Any, greedy: bool = True, beam_width: 
     of the chosen steps' log-probabilities. ``greedy=False``: a CTC prefix beam search keeping
     ``beam_width`` prefixes, the ``top_paths`` best as a list of decoded tensors, ``log_probs``
     ``(samples, top_paths)`` their log-probabilities (``merge_repeated`` also merges repeats that a blank
-    separates, as TensorFlow's beam decoder).
+    separates, as TensorFlow's beam decoder). On symbolic tensors it records a node for
+    ``K.function``; the decoded width is only known per batch.
 
     >>> y = torch.tensor([[[0.9, 0.1], [0.8, 0.2], [0.1, 0.9], [0.7, 0.3]]])  # class 1 is the blank
     >>> ctc_decode(y, torch.tensor([4]))[0][0].tolist()
