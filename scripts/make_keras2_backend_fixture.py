@@ -567,8 +567,50 @@ def loops():
     )
 
 
+def extras():
+    # a dilated transposed convolution (TensorFlow's atrous_conv2d_transpose), 'valid'
+    x, kernel = rand(1, 3, 3, 2), rand(2, 2, 3, 2)
+    y = K.conv2d_transpose(
+        K.variable(x),
+        K.variable(flip(kernel, 2)),
+        (1, 5, 5, 3),
+        padding="valid",
+        data_format="channels_last",
+        dilation_rate=(2, 2),
+    )
+    args = {
+        "output_shape": [1, 5, 5, 3],
+        "padding": "valid",
+        "data_format": "channels_last",
+        "dilation_rate": [2, 2],
+    }
+    save("conv2d_transpose_dilated_cl", "flipped", args, {"x": x, "kernel": kernel}, y)
+    # separable 'same' with a stride: TensorFlow's padding, then Keras's 'valid' separable convolution
+    x, dk, pk = rand(1, 6, 7, 2), rand(3, 3, 2, 2), rand(1, 1, 4, 3)
+    padded = K.spatial_2d_padding(K.variable(x), (tf_pads(6, 3, 2), tf_pads(7, 3, 2)), "channels_last")
+    save(
+        "separable_conv2d_same_strided_cl",
+        "tf_padded",
+        {"strides": [2, 2], "padding": "same", "data_format": "channels_last"},
+        {"x": x, "depthwise_kernel": dk, "pointwise_kernel": pk},
+        K.separable_conv2d(
+            padded, K.variable(dk), K.variable(pk), strides=(2, 2), data_format="channels_last"
+        ),
+    )
+
+
 def main():
-    for part in (convolutions, transposed, separable, local, pooling, reshaping, normalization, loops):
+    for part in (
+        convolutions,
+        transposed,
+        separable,
+        local,
+        pooling,
+        reshaping,
+        normalization,
+        loops,
+        extras,
+    ):
         part()
     np.savez_compressed(OUT, **STORE)
     print("wrote", OUT, os.path.getsize(OUT), "bytes,", len({k.split("/")[0] for k in STORE}), "cases")
