@@ -293,6 +293,15 @@ def test_print_tensor_prints_and_returns_x(capsys):
     assert capsys.readouterr().out == "x is: [1. 2.]\n"
 
 
+def test_print_tensor_in_a_model_prints_each_batch_not_the_shape_probe(capsys):
+    inp = Input((2,))
+    model = Model(inp, Lambda(lambda x: K.print_tensor(x * 2, message="doubled:"))(inp))
+    assert capsys.readouterr().out == ""  # building the graph printed nothing
+    model.predict(np.array([[1.0, 2.0]], "float32"))
+    out = capsys.readouterr().out  # after the device banner of a first run
+    assert out.endswith("doubled: [[2. 4.]]\n") and out.count("doubled:") == 1
+
+
 def test_control_dependencies_is_a_no_op_context():
     x = K.variable(np.zeros(2))
     with K.control_dependencies([K.update_add(x, np.ones(2))]):

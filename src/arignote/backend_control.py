@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from arignote import backend_common
 from arignote._backend_names import CONTROL_FUNCTIONS
 from arignote.backend_ops import _t, _torch_dtype, variable
+from arignote.graph import state
 from arignote.graph.ops import symbolic
 
 __all__ = list(CONTROL_FUNCTIONS)
@@ -207,7 +208,8 @@ def print_tensor(x: Any, message: str = "") -> torch.Tensor:
     x is: [1. 2.]
     """
     t = _t(x)
-    print(message, t.detach().cpu().numpy())
+    if not state.is_probing():  # not the zeros a functional graph runs to learn shapes
+        print(message, t.detach().cpu().numpy())
     return t
 
 
