@@ -272,7 +272,8 @@ def test_ctc_decode_beam_search_finds_the_most_probable_labelling():
 
 def test_ctc_label_dense_to_sparse_keeps_each_rows_label_length():
     sparse = K.ctc_label_dense_to_sparse(torch.tensor([[1, 2, 3], [4, 5, 6]]), torch.tensor([2, 3]))
-    assert sparse.is_sparse and sparse.shape == (2, 3)
+    assert K.is_sparse(sparse) and sparse.shape == (2, 3) and not K.is_sparse(torch.zeros(2))
+    assert K.to_dense(sparse).tolist() == [[1, 2, 0], [4, 5, 6]]
     assert sparse.coalesce().indices().t().tolist() == [[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]]
     assert sparse.coalesce().values().tolist() == [1, 2, 4, 5, 6]
 

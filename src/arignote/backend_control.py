@@ -65,8 +65,6 @@ def rnn(step_function: Callable, inputs: Any, initial_states: Any, go_backwards:
     if x.dim() < 3:
         raise ValueError(f"K.rnn: inputs must be at least 3-D (samples, time, ...), got shape "
                          f"{tuple(x.shape)}")
-    if unroll and input_length is None and x.shape[1] is None:  # Keras's check; our shapes are known
-        raise ValueError("K.rnn: unroll=True needs input_length")
     states = [_t(s) for s in (initial_states or [])]
     constants = list(constants or [])
     m = None
