@@ -1,5 +1,6 @@
-"""Names of the Keras 2 backend tensor functions (:mod:`arignote.backend_ops`), kept torch-free so that
-``import arignote.backend`` stays light and loads them on first use.
+"""Names of the Keras 2 backend functions (:mod:`arignote.backend_ops`, ``backend_nn``,
+``backend_control``), kept torch-free so that ``import arignote.backend`` stays light and loads them on
+first use.
 
 Example::
 
@@ -23,3 +24,19 @@ TENSOR_FUNCTIONS = (
 )  # fmt: skip
 
 GRAPH_FUNCTIONS = ("function", "gradients", "learning_phase", "set_learning_phase")
+
+# arignote.backend_nn: convolutions, pooling, padding, resizing, batch normalization
+NN_FUNCTIONS = (
+    "conv1d", "conv2d", "conv3d", "conv2d_transpose", "conv3d_transpose", "separable_conv1d",
+    "separable_conv2d", "depthwise_conv2d", "local_conv1d", "local_conv2d", "pool2d", "pool3d",
+    "resize_images", "resize_volumes",
+    "temporal_padding", "spatial_2d_padding", "spatial_3d_padding", "batch_normalization",
+    "normalize_batch_in_training", "moving_average_update",
+)  # fmt: skip
+
+# arignote.backend_control: loops, CTC, small helpers
+CONTROL_FUNCTIONS = (
+    "rnn", "map_fn", "foldl", "foldr", "control_dependencies", "in_top_k", "print_tensor",
+    "random_normal_variable", "random_uniform_variable", "ctc_label_dense_to_sparse", "ctc_batch_cost",
+    "ctc_decode",
+)  # fmt: skip

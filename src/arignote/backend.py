@@ -17,7 +17,7 @@ import importlib
 from collections.abc import Iterator
 from typing import Any
 
-from arignote._backend_names import GRAPH_FUNCTIONS, TENSOR_FUNCTIONS
+from arignote._backend_names import CONTROL_FUNCTIONS, GRAPH_FUNCTIONS, NN_FUNCTIONS, TENSOR_FUNCTIONS
 from arignote.backend_common import (
     cast_to_floatx,
     eager,
@@ -38,6 +38,8 @@ from arignote.hyperparameter import HyperParameter
 __all__ = [
     *TENSOR_FUNCTIONS,
     *GRAPH_FUNCTIONS,
+    *NN_FUNCTIONS,
+    *CONTROL_FUNCTIONS,
     "backend",
     "image_data_format",
     "set_image_data_format",
@@ -134,44 +136,15 @@ def batch_set_value(pairs: Any) -> None:
 # the tensor functions (K.sum, K.dot, K.function, ...) load torch: they arrive on first use, so that
 # `import arignote.backend` (image_data_format, floatx) stays light
 _LAZY = {**{name: "arignote.backend_ops" for name in TENSOR_FUNCTIONS},
-         **{name: "arignote.graph.kfunction" for name in GRAPH_FUNCTIONS}}
+         **{name: "arignote.graph.kfunction" for name in GRAPH_FUNCTIONS},
+         **{name: "arignote.backend_nn" for name in NN_FUNCTIONS},
+         **{name: "arignote.backend_control" for name in CONTROL_FUNCTIONS}}
 
 
-# Keras 2.3 backend functions arignote deliberately does not provide, with what to use instead
-_CONV = "the layer (arignote.layers.{}) or torch.nn.functional.{} on channels-first tensors"
-NOT_PROVIDED = {
-    "conv1d": _CONV.format("Conv1D", "conv1d"), "conv2d": _CONV.format("Conv2D", "conv2d"),
-    "conv3d": _CONV.format("Conv3D", "conv3d"),
-    "conv2d_transpose": _CONV.format("Conv2DTranspose", "conv_transpose2d"),
-    "conv3d_transpose": _CONV.format("Conv3DTranspose", "conv_transpose3d"),
-    "separable_conv1d": "arignote.layers.SeparableConv1D",
-    "separable_conv2d": "arignote.layers.SeparableConv2D",
-    "depthwise_conv2d": "arignote.layers.DepthwiseConv2D",
-    "local_conv1d": "arignote.layers.LocallyConnected1D",
-    "local_conv2d": "arignote.layers.LocallyConnected2D",
-    "pool2d": _CONV.format("MaxPooling2D / AveragePooling2D", "max_pool2d / avg_pool2d"),
-    "pool3d": _CONV.format("MaxPooling3D / AveragePooling3D", "max_pool3d / avg_pool3d"),
-    "resize_images": "arignote.layers.UpSampling2D (or torch.nn.functional.interpolate)",
-    "resize_volumes": "arignote.layers.UpSampling3D (or torch.nn.functional.interpolate)",
-    "temporal_padding": "arignote.layers.ZeroPadding1D (or torch.nn.functional.pad)",
-    "spatial_2d_padding": "arignote.layers.ZeroPadding2D (or torch.nn.functional.pad)",
-    "spatial_3d_padding": "arignote.layers.ZeroPadding3D (or torch.nn.functional.pad)",
-    "batch_normalization": "arignote.layers.BatchNormalization (or torch.nn.functional.batch_norm)",
-    "normalize_batch_in_training": "arignote.layers.BatchNormalization",
-    "moving_average_update": "arignote.layers.BatchNormalization (it keeps its moving averages)",
-    "rnn": "the recurrent layers: RNN(cell), SimpleRNN, GRU, LSTM",
-    "ctc_batch_cost": "torch.nn.functional.ctc_loss (log-probabilities time-major, blank index)",
-    "ctc_decode": "a greedy decode: argmax over classes, then drop repeats and blanks",
-    "ctc_label_dense_to_sparse": "torch.nn.functional.ctc_loss, which takes dense padded labels",
-    "map_fn": "a Python loop over the batch or torch.vmap",
-    "foldl": "a Python loop (functools.reduce) over the tensor's first axis",
-    "foldr": "a Python loop (functools.reduce) over the reversed first axis",
-    "control_dependencies": "nothing: torch runs operations in program order",
-    "in_top_k": "torch.topk(predictions, k).indices compared with the targets",
-    "print_tensor": "print() inside a Lambda or a custom layer's call",
-    "random_normal_variable": "K.variable(np.random.normal(mean, scale, shape))",
-    "random_uniform_variable": "K.variable(np.random.uniform(low, high, shape))",
-}
+# Keras 2.3 backend functions arignote deliberately does not provide, with what to use instead: none at
+# the moment (every keras.backend function of Keras 2.3.1 is here); a name added here raises
+# NotProvidedError saying what to use
+NOT_PROVIDED: dict[str, str] = {}
 
 
 #: The error a left-out backend name raises (kept under its old name; it is :class:`KerasNameMissing`).

@@ -618,9 +618,10 @@ def is_variable(x: Any) -> bool:
     return isinstance(x, torch.nn.Parameter)
 
 
-def is_sparse(x: Any) -> bool:  # noqa: ARG001 - Keras's signature
-    """Always False: arignote has no sparse tensors."""
-    return False
+def is_sparse(x: Any) -> bool:
+    """True only for a torch sparse tensor (what ``K.ctc_label_dense_to_sparse`` returns); arignote's
+    layers and placeholders are dense."""
+    return isinstance(x, torch.Tensor) and x.is_sparse
 
 
 @symbolic
@@ -631,8 +632,9 @@ def identity(x: Any, name: str | None = None) -> torch.Tensor:  # noqa: ARG001 -
 
 @symbolic
 def to_dense(x: Any) -> torch.Tensor:
-    """``x`` itself: every arignote tensor is dense."""
-    return _t(x)
+    """``x`` as a dense tensor (itself unless it is a sparse one)."""
+    t = _t(x)
+    return t.to_dense() if t.is_sparse else t
 
 
 @symbolic

@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from arignote import config
+from arignote.graph import state
 from arignote.graph.tensor import KerasTensor, flatten
 
 __all__ = ["Node", "symbolic_call", "runtime_module", "nest_like", "torch_dtype_name"]
@@ -117,7 +118,7 @@ def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tup
     static_first = getattr(layer, "static_first_dim", False)
     runs = []
     try:
-        with torch.no_grad():
+        with torch.no_grad(), state.probing():
             for fill in (3, 4):
                 batch = fill - 1 if static_first else 2
                 out = module(_swap(inputs, fill, batch), **_swap(kwargs, fill, batch))

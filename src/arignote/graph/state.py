@@ -4,6 +4,8 @@
   sets it from its module's ``training`` flag before running ``call``, so
   ``K.in_train_phase(x, alt)`` inside a custom layer or ``Lambda`` follows ``model.fit``/``predict``.
   ``K.set_learning_phase`` pins it (``forced``).
+* ``probing`` is true while the graph runs a layer on small zeros to learn its output shape (a
+  ``K.print_tensor`` stays quiet then: Keras 2 prints values only when the graph is evaluated).
 * ``live`` maps symbolic tensors to the torch values of the graph run in progress. A Keras 2
   custom loss may close over a symbolic tensor of the model (the VAE's ``z_mean``); while the
   loss runs, backend functions read that tensor's value of the current batch from here.
@@ -21,7 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["phase", "set_phase", "force_phase", "live_value", "live_values", "NeedsAutograd"]
+__all__ = ["phase", "set_phase", "force_phase", "live_value", "live_values", "NeedsAutograd", "probing",
+           "is_probing"]
 
 
 class NeedsAutograd(ValueError):
@@ -31,6 +34,7 @@ class NeedsAutograd(ValueError):
 _PHASE = [0]
 _FORCED: list[Any] = [None]
 _LIVE: list[dict | None] = [None]
+_PROBING = [False]
 
 
 def phase() -> int:
@@ -66,3 +70,24 @@ def live_values(values: dict | None) -> Iterator[None]:
         yield
     finally:
         _LIVE[0] = old
+
+
+@contextmanager
+def probing() -> Iterator[None]:
+    """Mark the block as a shape probe on dummy data (see :func:`is_probing`)."""
+    old = _PROBING[0]
+    _PROBING[0] = True
+    try:
+        yield
+    finally:
+        _PROBING[0] = old
+
+
+def is_probing() -> bool:
+    """True while the graph runs a layer on small zeros to learn its output shape.
+
+    >>> with probing():
+    ...     is_probing()
+    True
+    """
+    return _PROBING[0]
