@@ -300,6 +300,22 @@ def test_hand_built_conv_file_matches_hand_computed_forward(backend, str_attrs, 
     assert ("kernels flipped" in out) == (backend == "theano")
 
 
+def test_theano_file_with_a_1x1_kernel_loads(tmp_path):
+    """Flipping a (1, 1, in, out) kernel gives numpy a view with negative strides that still counts
+    as contiguous; torch refuses those, so a Theano file of a ResNet's 1x1 convolutions must load too."""
+    kernel = np.array([1.0, -2.0, 3.0], np.float32).reshape(1, 1, 1, 3)
+    bias = np.array([0.5, 0.0, -0.5], np.float32)
+    path = str(tmp_path / "c1.h5")
+    _write_keras_file(
+        path,
+        [_conv_config(kernel_size=[1, 1], filters=3)],
+        [("conv2d_1", [("conv2d_1/kernel:0", kernel), ("conv2d_1/bias:0", bias)])],
+        backend="theano",
+    )
+    x = RNG.rand(2, 4, 4, 1).astype(np.float32)
+    np.testing.assert_allclose(load_model(path).predict(x, verbose=0), x * kernel[0, 0] + bias, rtol=1e-5)
+
+
 def test_chunked_layer_names_are_read(tmp_path):
     path = str(tmp_path / "w.h5")
     with h5py.File(path, "w") as f:

@@ -2,7 +2,9 @@
 
 Each family lives in the module Keras 2 had (``arignote.applications.vgg16``, ``.resnet50``,
 ``.inception_v3``, ``.xception``, ``.mobilenet``, ``.mobilenet_v2``, ``.densenet``, ``.nasnet``,
-``.inception_resnet_v2``) with its ``preprocess_input`` and ``decode_predictions``.
+``.inception_resnet_v2``, ``.resnet``, ``.resnet_v2``) with its ``preprocess_input`` and
+``decode_predictions``. As in Keras 2.3.1, ``applications.ResNet50`` is the older ``resnet50``
+module's network; ``applications.resnet.ResNet50`` is the one that goes with ResNet101 and ResNet152.
 ``weights='imagenet'`` loads the HDF5 file Keras 2 fetched (same name and hash) from
 ``~/.keras/models``; offline, a missing file is one error naming it and where to put it.
 
@@ -20,11 +22,12 @@ from arignote.applications.inception_v3 import InceptionV3
 from arignote.applications.mobilenet import MobileNet
 from arignote.applications.mobilenet_v2 import MobileNetV2
 from arignote.applications.nasnet import NASNetLarge, NASNetMobile
+from arignote.applications.resnet import ResNet101, ResNet152
 from arignote.applications.resnet50 import ResNet50
+from arignote.applications.resnet_v2 import ResNet50V2, ResNet101V2, ResNet152V2
 from arignote.applications.vgg16 import VGG16
 from arignote.applications.vgg19 import VGG19
 from arignote.applications.xception import Xception
-from arignote.errors import keras_names_missing
 
 __all__ = [
     "VGG16",
@@ -40,14 +43,9 @@ __all__ = [
     "NASNetMobile",
     "NASNetLarge",
     "InceptionResNetV2",
+    "ResNet101",
+    "ResNet152",
+    "ResNet50V2",
+    "ResNet101V2",
+    "ResNet152V2",
 ]
-
-
-# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
-__getattr__ = keras_names_missing('arignote.applications', {
-    'ResNet101': 'ResNet50',
-    'ResNet152': 'ResNet50',
-    'ResNet50V2': 'ResNet50',
-    'ResNet101V2': 'ResNet50',
-    'ResNet152V2': 'ResNet50',
-})

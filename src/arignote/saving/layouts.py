@@ -100,7 +100,9 @@ def flip_kernel(kernel: np.ndarray) -> np.ndarray:
     """Reverse every spatial axis of a Keras kernel ``(*spatial, in, out)``: convolution <-> correlation."""
     kernel = np.asarray(kernel)
     spatial = tuple(range(kernel.ndim - 2))
-    return np.ascontiguousarray(np.flip(kernel, axis=spatial)) if spatial else kernel
+    # copy(), not ascontiguousarray(): a flipped (1, 1, ...) view counts as contiguous in numpy but
+    # keeps negative strides, which torch.as_tensor refuses
+    return np.flip(kernel, axis=spatial).copy() if spatial else kernel
 
 
 def _wrapped(layer: Any) -> list[Any] | None:
