@@ -9,7 +9,9 @@ torch call on the CPU; torch is imported on first use, not by ``import arignote`
 
 ``flow_from_directory`` and ``flow_from_dataframe`` read image files with Pillow (see
 :mod:`arignote.preprocessing.file_iterators`); ``load_img``, ``img_to_array``, ``array_to_img``,
-``save_img`` are here too. Not supported (clear errors): ``data_format="channels_first"`` and
+``save_img`` are here too, and Keras's single-image transforms (``apply_affine_transform``,
+``random_rotation``, ``random_shift``, ... see :mod:`arignote.preprocessing.affine_transformations`).
+Not supported (clear errors): ``data_format="channels_first"`` and
 ``flow`` with an ``(images, extra_inputs)`` tuple.
 
 Example::
@@ -34,12 +36,28 @@ import numpy as np
 from arignote import backend
 from arignote.errors import keras_names_missing
 from arignote.preprocessing import transforms
+from arignote.preprocessing.affine_transformations import (
+    apply_affine_transform,
+    apply_brightness_shift,
+    apply_channel_shift,
+    flip_axis,
+    random_brightness,
+    random_channel_shift,
+    random_rotation,
+    random_shear,
+    random_shift,
+    random_zoom,
+    transform_matrix_offset_center,
+)
 from arignote.preprocessing.file_iterators import DataFrameIterator, DirectoryIterator
 from arignote.preprocessing.image_utils import array_to_img, img_to_array, list_pictures, load_img, save_img
 from arignote.preprocessing.numpy_array_iterator import NumpyArrayIterator, check_images, rng_for
 
 __all__ = ["ImageDataGenerator", "NumpyArrayIterator", "DirectoryIterator", "DataFrameIterator", "load_img",
-           "img_to_array", "array_to_img", "save_img", "list_pictures"]
+           "img_to_array", "array_to_img", "save_img", "list_pictures", "apply_affine_transform",
+           "apply_brightness_shift", "apply_channel_shift", "flip_axis", "random_brightness",
+           "random_channel_shift", "random_rotation", "random_shear", "random_shift", "random_zoom",
+           "transform_matrix_offset_center"]
 
 _FIT_CHUNK = 1024  # images per step of fit's sums (bounds its float64 temporaries)
 
@@ -305,14 +323,5 @@ class ImageDataGenerator:
 
 # Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
 __getattr__ = keras_names_missing('arignote.preprocessing.image', {
-    'Iterator': 'ImageDataGenerator with the matching argument',
-    'apply_affine_transform': 'ImageDataGenerator with the matching argument',
-    'apply_brightness_shift': 'ImageDataGenerator with the matching argument',
-    'apply_channel_shift': 'ImageDataGenerator with the matching argument',
-    'random_rotation': 'ImageDataGenerator with the matching argument',
-    'random_shift': 'ImageDataGenerator with the matching argument',
-    'random_shear': 'ImageDataGenerator with the matching argument',
-    'random_zoom': 'ImageDataGenerator with the matching argument',
-    'random_brightness': 'ImageDataGenerator with the matching argument',
-    'random_channel_shift': 'ImageDataGenerator with the matching argument',
+    'Iterator': 'arignote.utils.Sequence',
 })

@@ -31,10 +31,11 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FILL_MODES", "draw", "identity", "affine_matrices", "warp", "apply"]
+__all__ = ["FILL_MODES", "draw", "identity", "affine_matrices", "warp", "brightness", "apply"]
 
 FILL_MODES = ("nearest", "constant", "reflect", "wrap")
-_PADDING = {"nearest": "border", "constant": "border", "reflect": "reflection", "wrap": "border"}
+_PADDING = {"nearest": "border", "constant": "border", "reflect": "reflection", "wrap": "border",
+            "grid-wrap": "border"}
 
 
 def identity(n: int) -> dict[str, Any]:
@@ -117,40 +118,86 @@ def affine_matrices(p: dict[str, Any], height: int, width: int) -> np.ndarray:
     return offset @ rotation @ shift @ shearing @ zoom @ reset
 
 
-def warp(x: np.ndarray, matrices: np.ndarray, fill_mode: str = "nearest", cval: float = 0.0) -> np.ndarray:
-    """Resample the images ``x`` (N, H, W, C) through ``matrices`` (N, 3, 3), bilinearly, with torch."""
+def _fold(c: Any, n: int, mode: str) -> Any:
+    """scipy.ndimage's ``map_coordinate``: a float64 coordinate tensor folded into the image along an
+    axis of ``n`` pixels by ``mode`` (``constant`` and ``grid-wrap`` are handled by :func:`warp`)."""
+    import torch
+
+    if n <= 1 and mode in ("reflect", "wrap"):
+        return torch.zeros_like(c)
+    if mode == "nearest":
+        return c.clamp(0, n - 1)
+    if mode == "wrap":  # period n - 1: the first and the last pixel overlap
+        sz = n - 1
+        low = c + sz * (torch.trunc(-c / sz) + 1)
+        return torch.where(c < 0, low, torch.where(c > n - 1, c - sz * torch.trunc(c / sz), c))
+    if mode == "reflect":  # half-sample symmetric, period 2n
+        sz2 = 2 * n
+        low = torch.where(c < -sz2, sz2 * torch.trunc(-c / sz2) + c, c)
+        low = torch.where(low < -n, low + sz2, torch.where(low > -1e-15, torch.full_like(c, 1e-15), -low) - 1)
+        high = c - sz2 * torch.trunc(c / sz2)
+        high = torch.where(high >= n, sz2 - high - 1, high)
+        return torch.where(c < 0, low, torch.where(c > n - 1, high, c))
+    return c
+
+
+def warp(x: np.ndarray, matrices: np.ndarray, fill_mode: str = "nearest", cval: float = 0.0,
+         order: int = 1) -> np.ndarray:
+    """Resample the images ``x`` (N, H, W, C) through ``matrices`` (N, 3, 3) with torch, as
+    ``scipy.ndimage.affine_transform`` with spline ``order`` 1 (bilinear) or 0 (nearest pixel, halves
+    rounded up). ``fill_mode``: ``nearest``, ``reflect``, ``constant`` (``cval``), ``wrap`` (scipy's:
+    period ``size - 1``) or ``grid-wrap`` (tiling, period ``size``). Float inputs keep their dtype;
+    integer ones are computed in float64 and rounded back as scipy does."""
     import torch
     import torch.nn.functional as F
 
+    if order not in (0, 1):
+        raise ValueError(f"warp does spline order 0 or 1, not {order!r}")
     n, h, w, _ = x.shape
-    work = torch.float64 if x.dtype == np.float64 else torch.float32
+    exact = x.dtype == np.float64 or not np.issubdtype(x.dtype, np.floating)
+    work = torch.float64 if exact else torch.float32
     img = torch.from_numpy(np.ascontiguousarray(x)).to(work).permute(0, 3, 1, 2).contiguous()
     m = torch.from_numpy(matrices)
     rows = torch.arange(h, dtype=torch.float64).view(1, h, 1)
     cols = torch.arange(w, dtype=torch.float64).view(1, 1, w)
     src_r = m[:, 0, 0, None, None] * rows + m[:, 0, 1, None, None] * cols + m[:, 0, 2, None, None]
     src_c = m[:, 1, 0, None, None] * rows + m[:, 1, 1, None, None] * cols + m[:, 1, 2, None, None]
+    outside = (src_r < 0) | (src_r > h - 1) | (src_c < 0) | (src_c > w - 1)
     size_r, size_c = h, w
-    if fill_mode == "wrap":
+    if fill_mode == "grid-wrap":
         # tile: fold the points into the image, and give the last row/column a wrapped neighbour
         src_r, src_c = torch.remainder(src_r, h), torch.remainder(src_c, w)
         img = F.pad(img, (0, 1, 0, 1), mode="circular")
         size_r, size_c = h + 1, w + 1
+    else:
+        src_r, src_c = _fold(src_r, h, fill_mode), _fold(src_c, w, fill_mode)
+    if order == 0:
+        src_r, src_c = torch.floor(src_r + 0.5), torch.floor(src_c + 0.5)
     grid = torch.stack(((2 * src_c + 1) / size_c - 1, (2 * src_r + 1) / size_r - 1), dim=-1).to(work)
-    out = F.grid_sample(img, grid, mode="bilinear", padding_mode=_PADDING[fill_mode], align_corners=False)
+    out = F.grid_sample(img, grid, mode="nearest" if order == 0 else "bilinear",
+                        padding_mode=_PADDING[fill_mode], align_corners=False)
     if fill_mode == "constant":
-        outside = (src_r < 0) | (src_r > h - 1) | (src_c < 0) | (src_c > w - 1)
         out = out.masked_fill(outside[:, None], float(cval))
-    return out.permute(0, 2, 3, 1).numpy().astype(x.dtype, copy=False)
+    out = out.permute(0, 2, 3, 1).numpy()
+    if np.issubdtype(x.dtype, np.integer):  # scipy: round half away from zero, clip to the type's range
+        info = np.iinfo(x.dtype)
+        out = np.clip(np.trunc(out + np.where(out > 0, 0.5, -0.5)), info.min, info.max)
+    return out.astype(x.dtype, copy=False)
 
 
-def _brightness(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
-    """Keras's ``apply_brightness_shift`` (through PIL): each image scaled to 0-255 (shifted up by its
-    minimum when negative, divided by its maximum), truncated to integers, times ``factor``, clipped."""
-    x = x - np.minimum(x.min(axis=(1, 2, 3), keepdims=True), 0)
+def brightness(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
+    """Keras's ``apply_brightness_shift`` (through PIL), per image of the batch ``x`` (N, H, W, C): in
+    float32, the image scaled to 0-255 as keras_preprocessing 1.1.2's ``array_to_img`` (minus its
+    minimum, divided by its maximum), truncated to integers, times ``factor`` (a float32, as PIL's
+    ``blend``), truncated and clipped to 0-255; a fourth (alpha) channel is kept. Returns float32."""
+    x = np.asarray(x, dtype=np.float32)
+    x = x - x.min(axis=(1, 2, 3), keepdims=True)
     top = x.max(axis=(1, 2, 3), keepdims=True)
-    x = np.floor(x / np.where(top == 0, 1, top) * 255)
-    return np.floor(np.clip(x * factor[:, None, None, None], 0, 255))
+    x = np.floor(x / np.where(top == 0, np.float32(1), top) * np.float32(255))
+    out = np.floor(np.clip(x * np.asarray(factor, np.float32)[:, None, None, None], 0, 255))
+    if x.shape[3] == 4:
+        out[..., 3] = x[..., 3]
+    return out
 
 
 def apply(x: np.ndarray, p: dict[str, Any], fill_mode: str = "nearest", cval: float = 0.0) -> np.ndarray:
@@ -160,7 +207,9 @@ def apply(x: np.ndarray, p: dict[str, Any], fill_mode: str = "nearest", cval: fl
     moved = np.abs(m - np.eye(3)).max(axis=(1, 2)) > 0
     out = x.copy()
     if moved.any():
-        out[moved] = warp(x[moved], m[moved], fill_mode, cval)
+        # ImageDataGenerator's wrap tiles (scipy's "grid-wrap"), see the module docstring
+        mode = "grid-wrap" if fill_mode == "wrap" else fill_mode
+        out[moved] = warp(x[moved], m[moved], mode, cval)
     intensity = p.get("channel_shift_intensity")
     if intensity is not None:
         # as Keras: clipped to the image's own range before the shift
@@ -170,5 +219,5 @@ def apply(x: np.ndarray, p: dict[str, Any], fill_mode: str = "nearest", cval: fl
     out[flip_h] = out[flip_h, :, ::-1]
     out[flip_v] = out[flip_v, ::-1]
     if p.get("brightness") is not None:
-        out = _brightness(out, np.asarray(p["brightness"], float)).astype(x.dtype)
+        out = brightness(out, np.asarray(p["brightness"], float)).astype(x.dtype)
     return out
