@@ -9,7 +9,8 @@ torch call on the CPU; torch is imported on first use, not by ``import arignote`
 
 ``flow_from_directory`` and ``flow_from_dataframe`` read image files with Pillow (see
 :mod:`arignote.preprocessing.file_iterators`); ``load_img``, ``img_to_array``, ``array_to_img``,
-``save_img`` are here too, and Keras's single-image transforms (``apply_affine_transform``,
+``save_img`` are here too, the ``Iterator`` base class (:mod:`arignote.preprocessing.iterator`),
+and Keras's single-image transforms (``apply_affine_transform``,
 ``random_rotation``, ``random_shift``, ... see :mod:`arignote.preprocessing.affine_transformations`).
 Not supported (clear errors): ``data_format="channels_first"`` and
 ``flow`` with an ``(images, extra_inputs)`` tuple.
@@ -34,7 +35,6 @@ from typing import Any
 import numpy as np
 
 from arignote import backend
-from arignote.errors import keras_names_missing
 from arignote.preprocessing import transforms
 from arignote.preprocessing.affine_transformations import (
     apply_affine_transform,
@@ -51,10 +51,11 @@ from arignote.preprocessing.affine_transformations import (
 )
 from arignote.preprocessing.file_iterators import DataFrameIterator, DirectoryIterator
 from arignote.preprocessing.image_utils import array_to_img, img_to_array, list_pictures, load_img, save_img
+from arignote.preprocessing.iterator import Iterator
 from arignote.preprocessing.numpy_array_iterator import NumpyArrayIterator, check_images, rng_for
 
-__all__ = ["ImageDataGenerator", "NumpyArrayIterator", "DirectoryIterator", "DataFrameIterator", "load_img",
-           "img_to_array", "array_to_img", "save_img", "list_pictures", "apply_affine_transform",
+__all__ = ["ImageDataGenerator", "Iterator", "NumpyArrayIterator", "DirectoryIterator", "DataFrameIterator",
+           "load_img", "img_to_array", "array_to_img", "save_img", "list_pictures", "apply_affine_transform",
            "apply_brightness_shift", "apply_channel_shift", "flip_axis", "random_brightness",
            "random_channel_shift", "random_rotation", "random_shear", "random_shift", "random_zoom",
            "transform_matrix_offset_center"]
@@ -320,8 +321,3 @@ class ImageDataGenerator:
             s_inv = 1.0 / np.sqrt(np.clip(s, 0, None) + self.zca_epsilon)
             self.principal_components = ((u * s_inv) @ u.T).astype(self.dtype)
 
-
-# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
-__getattr__ = keras_names_missing('arignote.preprocessing.image', {
-    'Iterator': 'arignote.utils.Sequence',
-})
