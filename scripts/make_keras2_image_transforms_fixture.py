@@ -1,7 +1,8 @@
 """Regenerate tests/fixtures/keras2/image_transforms.npz: keras.preprocessing.image's single-image
 transforms (keras_preprocessing 1.1.2: apply_affine_transform, the random_* functions seeded through
 np.random, channel and brightness shifts, flip_axis, transform_matrix_offset_center) on small fixed
-images, channels last and first, every fill mode and spline orders 0, 1, 3; and the batch order of a
+images, channels last and first, every fill mode and spline orders 0, 1, 3; ``array_to_img``'s
+pixels (``array_to_img_<input>``); and the batch order of a
 Keras 2 ``Iterator`` subclass (``it[i]``, ``on_epoch_end``, ``next``, ``reset``), for
 tests/test_image_affine_keras2.py and tests/test_image_iterator.py.
 
@@ -152,6 +153,8 @@ def main():
         arrays[f"case_{i:03d}_next"] = np.array(np.random.random())
     arrays["offset_center"] = kp_image.transform_matrix_offset_center(
         np.array([[0.9, -0.2, 1.5], [0.3, 1.1, -2.0], [0, 0, 1]]), 7, 9)
+    for name in ("x32", "x_neg", "x1", "x4", "x_u8"):
+        arrays["array_to_img_" + name] = np.asarray(kp_image.array_to_img(data[name]))
     arrays.update(iterator_orders())
     np.savez_compressed(OUT, **arrays)
     print("wrote", OUT, os.path.getsize(OUT), "bytes,", len(cases()), "cases")

@@ -119,3 +119,11 @@ def test_spline_orders_above_one_name_the_scipy_extra(monkeypatch):
     with pytest.raises(ImportError, match=r"arignote\[scipy\]"):
         image.apply_affine_transform(DATA["x32"], theta=3, order=3)
     image.apply_affine_transform(DATA["x32"], theta=3, order=1)  # orders 0 and 1 need no scipy
+
+
+@pytest.mark.parametrize("name", ["x32", "x_neg", "x1", "x4", "x_u8"])
+def test_array_to_img_scales_as_keras_2_3(name):
+    # keras_preprocessing 1.1.2 subtracts the minimum even when it is positive
+    want = DATA["array_to_img_" + name]
+    got = np.asarray(image.array_to_img(DATA[name]))
+    np.testing.assert_array_equal(got, want)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from arignote.preprocessing.image_utils import array_to_img
 from arignote.preprocessing.iterator import SeededIterator, _takes_rng
 
 __all__ = ["NumpyArrayIterator", "check_images", "rng_for"]
@@ -119,17 +120,10 @@ class NumpyArrayIterator(SeededIterator):
 
 def _save_images(batch: np.ndarray, index_array: np.ndarray, rng: np.random.Generator, directory: str,
                  prefix: str, fmt: str) -> None:
-    """Keras's ``save_to_dir``: each image scaled to 0-255 as ``array_to_img(scale=True)``, written as
+    """Keras's ``save_to_dir``: each image scaled to 0-255 by ``array_to_img(scale=True)``, written as
     ``{prefix}_{index}_{random}.{format}`` (needs Pillow)."""
-    try:
-        from PIL import Image
-    except ImportError as err:
-        raise ImportError("save_to_dir writes images with Pillow: pip install pillow") from err
     if batch.shape[3] not in (1, 3, 4):
         raise ValueError(f"save_to_dir can write images with 1, 3 or 4 channels, not {batch.shape[3]}")
     for image, j in zip(batch, index_array):
-        image = image - min(float(image.min()), 0.0)
-        top = float(image.max())
-        pixels = (image / (top if top else 1.0) * 255).astype("uint8")
-        picture = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)  # L, RGB or RGBA
+        picture = array_to_img(image, data_format="channels_last", scale=True)  # L, RGB or RGBA
         picture.save(os.path.join(directory, f"{prefix}_{j}_{rng.integers(10**4)}.{fmt}"))
