@@ -49,8 +49,9 @@ def flip_axis(x: Any, axis: int) -> np.ndarray:
 
 
 def transform_matrix_offset_center(matrix: Any, x: float, y: float) -> np.ndarray:
-    """``matrix`` (3 x 3) moved to act about the centre ``(x / 2 + 0.5, y / 2 + 0.5)`` of an image with
-    ``x`` rows and ``y`` columns (Keras's convention, which is half a pixel off the true centre).
+    """``matrix`` (3 x 3) moved to act about the point ``(x / 2 + 0.5, y / 2 + 0.5)`` of an image with
+    ``x`` rows and ``y`` columns: Keras's centre, one pixel past the true centre ``((x - 1) / 2,
+    (y - 1) / 2)`` along each axis (kept for Keras's results).
 
     >>> transform_matrix_offset_center(np.eye(3), 4, 6).tolist()[0]
     [1.0, 0.0, 0.0]
@@ -102,8 +103,10 @@ def apply_affine_transform(x: Any, theta: float = 0, tx: float = 0, ty: float = 
     ``fill_mode`` (``constant`` uses ``cval``). No transform: ``x`` itself is returned.
 
     >>> x = np.arange(9.0).reshape(3, 3, 1)
-    >>> apply_affine_transform(x, theta=90, order=0)[..., 0].tolist()
-    [[2.0, 5.0, 8.0], [1.0, 4.0, 7.0], [0.0, 3.0, 6.0]]
+    >>> apply_affine_transform(x, tx=1, order=0)[..., 0].tolist()  # output row r reads row r + 1
+    [[3.0, 4.0, 5.0], [6.0, 7.0, 8.0], [6.0, 7.0, 8.0]]
+    >>> apply_affine_transform(x, theta=90, order=0)[..., 0].tolist()  # about Keras's centre (2, 2)
+    [[6.0, 6.0, 6.0], [7.0, 7.0, 7.0], [8.0, 8.0, 8.0]]
     """
     if fill_mode not in FILL_MODES:
         raise ValueError(f"fill_mode={fill_mode!r} is unknown: use one of {', '.join(FILL_MODES)}")
