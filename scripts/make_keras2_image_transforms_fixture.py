@@ -2,7 +2,8 @@
 transforms (keras_preprocessing 1.1.2: apply_affine_transform, the random_* functions seeded through
 np.random, channel and brightness shifts, flip_axis, transform_matrix_offset_center) on small fixed
 images, channels last and first, every fill mode and spline orders 0, 1, 3; ``array_to_img``'s
-pixels (``array_to_img_<input>``); and the batch order of a
+pixels (``array_to_img_<input>``); ``ImageDataGenerator.apply_transform`` with ``interpolation_order``
+(``generator_<i>``); and the batch order of a
 Keras 2 ``Iterator`` subclass (``it[i]``, ``on_epoch_end``, ``next``, ``reset``), for
 tests/test_image_affine_keras2.py and tests/test_image_iterator.py.
 
@@ -102,6 +103,19 @@ def cases():
     return out
 
 
+# Order 0 picks the nearest pixel, so a point exactly half-way between two (theta=60 on a 7 x 9 image,
+# where cos is 0.5) goes by the last bit of sin/cos, which differs between numpy builds (numpy 1.22+
+# on AVX-512 has its own sin; arignote uses libm's, as numpy before it): the cases avoid such ties.
+GENERATOR_CASES = [  # ImageDataGenerator(**settings).apply_transform(x32, params)
+    ({"interpolation_order": 0, "fill_mode": "reflect"},
+     {"theta": 30, "tx": 1.5, "ty": -2, "shear": 10, "zx": 0.9, "zy": 1.2}),
+    ({"interpolation_order": 0, "fill_mode": "constant", "cval": 0.5}, {"theta": -50}),
+    ({"interpolation_order": 3, "fill_mode": "nearest"}, {"theta": 20, "zx": 1.2, "zy": 1.2}),
+    ({"fill_mode": "nearest"},
+     {"theta": 20, "channel_shift_intensity": 0.1, "flip_horizontal": True, "brightness": 1.3}),
+]
+
+
 class Numbered(image.Iterator):
     """A Keras 2 Iterator subclass: batches of sample indices, with one random draw per sample as an
     augmentation would."""
@@ -153,6 +167,10 @@ def main():
         arrays[f"case_{i:03d}_next"] = np.array(np.random.random())
     arrays["offset_center"] = kp_image.transform_matrix_offset_center(
         np.array([[0.9, -0.2, 1.5], [0.3, 1.1, -2.0], [0, 0, 1]]), 7, 9)
+    for i, (settings, params) in enumerate(GENERATOR_CASES):
+        arrays[f"generator_{i}_spec"] = np.array(json.dumps([settings, params]))
+        generator = image.ImageDataGenerator(**settings)
+        arrays[f"generator_{i}_out"] = generator.apply_transform(data["x32"], params)
     for name in ("x32", "x_neg", "x1", "x4", "x_u8"):
         arrays["array_to_img_" + name] = np.asarray(kp_image.array_to_img(data[name]))
     arrays.update(iterator_orders())

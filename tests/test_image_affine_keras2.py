@@ -16,7 +16,7 @@ from arignote.preprocessing import image, transforms
 
 FIXTURE = os.path.join(os.path.dirname(__file__), "fixtures", "keras2", "image_transforms.npz")
 DATA = dict(np.load(FIXTURE))
-CASES = sorted(k[:-5] for k in DATA if k.endswith("_spec"))
+CASES = sorted(k[:-5] for k in DATA if k.startswith("case_") and k.endswith("_spec"))
 
 
 def _spec(case):
@@ -127,3 +127,21 @@ def test_array_to_img_scales_as_keras_2_3(name):
     want = DATA["array_to_img_" + name]
     got = np.asarray(image.array_to_img(DATA[name]))
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("i", sorted({int(k.split("_")[1]) for k in DATA if k.startswith("generator_")}))
+def test_image_data_generator_interpolation_order_as_keras(i):
+    from arignote.preprocessing.image import ImageDataGenerator
+
+    settings, params = json.loads(str(DATA[f"generator_{i}_spec"]))
+    if settings.get("interpolation_order", 1) > 1:
+        pytest.importorskip("scipy.ndimage")
+    out = ImageDataGenerator(**settings).apply_transform(DATA["x32"], params)
+    want = DATA[f"generator_{i}_out"]
+    assert out.dtype == want.dtype
+    if settings.get("interpolation_order") == 0:
+        np.testing.assert_array_equal(out, want)
+    else:
+        np.testing.assert_allclose(out, want, rtol=0, atol=2e-5)
+    with pytest.raises(ValueError, match="interpolation_order must be a spline order from 0 to 5"):
+        ImageDataGenerator(interpolation_order=6)

@@ -35,6 +35,7 @@ import numpy as np
 
 from arignote import backend
 from arignote.preprocessing import transforms
+from arignote.preprocessing.transforms import transform_matrix_offset_center
 
 __all__ = ["flip_axis", "transform_matrix_offset_center", "apply_affine_transform", "apply_channel_shift",
            "apply_brightness_shift", "random_rotation", "random_shift", "random_shear", "random_zoom",
@@ -46,42 +47,6 @@ FILL_MODES = ("constant", "nearest", "reflect", "wrap")
 def flip_axis(x: Any, axis: int) -> np.ndarray:
     """``x`` reversed along ``axis`` (a view)."""
     return np.flip(np.asarray(x), axis)
-
-
-def transform_matrix_offset_center(matrix: Any, x: float, y: float) -> np.ndarray:
-    """``matrix`` (3 x 3) moved to act about the point ``(x / 2 + 0.5, y / 2 + 0.5)`` of an image with
-    ``x`` rows and ``y`` columns: Keras's centre, one pixel past the true centre ``((x - 1) / 2,
-    (y - 1) / 2)`` along each axis (kept for Keras's results).
-
-    >>> transform_matrix_offset_center(np.eye(3), 4, 6).tolist()[0]
-    [1.0, 0.0, 0.0]
-    """
-    o_x, o_y = float(x) / 2 + 0.5, float(y) / 2 + 0.5
-    offset = np.array([[1, 0, o_x], [0, 1, o_y], [0, 0, 1]])
-    reset = np.array([[1, 0, -o_x], [0, 1, -o_y], [0, 0, 1]])
-    return np.dot(np.dot(offset, matrix), reset)
-
-
-def _matrix(theta: float, tx: float, ty: float, shear: float, zx: float, zy: float) -> np.ndarray | None:
-    """Keras's product rotation @ shift @ shear @ zoom of the parts that are not the identity (None if
-    all are), in Keras's order so that the float64 result is the same to the last bit."""
-    parts = []
-    if theta != 0:
-        t = np.deg2rad(theta)
-        parts.append(np.array([[np.cos(t), -np.sin(t), 0], [np.sin(t), np.cos(t), 0], [0, 0, 1]]))
-    if tx != 0 or ty != 0:
-        parts.append(np.array([[1, 0, tx], [0, 1, ty], [0, 0, 1]]))
-    if shear != 0:
-        s = np.deg2rad(shear)
-        parts.append(np.array([[1, -np.sin(s), 0], [0, np.cos(s), 0], [0, 0, 1]]))
-    if zx != 1 or zy != 1:
-        parts.append(np.array([[zx, 0, 0], [0, zy, 0], [0, 0, 1]]))
-    if not parts:
-        return None
-    matrix = parts[0]
-    for part in parts[1:]:
-        matrix = np.dot(matrix, part)
-    return matrix
 
 
 def _image(x: Any, where: str) -> np.ndarray:
@@ -112,28 +77,14 @@ def apply_affine_transform(x: Any, theta: float = 0, tx: float = 0, ty: float = 
         raise ValueError(f"fill_mode={fill_mode!r} is unknown: use one of {', '.join(FILL_MODES)}")
     if not isinstance(order, (int, np.integer)) or not 0 <= order <= 5:
         raise ValueError(f"order must be a spline order from 0 to 5 (1: bilinear), got {order!r}")
-    matrix = _matrix(theta, tx, ty, shear, zx, zy)
+    matrix = transforms.keras_matrix(theta, tx, ty, shear, zx, zy)
     if matrix is None:
         return x
     x = _image(x, "apply_affine_transform")
-    matrix = transform_matrix_offset_center(matrix, x.shape[row_axis], x.shape[col_axis])
+    matrix = transforms.transform_matrix_offset_center(matrix, x.shape[row_axis], x.shape[col_axis])
     channels_last = np.moveaxis(x, channel_axis, -1)
-    if order > 1:
-        out = _scipy_warp(channels_last, matrix, fill_mode, cval, order)
-    else:
-        out = transforms.warp(channels_last[None], matrix[None], fill_mode, cval, order=int(order))[0]
+    out = transforms.warp(channels_last[None], matrix[None], fill_mode, cval, order=int(order))[0]
     return np.moveaxis(out, -1, channel_axis)
-
-
-def _scipy_warp(x: np.ndarray, matrix: np.ndarray, fill_mode: str, cval: float, order: int) -> np.ndarray:
-    try:
-        from scipy import ndimage
-    except ImportError:
-        raise ImportError(f"apply_affine_transform(order={order}) uses SciPy's spline interpolation: "
-                          "pip install 'arignote[scipy]' (orders 0 and 1 need nothing more)") from None
-    channels = [ndimage.affine_transform(x[..., c], matrix[:2, :2], matrix[:2, 2], order=order,
-                                         mode=fill_mode, cval=cval) for c in range(x.shape[-1])]
-    return np.stack(channels, axis=-1)
 
 
 def apply_channel_shift(x: Any, intensity: float, channel_axis: int = 0) -> np.ndarray:

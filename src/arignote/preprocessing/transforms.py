@@ -27,11 +27,13 @@ Example::
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FILL_MODES", "draw", "identity", "affine_matrices", "warp", "brightness", "apply"]
+__all__ = ["FILL_MODES", "draw", "identity", "transform_matrix_offset_center", "keras_matrix",
+           "affine_matrices", "warp", "brightness", "apply"]
 
 FILL_MODES = ("nearest", "constant", "reflect", "wrap")
 _PADDING = {"nearest": "border", "constant": "border", "reflect": "reflection", "wrap": "border",
@@ -90,32 +92,69 @@ def draw(rng: np.random.Generator, n: int, height: int, width: int, settings: An
     return p
 
 
+def _dot(a: Any, b: Any) -> np.ndarray:
+    """The 3 x 3 product ``a @ b`` summed in plain float64 order, without fused multiply-adds: the
+    bits numpy 1.x's ``np.dot`` gave Keras 2 (newer BLAS kernels differ in the last bit, which
+    decides the ties of an order-0 warp)."""
+    a, b = np.asarray(a, float).tolist(), np.asarray(b, float).tolist()
+    return np.array([[a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j] for j in range(3)]
+                     for i in range(3)])
+
+
+def transform_matrix_offset_center(matrix: Any, x: float, y: float) -> np.ndarray:
+    """``matrix`` (3 x 3) moved to act about the point ``(x / 2 + 0.5, y / 2 + 0.5)`` of an image with
+    ``x`` rows and ``y`` columns: Keras's centre, one pixel past the true centre ``((x - 1) / 2,
+    (y - 1) / 2)`` along each axis (kept for Keras's results).
+
+    >>> transform_matrix_offset_center(np.eye(3), 4, 6).tolist()[0]
+    [1.0, 0.0, 0.0]
+    """
+    o_x, o_y = float(x) / 2 + 0.5, float(y) / 2 + 0.5
+    offset = [[1.0, 0.0, o_x], [0.0, 1.0, o_y], [0.0, 0.0, 1.0]]
+    reset = [[1.0, 0.0, -o_x], [0.0, 1.0, -o_y], [0.0, 0.0, 1.0]]
+    return _dot(_dot(offset, matrix), reset)
+
+
+def keras_matrix(theta: float, tx: float, ty: float, shear: float, zx: float, zy: float) -> np.ndarray | None:
+    """Keras's product rotation @ shift @ shear @ zoom of the parts that are not the identity (None if
+    all are), in Keras's order and with libm's sine and cosine (as numpy 1.x), so that the float64
+    matrix is the one Keras 2 computed."""
+    parts = []
+    if theta != 0:
+        t = math.radians(theta)
+        parts.append([[math.cos(t), -math.sin(t), 0.0], [math.sin(t), math.cos(t), 0.0], [0.0, 0.0, 1.0]])
+    if tx != 0 or ty != 0:
+        parts.append([[1.0, 0.0, tx], [0.0, 1.0, ty], [0.0, 0.0, 1.0]])
+    if shear != 0:
+        s = math.radians(shear)
+        parts.append([[1.0, -math.sin(s), 0.0], [0.0, math.cos(s), 0.0], [0.0, 0.0, 1.0]])
+    if zx != 1 or zy != 1:
+        parts.append([[zx, 0.0, 0.0], [0.0, zy, 0.0], [0.0, 0.0, 1.0]])
+    if not parts:
+        return None
+    matrix = np.asarray(parts[0], float)
+    for part in parts[1:]:
+        matrix = _dot(matrix, part)
+    return matrix
+
+
 def affine_matrices(p: dict[str, Any], height: int, width: int) -> np.ndarray:
-    """``(N, 3, 3)`` float64 matrices mapping output ``(row, col, 1)`` to the input point, as Keras.
+    """``(N, 3, 3)`` float64 matrices mapping output ``(row, col, 1)`` to the input point, as Keras
+    (:func:`keras_matrix` about :func:`transform_matrix_offset_center`; the identity for no transform).
 
     >>> m = affine_matrices({"theta": [0.0], "tx": [2.0], "ty": [-1.0], "shear": [0.0],
     ...                      "zx": [1.0], "zy": [1.0]}, 4, 4)
     >>> m[0, :2].tolist()
     [[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]]
     """
-    theta, shear = np.deg2rad(np.asarray(p["theta"], float)), np.deg2rad(np.asarray(p["shear"], float))
-    n = len(theta)
-
-    def mat(a: Any, b: Any, c: Any, d: Any, e: Any = 0.0, f: Any = 0.0) -> np.ndarray:
-        m = np.zeros((n, 3, 3))
-        m[:, 0, 0], m[:, 0, 1], m[:, 0, 2] = a, b, e
-        m[:, 1, 0], m[:, 1, 1], m[:, 1, 2] = c, d, f
-        m[:, 2, 2] = 1.0
-        return m
-
-    cos, sin = np.cos(theta), np.sin(theta)
-    rotation = mat(cos, -sin, sin, cos)
-    shift = mat(1.0, 0.0, 0.0, 1.0, p["tx"], p["ty"])
-    shearing = mat(1.0, -np.sin(shear), 0.0, np.cos(shear))
-    zoom = mat(p["zx"], 0.0, 0.0, p["zy"])
-    o_r, o_c = height / 2 + 0.5, width / 2 + 0.5  # Keras's centre (transform_matrix_offset_center)
-    offset, reset = mat(1.0, 0.0, 0.0, 1.0, o_r, o_c), mat(1.0, 0.0, 0.0, 1.0, -o_r, -o_c)
-    return offset @ rotation @ shift @ shearing @ zoom @ reset
+    keys = ("theta", "tx", "ty", "shear", "zx", "zy")
+    values = np.broadcast_arrays(*(np.asarray(p[k], float).reshape(-1) for k in keys))
+    out = np.tile(np.eye(3), (len(values[0]), 1, 1))
+    for i, args in enumerate(zip(*values)):
+        matrix = keras_matrix(*(float(a) for a in args))
+        if matrix is not None:
+            out[i] = transform_matrix_offset_center(matrix, height, width)
+    return out
 
 
 def _fold(c: Any, n: int, mode: str) -> Any:
@@ -145,14 +184,15 @@ def warp(x: np.ndarray, matrices: np.ndarray, fill_mode: str = "nearest", cval: 
          order: int = 1) -> np.ndarray:
     """Resample the images ``x`` (N, H, W, C) through ``matrices`` (N, 3, 3) with torch, as
     ``scipy.ndimage.affine_transform`` with spline ``order`` 1 (bilinear) or 0 (nearest pixel, halves
-    rounded up). ``fill_mode``: ``nearest``, ``reflect``, ``constant`` (``cval``), ``wrap`` (scipy's:
-    period ``size - 1``) or ``grid-wrap`` (tiling, period ``size``). Float inputs keep their dtype;
-    integer ones are computed in float64 and rounded back as scipy does."""
+    rounded up); orders 2 to 5 are scipy's own (``pip install 'arignote[scipy]'``). ``fill_mode``:
+    ``nearest``, ``reflect``, ``constant`` (``cval``), ``wrap`` (scipy's: period ``size - 1``) or
+    ``grid-wrap`` (tiling, period ``size``). Float inputs keep their dtype; integer ones are computed
+    in float64 and rounded back as scipy does."""
     import torch
     import torch.nn.functional as F
 
-    if order not in (0, 1):
-        raise ValueError(f"warp does spline order 0 or 1, not {order!r}")
+    if order > 1:
+        return _scipy_warp(x, matrices, fill_mode, cval, order)
     n, h, w, _ = x.shape
     exact = x.dtype == np.float64 or not np.issubdtype(x.dtype, np.floating)
     work = torch.float64 if exact else torch.float32
@@ -185,6 +225,17 @@ def warp(x: np.ndarray, matrices: np.ndarray, fill_mode: str = "nearest", cval: 
     return out.astype(x.dtype, copy=False)
 
 
+def _scipy_warp(x: np.ndarray, matrices: np.ndarray, fill_mode: str, cval: float, order: int) -> np.ndarray:
+    try:
+        from scipy import ndimage
+    except ImportError:
+        raise ImportError(f"spline interpolation of order {order} is SciPy's: pip install 'arignote[scipy]' "
+                          "(orders 0 and 1 need nothing more)") from None
+    return np.stack([np.stack([ndimage.affine_transform(image[..., c], m[:2, :2], m[:2, 2], order=order,
+                                                        mode=fill_mode, cval=cval)
+                               for c in range(image.shape[-1])], axis=-1) for image, m in zip(x, matrices)])
+
+
 def brightness(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
     """Keras's ``apply_brightness_shift`` (through PIL), per image of the batch ``x`` (N, H, W, C): in
     float32, the image scaled to 0-255 as keras_preprocessing 1.1.2's ``array_to_img`` (minus its
@@ -200,8 +251,10 @@ def brightness(x: np.ndarray, factor: np.ndarray) -> np.ndarray:
     return out
 
 
-def apply(x: np.ndarray, p: dict[str, Any], fill_mode: str = "nearest", cval: float = 0.0) -> np.ndarray:
-    """The batch ``x`` (N, H, W, C) with the transforms ``p`` applied (a new array; ``x`` is kept)."""
+def apply(x: np.ndarray, p: dict[str, Any], fill_mode: str = "nearest", cval: float = 0.0,
+          order: int = 1) -> np.ndarray:
+    """The batch ``x`` (N, H, W, C) with the transforms ``p`` applied (a new array; ``x`` is kept),
+    the warp with spline ``order`` (Keras's ``interpolation_order``)."""
     n, h, w, _ = x.shape
     m = affine_matrices(p, h, w)
     moved = np.abs(m - np.eye(3)).max(axis=(1, 2)) > 0
@@ -209,7 +262,7 @@ def apply(x: np.ndarray, p: dict[str, Any], fill_mode: str = "nearest", cval: fl
     if moved.any():
         # ImageDataGenerator's wrap tiles (scipy's "grid-wrap"), see the module docstring
         mode = "grid-wrap" if fill_mode == "wrap" else fill_mode
-        out[moved] = warp(x[moved], m[moved], mode, cval)
+        out[moved] = warp(x[moved], m[moved], mode, cval, order)
     intensity = p.get("channel_shift_intensity")
     if intensity is not None:
         # as Keras: clipped to the image's own range before the shift
