@@ -33,7 +33,6 @@ from typing import Any
 
 import numpy as np
 
-from arignote import backend
 from arignote.preprocessing import transforms
 from arignote.preprocessing.transforms import transform_matrix_offset_center
 
@@ -101,23 +100,19 @@ def apply_channel_shift(x: Any, intensity: float, channel_axis: int = 0) -> np.n
 
 
 def apply_brightness_shift(x: Any, brightness: float) -> np.ndarray:
-    """Keras 2's brightness shift, through the 0-255 image it makes of ``x``: ``x`` (channels as
-    ``backend.image_data_format()``, 1, 3 or 4 of them) scaled to 0-255 as ``array_to_img``, times
-    ``brightness`` as ``PIL.ImageEnhance.Brightness`` (truncated, clipped; alpha kept), returned as
-    float32 in 0-255 whatever the scale of ``x``.
+    """Keras 2's brightness shift, through the 0-255 image it makes of ``x``: ``x`` (channels last,
+    whatever ``backend.image_data_format()`` says, as keras_preprocessing 1.1.2; 1, 3 or 4 channels)
+    scaled to 0-255 as ``array_to_img``, times ``brightness`` as ``PIL.ImageEnhance.Brightness``
+    (truncated, clipped; alpha kept), returned as float32 in 0-255 whatever the scale of ``x``.
 
     >>> apply_brightness_shift(np.array([[[0.0], [1.0]]]), 0.5)[:, :, 0].tolist()
     [[0.0, 127.0]]
     """
-    x = np.array(_image(x, "apply_brightness_shift"), dtype="float32")
-    channels_first = backend.image_data_format() == "channels_first"
-    if channels_first:
-        x = x.transpose(1, 2, 0)
+    x = _image(x, "apply_brightness_shift")
     if x.shape[2] not in (1, 3, 4):
-        raise ValueError(f"apply_brightness_shift: an image with 1, 3 or 4 channels (L, RGB, RGBA), got "
-                         f"shape {x.shape}")
-    out = transforms.brightness(x[None], np.array([brightness]))[0].astype("float32")
-    return out.transpose(2, 0, 1) if channels_first else out
+        raise ValueError(f"apply_brightness_shift: an image (rows, cols, channels) with 1, 3 or 4 channels "
+                         f"(L, RGB, RGBA), got shape {x.shape}")
+    return transforms.brightness(x[None], np.array([brightness]))[0].astype("float32")
 
 
 def _check_pair(name: str, value: Any) -> None:

@@ -6,15 +6,19 @@ random transforms (the Keras keys ``theta``, ``tx``, ``ty``, ``shear``, ``zx``, 
 of N values) from a numpy ``Generator``; :func:`apply` applies them in Keras's order: affine warp,
 channel shift, horizontal flip, vertical flip, brightness.
 
-The affine warp is Keras's (``keras_preprocessing`` ``apply_affine_transform``): the matrix
-``rotation @ shift @ shear @ zoom`` about the centre ``(H/2 + 0.5, W/2 + 0.5)`` maps an output pixel
-``(row, col)`` to the input point it reads, sampled bilinearly (scipy ``order=1``). It runs for the
-whole batch in one ``torch.nn.functional.grid_sample`` call on the CPU. ``fill_mode`` reproduces
-scipy.ndimage's modes: ``nearest`` (padding "border"), ``reflect`` (padding "reflection", half-sample
+The affine warp is Keras's (``keras_preprocessing`` ``apply_affine_transform``, also behind
+:mod:`arignote.preprocessing.affine_transformations`): the matrix ``rotation @ shift @ shear @ zoom``
+about the centre ``(H/2 + 0.5, W/2 + 0.5)`` maps an output pixel ``(row, col)`` to the input point
+it reads, computed in Keras's float64 order (:func:`keras_matrix`). :func:`warp` samples that point
+as scipy.ndimage does with spline order 1 (bilinear, the default ``interpolation_order``) or 0
+(nearest pixel, halves rounded up), for the whole batch in one ``torch.nn.functional.grid_sample``
+call on the CPU (orders 2 to 5 go to SciPy). The points are first folded into the image as scipy's
+``map_coordinate`` does for each ``fill_mode``: ``nearest`` (clamped), ``reflect`` (half-sample
 symmetric: ``d c b a | a b c d | d c b a``), ``constant`` (points outside the image read ``cval``;
-inside, interpolation uses image pixels only, as scipy's "constant") and ``wrap``, implemented as
-tiling with period H and W (``a b c d | a b c d``, scipy's "grid-wrap"; scipy's own "wrap" makes the
-first and last pixel overlap). Samples whose transform is the identity are not resampled at all.
+inside, interpolation uses image pixels only) and scipy's ``wrap`` (period ``size - 1``: the first
+and last pixel overlap). ``ImageDataGenerator``'s ``wrap`` is tiling instead, period H and W
+(``a b c d | a b c d``, scipy's "grid-wrap"): :func:`apply` asks :func:`warp` for ``grid-wrap``.
+Samples whose transform is the identity are not resampled at all.
 
 Example::
 
