@@ -36,8 +36,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FILL_MODES", "draw", "identity", "transform_matrix_offset_center", "keras_matrix",
-           "affine_matrices", "warp", "brightness", "apply"]
+__all__ = ["FILL_MODES", "draw", "identity", "transform_matrix_offset_center", "keras_matrices",
+           "keras_matrix", "affine_matrices", "warp", "brightness", "apply"]
 
 FILL_MODES = ("nearest", "constant", "reflect", "wrap")
 _PADDING = {"nearest": "border", "constant": "border", "reflect": "reflection", "wrap": "border",
@@ -97,18 +97,24 @@ def draw(rng: np.random.Generator, n: int, height: int, width: int, settings: An
 
 
 def _dot(a: Any, b: Any) -> np.ndarray:
-    """The 3 x 3 product ``a @ b`` summed in plain float64 order, without fused multiply-adds: the
-    bits numpy 1.x's ``np.dot`` gave Keras 2 (newer BLAS kernels differ in the last bit, which
-    decides the ties of an order-0 warp)."""
-    a, b = np.asarray(a, float).tolist(), np.asarray(b, float).tolist()
-    return np.array([[a[i][0] * b[0][j] + a[i][1] * b[1][j] + a[i][2] * b[2][j] for j in range(3)]
-                     for i in range(3)])
+    """``a @ b`` for 3 x 3 matrices (or stacks of them), summed in plain float64 order by numpy's
+    elementwise ops, so without fused multiply-adds: the bits numpy 1.x's ``np.dot`` gave Keras 2
+    (newer BLAS kernels differ in the last bit, which decides the ties of an order-0 warp)."""
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    return (a[..., :, 0, None] * b[..., None, 0, :] + a[..., :, 1, None] * b[..., None, 1, :]
+            + a[..., :, 2, None] * b[..., None, 2, :])
+
+
+def _stack(n: int, *entries: Any) -> np.ndarray:
+    """``(n, 3, 3)`` matrices from the 9 entries (scalars or arrays of n), row by row."""
+    full = np.broadcast_arrays(np.zeros(n), *(np.asarray(e, float) for e in entries))[1:]
+    return np.stack(full, axis=-1).reshape(n, 3, 3)
 
 
 def transform_matrix_offset_center(matrix: Any, x: float, y: float) -> np.ndarray:
-    """``matrix`` (3 x 3) moved to act about the point ``(x / 2 + 0.5, y / 2 + 0.5)`` of an image with
-    ``x`` rows and ``y`` columns: Keras's centre, one pixel past the true centre ``((x - 1) / 2,
-    (y - 1) / 2)`` along each axis (kept for Keras's results).
+    """``matrix`` (3 x 3, or a stack of them) moved to act about the point ``(x / 2 + 0.5, y / 2 +
+    0.5)`` of an image with ``x`` rows and ``y`` columns: Keras's centre, one pixel past the true
+    centre ``((x - 1) / 2, (y - 1) / 2)`` along each axis (kept for Keras's results).
 
     >>> transform_matrix_offset_center(np.eye(3), 4, 6).tolist()[0]
     [1.0, 0.0, 0.0]
@@ -119,68 +125,70 @@ def transform_matrix_offset_center(matrix: Any, x: float, y: float) -> np.ndarra
     return _dot(_dot(offset, matrix), reset)
 
 
+def keras_matrices(theta: Any, tx: Any, ty: Any, shear: Any, zx: Any, zy: Any) -> np.ndarray:
+    """``(N, 3, 3)``: Keras's product rotation @ shift @ shear @ zoom for N transforms (angles in
+    degrees), in Keras's order, with libm's sine and cosine (as numpy before 1.22), so that each
+    float64 matrix is the one Keras 2 computed (its identity factors, which Keras skips, change no
+    bit)."""
+    values = np.broadcast_arrays(*(np.asarray(v, float).reshape(-1) for v in (theta, tx, ty, shear, zx, zy)))
+    theta, tx, ty, shear, zx, zy = values
+    n = len(theta)
+    t, s = theta * (math.pi / 180.0), shear * (math.pi / 180.0)
+    cos_t, sin_t = np.array([math.cos(v) for v in t]), np.array([math.sin(v) for v in t])
+    sin_s, cos_s = np.array([math.sin(v) for v in s]), np.array([math.cos(v) for v in s])
+    rotation = _stack(n, cos_t, -sin_t, 0, sin_t, cos_t, 0, 0, 0, 1)
+    shift = _stack(n, 1, 0, tx, 0, 1, ty, 0, 0, 1)
+    shearing = _stack(n, 1, -sin_s, 0, 0, cos_s, 0, 0, 0, 1)
+    zoom = _stack(n, zx, 0, 0, 0, zy, 0, 0, 0, 1)
+    return _dot(_dot(_dot(rotation, shift), shearing), zoom)
+
+
 def keras_matrix(theta: float, tx: float, ty: float, shear: float, zx: float, zy: float) -> np.ndarray | None:
-    """Keras's product rotation @ shift @ shear @ zoom of the parts that are not the identity (None if
-    all are), in Keras's order and with libm's sine and cosine (as numpy 1.x), so that the float64
-    matrix is the one Keras 2 computed."""
-    parts = []
-    if theta != 0:
-        t = math.radians(theta)
-        parts.append([[math.cos(t), -math.sin(t), 0.0], [math.sin(t), math.cos(t), 0.0], [0.0, 0.0, 1.0]])
-    if tx != 0 or ty != 0:
-        parts.append([[1.0, 0.0, tx], [0.0, 1.0, ty], [0.0, 0.0, 1.0]])
-    if shear != 0:
-        s = math.radians(shear)
-        parts.append([[1.0, -math.sin(s), 0.0], [0.0, math.cos(s), 0.0], [0.0, 0.0, 1.0]])
-    if zx != 1 or zy != 1:
-        parts.append([[zx, 0.0, 0.0], [0.0, zy, 0.0], [0.0, 0.0, 1.0]])
-    if not parts:
+    """One transform's :func:`keras_matrices` (3 x 3), or None when it is the identity (as Keras)."""
+    if theta == 0 and tx == 0 and ty == 0 and shear == 0 and zx == 1 and zy == 1:
         return None
-    matrix = np.asarray(parts[0], float)
-    for part in parts[1:]:
-        matrix = _dot(matrix, part)
-    return matrix
+    return keras_matrices(theta, tx, ty, shear, zx, zy)[0]
 
 
 def affine_matrices(p: dict[str, Any], height: int, width: int) -> np.ndarray:
     """``(N, 3, 3)`` float64 matrices mapping output ``(row, col, 1)`` to the input point, as Keras
-    (:func:`keras_matrix` about :func:`transform_matrix_offset_center`; the identity for no transform).
+    (:func:`keras_matrices` about :func:`transform_matrix_offset_center`).
 
     >>> m = affine_matrices({"theta": [0.0], "tx": [2.0], "ty": [-1.0], "shear": [0.0],
     ...                      "zx": [1.0], "zy": [1.0]}, 4, 4)
     >>> m[0, :2].tolist()
     [[1.0, 0.0, 2.0], [0.0, 1.0, -1.0]]
     """
-    keys = ("theta", "tx", "ty", "shear", "zx", "zy")
-    values = np.broadcast_arrays(*(np.asarray(p[k], float).reshape(-1) for k in keys))
-    out = np.tile(np.eye(3), (len(values[0]), 1, 1))
-    for i, args in enumerate(zip(*values)):
-        matrix = keras_matrix(*(float(a) for a in args))
-        if matrix is not None:
-            out[i] = transform_matrix_offset_center(matrix, height, width)
-    return out
+    core = keras_matrices(p["theta"], p["tx"], p["ty"], p["shear"], p["zx"], p["zy"])
+    return transform_matrix_offset_center(core, height, width)
 
 
-def _fold(c: Any, n: int, mode: str) -> Any:
-    """scipy.ndimage's ``map_coordinate``: a float64 coordinate tensor folded into the image along an
-    axis of ``n`` pixels by ``mode`` (``constant`` and ``grid-wrap`` are handled by :func:`warp`)."""
-    import torch
-
-    if n <= 1 and mode in ("reflect", "wrap"):
-        return torch.zeros_like(c)
+def _fold(c: np.ndarray, n: int, mode: str) -> np.ndarray:
+    """scipy.ndimage's ``map_coordinate``: float64 coordinates folded into the image along an axis of
+    ``n`` pixels by ``mode`` (``constant`` and ``grid-wrap`` are handled by :func:`warp`). Only the
+    points outside ``[0, n - 1]`` are touched."""
     if mode == "nearest":
-        return c.clamp(0, n - 1)
+        return np.clip(c, 0, n - 1)
+    if mode not in ("reflect", "wrap"):
+        return c
+    low, high = c < 0, c > n - 1
+    if not (low.any() or high.any()):
+        return c
+    c = c.copy()
+    if n <= 1:
+        c[low | high] = 0.0
+        return c
+    v, u = c[low], c[high]
     if mode == "wrap":  # period n - 1: the first and the last pixel overlap
         sz = n - 1
-        low = c + sz * (torch.trunc(-c / sz) + 1)
-        return torch.where(c < 0, low, torch.where(c > n - 1, c - sz * torch.trunc(c / sz), c))
-    if mode == "reflect":  # half-sample symmetric, period 2n
+        c[low] = v + sz * (np.trunc(-v / sz) + 1)
+        c[high] = u - sz * np.trunc(u / sz)
+    else:  # reflect: half-sample symmetric, period 2n
         sz2 = 2 * n
-        low = torch.where(c < -sz2, sz2 * torch.trunc(-c / sz2) + c, c)
-        low = torch.where(low < -n, low + sz2, torch.where(low > -1e-15, torch.full_like(c, 1e-15), -low) - 1)
-        high = c - sz2 * torch.trunc(c / sz2)
-        high = torch.where(high >= n, sz2 - high - 1, high)
-        return torch.where(c < 0, low, torch.where(c > n - 1, high, c))
+        v = np.where(v < -sz2, sz2 * np.trunc(-v / sz2) + v, v)
+        c[low] = np.where(v < -n, v + sz2, np.where(v > -1e-15, 1e-15, -v) - 1)
+        u = u - sz2 * np.trunc(u / sz2)
+        c[high] = np.where(u >= n, sz2 - u - 1, u)
     return c
 
 
@@ -201,27 +209,29 @@ def warp(x: np.ndarray, matrices: np.ndarray, fill_mode: str = "nearest", cval: 
     exact = x.dtype == np.float64 or not np.issubdtype(x.dtype, np.floating)
     work = torch.float64 if exact else torch.float32
     img = torch.from_numpy(np.ascontiguousarray(x)).to(work).permute(0, 3, 1, 2).contiguous()
-    m = torch.from_numpy(matrices)
-    rows = torch.arange(h, dtype=torch.float64).view(1, h, 1)
-    cols = torch.arange(w, dtype=torch.float64).view(1, 1, w)
+    m = np.asarray(matrices, float)
+    rows, cols = np.arange(h, dtype=float)[None, :, None], np.arange(w, dtype=float)[None, None, :]
     src_r = m[:, 0, 0, None, None] * rows + m[:, 0, 1, None, None] * cols + m[:, 0, 2, None, None]
     src_c = m[:, 1, 0, None, None] * rows + m[:, 1, 1, None, None] * cols + m[:, 1, 2, None, None]
-    outside = (src_r < 0) | (src_r > h - 1) | (src_c < 0) | (src_c > w - 1)
+    outside = None
+    if fill_mode == "constant":
+        outside = (src_r < 0) | (src_r > h - 1) | (src_c < 0) | (src_c > w - 1)
     size_r, size_c = h, w
     if fill_mode == "grid-wrap":
         # tile: fold the points into the image, and give the last row/column a wrapped neighbour
-        src_r, src_c = torch.remainder(src_r, h), torch.remainder(src_c, w)
+        src_r, src_c = np.remainder(src_r, h), np.remainder(src_c, w)
         img = F.pad(img, (0, 1, 0, 1), mode="circular")
         size_r, size_c = h + 1, w + 1
     else:
         src_r, src_c = _fold(src_r, h, fill_mode), _fold(src_c, w, fill_mode)
     if order == 0:
-        src_r, src_c = torch.floor(src_r + 0.5), torch.floor(src_c + 0.5)
-    grid = torch.stack(((2 * src_c + 1) / size_c - 1, (2 * src_r + 1) / size_r - 1), dim=-1).to(work)
+        src_r, src_c = np.floor(src_r + 0.5), np.floor(src_c + 0.5)
+    grid = np.stack(((2 * src_c + 1) / size_c - 1, (2 * src_r + 1) / size_r - 1), axis=-1)
+    grid = torch.from_numpy(grid).to(work)
     out = F.grid_sample(img, grid, mode="nearest" if order == 0 else "bilinear",
                         padding_mode=_PADDING[fill_mode], align_corners=False)
-    if fill_mode == "constant":
-        out = out.masked_fill(outside[:, None], float(cval))
+    if outside is not None:
+        out = out.masked_fill(torch.from_numpy(outside)[:, None], float(cval))
     out = out.permute(0, 2, 3, 1).numpy()
     if np.issubdtype(x.dtype, np.integer):  # scipy: round half away from zero, clip to the type's range
         info = np.iinfo(x.dtype)
