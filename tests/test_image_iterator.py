@@ -118,6 +118,11 @@ def test_a_keras2_subclass_trains_in_fit():
     assert history.history["loss"][-1] < history.history["loss"][0]
     # every epoch serves every sample once: len(it) batches, the last one short
     assert len(it.served) == 3 * 36 and sorted(it.served) == sorted(list(range(36)) * 3)
+    # Keras 2's generator methods, with a worker thread as Keras's default workers=1
+    it.served.clear()
+    model.fit_generator(it, steps_per_epoch=len(it), epochs=1, verbose=0)
+    assert sorted(it.served) == list(range(36))
+    assert np.isfinite(model.evaluate_generator(it, steps=len(it), verbose=0))
 
 
 def test_arignote_iterators_share_the_base():
