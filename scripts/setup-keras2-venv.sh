@@ -14,6 +14,6 @@ set -euo pipefail
 VENV="${1:-/work/k2venv}"
 PYTHON="${PYTHON:-python3}"
 "$PYTHON" -m venv "$VENV"
-"$VENV/bin/python" -m pip install -q "keras==2.3.1" "theano==1.0.5" "numpy<1.24" "scipy<1.12" "h5py"
+"$VENV/bin/python" -m pip install -q "keras==2.3.1" "theano==1.0.5" "numpy<1.24" "scipy<1.12" "h5py" "pillow"
 THEANO_FLAGS="blas.ldflags=,base_compiledir=${TMPDIR:-/tmp}/theano-keras2-check" \
     "$VENV/bin/python" -c "import keras_applications, theano, h5py, numpy; print('keras2 venv ready:', numpy.__version__)"

@@ -12,9 +12,7 @@ from arignote.errors import ArignoteError, KerasNameMissing
 
 MISSING = {
     "arignote.optimizers": ["TFOptimizer", "clip_norm"],
-    "arignote.utils": ["GeneratorEnqueuer", "OrderedEnqueuer", "get_source_inputs",
-                       "convert_all_kernels_in_model"],
-    "arignote.preprocessing.image": ["Iterator", "apply_affine_transform", "random_rotation", "random_zoom"],
+    "arignote.utils": ["get_source_inputs", "convert_all_kernels_in_model"],
 }
 
 

@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
 from arignote.preprocessing.image_utils import COLOR_MODES, WHITE_LIST_FORMATS, img_to_array, load_img
-from arignote.preprocessing.numpy_array_iterator import _save_images
-from arignote.utils.data_utils import Sequence
+from arignote.preprocessing.iterator import SeededIterator, _takes_rng
+from arignote.preprocessing.numpy_array_iterator import _save_images, rng_for
 
 __all__ = ["DirectoryIterator", "DataFrameIterator"]
 
@@ -46,7 +45,7 @@ def _split_bounds(generator: Any, subset: str | None) -> tuple[float, float] | N
     return (0.0, fraction) if subset == "validation" else (fraction, 1.0)
 
 
-class _FileBatches(Sequence):
+class _FileBatches(SeededIterator):
     """Shared batching of image files: ``filepaths``, labels by ``class_mode``, randomness per epoch."""
 
     class_modes: tuple[Any, ...] = ()
@@ -62,8 +61,6 @@ class _FileBatches(Sequence):
         if class_mode not in self.class_modes:
             allowed = ", ".join(repr(m) for m in self.class_modes)
             raise ValueError(f"Invalid class_mode: {class_mode!r}; expected one of: {allowed}")
-        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         if len(tuple(target_size)) != 2:
             raise ValueError(f"target_size must be (height, width), got {target_size!r}")
         self.image_data_generator = generator
@@ -71,54 +68,22 @@ class _FileBatches(Sequence):
         self.color_mode, self.class_mode, self.interpolation = color_mode, class_mode, interpolation
         self.image_shape = (*self.target_size, _CHANNELS[color_mode])
         self.dtype = np.dtype(dtype or generator.dtype).name
-        self.batch_size, self.shuffle = int(batch_size), shuffle
-        self.seed = int(np.random.randint(2**31 - 1)) if seed is None else int(seed)
         self.save_to_dir, self.save_prefix, self.save_format = save_to_dir, save_prefix, save_format
         self.data_format = "channels_last"
-        self.epoch = 0
-        self._cursor = 0
+        SeededIterator.__init__(self, 0, batch_size, shuffle, seed)  # n is set once the files are known
 
-    # --------------------------------------------------------------- Sequence protocol
-    @property
-    def n(self) -> int:
-        return len(self.filepaths)
-
-    def _set_index_array(self) -> None:
-        order = np.random.default_rng([self.seed, 0, self.epoch]).permutation(self.n)
-        self.index_array = order if self.shuffle else np.arange(self.n)
-
-    def __len__(self) -> int:
-        return (self.n + self.batch_size - 1) // self.batch_size
-
-    def __getitem__(self, idx: int) -> Any:
-        if not 0 <= idx < len(self):
-            raise IndexError(f"asked for batch {idx}, but this {type(self).__name__} has {len(self)} batches")
-        index_array = self.index_array[idx * self.batch_size:(idx + 1) * self.batch_size]
-        return self._batch(index_array, np.random.default_rng([self.seed, 1, self.epoch, idx]))
-
-    def on_epoch_end(self) -> None:
-        self.epoch += 1
+    def _found(self) -> None:
+        """The files are listed: the number of samples and the first epoch's order."""
+        self.samples = self.n = len(self.filepaths)
         self._set_index_array()
 
-    def __iter__(self) -> Iterator[Any]:
-        for i in range(len(self)):
-            yield self[i]
-        self.on_epoch_end()
-
-    def __next__(self) -> Any:
-        if self._cursor >= len(self):
-            self.on_epoch_end()
-            self._cursor = 0
-        self._cursor += 1
-        return self[self._cursor - 1]
-
-    next = __next__
-
-    def reset(self) -> None:
-        self._cursor = 0
-
     # --------------------------------------------------------------- batches
-    def _batch(self, index_array: np.ndarray, rng: np.random.Generator) -> Any:
+    @_takes_rng
+    def _get_batches_of_transformed_samples(self, index_array: np.ndarray,
+                                            rng: np.random.Generator | None = None) -> Any:
+        """The images ``index_array`` read, augmented with ``rng`` (None: one seeded from
+        ``np.random``) and standardized, with their labels (and weights)."""
+        rng = rng_for(None) if rng is None else rng
         gen = self.image_data_generator
         x = np.zeros((len(index_array), *self.image_shape), dtype=self.dtype)
         for i, j in enumerate(index_array):
@@ -201,9 +166,8 @@ class DirectoryIterator(_FileBatches):
             labels += [self.class_indices[c]] * len(files)
         self.classes = np.asarray(labels, dtype="int32")
         self.filepaths = [os.path.join(directory, f) for f in self.filenames]
-        self.samples = len(self.filenames)
+        self._found()
         print(f"Found {self.samples} images belonging to {self.num_classes} classes.")
-        self._set_index_array()
 
     @staticmethod
     def _files(folder: str, follow_links: bool) -> list[str]:
@@ -282,8 +246,7 @@ class DataFrameIterator(_FileBatches):
             elif class_mode == "multi_output":
                 self._labels_raw = [df[c].to_numpy() for c in y_cols]
             print(f"Found {len(self.filenames)} validated image filenames.")
-        self.samples = len(self.filenames)
-        self._set_index_array()
+        self._found()
 
     @property
     def labels(self) -> Any:

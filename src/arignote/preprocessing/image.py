@@ -9,7 +9,10 @@ torch call on the CPU; torch is imported on first use, not by ``import arignote`
 
 ``flow_from_directory`` and ``flow_from_dataframe`` read image files with Pillow (see
 :mod:`arignote.preprocessing.file_iterators`); ``load_img``, ``img_to_array``, ``array_to_img``,
-``save_img`` are here too. Not supported (clear errors): ``data_format="channels_first"`` and
+``save_img`` are here too, the ``Iterator`` base class (:mod:`arignote.preprocessing.iterator`),
+and Keras's single-image transforms (``apply_affine_transform``,
+``random_rotation``, ``random_shift``, ... see :mod:`arignote.preprocessing.affine_transformations`).
+Not supported (clear errors): ``data_format="channels_first"`` and
 ``flow`` with an ``(images, extra_inputs)`` tuple.
 
 Example::
@@ -32,14 +35,30 @@ from typing import Any
 import numpy as np
 
 from arignote import backend
-from arignote.errors import keras_names_missing
 from arignote.preprocessing import transforms
+from arignote.preprocessing.affine_transformations import (
+    apply_affine_transform,
+    apply_brightness_shift,
+    apply_channel_shift,
+    flip_axis,
+    random_brightness,
+    random_channel_shift,
+    random_rotation,
+    random_shear,
+    random_shift,
+    random_zoom,
+    transform_matrix_offset_center,
+)
 from arignote.preprocessing.file_iterators import DataFrameIterator, DirectoryIterator
 from arignote.preprocessing.image_utils import array_to_img, img_to_array, list_pictures, load_img, save_img
+from arignote.preprocessing.iterator import Iterator
 from arignote.preprocessing.numpy_array_iterator import NumpyArrayIterator, check_images, rng_for
 
-__all__ = ["ImageDataGenerator", "NumpyArrayIterator", "DirectoryIterator", "DataFrameIterator", "load_img",
-           "img_to_array", "array_to_img", "save_img", "list_pictures"]
+__all__ = ["ImageDataGenerator", "Iterator", "NumpyArrayIterator", "DirectoryIterator", "DataFrameIterator",
+           "load_img", "img_to_array", "array_to_img", "save_img", "list_pictures", "apply_affine_transform",
+           "apply_brightness_shift", "apply_channel_shift", "flip_axis", "random_brightness",
+           "random_channel_shift", "random_rotation", "random_shear", "random_shift", "random_zoom",
+           "transform_matrix_offset_center"]
 
 _FIT_CHUNK = 1024  # images per step of fit's sums (bounds its float64 temporaries)
 
@@ -72,7 +91,8 @@ class ImageDataGenerator:
     Arguments are Keras 2's, with its defaults. Shifts are a fraction of the size when < 1, pixels
     when >= 1 (an int ``k``: integers in ``(-k, k)``; a list: one of its values with a random sign);
     ``zoom_range`` is a float ``z`` (``[1 - z, 1 + z]``) or ``[lower, upper]``; angles in degrees.
-    ``fill_mode`` is ``nearest``, ``constant`` (with ``cval``), ``reflect`` or ``wrap`` (tiling).
+    ``fill_mode`` is ``nearest``, ``constant`` (with ``cval``), ``reflect`` or ``wrap`` (tiling);
+    ``interpolation_order`` the warp's spline order (1 bilinear, 0 nearest pixel; 2-5 need SciPy).
     ``dtype=None`` is ``backend.floatx()`` (float32 when floatX has no numpy type, e.g. bfloat16).
     ``data_format`` must be ``None`` or ``"channels_last"``.
 
@@ -93,7 +113,8 @@ class ImageDataGenerator:
                  fill_mode: str = "nearest", cval: float = 0., horizontal_flip: bool = False,
                  vertical_flip: bool = False, rescale: float | None = None,
                  preprocessing_function: Callable[[np.ndarray], np.ndarray] | None = None,
-                 data_format: str | None = None, validation_split: float = 0.0, dtype: Any = None) -> None:
+                 data_format: str | None = None, validation_split: float = 0.0, interpolation_order: int = 1,
+                 dtype: Any = None) -> None:
         if data_format is None:
             data_format = backend.image_data_format()
         if data_format != "channels_last":
@@ -104,6 +125,9 @@ class ImageDataGenerator:
         if fill_mode not in transforms.FILL_MODES:
             raise ValueError(f"fill_mode={fill_mode!r} is unknown: use one of "
                              f"{', '.join(transforms.FILL_MODES)}")
+        if not isinstance(interpolation_order, (int, np.integer)) or not 0 <= interpolation_order <= 5:
+            raise ValueError(f"interpolation_order must be a spline order from 0 to 5 (1: bilinear, 0: "
+                             f"nearest pixel), got {interpolation_order!r}")
         if not 0.0 <= validation_split < 1.0:
             raise ValueError(
                 f"validation_split must be in [0, 1) (the fraction held out), got {validation_split!r}")
@@ -127,7 +151,7 @@ class ImageDataGenerator:
         self.featurewise_std_normalization = featurewise_std_normalization
         self.samplewise_std_normalization = samplewise_std_normalization
         self.zca_whitening, self.zca_epsilon = zca_whitening, zca_epsilon
-        self.fill_mode, self.cval = fill_mode, cval
+        self.fill_mode, self.cval, self.interpolation_order = fill_mode, cval, int(interpolation_order)
         self.horizontal_flip, self.vertical_flip = horizontal_flip, vertical_flip
         self.rescale, self.preprocessing_function = rescale, preprocessing_function
         self.data_format, self.channel_axis, self.row_axis, self.col_axis = data_format, 3, 1, 2
@@ -220,7 +244,7 @@ class ImageDataGenerator:
         return self.apply_transform(x, self.get_random_transform(x.shape, seed))
 
     def _apply(self, x: np.ndarray, p: dict[str, Any]) -> np.ndarray:
-        return transforms.apply(x, p, self.fill_mode, self.cval)
+        return transforms.apply(x, p, self.fill_mode, self.cval, self.interpolation_order)
 
     def random_transform_batch(self, x: np.ndarray, rng: np.random.Generator) -> np.ndarray:
         """A batch ``(N, H, W, C)`` with one random transform per image drawn from ``rng``."""
@@ -302,17 +326,3 @@ class ImageDataGenerator:
             s_inv = 1.0 / np.sqrt(np.clip(s, 0, None) + self.zca_epsilon)
             self.principal_components = ((u * s_inv) @ u.T).astype(self.dtype)
 
-
-# Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
-__getattr__ = keras_names_missing('arignote.preprocessing.image', {
-    'Iterator': 'ImageDataGenerator with the matching argument',
-    'apply_affine_transform': 'ImageDataGenerator with the matching argument',
-    'apply_brightness_shift': 'ImageDataGenerator with the matching argument',
-    'apply_channel_shift': 'ImageDataGenerator with the matching argument',
-    'random_rotation': 'ImageDataGenerator with the matching argument',
-    'random_shift': 'ImageDataGenerator with the matching argument',
-    'random_shear': 'ImageDataGenerator with the matching argument',
-    'random_zoom': 'ImageDataGenerator with the matching argument',
-    'random_brightness': 'ImageDataGenerator with the matching argument',
-    'random_channel_shift': 'ImageDataGenerator with the matching argument',
-})

@@ -2,8 +2,8 @@
 ``list_pictures`` (with Pillow: ``pip install 'arignote[image]'``).
 
 Arrays are ``(H, W, C)`` float32 (channels-first with ``data_format='channels_first'``); a
-grayscale image has one channel. ``array_to_img(scale=True)`` maps the values onto 0-255 as Keras 2:
-shift so the minimum is >= 0, divide by the maximum, times 255.
+grayscale image has one channel. ``array_to_img(scale=True)`` maps the values onto 0-255 as Keras
+2.3.1: minus the minimum, divided by the maximum, times 255 (in float32, then truncated).
 
 Example::
 
@@ -108,8 +108,8 @@ def array_to_img(x: Any, data_format: str | None = None, scale: bool = True, dty
     if data_format == "channels_first":
         x = x.transpose(1, 2, 0)
     if scale:
-        x = x + max(-float(np.min(x)), 0.0)
-        top = float(np.max(x))
+        x = x - np.min(x)  # keras_preprocessing 1.1.2 (Keras 2.3.1); 1.0.x only lifted negative minima
+        top = np.max(x)
         if top != 0:
             x = x / top
         x = x * 255

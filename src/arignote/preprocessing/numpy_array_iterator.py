@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import os
 import warnings
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 
-from arignote.utils.data_utils import Sequence
+from arignote.preprocessing.image_utils import array_to_img
+from arignote.preprocessing.iterator import SeededIterator, _takes_rng
 
 __all__ = ["NumpyArrayIterator", "check_images", "rng_for"]
 
@@ -71,7 +71,7 @@ def _split(arrays: list[Any], fraction: float, subset: str, y: Any) -> list[Any]
     return [None if a is None else a[part] for a in arrays]
 
 
-class NumpyArrayIterator(Sequence):
+class NumpyArrayIterator(SeededIterator):
     """Batches of augmented images from arrays ``x`` (N, H, W, C) and optional ``y``, ``sample_weight``."""
 
     def __init__(self, x: Any, y: Any, image_data_generator: Any, batch_size: int = 32, shuffle: bool = False,
@@ -91,59 +91,21 @@ class NumpyArrayIterator(Sequence):
             if other is not None and len(other) != len(x):
                 raise ValueError(f"x (images) and {name} should have the same length; found "
                                  f"x.shape = {x.shape} and {name.split()[0]}.shape = {other.shape}")
-        if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-            raise ValueError(f"batch_size must be a positive integer, got {batch_size!r}")
         if subset is not None:
             fraction = image_data_generator._validation_split
             x, y, sample_weight = _split([x, y, sample_weight], fraction, subset, y)
         self.x, self.y, self.sample_weight = x, y, sample_weight  # x keeps its dtype; batches are converted
         self.image_data_generator = image_data_generator
         self.dtype = np.dtype(dtype or image_data_generator.dtype).name
-        self.n, self.batch_size, self.shuffle = len(x), int(batch_size), shuffle
-        self.seed = int(np.random.randint(2**31 - 1)) if seed is None else int(seed)
         self.save_to_dir, self.save_prefix, self.save_format = save_to_dir, save_prefix, save_format
-        self.epoch = 0
-        self._cursor = 0
-        self._set_index_array()
+        super().__init__(len(x), batch_size, shuffle, seed)
 
-    def _set_index_array(self) -> None:
-        order = np.random.default_rng([self.seed, 0, self.epoch]).permutation(self.n)
-        self.index_array = order if self.shuffle else np.arange(self.n)
-
-    def __len__(self) -> int:
-        return (self.n + self.batch_size - 1) // self.batch_size
-
-    def __getitem__(self, idx: int) -> Any:
-        if not 0 <= idx < len(self):
-            raise IndexError(f"asked for batch {idx}, but this NumpyArrayIterator has {len(self)} batches")
-        index_array = self.index_array[idx * self.batch_size:(idx + 1) * self.batch_size]
-        rng = np.random.default_rng([self.seed, 1, self.epoch, idx])
-        return self._get_batches_of_transformed_samples(index_array, rng)
-
-    def on_epoch_end(self) -> None:
-        """Next epoch: a new order (``shuffle=True``) and new random transforms."""
-        self.epoch += 1
-        self._set_index_array()
-
-    def __iter__(self) -> Iterator[Any]:
-        for i in range(len(self)):
-            yield self[i]
-        self.on_epoch_end()
-
-    def __next__(self) -> Any:
-        if self._cursor >= len(self):
-            self.on_epoch_end()
-            self._cursor = 0
-        self._cursor += 1
-        return self[self._cursor - 1]
-
-    next = __next__  # Keras 2 spelling
-
-    def reset(self) -> None:
-        """Restart ``next()`` at the first batch of the current epoch."""
-        self._cursor = 0
-
-    def _get_batches_of_transformed_samples(self, index_array: np.ndarray, rng: np.random.Generator) -> Any:
+    @_takes_rng
+    def _get_batches_of_transformed_samples(self, index_array: np.ndarray,
+                                            rng: np.random.Generator | None = None) -> Any:
+        """The samples ``index_array``, augmented with ``rng`` (None: one seeded from ``np.random``)
+        and standardized, with their labels and weights."""
+        rng = rng_for(None) if rng is None else rng
         gen = self.image_data_generator
         batch_x = self.x[index_array].astype(self.dtype, copy=False)
         batch_x = gen.standardize_batch(gen.random_transform_batch(batch_x, rng))
@@ -158,17 +120,10 @@ class NumpyArrayIterator(Sequence):
 
 def _save_images(batch: np.ndarray, index_array: np.ndarray, rng: np.random.Generator, directory: str,
                  prefix: str, fmt: str) -> None:
-    """Keras's ``save_to_dir``: each image scaled to 0-255 as ``array_to_img(scale=True)``, written as
+    """Keras's ``save_to_dir``: each image scaled to 0-255 by ``array_to_img(scale=True)``, written as
     ``{prefix}_{index}_{random}.{format}`` (needs Pillow)."""
-    try:
-        from PIL import Image
-    except ImportError as err:
-        raise ImportError("save_to_dir writes images with Pillow: pip install pillow") from err
     if batch.shape[3] not in (1, 3, 4):
         raise ValueError(f"save_to_dir can write images with 1, 3 or 4 channels, not {batch.shape[3]}")
     for image, j in zip(batch, index_array):
-        image = image - min(float(image.min()), 0.0)
-        top = float(image.max())
-        pixels = (image / (top if top else 1.0) * 255).astype("uint8")
-        picture = Image.fromarray(pixels[:, :, 0] if pixels.shape[2] == 1 else pixels)  # L, RGB or RGBA
+        picture = array_to_img(image, data_format="channels_last", scale=True)  # L, RGB or RGBA
         picture.save(os.path.join(directory, f"{prefix}_{j}_{rng.integers(10**4)}.{fmt}"))
