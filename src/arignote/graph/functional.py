@@ -600,7 +600,7 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     objs: list = []
     for i, (name, f) in enumerate(zip(names, fns)):
         if f is not None:
-            objs.append(metrics_mod.Metric(_picked(f, i, split), name=f"{name}_loss", select=_whole))
+            objs.append(metrics_mod.FunctionMean(_picked(f, i, split), name=f"{name}_loss", select=_whole))
     taken = ["loss", *[m.name for m in objs]]
     pairs = zip(per_metrics(metrics), per_metrics(weighted_metrics))
     for i, (name, (plain, weighted)) in enumerate(zip(names, pairs)):
