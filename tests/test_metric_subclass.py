@@ -1,7 +1,8 @@
 """Keras-2.3-style user metrics (``class M(keras.metrics.Metric)`` with ``add_weight``, ``update_state``
 with ``assign_add``, ``result``): standalone, in compile/fit/evaluate (values against numpy, reset at
 each epoch, sample weights through weighted_metrics, get_config/from_config), ``Reduce``/``Sum``/``Mean``,
-and Keras 2.3.1's log names for a name next to an object (``'mse'`` and ``MeanSquaredError()``)."""
+Keras 2.3.1's log names for a name next to an object (``'mse'`` and ``MeanSquaredError()``), and under
+data parallel (2 gloo processes) the weights summed over the ranks before ``result()``."""
 
 from __future__ import annotations
 
@@ -223,12 +224,80 @@ def test_weighted_metrics_get_the_sample_weights():
 
 
 def test_a_name_and_an_object_of_one_metric_log_under_two_keys():
-    """Keras 2.3.1 logs compile's string as written and an object under its name."""
+    """Keras 2.3.1 logs compile's string as written and an object under its name (real Keras 2.3.1
+    logs ``['loss', 'mse', 'mean_squared_error']`` and their ``val_`` keys for this compile)."""
     x, y = _data()
     model = _frozen_model(metrics=["mse", metrics.MeanSquaredError()])
-    h = model.fit(x, y, batch_size=16, epochs=1, verbose=0)
-    assert list(h.history) == ["loss", "mse", "mean_squared_error"]
+    h = model.fit(x, y, batch_size=16, epochs=1, verbose=0, validation_data=(x, y))
+    assert list(h.history) == ["loss", "mse", "mean_squared_error", "val_loss", "val_mse",
+                               "val_mean_squared_error"]
     p = model.predict(x).astype(np.float64)
     want = float(((p - y) ** 2).mean())
     assert h.history["mse"][0] == pytest.approx(want, rel=1e-6)
     assert h.history["mean_squared_error"][0] == pytest.approx(want, rel=1e-6)
+
+
+# ------------------------------------------------------------------------------------- data parallel
+
+DP_SCRIPT = r'''
+import json, os, sys
+import numpy as np, torch
+import arignote
+from arignote.layers import Dense
+from arignote.models import Sequential
+from arignote.optimizers import SGD
+
+out, procs, tests = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sys.path.insert(0, tests)
+from test_metric_subclass import BinaryTruePositives, MeanAbsoluteGap, _data
+
+arignote.configure(device="cpu", cpu_processes=procs, floatX="float64", print_active_device=False)
+rank = int(os.environ.get("RANK", "0"))
+x, y = _data(70)
+torch.manual_seed(0)
+tp, gap = BinaryTruePositives(), MeanAbsoluteGap()
+model = Sequential([Dense(1, activation="sigmoid", input_shape=(4,))])
+model.compile(SGD(lr=0.0), "binary_crossentropy", metrics=[tp, gap])
+h = model.fit(x, y, batch_size=16, epochs=2, verbose=0)
+result = {"history": h.history, "evaluate": model.evaluate(x, y, batch_size=9, verbose=0),
+          "local": [float(tp.true_positives), float(gap.count), int(gap.batches)],
+          "predict": model.predict(x).tolist()}
+with open(os.path.join(out, f"rank{rank}.json"), "w") as fh:
+    json.dump(result, fh)
+'''
+
+
+@pytest.mark.multiproc
+def test_data_parallel_sums_the_weights_over_ranks(tmp_path):
+    import json
+    from pathlib import Path
+
+    from parallel_helpers import _run, _write
+
+    script = _write(tmp_path, "metric_subclass.py", DP_SCRIPT)
+    runs = {}
+    for procs in (1, 2):
+        d = tmp_path / str(procs)
+        d.mkdir()
+        r = _run([str(script), str(d), str(procs), str(Path(__file__).parent)], timeout=400)
+        assert r.returncode == 0, r.stderr[-4000:]
+        runs[procs] = [json.loads((d / f"rank{i}.json").read_text()) for i in range(procs)]
+    one, two = runs[1][0], runs[2]
+    x, y = _data(70)
+    p = np.array(one["predict"])
+    want_tp = float(((p > 0.5) & (y > 0.5)).sum())
+    assert one["history"]["binary_true_positives"] == [want_tp, want_tp]
+    for rank in two:
+        # each rank counted only its rows; the logged values are those of all 70 rows
+        assert rank["history"]["binary_true_positives"] == [want_tp, want_tp]
+        np.testing.assert_allclose(rank["history"]["mean_abs_gap"], one["history"]["mean_abs_gap"],
+                                   rtol=1e-12)
+        np.testing.assert_allclose(rank["evaluate"], one["evaluate"], rtol=1e-12)
+    # after evaluate, a rank's own weights are its share (left as they were by the sum at log time),
+    # and the shares add up to the whole: the SUM over ranks is what result() saw
+    local = np.array([rank["local"] for rank in two])
+    assert (local[:, 1] > 0).all() and (local[:, 1] < 70).all()
+    np.testing.assert_allclose(local[:, :2].sum(axis=0), one["local"][:2], rtol=1e-12)
+    assert local[:, 0].sum() == want_tp
+    # a count of batches is not additive: each rank ran every one of evaluate's 8 global batches
+    assert local[:, 2].tolist() == [8, 8] and one["local"][2] == 8
