@@ -16,7 +16,7 @@ MODULES = [
     "arignote.utils.progbar",
     "arignote.utils.layer_utils", "arignote.utils.vis_utils", "arignote.callbacks.lambda_callback",
     "arignote.callbacks.base_logger", "arignote.wrappers.scikit_learn", "arignote.backend_common",
-    "arignote.models.loading", "arignote.metric_base", "arignote.metrics",
+    "arignote.models.loading", "arignote.metric_base", "arignote.metrics", "arignote.utils.conv_utils",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}

@@ -12,8 +12,7 @@ from arignote.errors import ArignoteError, KerasNameMissing
 
 MISSING = {
     "arignote.optimizers": ["TFOptimizer", "clip_norm"],
-    "arignote.utils": ["GeneratorEnqueuer", "OrderedEnqueuer", "get_source_inputs",
-                       "convert_all_kernels_in_model"],
+    "arignote.utils": ["GeneratorEnqueuer", "OrderedEnqueuer"],
     "arignote.preprocessing.image": ["Iterator", "apply_affine_transform", "random_rotation", "random_zoom"],
     "arignote.applications": ["ResNet101", "ResNet152", "ResNet50V2", "ResNet101V2", "ResNet152V2"],
 }
