@@ -15,7 +15,7 @@ import torch
 
 from arignote import backend as K
 from arignote import metrics
-from arignote.layers import Dense
+from arignote.layers import Dense, Input
 from arignote.models import Sequential
 from arignote.optimizers import SGD
 
@@ -130,7 +130,8 @@ def test_config_round_trip_names_and_bad_arguments():
     assert float(again([[1.0]], [[0.65]])) == 0.0  # threshold kept
     clone = metrics.clone_metric(m)
     assert clone is not m and clone.get_config() == m.get_config()
-    assert metrics.get(m) is m and metrics.serialize(m) == "binary_true_positives"
+    assert metrics.get(m) is m
+    assert metrics.serialize(m) == {"class_name": "BinaryTruePositives", "config": m.get_config()}
 
     class Unnamed(metrics.Metric):
         def update_state(self, y_true, y_pred, sample_weight=None):
@@ -237,13 +238,54 @@ def test_a_name_and_an_object_of_one_metric_log_under_two_keys():
     assert h.history["mean_squared_error"][0] == pytest.approx(want, rel=1e-6)
 
 
+def test_two_outputs_each_get_their_own_copy_of_a_listed_metric():
+    from arignote.models import Model
+
+    x, y = _data()
+    y2 = 1.0 - y
+    inp = Input((4,))
+    a = Dense(1, activation="sigmoid", name="a")(inp)
+    b = Dense(1, activation="sigmoid", name="b")(inp)
+    torch.manual_seed(0)
+    model = Model(inp, [a, b])
+    tp = BinaryTruePositives(threshold=0.4)
+    model.compile(SGD(lr=0.0), "binary_crossentropy", metrics=[tp],
+                  weighted_metrics={"b": MeanAbsoluteGap()})
+    h = model.fit(x, [y, y2], batch_size=16, epochs=2, verbose=0)
+    assert list(h.history) == ["loss", "a_loss", "b_loss", "a_binary_true_positives",
+                               "b_binary_true_positives", "b_mean_abs_gap"]
+    pa, pb = (p.astype(np.float64) for p in model.predict(x))
+    assert h.history["a_binary_true_positives"] == [float(((pa > 0.4) & (y > 0.5)).sum())] * 2
+    assert h.history["b_binary_true_positives"] == [float(((pb > 0.4) & (y2 > 0.5)).sum())] * 2
+    np.testing.assert_allclose(h.history["b_mean_abs_gap"], [np.abs(pb - y2).mean()] * 2, rtol=1e-6)
+    assert tp.name == "binary_true_positives"  # the object given was cloned, not renamed
+
+
+def test_save_and_load_a_model_compiled_with_a_user_metric(tmp_path):
+    pytest.importorskip("h5py")
+    from arignote.models import load_model
+
+    x, y = _data()
+    model = _frozen_model(metrics=[BinaryTruePositives(threshold=0.6), "acc"])
+    model.fit(x, y, batch_size=16, epochs=1, verbose=0)
+    path = str(tmp_path / "m.h5")
+    model.save(path)
+    loaded = load_model(path, custom_objects={"BinaryTruePositives": BinaryTruePositives})
+    assert loaded.metrics_names == ["loss", "binary_true_positives", "acc"]
+    assert loaded.metrics_list[0].threshold == 0.6
+    np.testing.assert_allclose(loaded.evaluate(x, y, verbose=0), model.evaluate(x, y, verbose=0), rtol=1e-6)
+    with pytest.raises(ValueError, match="BinaryTruePositives.*custom_objects"):
+        load_model(path)
+    assert load_model(path, compile=False).predict(x).shape == (len(x), 1)
+
+
 # ------------------------------------------------------------------------------------- data parallel
 
 DP_SCRIPT = r'''
 import json, os, sys
 import numpy as np, torch
 import arignote
-from arignote.layers import Dense
+from arignote.layers import Dense, Input
 from arignote.models import Sequential
 from arignote.optimizers import SGD
 

@@ -388,7 +388,8 @@ def get(
         cls = _keras_classes().get(identifier.get("class_name"))
         if cls is None:
             raise ValueError(f"unknown metric class {identifier.get('class_name')!r}; known: "
-                             f"{', '.join(_keras_classes())}")
+                             f"{', '.join(_keras_classes())}; a metric class of your own: pass it in "
+                             "custom_objects (load_model(path, custom_objects={'Name': Name}))")
         return cls.from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
         name = metric_names.logged_name(identifier)
@@ -448,10 +449,14 @@ def resolve(ids: list[tuple[Any, bool]], loss: str | Callable | None = None,
 
 def serialize(metric: str | Callable | Metric) -> str | dict:
     """The name Keras 2 stores for a metric (a function's ``__name__``, a metric object's name); a
-    Keras 2.3.1 metric class object as ``{'class_name': ..., 'config': get_config()}``."""
+    Keras 2.3.1 metric class object, or an object of a user's :class:`Metric` subclass, as
+    ``{'class_name': ..., 'config': get_config()}`` (as Keras 2.3.1 writes it; loading a user's
+    class needs it in ``custom_objects``)."""
     if isinstance(metric, str):
         return metric
     if type(metric).__name__ in _keras_classes() and type(metric) is _keras_classes()[type(metric).__name__]:
+        return {"class_name": type(metric).__name__, "config": metric.get_config()}
+    if Metric in type(metric).__mro__ and not type(metric).__module__.startswith("arignote."):
         return {"class_name": type(metric).__name__, "config": metric.get_config()}
     if isinstance(metric, Metric):
         return metric.name
