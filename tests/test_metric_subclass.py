@@ -154,6 +154,23 @@ def test_config_round_trip_names_and_bad_arguments():
     with pytest.raises(TypeError, match="dtype 'bogus'"):
         Unnamed().add_weight("w", dtype="bogus")
 
+    class Early(Unnamed):
+        def __init__(self):
+            self.w = self.add_weight("w")
+
+    with pytest.raises(RuntimeError, match=r"call super\(\).__init__"):
+        Early()
+
+    class StateAttribute(Unnamed):
+        def __init__(self):
+            super().__init__(name="s")
+            self.state = self.add_weight("state")
+
+    with pytest.raises(AttributeError, match="'state' is a name arignote's trainer calls"):
+        StateAttribute()
+    with pytest.raises(TypeError, match="defines 'reset'"):
+        type("ResetMetric", (Unnamed,), {"reset": lambda self: None})
+
 
 def test_every_metric_object_is_a_keras_metric():
     for m in (metrics.AUC(), metrics.MeanSquaredError(), metrics.Mean(), metrics.get("mae"),

@@ -54,6 +54,8 @@ from arignote import backend_common, initializers, weighting
 
 __all__ = ["Metric", "MetricVariable", "Reduce", "Reduction", "Sum", "Mean"]
 
+# the trainer's protocol on every metric object: a subclass must not take these names
+_PROTOCOL = ("update", "state", "result_from", "reset", "_to_device")
 # Layer keyword arguments Keras 2.3.1's Metric passes on to Layer (which accepts these)
 _LAYER_KWARGS = ("trainable", "input_shape", "batch_input_shape", "batch_size", "weights", "input_dtype")
 
@@ -187,8 +189,18 @@ class Metric(abc.ABC):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        taken = [name for name in _PROTOCOL if name in cls.__dict__]
+        if taken and not cls.__module__.startswith("arignote."):
+            raise TypeError(f"{cls.__name__} defines {taken[0]!r}, a name arignote's trainer calls on every "
+                            f"metric ({', '.join(_PROTOCOL)}); rename it")
         if "update_state" in cls.__dict__:
             cls.update_state = _tensor_args(cls.__dict__["update_state"])
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _PROTOCOL:
+            raise AttributeError(f"{type(self).__name__}: {name!r} is a name arignote's trainer calls on "
+                                 f"every metric ({', '.join(_PROTOCOL)}); call the attribute something else")
+        object.__setattr__(self, name, value)
 
     # ------------------------------------------------------------------ Keras API
 
@@ -205,6 +217,9 @@ class Metric(abc.ABC):
         """A state weight of ``shape`` (default a scalar) and ``dtype`` (default the metric's),
         filled by ``initializer`` (a Keras initializer name or object; default ``'zeros'``, where
         Keras 2.3.1 needs one). Not trained; zeroed by ``reset_states``."""
+        if "_metric_weights" not in self.__dict__:
+            raise RuntimeError(f"{type(self).__name__}.add_weight({name!r}) before Metric.__init__: call "
+                               "super().__init__(name=name, **kwargs) first in your __init__")
         if shape is None:
             shape = ()
         init = initializers.get("zeros" if initializer is None else initializer)
