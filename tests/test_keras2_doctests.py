@@ -18,6 +18,7 @@ MODULES = [
     "arignote.callbacks.base_logger", "arignote.wrappers.scikit_learn", "arignote.backend_common",
     "arignote.models.loading", "arignote.preprocessing.affine_transformations",
     "arignote.preprocessing.iterator", "arignote.preprocessing.transforms",
+    "arignote.metric_base", "arignote.metrics", "arignote.utils.conv_utils",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}

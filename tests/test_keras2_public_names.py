@@ -37,7 +37,7 @@ INTERNAL = {
     "imagenet_utils",  # keras.applications.imagenet_utils re-imports keras_applications' module of that name
 }
 # being added now; each leaves this set when it lands
-NOT_YET = {"convert_kernel", "convert_dense_weights_data_format"}
+NOT_YET: set = set()
 # helpers a module re-imports from another Keras module, where arignote has them (checked below)
 REIMPORTED = {
     "has_arg": "arignote.utils.generic_utils", "to_list": "arignote.utils.generic_utils",

@@ -12,7 +12,6 @@ from arignote.errors import ArignoteError, KerasNameMissing
 
 MISSING = {
     "arignote.optimizers": ["TFOptimizer", "clip_norm"],
-    "arignote.utils": ["get_source_inputs", "convert_all_kernels_in_model"],
 }
 
 

@@ -90,10 +90,10 @@ def test_combine_and_metric_update_follow_keras_call_metric_function():
     y = torch.zeros(2, 3, 2)
     p = torch.tensor([[[0.0, 1.0], [1.0, 0.0], [0.0, 1.0]], [[0.0, 1.0], [0.0, 1.0], [1.0, 0.0]]])
     labels = torch.nn.functional.one_hot(torch.tensor([[1, 1, 1], [0, 0, 0]]), 2).float()
-    plain = metrics.Metric(metrics.categorical_accuracy, name="acc")
+    plain = metrics.FunctionMean(metrics.categorical_accuracy, name="acc")
     plain.update(with_masks(labels, mask), p)
     assert plain.result() == pytest.approx(1 / 3)  # 3 unmasked steps, one right
-    weighted = metrics.Metric(metrics.categorical_accuracy, name="acc", weighted=True)
+    weighted = metrics.FunctionMean(metrics.categorical_accuracy, name="acc", weighted=True)
     weighted.update(Weighted((labels, torch.tensor([3.0, 1.0]), mask)), p)
     assert weighted.result() == pytest.approx(3 / 7)  # weights 3, 3, 1 on the unmasked steps
     assert with_masks(None, mask) is None and with_masks(y, None) is y

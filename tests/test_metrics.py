@@ -55,7 +55,7 @@ def test_binary_accuracy_threshold_half_and_multilabel():
     m = metrics.get("acc", loss="binary_crossentropy")
     m.update(y_true, y_pred)
     assert m.result() == pytest.approx(0.75)
-    ml = metrics.Metric(metrics.binary_accuracy)
+    ml = metrics.FunctionMean(metrics.binary_accuracy)
     ml.update(torch.tensor([[1.0, 0.0], [1.0, 1.0]]), torch.tensor([[0.9, 0.9], [0.9, 0.9]]))
     assert ml.result() == pytest.approx(0.75)  # per-sample means 0.5 and 1.0
 
@@ -85,7 +85,7 @@ def test_state_can_be_summed_across_ranks():
     a.update(torch.zeros(2, 1), torch.ones(2, 1))  # mae 1 over 2 samples
     b.update(torch.zeros(6, 1), torch.full((6, 1), 3.0))  # mae 3 over 6 samples
     reduced = a.state() + b.state()  # what an all-reduce(sum) gives
-    assert metrics.Metric.result_from(reduced) == pytest.approx((2 * 1 + 6 * 3) / 8)
+    assert metrics.FunctionMean.result_from(reduced) == pytest.approx((2 * 1 + 6 * 3) / 8)
 
 
 def test_update_keeps_total_on_device_without_sync():
@@ -96,13 +96,14 @@ def test_update_keeps_total_on_device_without_sync():
     assert isinstance(m._count, float)
 
 
-def test_mean_metric_for_the_loss():
+def test_mean_metric_weighs_values_without_keeping_their_graph():
     loss = metrics.Mean("loss")
-    loss.update(torch.tensor(2.0, requires_grad=True) * 1, 32)
-    loss.update(torch.tensor(1.0), 16)
+    loss.update_state(torch.tensor(2.0, requires_grad=True) * 1, sample_weight=32)
+    loss.update_state(torch.tensor(1.0), sample_weight=16)
     assert loss.name == "loss"
-    assert loss.result() == pytest.approx((2 * 32 + 16) / 48)
-    assert not loss._total.requires_grad
+    assert float(loss.result()) == pytest.approx((2 * 32 + 16) / 48)
+    assert not loss.total.requires_grad and loss.total.grad_fn is None
+    assert [w.name for w in loss.weights] == ["total", "count"]
 
 
 def test_loss_names_as_metrics_match_numpy():

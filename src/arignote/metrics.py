@@ -1,10 +1,15 @@
 """Keras 2 metrics, accumulated on the device without host syncs.
 
-A :class:`Metric` keeps a running ``total`` as a device tensor and the sample ``count`` as a host
+A :class:`FunctionMean` (what a metric name or function in ``compile`` becomes, and the base of
+``MeanMetricWrapper``) keeps a running ``total`` as a device tensor and the sample ``count`` as a host
 number (the loop knows the batch size), so ``update`` launches a couple of kernels and never
-waits for the GPU. :meth:`Metric.state` packs ``[total, count]`` into one 1-D tensor that data
-parallel code can all-reduce; :meth:`Metric.result_from` turns a (reduced) state into a float
+waits for the GPU. :meth:`FunctionMean.state` packs ``[total, count]`` into one 1-D tensor that data
+parallel code can all-reduce; :meth:`FunctionMean.result_from` turns a (reduced) state into a float
 (that is the sync point, done at log time).
+
+:class:`Metric` is Keras 2.3.1's base class for metrics users write (``add_weight``, ``update_state``,
+``result``; :mod:`arignote.metric_base`), with ``Reduce``, ``Sum`` and ``Mean`` on it. Every metric
+object here is an instance of it.
 
 Keras semantics of ``'acc'``/``'accuracy'`` (chosen by :func:`get` from the loss and output):
 binary (threshold 0.5) when the loss is ``binary_crossentropy`` or the output has width 1;
@@ -32,7 +37,7 @@ import numpy as np
 import torch
 
 from arignote import losses, metric_names, weighting
-from arignote.errors import keras_names_missing
+from arignote.metric_base import Mean, Metric, MetricVariable, Reduce, Reduction, Sum
 from arignote.metric_classes import (
     AUC,
     FalseNegatives,
@@ -49,7 +54,11 @@ from arignote.metric_classes import (
 
 __all__ = [
     "Metric",
+    "MetricVariable",
+    "Reduce",
+    "Reduction",
     "Mean",
+    "FunctionMean",
     "get",
     "serialize",
     "deserialize",
@@ -242,46 +251,7 @@ class _Accumulator:
         return f"{type(self).__name__}(name={self.name!r})"
 
 
-class Mean(_Accumulator):
-    """Weighted running mean of scalar tensors, e.g. the loss weighted by batch size; Keras 2.3.1's
-    ``Mean(name='mean')`` with ``update_state(values, sample_weight=None)``.
-
-    Example::
-
-        >>> m = Mean("loss"); m.update(torch.tensor(2.0), 3); m.update(torch.tensor(4.0), 1)
-        >>> m.result()
-        2.5
-    """
-
-    def update(self, value: torch.Tensor, weight: float = 1.0) -> None:
-        """Add ``value`` (a 0-d tensor, a per-batch mean) with ``weight`` (the batch size)."""
-        self._add(value, float(weight))
-
-    def update_state(self, values: Any, sample_weight: Any = None) -> None:
-        """Keras 2.3.1 ``Mean.update_state``: add every value (weighted by ``sample_weight``)."""
-        values = _as_tensor(values)
-        if not values.is_floating_point():
-            values = values.to(torch.get_default_dtype())
-        w = torch.ones_like(values) if sample_weight is None else _as_tensor(sample_weight).to(
-            values.device, values.dtype)
-        self._add_weighted(*weighting.weighted_mean_parts(values, w))
-
-    def reset_states(self) -> None:
-        self.reset()
-
-    def __call__(self, values: Any, sample_weight: Any = None) -> float:
-        self.update_state(values, sample_weight)
-        return self.result()
-
-    def get_config(self) -> dict:
-        return {"name": self.name, "dtype": None}
-
-    @classmethod
-    def from_config(cls, config: dict) -> Mean:
-        return cls(config.get("name", "mean"))
-
-
-class Metric(_Accumulator):
+class FunctionMean(_Accumulator):
     """Mean over samples of a Keras metric function ``fn(y_true, y_pred) -> per-sample tensor``.
 
     ``weighted=True`` (``compile(weighted_metrics=...)``): with targets that carry sample weights
@@ -293,11 +263,11 @@ class Metric(_Accumulator):
 
     Example::
 
-        >>> m = Metric(binary_accuracy, name="acc")
+        >>> m = FunctionMean(binary_accuracy, name="acc")
         >>> m.update(torch.tensor([1., 0.]), torch.tensor([0.9, 0.7])); m.result()
         0.5
         >>> from arignote.weighting import Weighted
-        >>> w = Metric(binary_accuracy, name="acc", weighted=True)
+        >>> w = FunctionMean(binary_accuracy, name="acc", weighted=True)
         >>> y_true, weights = torch.tensor([[1.], [0.]]), torch.tensor([3., 1.])
         >>> w.update(Weighted((y_true, weights)), torch.tensor([[0.9], [0.7]]))
         >>> w.result()
@@ -333,7 +303,7 @@ class Metric(_Accumulator):
         # per-sample (or per-element) values -> their mean counts n samples; 0-d values are batch means
         self._add(value.mean(), n)
 
-    # Keras 2.3.1's Metric API (standalone use)
+    # Keras 2.3.1's metric API (standalone use)
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> None:
         """Add a batch (numpy arrays or tensors), weighted by ``sample_weight`` when given."""
@@ -363,8 +333,13 @@ class Metric(_Accumulator):
         return {"name": self.name, "dtype": getattr(self, "dtype", None), **getattr(self, "_fn_kwargs", {})}
 
     @classmethod
-    def from_config(cls, config: dict) -> Metric:
+    def from_config(cls, config: dict) -> FunctionMean:
         return cls(**config)
+
+
+# every metric object is a Keras Metric (isinstance), as in Keras 2.3.1
+Metric.register(_Accumulator)
+Metric.register(StatefulMetric)
 
 
 def _as_tensor(value: Any) -> torch.Tensor:
@@ -400,28 +375,30 @@ def accuracy_for(loss: str | Callable | None, output_shape: tuple | None = None)
 def get(
     identifier: str | Callable | Metric, loss: str | Callable | None = None, output_shape: tuple | None = None
 ) -> Metric:
-    """A fresh :class:`Metric` for a Keras metric name, a function, or a Metric (returned as is).
+    """A fresh :class:`FunctionMean` for a Keras metric name or a function; a metric object (a
+    :class:`Metric`: arignote's, or a user's subclass) is returned as is.
 
     Names: ``acc``/``accuracy`` (resolved with ``loss``/``output_shape``), the ``*_accuracy`` family,
     and any loss name (``mse``, ``mae``, ``binary_crossentropy``...), logged under the given name
     (Keras 2.2's function name with the ``metrics.names=2.2`` flag).
     """
-    if isinstance(identifier, (Metric, Mean, StatefulMetric)):
+    if isinstance(identifier, Metric):
         return identifier
     if isinstance(identifier, dict):  # a stored metric object: {'class_name': ..., 'config': ...}
         cls = _keras_classes().get(identifier.get("class_name"))
         if cls is None:
             raise ValueError(f"unknown metric class {identifier.get('class_name')!r}; known: "
-                             f"{', '.join(_keras_classes())}")
+                             f"{', '.join(_keras_classes())}; a metric class of your own: pass it in "
+                             "custom_objects (load_model(path, custom_objects={'Name': Name}))")
         return cls.from_config(identifier.get("config", {}))
     if isinstance(identifier, str):
         name = metric_names.logged_name(identifier)
         if identifier in ("acc", "accuracy"):
-            return Metric(accuracy_for(loss, output_shape), name=name)
+            return FunctionMean(accuracy_for(loss, output_shape), name=name)
         if identifier in _FUNCTIONS:
-            return Metric(_FUNCTIONS[identifier], name=name)
+            return FunctionMean(_FUNCTIONS[identifier], name=name)
         try:
-            metric = Metric(losses.get(identifier), name=name)
+            metric = FunctionMean(losses.get(identifier), name=name)
             metric.values = losses.per_sample(identifier)  # one value per sample: what weights multiply
             return metric
         except ValueError:
@@ -432,7 +409,7 @@ def get(
                 f"unknown metric '{identifier}'.{hint} Valid metrics: {', '.join(valid)}"
             ) from None
     if callable(identifier):
-        return Metric(identifier)
+        return FunctionMean(identifier)
     raise ValueError(f"a metric is a name such as 'accuracy', a function or a Metric, got {identifier!r}")
 
 
@@ -471,13 +448,17 @@ def resolve(ids: list[tuple[Any, bool]], loss: str | Callable | None = None,
 
 
 def serialize(metric: str | Callable | Metric) -> str | dict:
-    """The name Keras 2 stores for a metric (a function's ``__name__``, a :class:`Metric`'s name); a
-    Keras 2.3.1 metric class object as ``{'class_name': ..., 'config': get_config()}``."""
+    """The name Keras 2 stores for a metric (a function's ``__name__``, a metric object's name); a
+    Keras 2.3.1 metric class object, or an object of a user's :class:`Metric` subclass, as
+    ``{'class_name': ..., 'config': get_config()}`` (as Keras 2.3.1 writes it; loading a user's
+    class needs it in ``custom_objects``)."""
     if isinstance(metric, str):
         return metric
     if type(metric).__name__ in _keras_classes() and type(metric) is _keras_classes()[type(metric).__name__]:
         return {"class_name": type(metric).__name__, "config": metric.get_config()}
-    if isinstance(metric, (_Accumulator, StatefulMetric)):
+    if Metric in type(metric).__mro__ and not type(metric).__module__.startswith("arignote."):
+        return {"class_name": type(metric).__name__, "config": metric.get_config()}
+    if isinstance(metric, Metric):
         return metric.name
     name = getattr(metric, "__name__", None)
     if name is None:
@@ -521,21 +502,7 @@ logcosh = losses.logcosh
 cosine = cosine_similarity = cosine_proximity
 
 
-class Sum(Mean):
-    """Keras 2.3.1 ``Sum``: the running (weighted) sum of the values.
-
-    >>> s = Sum(); s.update_state([1.0, 2.0]); s([3.0], sample_weight=[2.0])
-    9.0
-    """
-
-    def __init__(self, name: str = "sum", dtype: Any = None) -> None:
-        super().__init__(name)
-
-    def result_from(self, state: torch.Tensor) -> float:  # type: ignore[override]
-        return float(state[0])
-
-
-class MeanMetricWrapper(Metric):
+class MeanMetricWrapper(FunctionMean):
     """Keras 2.3.1 ``MeanMetricWrapper(fn, name=None, dtype=None, **kwargs)``: the running mean of
     ``fn(y_true, y_pred, **kwargs)``; the named classes below are this with Keras's default names.
 
@@ -615,7 +582,7 @@ def _squared_error(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
     return (y_pred - y_true.reshape(y_pred.shape).to(y_pred.dtype)).square()
 
 
-class RootMeanSquaredError(Metric):
+class RootMeanSquaredError(FunctionMean):
     """Keras 2.3.1 ``RootMeanSquaredError``: ``sqrt`` of the (weighted) mean of every squared error.
 
     >>> RootMeanSquaredError()([[0.0], [0.0]], [[3.0], [4.0]]) == (12.5) ** 0.5
@@ -628,13 +595,13 @@ class RootMeanSquaredError(Metric):
 
     @staticmethod
     def result_from(state: torch.Tensor) -> float:
-        return float(Metric.result_from(state)) ** 0.5
+        return float(FunctionMean.result_from(state)) ** 0.5
 
 
 def _keras_classes() -> dict[str, type]:
     """Keras 2.3.1's metric classes arignote provides, by class name (what a saved model stores)."""
     return {name: globals()[name] for name in __all__ if name[:1].isupper() and name not in (
-        "Metric", "StatefulMetric", "MeanMetricWrapper")}
+        "Metric", "MetricVariable", "Reduction", "StatefulMetric", "MeanMetricWrapper", "FunctionMean")}
 
 
 def clone_metric(metric: Any) -> Any:
@@ -647,13 +614,11 @@ def clone_metric(metric: Any) -> Any:
     """
     if isinstance(metric, MeanMetricWrapper) or type(metric) is RootMeanSquaredError:
         return type(metric).from_config(metric.get_config())
-    if isinstance(metric, Metric):
-        clone = Metric(metric.fn, name=metric.name, weighted=metric.weighted, select=metric.select)
+    if isinstance(metric, FunctionMean):
+        clone = FunctionMean(metric.fn, name=metric.name, weighted=metric.weighted, select=metric.select)
         clone.values = metric.values
         return clone
-    if isinstance(metric, Mean):
-        return type(metric)(metric.name)
-    if isinstance(metric, StatefulMetric):
+    if isinstance(metric, Metric):  # the confusion-count ones, Reduce/Sum/Mean, a user's subclass
         return type(metric).from_config(metric.get_config())
     return metric
 
@@ -671,7 +636,5 @@ def clone_metrics(metrics: Any) -> Any:
     return [clone_metric(metric) for metric in metrics]
 
 
-# Keras 2.3.1 names not provided yet: one clear error (arignote.errors.KerasNameMissing)
-__getattr__ = keras_names_missing("arignote.metrics", {
-    "Reduce": "arignote.metrics.Sum() or Mean(), or MeanMetricWrapper(fn) for a metric function",
-})
+# Keras 2.3.1's MeanMetricWrapper is a Mean (isinstance), as here
+Mean.register(MeanMetricWrapper)

@@ -236,4 +236,8 @@ class History(Callback):
     def on_epoch_end(self, epoch, logs=None) -> None:
         self.epoch.append(epoch)
         for key, value in (logs or {}).items():
-            self.history.setdefault(key, []).append(value)
+            # the key as logged: 'mse' and 'mean_squared_error' (a name and a MeanSquaredError()
+            # in compile) are two metrics here, as in Keras 2.3.1, not two spellings of one
+            if not dict.__contains__(self.history, key):
+                dict.__setitem__(self.history, key, [])
+            dict.__getitem__(self.history, key).append(value)

@@ -568,6 +568,10 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     def per_metrics(value: Any) -> list:
         if isinstance(value, dict):
             return per_output(model, value, "metrics")
+        if isinstance(value, (list, tuple, metrics_mod.Metric)):
+            # Keras 2.3.1: metric objects listed for all outputs are cloned, one state per output
+            return [metrics_mod.clone_metrics(list(value) if isinstance(value, (list, tuple)) else [value])
+                    for _ in names]
         return [value] * len(names)
 
     def split(y_true: Any, y_pred: Any) -> tuple[list, list]:
@@ -600,7 +604,7 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     objs: list = []
     for i, (name, f) in enumerate(zip(names, fns)):
         if f is not None:
-            objs.append(metrics_mod.Metric(_picked(f, i, split), name=f"{name}_loss", select=_whole))
+            objs.append(metrics_mod.FunctionMean(_picked(f, i, split), name=f"{name}_loss", select=_whole))
     taken = ["loss", *[m.name for m in objs]]
     pairs = zip(per_metrics(metrics), per_metrics(weighted_metrics))
     for i, (name, (plain, weighted)) in enumerate(zip(names, pairs)):

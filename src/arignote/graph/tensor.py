@@ -127,16 +127,30 @@ def flatten(x: Any) -> list:
 
 
 def get_source_inputs(tensor: Any, layer: Any = None, node_index: Any = None) -> list:
-    """The ``Input`` tensors ``tensor`` was computed from (Keras 2 ``get_source_inputs``)."""
+    """The ``Input`` tensors ``tensor`` was computed from, each once, in the order first met
+    (Keras 2.3.1 ``utils.get_source_inputs``): ``[tensor]`` for an ``Input``; ``layer`` and
+    ``node_index``: where ``tensor`` came from (default its ``_keras_history``; Keras's recursion
+    passes them). A non-symbolic ``tensor`` is a ValueError (Keras 2.3.1 returned it unchanged).
+
+    >>> from arignote.layers import Dense, Input, concatenate
+    >>> a, b = Input((2,)), Input((3,))
+    >>> y = Dense(1)(concatenate([a, Dense(2)(b), a]))
+    >>> [t is s for t, s in zip(get_source_inputs(y), [a, b])]
+    [True, True]
+    """
     if not isinstance(tensor, KerasTensor) or tensor._keras_history is None:
-        raise ValueError(f"get_source_inputs takes a symbolic tensor of a model, got {tensor!r}")
-    layer, node_index, _ = tensor._keras_history
+        raise ValueError(f"get_source_inputs takes a symbolic tensor of a model (an Input or a layer's "
+                         f"output), got {tensor!r}")
+    if layer is None or node_index is None:
+        layer, node_index, _ = tensor._keras_history
+    if not layer._inbound_nodes:
+        return [tensor]
     node = layer._inbound_nodes[node_index]
     if not node.inbound_layers or type(layer).__name__ == "InputLayer":  # Input(tensor=op output) too
         return list(node.output_tensors)
     out: list = []
-    for t in node.input_tensors:
-        for source in get_source_inputs(t):
+    for t, inbound, index in zip(node.input_tensors, node.inbound_layers, node.node_indices):
+        for source in get_source_inputs(t, inbound, index):
             if all(source is not o for o in out):
                 out.append(source)
     return out

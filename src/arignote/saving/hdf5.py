@@ -357,6 +357,8 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
         optimizer = optimizers.get(spec)
 
     def named(item: Any) -> Any:
+        if isinstance(item, dict) and item.get("class_name") in objects:  # a user's Metric subclass
+            return objects[item["class_name"]].from_config(item.get("config", {}))
         return objects.get(item, item) if isinstance(item, str) else item
 
     loss = _per_output(training.get("loss"),

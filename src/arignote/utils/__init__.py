@@ -24,20 +24,19 @@ from arignote.utils.data_utils import Sequence, get_file
 from arignote.utils.enqueuers import GeneratorEnqueuer, OrderedEnqueuer, SequenceEnqueuer
 from arignote.utils.generic_utils import CustomObjectScope, custom_object_scope, get_custom_objects
 from arignote.utils.io_utils import HDF5Matrix
-from arignote.utils.layer_utils import print_summary
+from arignote.utils.layer_utils import convert_all_kernels_in_model, get_source_inputs, print_summary
 from arignote.utils.multi_gpu_utils import multi_gpu_model
 from arignote.utils.np_utils import normalize, to_categorical
 from arignote.utils.progbar import Progbar
 from arignote.utils.vis_utils import model_to_dot, plot_model
 
 __all__ = ["CustomObjectScope", "GeneratorEnqueuer", "HDF5Matrix", "OrderedEnqueuer", "Progbar", "Sequence",
-           "SequenceEnqueuer", "custom_object_scope", "data_utils", "generic_utils", "get_custom_objects",
-           "get_file", "io_utils", "layer_utils", "model_to_dot", "multi_gpu_model", "multi_gpu_utils",
-           "normalize", "np_utils", "plot_model", "print_summary", "to_categorical", "vis_utils"]
+           "SequenceEnqueuer", "convert_all_kernels_in_model", "custom_object_scope", "data_utils",
+           "generic_utils", "get_custom_objects", "get_file", "get_source_inputs", "io_utils", "layer_utils",
+           "model_to_dot", "multi_gpu_model", "multi_gpu_utils", "normalize", "np_utils", "plot_model",
+           "print_summary", "to_categorical", "vis_utils"]
 
 
 # Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
 __getattr__ = keras_names_missing('arignote.utils', {
-    'get_source_inputs': 'arignote.engine.get_source_inputs',
-    'convert_all_kernels_in_model': 'load_model/load_weights (they flip a Theano file\'s kernels)',
 })

@@ -10,14 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from arignote.layers._util import (
     conv_output_length,
     normalize_data_format,
     normalize_padding,
     normalize_tuple,
 )
+from arignote.utils.layer_utils import convert_kernel  # noqa: F401 - Keras 2 defines it here (kept torch-free there)
 
 __all__ = ["normalize_tuple", "normalize_padding", "normalize_data_format", "conv_output_length",
            "conv_input_length", "deconv_length", "convert_kernel"]
@@ -52,10 +51,3 @@ def deconv_length(dim_size: int | None, stride_size: int, kernel_size: int, padd
         return dim_size * stride_size
     pad = {"same": kernel_size // 2, "valid": 0, "full": kernel_size - 1}[padding]
     return (dim_size - 1) * stride_size + kernel_size - 2 * pad + output_padding
-
-
-def convert_kernel(kernel: Any) -> np.ndarray:
-    """Flip a convolution kernel's spatial axes (Theano <-> TensorFlow kernels, Keras 2)."""
-    kernel = np.asarray(kernel)
-    slices = [slice(None, None, -1)] * (kernel.ndim - 2) + [slice(None), slice(None)]
-    return np.copy(kernel[tuple(slices)])
