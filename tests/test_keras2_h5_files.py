@@ -37,7 +37,9 @@ LOADABLE = [
     "th_cf_conv",
     "th_cf_flatten_chw",
 ]
-ALL = sorted(f[:-4] for f in os.listdir(FIXTURES) if f.endswith(".npz"))
+# a model fixture is a pair name.h5 + name.npz (other .npz files hold other fixtures' values)
+ALL = sorted(f[:-4] for f in os.listdir(FIXTURES)
+             if f.endswith(".npz") and os.path.exists(os.path.join(FIXTURES, f[:-4] + ".h5")))
 
 
 def _inputs(name: str, model) -> list | np.ndarray:
