@@ -37,7 +37,7 @@ from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.graph.network import Packing
-from arignote.models import saving, summary
+from arignote.models import compile_args, saving, summary
 from arignote.models.generators import GeneratorMethods
 from arignote.precision import Precision, dtype_of
 from arignote.training import compiled as compiled_steps
@@ -157,6 +157,11 @@ class Model(Functional, GeneratorMethods):
         return self._memory_format != "contiguous" and any(
             isinstance(m, torch.nn.Conv2d) for m in self.module.modules())
 
+    def _output_layer_name(self) -> str:
+        """The name Keras 2 keys a one-output model's compile arguments by: its last layer's."""
+        layers = getattr(self, "layers", None) or []
+        return getattr(layers[-1], "name", "output") if layers else "output"
+
     def _conv_modules(self) -> list[torch.nn.Module]:
         """The modules holding a 4-D (2-D convolution) kernel."""
         return [m for m in self.module.modules()
@@ -187,22 +192,31 @@ class Model(Functional, GeneratorMethods):
         if loss is None and not functional.has_losses(self):
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy' (loss=None "
                              "only for a model with losses of its own: add_loss or regularizers)")
+        names = self.output_names if self._is_graph else ["output"]
+        multi = self._is_graph and len(self.outputs) > 1
+        self._loss_weight = 1.0
+        if not multi:  # Keras 2.3.1 takes a one-output model's arguments keyed by its output's name too
+            out = names[0] if self._is_graph else self._output_layer_name()
+            loss = compile_args.single_output(loss, out, "loss")
+            metrics = compile_args.single_output(metrics, out, "metrics")
+            weighted_metrics = compile_args.single_output(weighted_metrics, out, "weighted_metrics")
+            self._loss_weight = compile_args.loss_weight(loss_weights, out)
         if isinstance(metrics, str):
             metrics = [metrics]
         if isinstance(weighted_metrics, str):
             weighted_metrics = [weighted_metrics]
-        names = self.output_names if self._is_graph else ["output"]
         self._weight_modes = sample_weights.modes_per_output(sample_weight_mode, names)
         self.sample_weight_mode = sample_weight_mode
         self.loss = loss
         self.optimizer = optimizers.get(optimizer)
-        multi = self._is_graph and len(self.outputs) > 1
         if multi:
             base, self.metrics_list, _ = functional.compile_outputs(self, loss, loss_weights, metrics,
                                                                     weighted_metrics)
             self._metric_ids = []
         else:
             base = losses.compiled(loss) if loss is not None else None
+            if base is not None and self._loss_weight != 1.0:
+                base = _weighted_loss(base, self._loss_weight)
             # metrics resolve against the output shape ('acc' is binary for one output unit), known once built
             self._metric_ids = ([(m, False) for m in metrics or []]
                                 + [(m, True) for m in weighted_metrics or []])
@@ -699,3 +713,11 @@ class Model(Functional, GeneratorMethods):
             raise ValueError("Model.from_config takes a functional model config (name, layers, input_layers, "
                              "output_layers) as get_config() returns it")
         return cls._functional_from_config(config, custom_objects)
+
+
+def _weighted_loss(loss_fn: Any, weight: float) -> Any:
+    """``weight * loss_fn(y_true, y_pred)``: a one-output model's ``compile(loss_weights=...)``."""
+    def weighted(y_true: Any, y_pred: Any) -> Any:
+        return loss_fn(y_true, y_pred) * weight
+
+    return weighted

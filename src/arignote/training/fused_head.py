@@ -83,6 +83,8 @@ def for_model(model: Any) -> PlainHead:
     members = getattr(model.module, "members", None)  # a Sequential's stack of layers
     if getattr(model, "_is_graph", True) or not members or getattr(model, "_model_losses", True):
         return PlainHead()
+    if getattr(model, "_loss_weight", 1.0) != 1.0:  # compile(loss_weights=...) scales the loss
+        return PlainHead()
     last = members[-1]
     if type(last) not in (Dense, Activation) or getattr(last, "activity_regularizer", None) is not None:
         return PlainHead()
