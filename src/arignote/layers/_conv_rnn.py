@@ -6,11 +6,14 @@ The cell is a Keras 2 cell: ``state_size`` (one channel count per state), ``call
 training=None)`` returning ``(output, new_states)`` on one time step of images in the cell's
 ``data_format``, and the convolution geometry ConvRNN2D reads to shape outputs and zero states:
 ``filters``, ``kernel_size``, ``strides``, ``padding``, ``data_format``, ``dilation_rate``. A cell
-that also has ``run_sequence`` (``ConvLSTM2DCell``) runs the whole sequence in one go (the input
-convolution of all time steps as one batched convolution); any other cell is stepped by the loop
-that :class:`~arignote.layers.RNN` uses. ``initial_state=``, ``constants=`` (passed to
-``cell.call(..., constants=...)``), masks (a masked step keeps the previous output and states),
-``go_backwards``, ``return_state`` and ``stateful`` (``reset_states``) behave as Keras 2.3.1's.
+whose ``runs_sequences`` is true (``ConvLSTM2DCell``) runs the whole sequence in its
+``run_sequence`` (the input convolution of all time steps as one batched convolution); any other
+cell is stepped through its ``call`` by the loop :class:`~arignote.layers.RNN` uses.
+``initial_state=``, ``constants=`` (passed to ``cell.call(..., constants=...)``), masks (a masked
+step keeps the previous output and states), ``go_backwards``, ``return_state`` and ``stateful``
+(``reset_states``) behave as Keras 2.3.1's. A mask is one flag per sample and step; the per-pixel
+mask of ``Masking`` on images counts a step when any of its pixels is unmasked (so frames of
+padding are skipped, as in Keras 2).
 
 Example::
 
@@ -69,6 +72,7 @@ class ConvRNN2D(RNN):
 
     ``ConvRNN2D(cell, return_sequences=False, return_state=False, go_backwards=False,
     stateful=False, unroll=False)``; ``unroll=True`` and a list of cells are refused, as in Keras 2.
+    ``num_constants`` is what a saved config carries after a call with ``constants=``.
     """
 
     def __init__(
@@ -79,6 +83,7 @@ class ConvRNN2D(RNN):
         go_backwards: bool = False,
         stateful: bool = False,
         unroll: bool = False,
+        num_constants: int | None = None,
         **kwargs: Any,
     ) -> None:
         if unroll:
@@ -89,7 +94,8 @@ class ConvRNN2D(RNN):
                 "cell, and chain several ConvRNN2D layers (return_sequences=True) to stack them"
             )
         super().__init__(cell, return_sequences, return_state, go_backwards, stateful, False, **kwargs)
-        self._num_constants: int | None = None
+        # how many of a list input's last tensors are constants (set by constants=; saved configs carry it)
+        self._num_constants = None if num_constants is None else int(num_constants)
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         initial_state = kwargs.pop("initial_state", None)
@@ -161,6 +167,8 @@ class ConvRNN2D(RNN):
         what = "sequences of images (batch, time, rows, cols, channels)"
         shape = check_rank(shapes[0], 5, f"ConvRNN2D '{self.name}'", what)
         cell = self.cell
+        if k:
+            self._check_constants()
         if not getattr(cell, "built", False):
             step = (shape[0], *shape[2:])
             target = [step, *constant_shapes] if constant_shapes else step
@@ -237,6 +245,8 @@ class ConvRNN2D(RNN):
                 rest, constants = rest[: len(rest) - k], rest[len(rest) - k:]
             initial_state = rest or initial_state
             mask = mask[0] if isinstance(mask, (list, tuple)) else mask
+        if mask is not None and mask.dim() > 2:  # Masking on images: one flag per pixel
+            mask = mask.flatten(2).any(-1)  # a step counts when any of its pixels does
         training = self.training if training is None else bool(training)
         x = inputs
         states = self._initial(x, initial_state)
@@ -254,22 +264,25 @@ class ConvRNN2D(RNN):
     ) -> tuple:
         cell = self.cell
         if not constants and getattr(cell, "runs_sequences", False):
-            return cell.run_sequence(x, mask, states, training)
+            return cell.run_sequence(x, mask, states, training, self.return_sequences)
         params = inspect.signature(cell.call).parameters
         extra: dict[str, Any] = {"training": training} if "training" in params else {}
         if constants:
-            if "constants" not in params:
-                raise ValueError(
-                    f"RNN cell does not support constants: {type(cell).__name__}.call has no `constants` "
-                    f"argument, yet layer '{self.name}' was called with constants="
-                )
+            self._check_constants()
             extra["constants"] = list(constants)
 
         def step(t: int, st: list) -> tuple:
             out, new = cell.call(x[:, t], st, **extra)
             return out, _as_list(new)
 
-        return run_steps(step, x.shape[1], mask, states)
+        return run_steps(step, x.shape[1], mask, states, self.return_sequences)
+
+    def _check_constants(self) -> None:
+        if "constants" not in inspect.signature(self.cell.call).parameters:
+            raise ValueError(
+                f"RNN cell does not support constants: {type(self.cell).__name__}.call has no `constants` "
+                f"argument, yet layer '{self.name}' was called with constants="
+            )
 
     # ---------------------------------------------------------------------------- config
     def get_config(self) -> dict:
@@ -283,9 +296,6 @@ class ConvRNN2D(RNN):
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> ConvRNN2D:
         config = dict(config)
-        num_constants = config.pop("num_constants", None)
         if cls is ConvRNN2D:
             config["cell"] = deserialize(config["cell"], custom_objects)
-        layer = cls(**config)
-        layer._num_constants = num_constants
-        return layer
+        return cls(**config)

@@ -230,7 +230,7 @@ class RNN(KerasLayer, Layer):
                 out, new = cell.call(x[:, t], st, **extra)
                 return out, (list(new) if isinstance(new, (list, tuple)) else [new])
 
-        return run_steps(step, x.shape[1], mask, states)
+        return run_steps(step, x.shape[1], mask, states, self.return_sequences)
 
     def _padded_fused(
         self, x: torch.Tensor, mask: torch.Tensor, states: list, training: bool
@@ -288,10 +288,12 @@ class RNN(KerasLayer, Layer):
 
 
 def run_steps(
-    step: Callable[[int, list], tuple], steps: int, mask: torch.Tensor | None, states: list
+    step: Callable[[int, list], tuple], steps: int, mask: torch.Tensor | None, states: list,
+    sequence: bool = True,
 ) -> tuple:
     """The time loop every RNN shares: ``step(t, states) -> (output, new_states)`` for t in
-    ``range(steps)``; returns ``(outputs stacked on axis 1, last output, last states)``.
+    ``range(steps)``; returns ``(outputs stacked on axis 1, last output, last states)`` (outputs None
+    when ``sequence`` is false: a layer that returns only the last output need not stack them).
 
     A masked step (``mask[:, t]`` false) keeps the previous output (zeros before the first valid
     step) and the previous states, as Keras 2's ``K.rnn``; outputs and states may have any rank
@@ -314,8 +316,9 @@ def run_steps(
             out = torch.where(_along(m, out), out, prev)
             new = [torch.where(_along(m, n), n, s) for n, s in zip(new, states)]
         states, prev = list(new), out
-        outs.append(out)
-    return torch.stack(outs, 1), outs[-1], states
+        if sequence:
+            outs.append(out)
+    return (torch.stack(outs, 1) if sequence else None), prev, states
 
 
 def _along(m: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

@@ -246,9 +246,12 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         """True unless a subclass replaces :meth:`call` (then ConvRNN2D steps through its call)."""
         return type(self).call is ConvLSTM2DCell.call
 
-    def run_sequence(self, x: torch.Tensor, mask: torch.Tensor | None, states: list, training: bool) -> tuple:
+    def run_sequence(
+        self, x: torch.Tensor, mask: torch.Tensor | None, states: list, training: bool, sequence: bool = True
+    ) -> tuple:
         """A whole Keras-layout sequence ``(batch, time, ...)`` from Keras-layout ``states``: the input
-        convolution of all steps at once, then the recurrent steps; ``(outputs, last, [h, c])``."""
+        convolution of all steps at once, then the recurrent steps; ``(outputs, last, [h, c])``
+        (outputs None unless ``sequence``)."""
         x = self._to_torch(x)
         h, c = (self._to_torch(s) for s in states)
         n, t = x.shape[0], x.shape[1]
@@ -262,8 +265,9 @@ class ConvLSTM2DCell(KerasLayer, Layer):
             h, c = self.step(xc[:, s], st[0], st[1], rec)
             return h, [h, c]
 
-        outs, last, states = run_steps(step, t, mask, [h, c])
-        return self._to_keras(outs), self._to_keras(last), [self._to_keras(s) for s in states]
+        outs, last, states = run_steps(step, t, mask, [h, c], sequence)
+        outs = None if outs is None else self._to_keras(outs)
+        return outs, self._to_keras(last), [self._to_keras(s) for s in states]
 
 
 _CELL_KEYS = ConvLSTM2DCell._config_keys
