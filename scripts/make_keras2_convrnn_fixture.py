@@ -7,6 +7,9 @@ tests/test_conv_rnn2d.py.
   ``go_backwards``, ``padding`` same/valid, dilation, no bias).
 * ``convlstm2d_first.h5``: a ``channels_first`` model (the same input transposed), two branches
   (strides; ``go_backwards`` with 'same' padding).
+* ``convlstm2d_masked.h5``: a ``Lambda`` masking frames of zeros, then ConvLSTM2D (sequence;
+  ``go_backwards``). Keras 2.3.1 does not save a Lambda's ``mask``: the test builds the same model
+  and loads the file's weights.
 * ``convlstm2d_state.h5``: ``return_state=True`` (outputs ``[sequence, h, c]``), ``go_backwards``.
 * ``convlstm2d_stateful.h5``: ``stateful=True`` with a fixed batch; the .npz holds two consecutive
   predictions and one after ``reset_states()``.
@@ -27,7 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import keras2_shim  # noqa: E402,F401,I001  (before keras)
 import numpy as np  # noqa: E402
 from keras import backend as K  # noqa: E402
-from keras.layers import ConvLSTM2D, Input  # noqa: E402
+from keras.layers import ConvLSTM2D, Input, Lambda  # noqa: E402
 from keras.models import Model, Sequential  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -72,6 +75,18 @@ def channels_first():
     return Model(x, outs)
 
 
+def masked():
+    # Keras 2.3.1's K.rnn wants a (samples, time) mask (Masking on images gives one per pixel and
+    # fails there): a Lambda says which frames are all padding
+    x = Input(SEQ)
+    m = Lambda(lambda t: t, mask=lambda t, mask: K.any(K.not_equal(t, 0.0), axis=[2, 3, 4]), name="frames")(x)
+    outs = [
+        ConvLSTM2D(2, 3, padding="same", return_sequences=True, name="masked_seq")(m),
+        ConvLSTM2D(2, 3, padding="same", go_backwards=True, name="masked_back")(m),
+    ]
+    return Model(x, outs)
+
+
 def with_state():
     # Keras 2.3.1 cannot take initial_state as Keras tensors here: ConvRNN2D.__call__ hands RNN.__call__
     # both the full input list and initial_state=, which _standardize_args refuses (AssertionError)
@@ -110,6 +125,15 @@ def main():
     out["first_x"] = x
     for layer_name, y in zip(model.output_names, model.predict(x)):
         out["first_" + layer_name] = y
+
+    model = masked()
+    fix_weights(model, rng)
+    x = rng.uniform(-1, 1, (3, *SEQ)).astype("float32")
+    x[0, 2] = x[1, 0] = x[1, 3] = x[2, 1:3] = 0.0  # padding frames: a middle one, first, last, two
+    model.save(os.path.join(HERE, "convlstm2d_masked.h5"))
+    out["masked_x"] = x
+    for layer_name, y in zip(model.output_names, model.predict(x)):
+        out["masked_" + layer_name] = y
 
     model = with_state()
     fix_weights(model, rng)

@@ -11,8 +11,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from arignote import layers
-from arignote.layers import ConvLSTM2D, ConvLSTM2DCell, Dense, Flatten, Input, Masking
+from arignote import backend, layers
+from arignote.layers import ConvLSTM2D, ConvLSTM2DCell, Dense, Flatten, Input, Lambda, Masking
 from arignote.layers.convolutional_recurrent import ConvRNN2D
 from arignote.models import Model, Sequential, load_model
 
@@ -192,6 +192,27 @@ def test_keras_2_3_1_channels_first_conv_lstm_2d_predicts_as_keras():
     want = [ref["first_" + names[0]].transpose(0, 1, 3, 4, 2), ref["first_" + names[1]].transpose(0, 2, 3, 1)]
     for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
+def test_keras_2_3_1_masked_conv_lstm_2d_predicts_as_keras():
+    ref = np.load(FIXTURE)
+    x = ref["masked_x"]
+    # Keras 2.3.1 does not save a Lambda's mask function: the same model built here, the file's weights
+    inp = Input(x.shape[1:])
+    frames = Lambda(lambda t: t, mask=lambda t, mask: backend.any(backend.not_equal(t, 0.0), axis=[2, 3, 4]),
+                    name="frames")(inp)
+    model = Model(inp, [ConvLSTM2D(2, 3, padding="same", return_sequences=True, name="masked_seq")(frames),
+                        ConvLSTM2D(2, 3, padding="same", go_backwards=True, name="masked_back")(frames)])
+    model.load_weights(os.path.join(HERE, "convlstm2d_masked.h5"))
+    flags = backend.any(backend.not_equal(torch.tensor(x), 0.0), axis=[2, 3, 4])  # several axes, as Theano's
+    np.testing.assert_array_equal(_np(flags), np.any(x != 0, axis=(2, 3, 4)))
+    every = backend.all(torch.tensor(x) != 0, axis=(-3, -2, -1))
+    np.testing.assert_array_equal(_np(every), np.all(x != 0, axis=(2, 3, 4)))
+    seq, back = model.predict(x, verbose=0)
+    np.testing.assert_allclose(seq, ref["masked_masked_seq"], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(back, ref["masked_masked_back"], rtol=1e-5, atol=1e-5)
+    assert not seq[1, 0].any()  # a first step masked: zeros, as Keras 2 (the previous output starts at 0)
+    np.testing.assert_array_equal(seq[0, 2], seq[0, 1])  # a masked step repeats the previous output
 
 
 def test_keras_2_3_1_conv_lstm_2d_return_state_loads_and_predicts_as_keras():

@@ -12,8 +12,8 @@ cell is stepped through its ``call`` by the loop :class:`~arignote.layers.RNN` u
 ``initial_state=``, ``constants=`` (passed to ``cell.call(..., constants=...)``), masks (a masked
 step keeps the previous output and states), ``go_backwards``, ``return_state`` and ``stateful``
 (``reset_states``) behave as Keras 2.3.1's. A mask is one flag per sample and step; the per-pixel
-mask of ``Masking`` on images counts a step when any of its pixels is unmasked (so frames of
-padding are skipped, as in Keras 2).
+mask of ``Masking`` on images (which Keras 2.3.1's ``K.rnn`` refuses) counts a step when any of its
+pixels is unmasked, so frames of padding are skipped.
 
 Example::
 
