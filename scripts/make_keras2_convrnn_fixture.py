@@ -3,8 +3,8 @@ backend) models of ``ConvLSTM2D`` layers (a ``ConvRNN2D`` around ``ConvLSTM2DCel
 weights, saved by Keras's own ``model.save``; the .npz keeps the inputs and Keras's predictions, for
 tests/test_conv_rnn2d.py.
 
-* ``convlstm2d_branches.h5``: one input, five ConvLSTM2D branches (``return_sequences`` on and off,
-  ``go_backwards``, ``padding`` same/valid, dilation, no bias).
+* ``convlstm2d_branches.h5``: one input, seven ConvLSTM2D branches (``return_sequences`` on and off,
+  ``go_backwards``, ``padding`` same/valid, dilation, no bias, even kernels).
 * ``convlstm2d_first.h5``: a ``channels_first`` model (the same input transposed), two branches
   (strides; ``go_backwards`` with 'same' padding).
 * ``convlstm2d_masked.h5``: a ``Lambda`` masking frames of zeros, then ConvLSTM2D (sequence;
@@ -14,9 +14,8 @@ tests/test_conv_rnn2d.py.
 * ``convlstm2d_stateful.h5``: ``stateful=True`` with a fixed batch; the .npz holds two consecutive
   predictions and one after ``reset_states()``.
 
-Kernels are odd-sized and strided convolutions use ``valid`` padding: Theano pads an even kernel (and
-'same' with strides on even sizes) on the other side from TensorFlow, a difference of the backends,
-not of the layer.
+Strided convolutions use ``valid`` padding: with strides, Theano's 'same' may pad another side than
+TensorFlow's (a difference of the backends, not of the layer).
 
 Run in the side venv (scripts/setup-keras2-venv.sh), from the repository root::
 
@@ -60,6 +59,10 @@ def branches():
                    recurrent_activation="sigmoid", name="back_seq")(x),
         ConvLSTM2D(2, 3, dilation_rate=2, return_sequences=True, name="dilated")(x),
         ConvLSTM2D(2, 3, padding="same", use_bias=False, unit_forget_bias=False, name="no_bias")(x),
+        # even kernels: Theano's 'same' pads the odd row/column before the image (the recurrent
+        # convolution is always 'same')
+        ConvLSTM2D(2, 2, padding="same", return_sequences=True, name="even_same")(x),
+        ConvLSTM2D(2, (2, 3), name="even_valid")(x),
     ]
     return Model(x, outs)
 

@@ -161,12 +161,13 @@ def test_keras_2_3_1_conv_lstm_2d_branches_load_and_predict_as_keras():
     model = load_model(path)
     outputs = model.predict(ref["branches_x"], verbose=0)
     names = [n for n in ref.files if n.startswith("branches_") and n != "branches_x"]
-    assert len(names) == 5 and len(outputs) == 5
+    assert len(names) == 7 and len(outputs) == 7
     for layer_name, y in zip(model.output_names, outputs):
         np.testing.assert_allclose(y, ref["branches_" + layer_name], rtol=1e-5, atol=1e-5, err_msg=layer_name)
     # our config of each layer is Keras's, key for key
     configs = _keras_layer_configs(path)
-    assert len(configs) == 5
+    assert len(configs) == 7
+    assert model.get_layer("even_same").cell.theano_same_padding  # mirrored as Theano padded
     for name, keras_config in configs.items():
         assert model.get_layer(name).get_config() == keras_config, name
 
@@ -415,3 +416,22 @@ def test_stateful_carries_resets_and_sets_states():
     built.build((4, 3, 7, 7, 1))
     built.reset_states()
     assert [tuple(s.shape) for s in built.states] == [(4, 5, 5, 2), (4, 5, 5, 2)]
+
+
+def test_conv_lstm_2d_dropout_in_training_only():
+    torch.manual_seed(0)
+    x = torch.tensor(_seq(2, 3, 5, 5, 2))
+    layer = ConvLSTM2D(2, 3, padding="same", dropout=0.5, recurrent_dropout=0.5, return_sequences=True)
+    plain = ConvLSTM2D(2, 3, padding="same", return_sequences=True)
+    layer.build(tuple(x.shape))
+    plain.build(tuple(x.shape))
+    plain.set_weights(layer.get_weights())
+    layer.train()
+    a, b = layer(x), layer(x)
+    assert not torch.allclose(a, b)  # fresh masks per batch
+    a.sum().backward()
+    assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in layer.parameters())
+    layer.eval()
+    with torch.no_grad():
+        np.testing.assert_allclose(_np(layer(x)), _np(plain(x)), rtol=1e-6)
+

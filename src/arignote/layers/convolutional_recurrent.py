@@ -129,6 +129,9 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         self.dropout = _prob(dropout, "dropout", where)
         self.recurrent_dropout = _prob(recurrent_dropout, "recurrent_dropout", where)
         self.bias = None
+        # 'same' padding of an even kernel puts the odd row/column before the image, as Keras 2's Theano
+        # backend did (set when loading a Theano file: saving.layouts.theano_same_padding)
+        self.theano_same_padding = False
 
     @property
     def state_size(self) -> tuple:
@@ -177,7 +180,7 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         """The input convolution of ``(M, C, H, W)`` images (all time steps at once): ``(M, 4f, H', W')``."""
         if self.padding == "same":
             pads = [
-                same_pads(int(n), self.kernel_size[i], self.strides[i], self.dilation_rate[i])
+                self._same(same_pads(int(n), self.kernel_size[i], self.strides[i], self.dilation_rate[i]))
                 for i, n in enumerate(x.shape[2:])
             ]
             x = F.pad(x, pad_arg(pads))
@@ -194,9 +197,12 @@ class ConvLSTM2DCell(KerasLayer, Layer):
             1,
         )
 
+    def _same(self, pads: tuple) -> tuple:
+        return pads[::-1] if self.theano_same_padding else pads
+
     def step(self, xc: torch.Tensor, h: torch.Tensor, c: torch.Tensor, rec: list | None) -> tuple:
         kh, kw = self.kernel_size
-        pad = pad_arg([((kh - 1) // 2, kh - 1 - (kh - 1) // 2), ((kw - 1) // 2, kw - 1 - (kw - 1) // 2)])
+        pad = pad_arg([self._same(((k - 1) // 2, k - 1 - (k - 1) // 2)) for k in (kh, kw)])
         if rec is None:
             hc = F.conv2d(F.pad(h, pad), self.recurrent_weight)
         else:
