@@ -102,8 +102,7 @@ def test_convolutional_module_aliases_and_legacy_names():
         conv.AtrousConv2D  # noqa: B018
     with pytest.raises(KerasNameMissing, match="RNN\\(cell\\)"):
         recurrent.Recurrent  # noqa: B018
-    with pytest.raises(KerasNameMissing, match="not provided by arignote yet; use ConvLSTM2D"):
-        convolutional_recurrent.ConvRNN2D  # noqa: B018
+    assert issubclass(convolutional_recurrent.ConvLSTM2D, convolutional_recurrent.ConvRNN2D)
     assert convolutional_recurrent.RNN is recurrent.RNN
 
 

@@ -252,13 +252,13 @@ def std(x: Any, axis: Any = None, keepdims: bool = False) -> torch.Tensor:
 @symbolic
 def any(x: Any, axis: Any = None, keepdims: bool = False) -> torch.Tensor:  # noqa: A001
     x = _t(x).bool()
-    return torch.any(x) if axis is None else torch.any(x, dim=int(axis), keepdim=keepdims)
+    return torch.any(x) if axis is None else torch.any(x, dim=_dims(x, axis), keepdim=keepdims)
 
 
 @symbolic
 def all(x: Any, axis: Any = None, keepdims: bool = False) -> torch.Tensor:  # noqa: A001
     x = _t(x).bool()
-    return torch.all(x) if axis is None else torch.all(x, dim=int(axis), keepdim=keepdims)
+    return torch.all(x) if axis is None else torch.all(x, dim=_dims(x, axis), keepdim=keepdims)
 
 
 @symbolic

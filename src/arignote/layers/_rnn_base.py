@@ -25,7 +25,7 @@ from arignote.layers._rnn_cells import LSTMCell, _Cell, dropout_mask
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
 
-__all__ = ["RNN", "StackedRNNCells", "build_cell", "delegate", "states_set_aside"]
+__all__ = ["RNN", "StackedRNNCells", "build_cell", "delegate", "run_steps", "states_set_aside"]
 
 
 @contextlib.contextmanager
@@ -230,18 +230,7 @@ class RNN(KerasLayer, Layer):
                 out, new = cell.call(x[:, t], st, **extra)
                 return out, (list(new) if isinstance(new, (list, tuple)) else [new])
 
-        outs: list[torch.Tensor] = []
-        prev = None
-        for t in range(x.shape[1]):
-            out, new = step(t, states)
-            if mask is not None:
-                m = mask[:, t].to(torch.bool).unsqueeze(-1)
-                prev = torch.zeros_like(out) if prev is None else prev
-                out = torch.where(m, out, prev)
-                new = [torch.where(m, n, s) for n, s in zip(new, states)]
-            states, prev = list(new), out
-            outs.append(out)
-        return torch.stack(outs, 1), outs[-1], states
+        return run_steps(step, x.shape[1], mask, states, self.return_sequences)
 
     def _padded_fused(
         self, x: torch.Tensor, mask: torch.Tensor, states: list, training: bool
@@ -296,6 +285,45 @@ class RNN(KerasLayer, Layer):
         if cls is RNN:
             config["cell"] = deserialize(config["cell"], custom_objects)
         return cls(**config)
+
+
+def run_steps(
+    step: Callable[[int, list], tuple], steps: int, mask: torch.Tensor | None, states: list,
+    sequence: bool = True,
+) -> tuple:
+    """The time loop every RNN shares: ``step(t, states) -> (output, new_states)`` for t in
+    ``range(steps)``; returns ``(outputs stacked on axis 1, last output, last states)`` (outputs None
+    when ``sequence`` is false: a layer that returns only the last output need not stack them).
+
+    A masked step (``mask[:, t]`` false) keeps the previous output (zeros before the first valid
+    step) and the previous states, as Keras 2's ``K.rnn``; outputs and states may have any rank
+    (vectors for RNN, images for ConvRNN2D).
+
+    Example::
+
+        >>> count = lambda t, st: (st[0] + 1, [st[0] + 1])
+        >>> out, last, (s,) = run_steps(count, 3, None, [torch.zeros(2, 1)])
+        >>> out[:, :, 0].tolist(), last.tolist()
+        ([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], [[3.0], [3.0]])
+    """
+    outs: list[torch.Tensor] = []
+    prev = None
+    for t in range(steps):
+        out, new = step(t, states)
+        if mask is not None:
+            m = mask[:, t].to(torch.bool)
+            prev = torch.zeros_like(out) if prev is None else prev
+            out = torch.where(_along(m, out), out, prev)
+            new = [torch.where(_along(m, n), n, s) for n, s in zip(new, states)]
+        states, prev = list(new), out
+        if sequence:
+            outs.append(out)
+    return (torch.stack(outs, 1) if sequence else None), prev, states
+
+
+def _along(m: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    """A per-sample mask ``(batch,)`` shaped to broadcast over ``like`` ``(batch, ...)``."""
+    return m.view(m.shape[0], *([1] * (like.dim() - 1)))
 
 
 def delegate(*names: str):

@@ -1,10 +1,12 @@
-"""``ConvLSTM2D`` and ``ConvLSTM2DCell`` (Keras 2 ``keras.layers.convolutional_recurrent``).
+"""``ConvRNN2D``, ``ConvLSTM2D`` and ``ConvLSTM2DCell`` (Keras 2 ``keras.layers.convolutional_recurrent``).
 
-An LSTM whose input and recurrent transformations are 2-D convolutions, over sequences of images
-``(batch, time, rows, cols, channels)`` (``channels_first``: ``(batch, time, channels, rows, cols)``).
-Keras 2 defaults (``recurrent_activation='hard_sigmoid'``, ``unit_forget_bias=True``); the recurrent
-convolution is ``'same'`` with stride 1; ``dropout`` / ``recurrent_dropout`` draw one mask per gate
-and sequence, as Keras 2. The input convolution of all time steps is one batched convolution.
+``ConvRNN2D(cell)`` (:mod:`arignote.layers._conv_rnn`) runs a convolutional cell over sequences of
+images ``(batch, time, rows, cols, channels)`` (``channels_first``: ``(batch, time, channels, rows,
+cols)``); ``ConvLSTM2D`` is a ConvRNN2D around ``ConvLSTM2DCell``, as in Keras 2.3.1: an LSTM whose
+input and recurrent transformations are 2-D convolutions. Keras 2 defaults
+(``recurrent_activation='hard_sigmoid'``, ``unit_forget_bias=True``); the recurrent convolution is
+``'same'`` with stride 1; ``dropout`` / ``recurrent_dropout`` draw one mask per gate and sequence,
+as Keras 2. The input convolution of all time steps is one batched convolution.
 
 Weights (torch tensor -> Keras weight, Keras order ``[kernel, recurrent_kernel, bias]``, gates
 ``i, f, c, o``): ``weight`` ``(4f, in, kh, kw)`` -> ``kernel`` ``(kh, kw, in, 4f)``;
@@ -24,14 +26,13 @@ import torch
 import torch.nn.functional as F
 
 from arignote import activations
-from arignote.errors import keras_names_missing
 from arignote.layers._conv import pad_arg
+from arignote.layers._conv_rnn import ConvRNN2D
 from arignote.layers._left_out import legacy_getattr
-from arignote.layers._rnn_base import RNN
+from arignote.layers._rnn_base import RNN, delegate, run_steps
 from arignote.layers._rnn_cells import _prob, dropout_mask
 from arignote.layers._util import (
     KerasLayer,
-    check_rank,
     constraint_arg,
     conv_output_length,
     initializer_arg,
@@ -43,20 +44,17 @@ from arignote.layers._util import (
 )
 from arignote.layers.base import Layer, positive_int
 
-_legacy = legacy_getattr("arignote.layers.convolutional_recurrent", ["Recurrent", "ConvRecurrent2D"])
-_not_yet = keras_names_missing("arignote.layers.convolutional_recurrent", {
-    "ConvRNN2D": "ConvLSTM2D (a ConvRNN2D around a cell of your own is not provided)"})
+__getattr__ = legacy_getattr("arignote.layers.convolutional_recurrent", ["Recurrent", "ConvRecurrent2D"])
 
-
-def __getattr__(name: str) -> object:
-    return _not_yet(name) if name == "ConvRNN2D" else _legacy(name)
-
-
-__all__ = ["ConvLSTM2D", "ConvLSTM2DCell", "RNN"]
+__all__ = ["ConvLSTM2D", "ConvLSTM2DCell", "ConvRNN2D", "RNN"]
 
 
 class ConvLSTM2DCell(KerasLayer, Layer):
-    """One ConvLSTM step on ``(batch, rows, cols, channels)`` images (Keras 2 ``ConvLSTM2DCell``)."""
+    """One ConvLSTM step on ``(batch, rows, cols, channels)`` images (Keras 2 ``ConvLSTM2DCell``).
+
+    ``call(inputs, states, training=None)`` is Keras's cell API (one step, ``states = [h, c]``);
+    :class:`ConvRNN2D` runs a whole sequence through :meth:`run_sequence` instead.
+    """
 
     _config_keys = (
         "filters",
@@ -131,6 +129,9 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         self.dropout = _prob(dropout, "dropout", where)
         self.recurrent_dropout = _prob(recurrent_dropout, "recurrent_dropout", where)
         self.bias = None
+        # 'same' padding of an even kernel puts the odd row/column before the image, as Keras 2's Theano
+        # backend did (set when loading a Theano file: saving.layouts.theano_same_padding)
+        self.theano_same_padding = False
 
     @property
     def state_size(self) -> tuple:
@@ -145,6 +146,7 @@ class ConvLSTM2DCell(KerasLayer, Layer):
                 "be defined. Found `None`."
             )
         f, (kh, kw) = self.filters, self.kernel_size
+        self.kernel_shape = (kh, kw, channels, 4 * f)
         perm = (2, 3, 1, 0)
         self.new_weight(
             "kernel",
@@ -178,7 +180,7 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         """The input convolution of ``(M, C, H, W)`` images (all time steps at once): ``(M, 4f, H', W')``."""
         if self.padding == "same":
             pads = [
-                same_pads(int(n), self.kernel_size[i], self.strides[i], self.dilation_rate[i])
+                self._same(same_pads(int(n), self.kernel_size[i], self.strides[i], self.dilation_rate[i]))
                 for i, n in enumerate(x.shape[2:])
             ]
             x = F.pad(x, pad_arg(pads))
@@ -195,9 +197,12 @@ class ConvLSTM2DCell(KerasLayer, Layer):
             1,
         )
 
+    def _same(self, pads: tuple) -> tuple:
+        return pads[::-1] if self.theano_same_padding else pads
+
     def step(self, xc: torch.Tensor, h: torch.Tensor, c: torch.Tensor, rec: list | None) -> tuple:
         kh, kw = self.kernel_size
-        pad = pad_arg([((kh - 1) // 2, kh - 1 - (kh - 1) // 2), ((kw - 1) // 2, kw - 1 - (kw - 1) // 2)])
+        pad = pad_arg([self._same(((k - 1) // 2, k - 1 - (k - 1) // 2)) for k in (kh, kw)])
         if rec is None:
             hc = F.conv2d(F.pad(h, pad), self.recurrent_weight)
         else:
@@ -219,136 +224,131 @@ class ConvLSTM2DCell(KerasLayer, Layer):
             for i, n in enumerate((rows, cols))
         )
 
+    # Keras 2's cell API and the whole-sequence path of ConvRNN2D ---------------------------------
+    def _to_torch(self, t: torch.Tensor) -> torch.Tensor:
+        return t if self.data_format == "channels_first" else t.movedim(-1, -3)
 
-class ConvLSTM2D(KerasLayer, Layer):
-    """Convolutional LSTM (Keras 2 ``ConvLSTM2D``): the cell's arguments plus ``return_sequences``,
-    ``go_backwards``, ``stateful``; masks keep the previous output and states on masked steps."""
+    def _to_keras(self, t: torch.Tensor) -> torch.Tensor:
+        return t if self.data_format == "channels_first" else t.movedim(-3, -1)
 
-    supports_masking = True
+    def _masks(self, x: torch.Tensor, h: torch.Tensor, training: bool) -> tuple:
+        def draw(like: torch.Tensor, rate: float) -> list | None:
+            return dropout_mask(like, rate, 4) if training and 0 < rate < 1 else None
+
+        return draw(x, self.dropout), draw(h, self.recurrent_dropout)
+
+    def call(self, inputs: torch.Tensor, states: list, training: Any = None) -> tuple:
+        """One step on Keras-layout images: ``(h, [h, c])``. Dropout draws fresh masks at each call
+        (ConvRNN2D keeps one per sequence)."""
+        training = self.training if training is None else bool(training)
+        x, h, c = self._to_torch(inputs), self._to_torch(states[0]), self._to_torch(states[1])
+        dp, rec = self._masks(x, h, training)
+        h, c = self.step(self.input_conv(x, dp), h, c, rec)
+        h = self._to_keras(h)
+        return h, [h, self._to_keras(c)]
+
+    @property
+    def runs_sequences(self) -> bool:
+        """True unless a subclass replaces :meth:`call` (then ConvRNN2D steps through its call)."""
+        return type(self).call is ConvLSTM2DCell.call
+
+    def run_sequence(
+        self, x: torch.Tensor, mask: torch.Tensor | None, states: list, training: bool, sequence: bool = True
+    ) -> tuple:
+        """A whole Keras-layout sequence ``(batch, time, ...)`` from Keras-layout ``states``: the input
+        convolution of all steps at once, then the recurrent steps; ``(outputs, last, [h, c])``
+        (outputs None unless ``sequence``)."""
+        x = self._to_torch(x)
+        h, c = (self._to_torch(s) for s in states)
+        n, t = x.shape[0], x.shape[1]
+        dp, rec = self._masks(x[:, 0], h, training)
+        xc = self.input_conv(
+            x.reshape(n * t, *x.shape[2:]), None if dp is None else [m.repeat_interleave(t, 0) for m in dp]
+        )
+        xc = xc.reshape(n, t, *xc.shape[1:])
+
+        def step(s: int, st: list) -> tuple:
+            h, c = self.step(xc[:, s], st[0], st[1], rec)
+            return h, [h, c]
+
+        outs, last, states = run_steps(step, t, mask, [h, c], sequence)
+        outs = None if outs is None else self._to_keras(outs)
+        return outs, self._to_keras(last), [self._to_keras(s) for s in states]
+
+
+_CELL_KEYS = ConvLSTM2DCell._config_keys
+
+
+@delegate(*_CELL_KEYS)
+class ConvLSTM2D(ConvRNN2D):
+    """Convolutional LSTM (Keras 2 ``ConvLSTM2D``): a :class:`ConvRNN2D` around a
+    :class:`ConvLSTM2DCell`, the cell's arguments plus ``return_sequences``, ``go_backwards``,
+    ``stateful`` (and ``return_state`` by keyword, as Keras 2); masks keep the previous output and
+    states on masked steps."""
+
+    # Keras 2.3.1's get_config order: the RNN's flags, then the cell's arguments
     _config_keys = (
-        *ConvLSTM2DCell._config_keys,
-        "return_sequences",
-        "go_backwards",
-        "stateful",
+        *RNN._config_keys,
+        *_CELL_KEYS[: _CELL_KEYS.index("bias_regularizer") + 1],
         "activity_regularizer",
-    )
-    _layer_kwargs = (
-        "name",
-        "input_shape",
-        "input_dim",
-        "batch_input_shape",
-        "batch_size",
-        "dtype",
-        "trainable",
-        "weights",
-        "input_dtype",
+        *_CELL_KEYS[_CELL_KEYS.index("bias_regularizer") + 1:],
     )
 
     def __init__(
         self,
         filters: int,
         kernel_size: Any,
+        strides: Any = (1, 1),
+        padding: str = "valid",
+        data_format: str | None = None,
+        dilation_rate: Any = (1, 1),
+        activation: Any = "tanh",
+        recurrent_activation: Any = "hard_sigmoid",
+        use_bias: bool = True,
+        kernel_initializer: Any = "glorot_uniform",
+        recurrent_initializer: Any = "orthogonal",
+        bias_initializer: Any = "zeros",
+        unit_forget_bias: bool = True,
+        kernel_regularizer: Any = None,
+        recurrent_regularizer: Any = None,
+        bias_regularizer: Any = None,
+        activity_regularizer: Any = None,
+        kernel_constraint: Any = None,
+        recurrent_constraint: Any = None,
+        bias_constraint: Any = None,
         return_sequences: bool = False,
         go_backwards: bool = False,
         stateful: bool = False,
-        activity_regularizer: Any = None,
+        dropout: float = 0.0,
+        recurrent_dropout: float = 0.0,
         **kwargs: Any,
     ) -> None:
-        layer = {k: kwargs.pop(k) for k in self._layer_kwargs if k in kwargs}
-        cell = ConvLSTM2DCell(filters, kernel_size, dtype=layer.get("dtype"), **kwargs)
-        super().__init__(**layer)
-        self.cell = cell
-        self.return_sequences, self.go_backwards, self.stateful = (
-            bool(return_sequences),
-            bool(go_backwards),
-            bool(stateful),
+        cell = ConvLSTM2DCell(
+            filters,
+            kernel_size,
+            strides=strides,
+            padding=padding,
+            data_format=data_format,
+            dilation_rate=dilation_rate,
+            activation=activation,
+            recurrent_activation=recurrent_activation,
+            use_bias=use_bias,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+            unit_forget_bias=unit_forget_bias,
+            kernel_regularizer=kernel_regularizer,
+            recurrent_regularizer=recurrent_regularizer,
+            bias_regularizer=bias_regularizer,
+            kernel_constraint=kernel_constraint,
+            recurrent_constraint=recurrent_constraint,
+            bias_constraint=bias_constraint,
+            dropout=dropout,
+            recurrent_dropout=recurrent_dropout,
+            dtype=kwargs.get("dtype"),
+        )
+        super().__init__(
+            cell, return_sequences=return_sequences, go_backwards=go_backwards, stateful=stateful, **kwargs
         )
         self.activity_regularizer = regularizer_arg(activity_regularizer)
-        self._states: list[torch.Tensor] | None = None
 
-    def __getattr__(self, name: str) -> Any:
-        if name in ConvLSTM2DCell._config_keys:
-            return getattr(self.cell, name)
-        return super().__getattr__(name)
-
-    def build_keras(self, input_shape: tuple) -> None:
-        shape = check_rank(
-            tuple(input_shape),
-            5,
-            f"ConvLSTM2D '{self.name}'",
-            "sequences of images (batch, time, rows, cols, channels)",
-        )
-        self.cell._build_once((shape[0], *shape[2:]))
-
-    def output_shape_keras(self, input_shape: tuple) -> tuple:
-        shape = tuple(input_shape)
-        first = self.cell.data_format == "channels_first"
-        rows, cols = (shape[3], shape[4]) if first else (shape[2], shape[3])
-        r, c = self.cell.output_spatial(rows, cols)
-        f = self.cell.filters
-        one = (f, r, c) if first else (r, c, f)
-        return (shape[0], shape[1], *one) if self.return_sequences else (shape[0], *one)
-
-    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        return mask if self.return_sequences else None
-
-    def reset_states(self, states: Any = None) -> None:
-        """Zero the carried states of a stateful layer (or set them to ``[h, c]`` in Keras layout)."""
-        if not self.stateful:
-            raise AttributeError(f"Layer '{self.name}' must be stateful (stateful=True) to reset its states")
-        if states is None:
-            self._states = None if self._states is None else [torch.zeros_like(s) for s in self._states]
-            return
-        self._states = [self._to_torch_image(torch.as_tensor(s, dtype=self._param_dtype())) for s in states]
-
-    def _to_torch_image(self, t: torch.Tensor) -> torch.Tensor:
-        return t if self.cell.data_format == "channels_first" else t.permute(0, 3, 1, 2)
-
-    def _from_torch_image(self, t: torch.Tensor) -> torch.Tensor:
-        return t if self.cell.data_format == "channels_first" else t.movedim(-3, -1)
-
-    def call(self, inputs: torch.Tensor, mask: Any = None, training: Any = None) -> torch.Tensor:
-        cell = self.cell
-        training = self.training if training is None else bool(training)
-        x = inputs if cell.data_format == "channels_first" else inputs.permute(0, 1, 4, 2, 3)
-        if self.go_backwards:
-            x = x.flip(1)
-            mask = None if mask is None else mask.flip(1)
-        n, t = x.shape[0], x.shape[1]
-        first = x[:, 0]
-        dp = dropout_mask(first, cell.dropout, 4) if training and 0 < cell.dropout < 1 else None
-        xc = cell.input_conv(
-            x.reshape(n * t, *x.shape[2:]), None if dp is None else [m.repeat_interleave(t, 0) for m in dp]
-        )
-        xc = xc.reshape(n, t, *xc.shape[1:])
-        if self.stateful and self._states is not None:
-            h, c = (s.to(x.device, x.dtype) for s in self._states)
-        else:
-            h = xc.new_zeros(n, cell.filters, *xc.shape[3:])
-            c = torch.zeros_like(h)
-        rec = (
-            dropout_mask(h, cell.recurrent_dropout, 4)
-            if training and 0 < cell.recurrent_dropout < 1
-            else None
-        )
-        outs = []
-        for s in range(t):
-            h_new, c_new = cell.step(xc[:, s], h, c, rec)
-            if mask is not None:
-                m = mask[:, s].to(torch.bool).view(n, 1, 1, 1)
-                h_new, c_new = torch.where(m, h_new, h), torch.where(m, c_new, c)
-            h, c = h_new, c_new
-            outs.append(h)
-        if self.stateful:
-            self._states = [h.detach(), c.detach()]
-        y = torch.stack(outs, 1) if self.return_sequences else h
-        return self._activity(self._from_torch_image(y))
-
-    def _keras_weights(self) -> list[torch.Tensor]:
-        return self.cell._keras_weights()
-
-    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        self.cell._set_keras_weights(weights)
-
-    def weight_names(self) -> list[str]:
-        return self.cell.weight_names()

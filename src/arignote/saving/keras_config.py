@@ -162,8 +162,14 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
     return {"class_name": name, "config": out}
 
 
-def _channels_last_shape(shape: list) -> list:
-    # (batch, C, *spatial) -> (batch, *spatial, C)
+# layers whose inputs are sequences of images (batch, time, C, *spatial) when channels_first
+_SEQUENCE_OF_IMAGES = ("ConvLSTM2D", "ConvRNN2D")
+
+
+def _channels_last_shape(shape: list, sequence: bool = False) -> list:
+    # (batch, C, *spatial) -> (batch, *spatial, C); a sequence keeps its time axis after the batch
+    if sequence:
+        return [shape[0], *_channels_last_shape(shape[1:])] if len(shape) >= 4 else shape
     return [shape[0], *shape[2:], shape[1]] if len(shape) >= 3 else shape
 
 
@@ -216,12 +222,14 @@ def sequential_from_keras(
         elif cls not in ("Dropout", "Activation"):
             flatten_feeds_cf = None
         layers.append(converted)
+    sequence = bool(layers) and layers[0]["class_name"] in _SEQUENCE_OF_IMAGES
     if conversion.channels_first and layers:
         first = layers[0]["config"]
         for key in ("batch_input_shape", "input_shape"):
             if first.get(key) is not None:
                 shape = list(first[key])
-                first[key] = _channels_last_shape(shape if key == "batch_input_shape" else [None, *shape])
+                full = shape if key == "batch_input_shape" else [None, *shape]
+                first[key] = _channels_last_shape(full, sequence)
                 if key == "input_shape":
                     first[key] = first[key][1:]
     out = {"name": config.get("name"), "layers": layers}
@@ -229,7 +237,7 @@ def sequential_from_keras(
     if build is not None:
         build = list(build)
         if conversion.channels_first:
-            build = _channels_last_shape(build)
+            build = _channels_last_shape(build, sequence)
         out["build_input_shape"] = build  # with the batch dimension, as Keras 2 and arignote write it
     return out, conversion
 
@@ -266,6 +274,7 @@ def functional_from_keras(
     cf_out: dict[str, bool] = {}  # layer name -> its output is channels-first in the file
     flattened_cf: dict[str, str] = {}  # Flatten name that flattened channels-first maps -> itself
     feeds_cf: set[str] = set()  # InputLayers whose images go into channels-first layers
+    feeds_sequences: set[str] = set()  # ... whose sequences of images go into ConvLSTM2D/ConvRNN2D
     layers = []
     for spec in config.get("layers") or []:
         name, cls = spec.get("name"), spec.get("class_name")
@@ -280,6 +289,8 @@ def functional_from_keras(
             converted = layer_from_keras({"class_name": cls, "config": raw}, conversion, custom_objects)
         if spec_cf:
             feeds_cf.update(s for s in sources)
+            if cls in _SEQUENCE_OF_IMAGES:
+                feeds_sequences.update(sources)
         if cls == "Flatten":
             if in_cf and not spec_cf:
                 flattened_cf[name] = name
@@ -299,7 +310,9 @@ def functional_from_keras(
                 if shape is not None:
                     spec["config"] = {
                         **spec["config"],
-                        "batch_input_shape": _channels_last_shape(list(shape)),
+                        "batch_input_shape": _channels_last_shape(
+                            list(shape), spec["name"] in feeds_sequences
+                        ),
                     }
     return {**config, "layers": layers}, conversion
 

@@ -307,15 +307,23 @@ def theano_same_padding(layer: Any, origin: Origin) -> None:
     With ``strides=1`` mirroring is exact; with larger strides the file's alignment cannot be
     reproduced and the one-line message says so.
     """
-    if (
-        not origin.flips_kernels
-        or getattr(layer, "padding", None) != "same"
-        or class_name(layer) not in CONV_FLIP
-    ):
+    if not origin.flips_kernels or class_name(layer) not in CONV_FLIP:
         return
     kernel = np.atleast_1d(getattr(layer, "kernel_size", ()))
     dilation = np.atleast_1d(getattr(layer, "dilation_rate", 1))
-    if not np.any((dilation * (kernel - 1) + 1) % 2 == 0):
+    even = np.any((dilation * (kernel - 1) + 1) % 2 == 0)
+    cell = getattr(layer, "cell", None)
+    if hasattr(cell, "theano_same_padding"):  # ConvLSTM2D: its recurrent convolution is always 'same'
+        if even or np.any(kernel % 2 == 0):
+            cell.theano_same_padding = True
+            origin.note("'same' padding of even kernels mirrored as Theano padded")
+            if layer.padding == "same" and even and np.any(np.atleast_1d(layer.strides) != 1):
+                origin.note(
+                    f"layer '{layer.name}': Theano's 'same' padding with an even kernel and strides > 1 is "
+                    "not reproduced (outputs differ at the borders)"
+                )
+        return
+    if getattr(layer, "padding", None) != "same" or not even:
         return
     if np.any(np.atleast_1d(getattr(layer, "strides", 1)) != 1):
         origin.note(
