@@ -296,6 +296,57 @@ def test_save_and_load_a_model_compiled_with_a_user_metric(tmp_path):
     assert load_model(path, compile=False).predict(x).shape == (len(x), 1)
 
 
+def test_weighted_metric_objects_survive_save_and_load(tmp_path):
+    """Keras 2.3.1 writes compile's weighted_metrics objects into training_config as it writes the
+    metrics ones, ``{'class_name', 'config'}`` (tests/fixtures/keras2/metric_names.json); loading gives
+    weighted copies with their configs back (a user's class through custom_objects)."""
+    import json
+
+    import h5py
+
+    from arignote.models import Model, load_model
+
+    x, y = _data()
+    w = np.random.default_rng(2).uniform(0, 2, len(x)).astype("float32")
+    model = _frozen_model(metrics=["acc"], weighted_metrics=[BinaryTruePositives(threshold=0.6),
+                                                              metrics.BinaryAccuracy(threshold=0.4), "mae"])
+    path = str(tmp_path / "w.h5")
+    model.save(path)
+    with h5py.File(path, "r") as f:
+        training = json.loads(f.attrs["training_config"])
+    assert training["metrics"] == ["acc"]
+    assert training["weighted_metrics"] == [
+        {"class_name": "BinaryTruePositives",
+         "config": {"name": "binary_true_positives", "dtype": "float32", "threshold": 0.6}},
+        {"class_name": "BinaryAccuracy", "config": model.metrics_list[2].get_config()}, "mae"]
+    assert training["weighted_metrics"][1]["config"]["threshold"] == 0.4
+    loaded = load_model(path, custom_objects={"BinaryTruePositives": BinaryTruePositives})
+    assert loaded.metrics_names == model.metrics_names == ["loss", "acc", "binary_true_positives",
+                                                           "binary_accuracy", "mae"]
+    tp, acc = loaded.metrics_list[1:3]
+    assert (type(tp), tp.threshold, tp.weighted) == (BinaryTruePositives, 0.6, True)
+    assert (type(acc), acc.get_config()["threshold"], acc.weighted) == (metrics.BinaryAccuracy, 0.4, True)
+    np.testing.assert_allclose(loaded.evaluate(x, y, sample_weight=w, verbose=0),
+                               model.evaluate(x, y, sample_weight=w, verbose=0), rtol=1e-6)
+    with pytest.raises(ValueError, match="BinaryTruePositives.*custom_objects"):
+        load_model(path)
+
+    # two outputs, metrics by output name: Keras 2.3.1 renames such an object to its logged name
+    # ('b_binary_true_positives') and writes that; loading takes the output's prefix off again
+    inp = Input((4,))
+    two = Model(inp, [Dense(1, activation="sigmoid", name=n)(inp) for n in "ab"])
+    two.compile(SGD(lr=0.0), "binary_crossentropy", metrics={"a": BinaryTruePositives(threshold=0.2)},
+                weighted_metrics={"b": [BinaryTruePositives(threshold=0.3)]})
+    two.save(path)
+    with h5py.File(path, "r") as f:
+        training = json.loads(f.attrs["training_config"])
+    assert training["weighted_metrics"]["b"][0]["config"]["name"] == "b_binary_true_positives"
+    again = load_model(path, custom_objects={"BinaryTruePositives": BinaryTruePositives})
+    assert again.metrics_names == two.metrics_names == ["loss", "a_loss", "b_loss", "a_binary_true_positives",
+                                                        "b_binary_true_positives"]
+    assert [(m.threshold, m.weighted) for m in again.metrics_list[-2:]] == [(0.2, False), (0.3, True)]
+
+
 # ------------------------------------------------------------------------------------- data parallel
 
 DP_SCRIPT = r'''

@@ -155,7 +155,7 @@ def _training_config(model: Any) -> dict | None:
         "optimizer_config": _optimizer_config(model.optimizer),
         "loss": loss,
         "metrics": _metric_names(args.get("metrics") or []),
-        "weighted_metrics": [m for m in args.get("weighted_metrics") or [] if isinstance(m, str)] or None,
+        "weighted_metrics": _metric_names(args.get("weighted_metrics") or []) or None,
         "sample_weight_mode": args.get("sample_weight_mode"),
         "loss_weights": args.get("loss_weights"),
     }
@@ -348,6 +348,25 @@ def load_model(
     return model
 
 
+def _unprefixed(value: Any) -> Any:
+    """Metrics by output name with each stored object's ``{output}_`` name prefix taken off: compile
+    renames a metric object given for one output to its logged name (``b_auc``), as Keras 2.3.1, and
+    that name is what the file holds; compiling it again would log ``b_b_auc``."""
+    if not isinstance(value, dict) or {"class_name", "config"} <= set(value):
+        return value
+
+    def strip(item: Any, prefix: str) -> Any:
+        if isinstance(item, list):
+            return [strip(v, prefix) for v in item]
+        config = item.get("config") if isinstance(item, dict) else None
+        name = config.get("name") if isinstance(config, dict) else None
+        if isinstance(name, str) and name.startswith(prefix) and len(name) > len(prefix):
+            return {**item, "config": {**config, "name": name[len(prefix):]}}
+        return item
+
+    return {output: strip(v, f"{output}_") for output, v in value.items()}
+
+
 def _compile_from(model: Any, training: dict, custom_objects: dict | None, path: str) -> None:
     spec = training.get("optimizer_config")
     objects = {**get_custom_objects(), **(custom_objects or {})}
@@ -363,8 +382,8 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
 
     loss = _per_output(training.get("loss"),
                        lambda v: losses.deserialize(v, objects) if isinstance(v, dict) else named(v))
-    metrics = _per_output(training.get("metrics") or None, named)
-    weighted = [named(m) for m in (training.get("weighted_metrics") or [])]
+    metrics = _per_output(_unprefixed(training.get("metrics") or None), named)
+    weighted = _per_output(_unprefixed(training.get("weighted_metrics") or None), named)
     model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, weighted_metrics=weighted or None,
                   sample_weight_mode=training.get("sample_weight_mode"),
                   loss_weights=training.get("loss_weights"))
