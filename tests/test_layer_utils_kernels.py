@@ -4,6 +4,9 @@ references (a Theano kernel is a true convolution: the converted kernel's correl
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -36,8 +39,17 @@ def test_get_source_inputs_walks_to_the_inputs_once_each():
     assert utils.get_source_inputs(yb, shared, 1)[0] is b
     assert utils.get_source_inputs(ya, shared, 0)[0] is a
     assert layer_utils.get_source_inputs is utils.get_source_inputs
-    with pytest.raises(ValueError, match="symbolic tensor"):
-        utils.get_source_inputs(np.zeros(3))
+
+
+def test_get_source_inputs_returns_anything_else_as_it_is():
+    """Keras 2.3.1 returns a tensor without ``_keras_history`` itself, not in a list
+    (tests/fixtures/keras2/metric_names.json: a numpy array comes back as the same object)."""
+    keras = json.loads((Path(__file__).parent / "fixtures" / "keras2" / "metric_names.json").read_text())
+    assert keras["get_source_inputs"]["numpy"] == {"type": "ndarray", "is_input": True}
+    array, tensor = np.zeros(3), torch.zeros(2)
+    assert utils.get_source_inputs(array) is array
+    assert utils.get_source_inputs(tensor) is tensor
+    assert utils.get_source_inputs(None) is None
 
 
 def test_convert_kernel_flips_the_spatial_axes_only():

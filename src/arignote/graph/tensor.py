@@ -126,11 +126,12 @@ def flatten(x: Any) -> list:
     return [x]
 
 
-def get_source_inputs(tensor: Any, layer: Any = None, node_index: Any = None) -> list:
+def get_source_inputs(tensor: Any, layer: Any = None, node_index: Any = None) -> Any:
     """The ``Input`` tensors ``tensor`` was computed from, each once, in the order first met
     (Keras 2.3.1 ``utils.get_source_inputs``): ``[tensor]`` for an ``Input``; ``layer`` and
     ``node_index``: where ``tensor`` came from (default its ``_keras_history``; Keras's recursion
-    passes them). A non-symbolic ``tensor`` is a ValueError (Keras 2.3.1 returned it unchanged).
+    passes them). Anything that is not a graph tensor (an array, a torch tensor) comes back as it
+    is, not in a list, as Keras 2.3.1 returns a tensor without ``_keras_history``.
 
     >>> from arignote.layers import Dense, Input, concatenate
     >>> a, b = Input((2,)), Input((3,))
@@ -139,8 +140,7 @@ def get_source_inputs(tensor: Any, layer: Any = None, node_index: Any = None) ->
     [True, True]
     """
     if not isinstance(tensor, KerasTensor) or tensor._keras_history is None:
-        raise ValueError(f"get_source_inputs takes a symbolic tensor of a model (an Input or a layer's "
-                         f"output), got {tensor!r}")
+        return tensor
     if layer is None or node_index is None:
         layer, node_index, _ = tensor._keras_history
     if not layer._inbound_nodes:
