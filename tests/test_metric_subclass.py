@@ -7,7 +7,9 @@ data parallel (2 gloo processes) the weights summed over the ranks before ``resu
 from __future__ import annotations
 
 import copy
+import json
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -51,7 +53,7 @@ class MeanAbsoluteGap(metrics.Metric):
         self.total = self.add_weight("total", initializer="zeros")
         self.count = self.add_weight("count", initializer="zeros")
         self.hist = self.add_weight("hist", shape=(2,), initializer="zeros")
-        self.batches = self.add_weight("batches", dtype="int32")
+        self.batches = self.add_weight("batches", dtype="int32", initializer="zeros")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         gap = torch.abs(y_pred - y_true.to(y_pred.dtype)).reshape(-1)
@@ -152,7 +154,7 @@ def test_config_round_trip_names_and_bad_arguments():
     with pytest.raises(TypeError, match="abstract"):
         NoResult()
     with pytest.raises(TypeError, match="dtype 'bogus'"):
-        Unnamed().add_weight("w", dtype="bogus")
+        Unnamed().add_weight("w", dtype="bogus", initializer="zeros")
 
     class Early(Unnamed):
         def __init__(self):
@@ -164,12 +166,37 @@ def test_config_round_trip_names_and_bad_arguments():
     class StateAttribute(Unnamed):
         def __init__(self):
             super().__init__(name="s")
-            self.state = self.add_weight("state")
+            self.state = self.add_weight("state", initializer="zeros")
 
     with pytest.raises(AttributeError, match="'state' is a name arignote's trainer calls"):
         StateAttribute()
     with pytest.raises(TypeError, match="defines 'reset'"):
         type("ResetMetric", (Unnamed,), {"reset": lambda self: None})
+
+
+def test_add_weight_needs_an_initializer_as_in_keras():
+    """Keras 2.3.1's Metric.add_weight has ``initializer=None`` and passes it to ``initializers.get``,
+    which refuses None (tests/fixtures/keras2/metric_names.json records the ValueError)."""
+    keras = json.loads((Path(__file__).parent / "fixtures" / "keras2" / "metric_names.json").read_text())
+    error = keras["add_weight_no_initializer"]["error"]
+    assert error.startswith("ValueError: Could not interpret initializer")
+
+    class NoInitializer(metrics.Metric):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.total = self.add_weight(name="total")
+
+        def update_state(self, y_true, y_pred, sample_weight=None):
+            self.total.assign_add(K.sum(y_pred))
+
+        def result(self):
+            return self.total
+
+    with pytest.raises(ValueError, match=r"NoInitializer.add_weight\('total'\).*initializer='zeros'"):
+        NoInitializer()
+    m = metrics.Sum()
+    ones = m.add_weight("ones", shape=(2,), initializer="ones")
+    assert ones.tolist() == [1.0, 1.0] and [w.name for w in m.weights] == ["total", "ones"]
 
 
 def test_every_metric_object_is_a_keras_metric():

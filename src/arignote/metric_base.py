@@ -2,7 +2,8 @@
 ``Reduce`` family built on it (``Sum``, ``Mean``).
 
 A subclass creates its state in ``__init__`` with :meth:`Metric.add_weight` (``shape=()`` by
-default, ``initializer`` a Keras initializer name or object, ``dtype`` the metric's by default),
+default, ``initializer`` a Keras initializer name or object, needed as in Keras 2.3.1, ``dtype`` the
+metric's by default),
 changes it in ``update_state(y_true, y_pred, sample_weight=None)`` through the weights'
 ``assign`` / ``assign_add`` / ``assign_sub`` (Keras variable methods; the weights are torch
 tensors, so ``K`` functions and torch operations read them), and reads it in ``result()``.
@@ -215,14 +216,18 @@ class Metric(abc.ABC):
     def add_weight(self, name: str, shape: Any = (), initializer: Any = None,
                    dtype: Any = None) -> MetricVariable:
         """A state weight of ``shape`` (default a scalar) and ``dtype`` (default the metric's),
-        filled by ``initializer`` (a Keras initializer name or object; default ``'zeros'``, where
-        Keras 2.3.1 needs one). Not trained; zeroed by ``reset_states``."""
+        filled by ``initializer`` (a Keras initializer name or object, needed as in Keras 2.3.1,
+        usually ``'zeros'``). Not trained; zeroed by ``reset_states``."""
         if "_metric_weights" not in self.__dict__:
             raise RuntimeError(f"{type(self).__name__}.add_weight({name!r}) before Metric.__init__: call "
                                "super().__init__(name=name, **kwargs) first in your __init__")
+        if initializer is None:  # Keras 2.3.1: initializers.get(None) raises
+            raise ValueError(f"{type(self).__name__}.add_weight({name!r}) needs an initializer, as in Keras "
+                             f"2.3.1: add_weight({name!r}, initializer='zeros') (or 'ones', or an "
+                             "initializer object)")
         if shape is None:
             shape = ()
-        init = initializers.get("zeros" if initializer is None else initializer)
+        init = initializers.get(initializer)
         dtype = self.dtype if dtype is None else dtype
         torch_dtype = getattr(torch, dtype, None) if isinstance(dtype, str) else dtype
         if not isinstance(torch_dtype, torch.dtype):
