@@ -133,6 +133,18 @@ def _snake_case(name: str) -> str:
     return re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
 
 
+def default_name(cls: type) -> str:
+    """The name of a metric made without one: Keras 2.3.1's metrics are Layers, so the class name in
+    snake case and a counter per class from 1 (``backend.clear_session()`` restarts it): the first
+    ``Precision()`` of a session is ``precision_1`` and logs as such.
+
+    >>> backend_common.reset_uids(); default_name(Mean), default_name(Mean)
+    ('mean_1', 'mean_2')
+    """
+    prefix = _snake_case(cls.__name__)
+    return f"{prefix}_{backend_common.get_uid(prefix)}"
+
+
 def _as_tensor(value: Any) -> Any:
     """Arrays and nested lists of numbers as tensors (what Keras's backend accepted in
     ``update_state``); tensors, None and anything else as they are."""
@@ -176,10 +188,7 @@ class Metric(abc.ABC):
         if unknown:
             raise TypeError(f"{type(self).__name__}: keyword argument not understood: {unknown[0]!r} "
                             f"(a Metric takes name= and dtype=; add it to your __init__'s arguments)")
-        if not name:
-            prefix = _snake_case(type(self).__name__)
-            name = f"{prefix}_{backend_common.get_uid(prefix)}"
-        self.name = name
+        self.name = name or default_name(type(self))
         self.dtype = dtype or backend_common.floatx()
         self.stateful = True
         self.built = True

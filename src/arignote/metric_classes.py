@@ -8,6 +8,10 @@ into the logged value at log points (:meth:`StatefulMetric.result_from`). Standa
 Keras: ``m.update_state(y_true, y_pred, sample_weight=None)``, ``m.result()``, ``m.reset_states()``,
 ``m(y_true, y_pred)`` (update, then the result).
 
+Made without ``name``, a metric is named as Keras 2.3.1's (Layers) were: the class name in snake case
+and a counter per class from 1 in the session, so the first ``Precision()`` logs ``precision_1``
+(``history.history['val_precision_1']``), the next ``precision_2``; ``clear_session()`` restarts.
+
 Formulas follow Keras 2.3.1's ``metrics.py`` and ``utils/metrics_utils.py``: a prediction is positive
 when ``y_pred > threshold``; a label is positive when nonzero; ``AUC`` uses ``num_thresholds``
 thresholds ``[-eps, 1/(n-1), ..., (n-2)/(n-1), 1+eps]`` and a Riemann sum (``interpolation``: the
@@ -30,17 +34,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import backend, weighting
+from arignote import backend, metric_base, weighting
 
 __all__ = [
     "StatefulMetric", "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives",
     "Precision", "Recall", "AUC", "SensitivityAtSpecificity", "SpecificityAtSensitivity", "MeanIoU",
 ]
-
-
-def _snake(name: str) -> str:
-    out = "".join("_" + c.lower() if c.isupper() else c for c in name).lstrip("_")
-    return out.replace("a_u_c", "auc").replace("i_o_u", "io_u")
 
 
 def _tensor(value: Any) -> torch.Tensor:
@@ -62,7 +61,7 @@ class StatefulMetric:
     _size = 0
 
     def __init__(self, name: str | None = None, dtype: Any = None) -> None:
-        self.name = name or _snake(type(self).__name__)
+        self.name = name or metric_base.default_name(type(self))  # Keras: precision_1, auc_1...
         self.dtype = dtype
         self.weighted = False
         self.select = None  # (y_true, y_pred) -> (y, p, w, mask): one output of several
@@ -368,7 +367,7 @@ class MeanIoU(StatefulMetric):
     matrix of integer labels and integer predictions (classes absent from both are left out)."""
 
     def __init__(self, num_classes: int, name: str | None = None, dtype: Any = None) -> None:
-        super().__init__(name or "mean_io_u", dtype)
+        super().__init__(name, dtype)
         self.num_classes = int(num_classes)
         self._size = self.num_classes ** 2
 

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import losses, metric_names, weighting
+from arignote import losses, metric_base, metric_names, weighting
 from arignote.metric_base import Mean, Metric, MetricVariable, Reduce, Reduction, Sum
 from arignote.metric_classes import (
     AUC,
@@ -505,6 +505,7 @@ cosine = cosine_similarity = cosine_proximity
 class MeanMetricWrapper(FunctionMean):
     """Keras 2.3.1 ``MeanMetricWrapper(fn, name=None, dtype=None, **kwargs)``: the running mean of
     ``fn(y_true, y_pred, **kwargs)``; the named classes below are this with Keras's default names.
+    Without ``name``: ``mean_metric_wrapper_1``, ``_2``... (Keras 2.3.1's metrics are Layers).
 
     >>> m = BinaryAccuracy(threshold=0.7)
     >>> m([[1.0], [0.0]], [[0.6], [0.6]])
@@ -516,7 +517,7 @@ class MeanMetricWrapper(FunctionMean):
         if kwargs:
             def call(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
                 return fn(y_true, y_pred, **kwargs)
-        super().__init__(call, name=name or getattr(fn, "__name__", "mean_metric_wrapper"))
+        super().__init__(call, name=name or metric_base.default_name(type(self)))  # mean_metric_wrapper_1
         self.dtype = dtype
         self._fn_kwargs = kwargs
 
