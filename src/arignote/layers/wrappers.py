@@ -20,6 +20,7 @@ from typing import Any
 
 import torch
 
+from arignote.layers._conv_rnn import ConvRNN2D
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
 
@@ -98,7 +99,9 @@ class TimeDistributed(Wrapper):
 class Bidirectional(Wrapper):
     """Runs a recurrent layer forwards and backwards and merges the two (``merge_mode``: ``'concat'``
     (default), ``'sum'``, ``'mul'``, ``'ave'`` or None for a list); the backward sequence is reversed
-    back before merging, as Keras 2."""
+    back before merging, as Keras 2. Any RNN layer, as Keras 2.3.1: ``LSTM`` on ``(batch, timesteps,
+    features)``, ``ConvLSTM2D`` (or any ``ConvRNN2D``) on image sequences ``(batch, timesteps, rows,
+    cols, channels)`` ('concat' joins the last axis, as Keras's)."""
 
     supports_masking = True
     _config_keys = ("merge_mode",)
@@ -141,9 +144,11 @@ class Bidirectional(Wrapper):
         return [self.forward_layer, self.backward_layer]
 
     def build_keras(self, input_shape: tuple) -> None:
-        shape = check_rank(
-            tuple(input_shape), 3, f"Bidirectional '{self.name}'", "sequences (batch, timesteps, features)"
-        )
+        if isinstance(self.forward_layer, ConvRNN2D):
+            rank, what = 5, "sequences of images (batch, timesteps, rows, cols, channels)"
+        else:
+            rank, what = 3, "sequences (batch, timesteps, features)"
+        shape = check_rank(tuple(input_shape), rank, f"Bidirectional '{self.name}'", what)
         _build(self.forward_layer, shape)
         _build(self.backward_layer, shape)
         if self._initial_weights is not None:
