@@ -6,6 +6,8 @@ predictions, for tests/test_rnn_constants.py and tests/test_bidirectional_conv.p
   ``call`` takes ``constants``): a sequence branch, a ``go_backwards`` branch, a masked branch.
 * ``bidir_convlstm.h5``: ``Bidirectional(ConvLSTM2D(...))`` with every merge mode, ``return_sequences``
   on and off, and ``return_state``.
+* ``bidir_constants.h5``: ``Bidirectional(RNN(CondCell(3)))(x, constants=c)`` (both directions get the
+  constants), concatenated sequences and summed last outputs.
 * ``convrnn_user.h5``: ``ConvRNN2D(ConvCell(3))``, a user's cell convolving with ``K.conv2d`` (Theano
   convolves: the file's kernels are flipped for a correlating backend).
 
@@ -27,6 +29,7 @@ from keras import backend as K  # noqa: E402
 from keras.layers import RNN, Bidirectional, ConvLSTM2D, Input, Layer, Masking  # noqa: E402
 from keras.layers.convolutional_recurrent import ConvRNN2D  # noqa: E402
 from keras.models import Model  # noqa: E402
+from keras.utils import get_custom_objects  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # a folder of their own: tests/test_keras2_h5_files.py pairs every <name>.npz in keras2/ with a one-output .h5
@@ -96,6 +99,10 @@ class ConvCell(Layer):
         return config
 
 
+# Bidirectional rebuilds its backward layer from the config: the cells must be known by name
+get_custom_objects().update(CondCell=CondCell, ConvCell=ConvCell)
+
+
 def rnn_constants():
     x, c = Input((5, 3)), Input((2,))
     outs = [
@@ -122,6 +129,15 @@ def bidir_convlstm():
                           name="bi_none")(x)
     outs += Bidirectional(ConvLSTM2D(2, 3, padding="same", return_state=True), name="bi_state")(x)
     return Model(x, outs)
+
+
+def bidir_constants():
+    x, c = Input((5, 3)), Input((2,))
+    outs = [
+        Bidirectional(RNN(CondCell(3), return_sequences=True), name="bi_cond_seq")(x, constants=c),
+        Bidirectional(RNN(CondCell(2)), merge_mode="sum", name="bi_cond_sum")(x, constants=[c]),
+    ]
+    return Model([x, c], outs)
 
 
 def convrnn_user():
@@ -163,6 +179,14 @@ def main():
     model.save(os.path.join(HERE, "convrnn_user.h5"))
     out["user_x"] = x
     out["user_y"] = model.predict(x)
+
+    model = bidir_constants()  # last: the fixtures above keep their random draws
+    fix_weights(model, rng)
+    x, c = rng.uniform(-1, 1, (3, 5, 3)).astype("float32"), rng.uniform(-1, 1, (3, 2)).astype("float32")
+    model.save(os.path.join(HERE, "bidir_constants.h5"))
+    out.update(bicond_x=x, bicond_c=c)
+    for i, y in enumerate(model.predict([x, c])):
+        out[f"bicond_y{i}"] = y
 
     np.savez_compressed(os.path.join(HERE, "rnnfix.npz"), **out)
     for k, v in sorted(out.items()):

@@ -105,3 +105,33 @@ def test_a_cell_without_constants_is_refused_with_the_fix():
         RNN(LSTMCell(3))(x, constants=c)
     with pytest.raises(ValueError, match="not both"):
         RNN(CondCell(3))([x, torch.zeros(2, 3)], constants=c)
+
+
+def test_bidirectional_gives_both_directions_the_constants_as_keras():
+    ref = np.load(os.path.join(HERE, "rnnfix.npz"))
+    model = load_model(os.path.join(HERE, "bidir_constants.h5"), custom_objects={"CondCell": CondCell})
+    x, c = ref["bicond_x"], ref["bicond_c"]
+    got = model.predict([x, c], verbose=0)
+    for i in range(2):
+        np.testing.assert_allclose(got[i], ref[f"bicond_y{i}"], rtol=1e-5, atol=1e-6)
+    bi = model.get_layer("bi_cond_seq")
+    assert bi.get_config()["num_constants"] == 1
+    fwd, _ = _hand(bi.forward_layer.cell, x, c)
+    bwd, _ = _hand(bi.backward_layer.cell, x, c, backwards=True)
+    np.testing.assert_allclose(got[0], np.concatenate([fwd, bwd[:, ::-1]], -1), rtol=1e-5, atol=1e-6)
+
+
+def test_bidirectional_with_constants_round_trips(tmp_path):
+    from arignote.layers import Bidirectional
+
+    x, c = RNG.uniform(-1, 1, (2, 4, 3)).astype("float32"), RNG.uniform(-1, 1, (2, 2)).astype("float32")
+    xi, ci = Input((4, 3)), Input((2,))
+    model = Model([xi, ci], Bidirectional(RNN(CondCell(3)), merge_mode="ave", name="bi")(xi, constants=ci))
+    path = str(tmp_path / "bi.h5")
+    model.save(path)
+    loaded = load_model(path, custom_objects={"CondCell": CondCell})
+    want = model.predict([x, c], verbose=0)
+    np.testing.assert_allclose(loaded.predict([x, c], verbose=0), want, rtol=1e-6)
+    assert not np.allclose(model.predict([x, c + 1], verbose=0), want)
+    with pytest.raises(ValueError, match="even count"):
+        Bidirectional(RNN(CondCell(3)))(torch.zeros(2, 4, 3), initial_state=[torch.zeros(2, 3)])
