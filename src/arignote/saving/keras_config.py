@@ -139,6 +139,15 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
         config["data_format"] = "channels_last"
     if name == "BatchNormalization" and conversion.channels_first and config.get("axis") in (1, [1]):
         config["axis"] = -1
+    inner = config.get("layer")
+    if (name == "Bidirectional" and config.get("merge_mode", "concat") == "concat" and isinstance(inner, dict)
+            and (inner.get("config") or {}).get("data_format") == "channels_first"):
+        raise ValueError(
+            f"{where}: 'concat' joins the last axis, the columns of its channels_first "
+            f"{inner.get('class_name')}'s outputs; arignote rebuilds channels_first models channels-last "
+            "and cannot join columns there. Save the model from Keras with merge_mode 'sum', 'mul', 'ave' "
+            "or None, or with a channels_last layer"
+        )
     for key in ("layer", "forward_layer", "backward_layer"):  # wrappers: convert the inner layer too
         if isinstance(config.get(key), dict):
             config[key] = layer_from_keras(config[key], conversion, custom_objects)
