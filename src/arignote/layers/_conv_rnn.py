@@ -27,13 +27,12 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 from typing import Any, NamedTuple
 
 import numpy as np
 import torch
 
-from arignote.layers._rnn_base import RNN, run_steps
+from arignote.layers._rnn_base import RNN
 from arignote.layers._util import check_rank, conv_output_length, normalize_tuple
 from arignote.layers.base import Layer, deserialize
 
@@ -93,28 +92,8 @@ class ConvRNN2D(RNN):
                 "It is not possible at the moment to stack convolutional cells: pass ConvRNN2D one "
                 "cell, and chain several ConvRNN2D layers (return_sequences=True) to stack them"
             )
-        super().__init__(cell, return_sequences, return_state, go_backwards, stateful, False, **kwargs)
-        # how many of a list input's last tensors are constants (set by constants=; saved configs carry it)
-        self._num_constants = None if num_constants is None else int(num_constants)
-
-    def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
-        initial_state = kwargs.pop("initial_state", None)
-        constants = kwargs.pop("constants", None)
-        extra: list = []
-        if initial_state is not None:
-            extra += _as_list(initial_state)
-        if constants is not None:
-            constants = _as_list(constants)
-            self._num_constants = len(constants)
-            extra += constants
-        if extra:  # Keras 2: the states and constants become extra inputs of the call
-            if isinstance(inputs, (list, tuple)):
-                raise ValueError(
-                    f"layer '{self.name}': give the initial states and constants either inside the inputs "
-                    "list ([x, *states, *constants]) or as initial_state=/constants=, not both"
-                )
-            inputs = [inputs, *extra]
-        return super(RNN, self).__call__(inputs, *args, **kwargs)
+        super().__init__(cell, return_sequences, return_state, go_backwards, stateful, False, num_constants,
+                         **kwargs)
 
     # ---------------------------------------------------------------------------- geometry
     def _geometry(self) -> _Geometry:
@@ -238,26 +217,11 @@ class ConvRNN2D(RNN):
         initial_state: Any = None,
         constants: Any = None,
     ) -> Any:
-        if isinstance(inputs, (list, tuple)):  # Keras 2: [x, *initial_states, *constants]
-            inputs, rest = inputs[0], list(inputs[1:])
-            k = self._num_constants or 0
-            if k:
-                rest, constants = rest[: len(rest) - k], rest[len(rest) - k:]
-            initial_state = rest or initial_state
-            mask = mask[0] if isinstance(mask, (list, tuple)) else mask
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
         if mask is not None and mask.dim() > 2:  # Masking on images: one flag per pixel
             mask = mask.flatten(2).any(-1)  # a step counts when any of its pixels does
-        training = self.training if training is None else bool(training)
-        x = inputs
-        states = self._initial(x, initial_state)
-        if self.go_backwards:
-            x = x.flip(1)
-            mask = None if mask is None else mask.flip(1)
-        outputs, last, states = self._run(x, mask, states, training, constants)
-        if self.stateful:
-            self._states = [s.detach() for s in states]
-        y = self._activity(outputs if self.return_sequences else last)
-        return [y, *states] if self.return_state else y
+        return super().call(inputs, mask, training, initial_state, constants)
 
     def _run(
         self, x: torch.Tensor, mask: torch.Tensor | None, states: list, training: bool, constants: Any = None
@@ -265,30 +229,11 @@ class ConvRNN2D(RNN):
         cell = self.cell
         if not constants and getattr(cell, "runs_sequences", False):
             return cell.run_sequence(x, mask, states, training, self.return_sequences)
-        params = inspect.signature(cell.call).parameters
-        extra: dict[str, Any] = {"training": training} if "training" in params else {}
-        if constants:
-            self._check_constants()
-            extra["constants"] = list(constants)
-
-        def step(t: int, st: list) -> tuple:
-            out, new = cell.call(x[:, t], st, **extra)
-            return out, _as_list(new)
-
-        return run_steps(step, x.shape[1], mask, states, self.return_sequences)
-
-    def _check_constants(self) -> None:
-        if "constants" not in inspect.signature(self.cell.call).parameters:
-            raise ValueError(
-                f"RNN cell does not support constants: {type(self.cell).__name__}.call has no `constants` "
-                f"argument, yet layer '{self.name}' was called with constants="
-            )
+        return self._step_cell(x, mask, states, training, constants)
 
     # ---------------------------------------------------------------------------- config
     def get_config(self) -> dict:
         cfg = super().get_config()
-        if self._num_constants is not None:
-            cfg["num_constants"] = self._num_constants
         if type(self) is ConvRNN2D:
             cfg["cell"] = {"class_name": type(self.cell).__name__, "config": self.cell.get_config()}
         return cfg

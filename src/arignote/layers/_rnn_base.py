@@ -70,6 +70,13 @@ class RNN(KerasLayer, Layer):
 
     ``cell``: a cell (built-in or a Keras-style user cell with ``call(inputs, states)`` and
     ``state_size``) or a list of cells (stacked).
+
+    ``layer(x, initial_state=..., constants=...)`` as Keras 2.3.1: the states and the constants
+    (tensors fixed over time, e.g. what an attention cell looks at) become extra inputs of the call
+    (``[x, *states, *constants]``, symbolic inputs of the node in the functional API); the cell's
+    ``call(inputs, states, constants=...)`` gets the constants at every step, and its ``build`` the
+    list ``[step input shape, *constant shapes]``. ``num_constants`` is what a saved config carries
+    after such a call.
     """
 
     supports_masking = True
@@ -83,6 +90,7 @@ class RNN(KerasLayer, Layer):
         go_backwards: bool = False,
         stateful: bool = False,
         unroll: bool = False,
+        num_constants: int | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(cell, (list, tuple)):
@@ -99,12 +107,26 @@ class RNN(KerasLayer, Layer):
         self.return_sequences, self.return_state = bool(return_sequences), bool(return_state)
         self.go_backwards, self.stateful, self.unroll = bool(go_backwards), bool(stateful), bool(unroll)
         self._states: list[torch.Tensor] | None = None
+        # how many of a list input's last tensors are constants (set by constants=; saved configs carry it)
+        self._num_constants = None if num_constants is None else int(num_constants)
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         initial_state = kwargs.pop("initial_state", None)
-        if initial_state is not None:  # Keras 2: the states become extra inputs of the call
-            states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
-            inputs = [inputs, *states]
+        constants = kwargs.pop("constants", None)
+        extra: list = []
+        if initial_state is not None:
+            extra += _as_list(initial_state)
+        if constants is not None:
+            constants = _as_list(constants)
+            self._num_constants = len(constants)
+            extra += constants
+        if extra:  # Keras 2: the states and constants become extra inputs of the call
+            if isinstance(inputs, (list, tuple)):
+                raise ValueError(
+                    f"layer '{self.name}': give the initial states and constants either inside the inputs "
+                    "list ([x, *states, *constants]) or as initial_state=/constants=, not both"
+                )
+            inputs = [inputs, *extra]
         return super().__call__(inputs, *args, **kwargs)
 
     @property
@@ -117,9 +139,17 @@ class RNN(KerasLayer, Layer):
         return self._states
 
     def build(self, input_shape: Any) -> None:
-        # RNN(x, initial_state) may be built from [x shape, state shapes...]
+        # RNN(x, initial_state, constants) is built from [x shape, *state shapes, *constant shapes]
         if isinstance(input_shape, list) and input_shape and isinstance(input_shape[0], (list, tuple)):
-            input_shape = input_shape[0]
+            shapes = [tuple(s) for s in input_shape]
+            k = self._num_constants or 0
+            if k and not self.built and not getattr(self.cell, "built", False):
+                self._check_constants()
+                shape = shapes[0]  # the cell sees one step: (batch, *features)
+                target = [(shape[0], *shape[2:]), *shapes[len(shapes) - k:]]
+                cell = self.cell
+                cell._build_once(target) if hasattr(cell, "_build_once") else cell.build(target)
+            input_shape = shapes[0]
         super().build(input_shape)
 
     def build_keras(self, input_shape: tuple) -> None:
@@ -189,25 +219,43 @@ class RNN(KerasLayer, Layer):
         return self.get_initial_state(x)
 
     # ---------------------------------------------------------------------------- running
-    def call(self, inputs: Any, mask: Any = None, training: Any = None, initial_state: Any = None) -> Any:
-        if isinstance(inputs, (list, tuple)):  # Keras 2: [x, *initial_states]
-            inputs, initial_state = inputs[0], list(inputs[1:]) or initial_state
-            mask = mask[0] if isinstance(mask, list) else mask
+    def call(
+        self,
+        inputs: Any,
+        mask: Any = None,
+        training: Any = None,
+        initial_state: Any = None,
+        constants: Any = None,
+    ) -> Any:
+        if isinstance(inputs, (list, tuple)):  # Keras 2: [x, *initial_states, *constants]
+            inputs, rest = inputs[0], list(inputs[1:])
+            k = self._num_constants or 0
+            if k:
+                rest, constants = rest[: len(rest) - k], rest[len(rest) - k:]
+            initial_state = rest or initial_state
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
+        if constants is not None:
+            constants = _as_list(constants)
         training = self.training if training is None else bool(training)
         x = inputs
         states = self._initial(x, initial_state)
         if self.go_backwards:
             x = x.flip(1)
             mask = None if mask is None else mask.flip(1)
-        outputs, last, states = self._run(x, mask, states, training)
+        outputs, last, states = self._run(x, mask, states, training, constants)
         if self.stateful:
             self._states = [s.detach() for s in states]
         y = self._activity(outputs if self.return_sequences else last)
         return [y, *states] if self.return_state else y
 
-    def _run(self, x: torch.Tensor, mask: torch.Tensor | None, states: list, training: bool) -> tuple:
+    def _run(
+        self, x: torch.Tensor, mask: torch.Tensor | None, states: list, training: bool, constants: Any = None
+    ) -> tuple:
         cell = self.cell
-        if isinstance(cell, _Cell) and cell.fusable(training):
+        if constants or not isinstance(cell, _Cell):
+            return self._step_cell(x, mask, states, training, constants)
+        if cell.fusable(training):
             if training and 0 < cell.dropout < 1:  # one input mask for the whole sequence (Keras 2)
                 x = x * dropout_mask(x[:, 0], cell.dropout, 1)[0].unsqueeze(1)
             if mask is None:
@@ -217,20 +265,37 @@ class RNN(KerasLayer, Layer):
             if padded is not None:
                 return padded
             training = False if 0 < cell.dropout < 1 else training  # input dropout already applied
-        if isinstance(cell, _Cell):
-            dp, rec = cell.masks(x[:, 0], states[0], training)
-            projected = cell.project(x, dp)
+        dp, rec = cell.masks(x[:, 0], states[0], training)
+        projected = cell.project(x, dp)
 
-            def step(t: int, st: list) -> tuple:
-                return cell.step(projected[:, t], st, rec)
-        else:
-            extra = {"training": training} if "training" in inspect.signature(cell.call).parameters else {}
-
-            def step(t: int, st: list) -> tuple:
-                out, new = cell.call(x[:, t], st, **extra)
-                return out, (list(new) if isinstance(new, (list, tuple)) else [new])
+        def step(t: int, st: list) -> tuple:
+            return cell.step(projected[:, t], st, rec)
 
         return run_steps(step, x.shape[1], mask, states, self.return_sequences)
+
+    def _step_cell(
+        self, x: torch.Tensor, mask: torch.Tensor | None, states: list, training: bool, constants: Any
+    ) -> tuple:
+        """The cell's own ``call`` at every step (a user's cell, or any cell given constants)."""
+        cell = self.cell
+        extra: dict[str, Any] = {"training": training} if "training" in _params(cell.call) else {}
+        if constants:
+            self._check_constants()
+            extra["constants"] = list(constants)
+
+        def step(t: int, st: list) -> tuple:
+            out, new = cell.call(x[:, t], st, **extra)
+            return out, _as_list(new)
+
+        return run_steps(step, x.shape[1], mask, states, self.return_sequences)
+
+    def _check_constants(self) -> None:
+        if "constants" not in _params(self.cell.call):
+            raise ValueError(
+                f"RNN cell does not support constants: {type(self.cell).__name__}.call has no `constants` "
+                f"argument, yet layer '{self.name}' was called with constants= (write the cell's call as "
+                "call(self, inputs, states, constants=None))"
+            )
 
     def _padded_fused(
         self, x: torch.Tensor, mask: torch.Tensor, states: list, training: bool
@@ -275,6 +340,8 @@ class RNN(KerasLayer, Layer):
 
     def get_config(self) -> dict:
         cfg = super().get_config()
+        if self._num_constants is not None:
+            cfg["num_constants"] = self._num_constants
         if type(self) is RNN:
             cfg["cell"] = {"class_name": type(self.cell).__name__, "config": self.cell.get_config()}
         return cfg
@@ -319,6 +386,14 @@ def run_steps(
         if sequence:
             outs.append(out)
     return (torch.stack(outs, 1) if sequence else None), prev, states
+
+
+def _as_list(x: Any) -> list:
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _params(fn: Any) -> Any:
+    return inspect.signature(fn).parameters
 
 
 def _along(m: torch.Tensor, like: torch.Tensor) -> torch.Tensor:

@@ -15,11 +15,15 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import inspect
+from collections.abc import Iterator
 from typing import Any
 
 import torch
 
+from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
+from arignote.layers._conv_rnn import ConvRNN2D
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
 
@@ -63,7 +67,20 @@ class Wrapper(KerasLayer, Layer):
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> Wrapper:
         config = dict(config)
         layer = deserialize(config.pop("layer"), custom_objects)
-        return cls(layer, **config)
+        with _known(custom_objects):  # Bidirectional rebuilds its backward layer (a user's cell) by name
+            return cls(layer, **config)
+
+
+@contextlib.contextmanager
+def _known(custom_objects: dict | None) -> Iterator[None]:
+    """``custom_objects`` registered for the duration (the registry restored after)."""
+    before = dict(GLOBAL_CUSTOM_OBJECTS)
+    GLOBAL_CUSTOM_OBJECTS.update(custom_objects or {})
+    try:
+        yield
+    finally:
+        GLOBAL_CUSTOM_OBJECTS.clear()
+        GLOBAL_CUSTOM_OBJECTS.update(before)
 
 
 class TimeDistributed(Wrapper):
@@ -98,13 +115,22 @@ class TimeDistributed(Wrapper):
 class Bidirectional(Wrapper):
     """Runs a recurrent layer forwards and backwards and merges the two (``merge_mode``: ``'concat'``
     (default), ``'sum'``, ``'mul'``, ``'ave'`` or None for a list); the backward sequence is reversed
-    back before merging, as Keras 2."""
+    back before merging, as Keras 2. Any RNN layer, as Keras 2.3.1: ``LSTM`` on ``(batch, timesteps,
+    features)``, ``ConvLSTM2D`` (or any ``ConvRNN2D``) on image sequences ``(batch, timesteps, rows,
+    cols, channels)`` ('concat' joins the last axis, as Keras's). ``initial_state=`` (the forward
+    layer's states, then the backward layer's) and ``constants=`` (given to both directions;
+    ``num_constants`` in the config) as Keras 2.3.1."""
 
     supports_masking = True
     _config_keys = ("merge_mode",)
 
     def __init__(
-        self, layer: Any, merge_mode: str | None = "concat", weights: Any = None, **kwargs: Any
+        self,
+        layer: Any,
+        merge_mode: str | None = "concat",
+        weights: Any = None,
+        num_constants: int | None = None,
+        **kwargs: Any,
     ) -> None:
         if merge_mode not in ("sum", "mul", "ave", "concat", None):
             raise ValueError(
@@ -121,29 +147,72 @@ class Bidirectional(Wrapper):
         config = layer.get_config()
         config["go_backwards"] = not config["go_backwards"]
         config["name"] = "backward_" + layer.name
-        backward = type(layer).from_config(config)
+        # a user's cell is rebuilt by its class name: the classes inside the layer are known by theirs
+        with _known({type(m).__name__: type(m) for m in layer.modules()}):
+            backward = type(layer).from_config(config)
         layer.name = "forward_" + layer.name
         self.forward_layer, self.backward_layer = layer, backward
         self.merge_mode = merge_mode
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
         self._initial_weights = weights
+        # how many of a list input's last tensors are constants (both directions get them)
+        self._num_constants = None if num_constants is None else int(num_constants)
+        self._share_constants()
+
+    def _share_constants(self) -> None:
+        for sub in (self.forward_layer, self.backward_layer):
+            sub._num_constants = self._num_constants
 
     def __call__(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         initial_state = kwargs.pop("initial_state", None)
-        if initial_state is not None:  # Keras 2: the states become extra inputs of the call
+        constants = kwargs.pop("constants", None)
+        extra: list = []
+        if initial_state is not None:
             states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
-            inputs = [inputs, *states]
+            if len(states) % 2:
+                raise ValueError(
+                    f"Bidirectional '{self.name}': initial_state must hold the forward layer's states "
+                    f"then the backward layer's (an even count), got {len(states)}"
+                )
+            extra += states
+        if constants is not None:
+            constants = list(constants) if isinstance(constants, (list, tuple)) else [constants]
+            self._num_constants = len(constants)
+            self._share_constants()
+            extra += constants
+        if extra:  # Keras 2: the states and constants become extra inputs of the call
+            if isinstance(inputs, (list, tuple)):
+                raise ValueError(
+                    f"layer '{self.name}': give the initial states and constants either inside the inputs "
+                    "list ([x, *states, *constants]) or as initial_state=/constants=, not both"
+                )
+            inputs = [inputs, *extra]
         return super().__call__(inputs, *args, **kwargs)
 
     @property
     def layers(self) -> list:
         return [self.forward_layer, self.backward_layer]
 
+    def build(self, input_shape: Any) -> None:
+        # called as [x, *states, *constants]: the sublayers build their cells from the constants' shapes
+        if isinstance(input_shape, list) and input_shape and isinstance(input_shape[0], (list, tuple)):
+            shapes = [tuple(s) for s in input_shape]
+            k = self._num_constants or 0
+            if k and not self.built:
+                full = [shapes[0], *shapes[len(shapes) - k:]]
+                for sub in (self.forward_layer, self.backward_layer):
+                    if not sub.built:
+                        sub.build(full)
+            input_shape = shapes[0]
+        super().build(input_shape)
+
     def build_keras(self, input_shape: tuple) -> None:
-        shape = check_rank(
-            tuple(input_shape), 3, f"Bidirectional '{self.name}'", "sequences (batch, timesteps, features)"
-        )
+        if isinstance(self.forward_layer, ConvRNN2D):
+            rank, what = 5, "sequences of images (batch, timesteps, rows, cols, channels)"
+        else:
+            rank, what = 3, "sequences (batch, timesteps, features)"
+        shape = check_rank(tuple(input_shape), rank, f"Bidirectional '{self.name}'", what)
         _build(self.forward_layer, shape)
         _build(self.backward_layer, shape)
         if self._initial_weights is not None:
@@ -162,15 +231,24 @@ class Bidirectional(Wrapper):
         everything = outputs + states
         return everything if len(everything) > 1 else everything[0]
 
-    def call(self, x: Any, mask: Any = None, training: Any = None, initial_state: Any = None) -> Any:
-        if isinstance(x, (list, tuple)):
-            x, initial_state = x[0], list(x[1:]) or initial_state
+    def call(
+        self, x: Any, mask: Any = None, training: Any = None, initial_state: Any = None, constants: Any = None
+    ) -> Any:
+        if isinstance(x, (list, tuple)):  # [x, *initial_states, *constants]
+            x, rest = x[0], list(x[1:])
+            k = self._num_constants or 0
+            if k:
+                rest, constants = rest[: len(rest) - k], rest[len(rest) - k:]
+            initial_state = rest or initial_state
+        if isinstance(mask, (list, tuple)):
+            mask = mask[0]
         fwd_state = bwd_state = None
         if initial_state is not None:
             half = len(initial_state) // 2
             fwd_state, bwd_state = list(initial_state[:half]), list(initial_state[half:])
-        y = self.forward_layer(x, mask=mask, training=training, initial_state=fwd_state)
-        y_rev = self.backward_layer(x, mask=mask, training=training, initial_state=bwd_state)
+        more = {} if constants is None else {"constants": constants}
+        y = self.forward_layer(x, mask=mask, training=training, initial_state=fwd_state, **more)
+        y_rev = self.backward_layer(x, mask=mask, training=training, initial_state=bwd_state, **more)
         states: list = []
         if self.return_state:
             states = list(y[1:]) + list(y_rev[1:])
@@ -221,5 +299,8 @@ class Bidirectional(Wrapper):
         cfg = super().get_config()
         layer_cfg = dict(cfg["layer"]["config"])
         layer_cfg["name"] = layer_cfg["name"].removeprefix("forward_")
+        layer_cfg.pop("num_constants", None)  # Keras 2.3.1 keeps it on the wrapper only
         cfg["layer"] = {"class_name": cfg["layer"]["class_name"], "config": layer_cfg}
+        if self._num_constants is not None:
+            cfg["num_constants"] = self._num_constants
         return cfg

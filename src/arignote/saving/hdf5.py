@@ -72,10 +72,7 @@ def _origin(group: Any) -> layouts.Origin:
 def announce(path: str, origin: layouts.Origin, conversion: keras_config.Conversion | None) -> None:
     notes = list(origin.notes)
     if conversion is not None and conversion.channels_first:
-        notes.append(
-            "channels_first layers rebuilt channels_last (feed images as (N, H, W, C): "
-            "x.transpose(0, 2, 3, 1))"
-        )
+        notes.append("channels_first layers rebuilt channels_last (" + _feed_hint(conversion) + ")")
     if conversion is not None and conversion.dense_after_flatten:
         notes.append(
             "Dense weights after Flatten reordered ("
@@ -85,6 +82,18 @@ def announce(path: str, origin: layouts.Origin, conversion: keras_config.Convers
     if notes:
         who = f"Keras {origin.keras_version or '?'}, {origin.backend or 'unknown'} backend"
         print(f"arignote: {path} ({who}): " + "; ".join(notes))
+
+
+def _feed_hint(conversion: keras_config.Conversion) -> str:
+    """How to feed the rebuilt model channels-first arrays: one transpose per input, by its rank
+    (images ``(0, 2, 3, 1)``, sequences of images ``(0, 1, 3, 4, 2)``, volumes ``(0, 2, 3, 4, 1)``)."""
+    transposes = conversion.transposes
+    if not transposes:
+        return "feed images channels-last"
+    if len(transposes) == 1:
+        return f"feed images channels-last: x.transpose{next(iter(transposes.values()))}"
+    return "feed images channels-last: " + ", ".join(
+        f"{name}: x.transpose{perm}" for name, perm in transposes.items())
 
 
 # ------------------------------------------------------------------------------------------ writing

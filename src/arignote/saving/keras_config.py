@@ -94,6 +94,8 @@ class Conversion:
     channels_first: bool = False
     dense_after_flatten: dict[str, str] = field(default_factory=dict)  # dense name -> flatten name
     source: str = "the file"
+    # input name -> the transpose that turns its channels-first arrays into what the rebuilt model takes
+    transposes: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 def _accepted(cls: type) -> set[str] | None:
@@ -137,6 +139,15 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
         config["data_format"] = "channels_last"
     if name == "BatchNormalization" and conversion.channels_first and config.get("axis") in (1, [1]):
         config["axis"] = -1
+    inner = config.get("layer")
+    if (name == "Bidirectional" and config.get("merge_mode", "concat") == "concat" and isinstance(inner, dict)
+            and (inner.get("config") or {}).get("data_format") == "channels_first"):
+        raise ValueError(
+            f"{where}: 'concat' joins the last axis, the columns of its channels_first "
+            f"{inner.get('class_name')}'s outputs; arignote rebuilds channels_first models channels-last "
+            "and cannot join columns there. Save the model from Keras with merge_mode 'sum', 'mul', 'ave' "
+            "or None, or with a channels_last layer"
+        )
     for key in ("layer", "forward_layer", "backward_layer"):  # wrappers: convert the inner layer too
         if isinstance(config.get(key), dict):
             config[key] = layer_from_keras(config[key], conversion, custom_objects)
@@ -164,6 +175,31 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
 
 # layers whose inputs are sequences of images (batch, time, C, *spatial) when channels_first
 _SEQUENCE_OF_IMAGES = ("ConvLSTM2D", "ConvRNN2D")
+_WRAPPERS = ("Bidirectional", "TimeDistributed")
+
+
+def _channels_first_spec(class_name: str, config: dict) -> tuple[bool, bool]:
+    """``(channels_first, takes sequences of images)`` for a Keras 2 layer spec: a wrapper answers for
+    its inner layer (``TimeDistributed(Conv2D)`` and ``Bidirectional(ConvLSTM2D)`` take sequences)."""
+    if class_name in _WRAPPERS and isinstance(config.get("layer"), dict):
+        inner = config["layer"]
+        cf, _ = _channels_first_spec(inner.get("class_name"), inner.get("config") or {})
+        return cf, True
+    return config.get("data_format") == "channels_first", class_name in _SEQUENCE_OF_IMAGES
+
+
+def channels_last_transpose(rank: int, sequence: bool = False) -> tuple[int, ...]:
+    """The ``x.transpose(...)`` that turns channels-first arrays of ``rank`` dimensions (batch
+    included) into channels-last ones: images ``(N, C, H, W)`` -> ``(0, 2, 3, 1)``; a sequence keeps
+    its time axis, ``(N, T, C, H, W)`` -> ``(0, 1, 3, 4, 2)``.
+
+    Example::
+
+        >>> channels_last_transpose(4), channels_last_transpose(5, sequence=True)
+        ((0, 2, 3, 1), (0, 1, 3, 4, 2))
+    """
+    first = 2 if sequence else 1
+    return (*range(first), *range(first + 1, rank), first)
 
 
 def _channels_last_shape(shape: list, sequence: bool = False) -> list:
@@ -222,7 +258,8 @@ def sequential_from_keras(
         elif cls not in ("Dropout", "Activation"):
             flatten_feeds_cf = None
         layers.append(converted)
-    sequence = bool(layers) and layers[0]["class_name"] in _SEQUENCE_OF_IMAGES
+    sequence = bool(specs) and isinstance(specs[0], dict) and _channels_first_spec(
+        specs[0].get("class_name"), specs[0].get("config") or {})[1]
     if conversion.channels_first and layers:
         first = layers[0]["config"]
         for key in ("batch_input_shape", "input_shape"):
@@ -230,6 +267,9 @@ def sequential_from_keras(
                 shape = list(first[key])
                 full = shape if key == "batch_input_shape" else [None, *shape]
                 first[key] = _channels_last_shape(full, sequence)
+                if len(full) >= 3:
+                    conversion.transposes[first.get("name") or "x"] = channels_last_transpose(
+                        len(full), sequence and len(full) >= 4)
                 if key == "input_shape":
                     first[key] = first[key][1:]
     out = {"name": config.get("name"), "layers": layers}
@@ -245,6 +285,7 @@ def sequential_from_keras(
 def _merge(into: Conversion, sub: Conversion) -> None:
     into.channels_first |= sub.channels_first
     into.dense_after_flatten.update(sub.dense_after_flatten)
+    into.transposes.update(sub.transposes)
 
 
 def model_from_keras(
@@ -280,7 +321,7 @@ def functional_from_keras(
         name, cls = spec.get("name"), spec.get("class_name")
         raw = spec.get("config") or {}
         sources = [ref[0] for node in spec.get("inbound_nodes") or [] for ref in node]
-        spec_cf = raw.get("data_format") == "channels_first"
+        spec_cf, takes_sequences = _channels_first_spec(cls, raw)
         in_cf = any(cf_out.get(s, False) for s in sources)
         if cls in ("Sequential", "Model", "Functional"):
             converted, sub = model_from_keras({"class_name": cls, "config": raw}, custom_objects, source)
@@ -289,7 +330,7 @@ def functional_from_keras(
             converted = layer_from_keras({"class_name": cls, "config": raw}, conversion, custom_objects)
         if spec_cf:
             feeds_cf.update(s for s in sources)
-            if cls in _SEQUENCE_OF_IMAGES:
+            if takes_sequences:
                 feeds_sequences.update(sources)
         if cls == "Flatten":
             if in_cf and not spec_cf:
@@ -308,12 +349,14 @@ def functional_from_keras(
             if spec["class_name"] == "InputLayer" and spec["name"] in feeds_cf:
                 shape = spec["config"].get("batch_input_shape")
                 if shape is not None:
+                    sequence = spec["name"] in feeds_sequences
                     spec["config"] = {
                         **spec["config"],
-                        "batch_input_shape": _channels_last_shape(
-                            list(shape), spec["name"] in feeds_sequences
-                        ),
+                        "batch_input_shape": _channels_last_shape(list(shape), sequence),
                     }
+                    if len(shape) >= 3:
+                        conversion.transposes[spec["name"]] = channels_last_transpose(
+                            len(shape), sequence and len(shape) >= 4)
     return {**config, "layers": layers}, conversion
 
 

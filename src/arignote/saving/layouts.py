@@ -7,7 +7,8 @@ may hold beyond that and converts it on the way in:
 
 * the names Keras gives each weight (``dense_1/kernel:0``), written into ``weight_names``;
 * kernels of files written by the Theano backend, which convolves (flips the kernel) where
-  TensorFlow and torch correlate: ``CONV_FLIP`` lists which weights are spatially flipped;
+  TensorFlow and torch correlate: ``CONV_FLIP`` lists which weights are spatially flipped (and a
+  ``ConvRNN2D`` around a user's cell has its rank-4 ``kernel``/``recurrent_kernel`` flipped);
 * ``CuDNNLSTM``/``CuDNNGRU`` weights loaded into ``LSTM``/``GRU(reset_after=True)`` and back
   (input kernels stored column-major per gate, recurrent kernels transposed, LSTM biases split
   into input and recurrent halves);
@@ -288,14 +289,35 @@ def from_file(layer: Any, weights: list[np.ndarray], origin: Origin) -> list[np.
             return out
         return from_file(wrapped[0], weights, origin)
     cls = class_name(layer)
-    if origin.flips_kernels and cls in CONV_FLIP:
-        for i in CONV_FLIP[cls]:
+    flips = CONV_FLIP.get(cls, ()) or _cell_kernels(layer, weights)
+    if origin.flips_kernels and flips:
+        for i in flips:
             if i < len(weights):
                 weights[i] = flip_kernel(weights[i])
         origin.note("convolution kernels flipped (Theano convolves, arignote correlates)")
     if cls in ("LSTM", "GRU", "CuDNNLSTM", "CuDNNGRU"):
         weights = _rnn_from_file(layer, weights, origin)
     return weights
+
+
+# the weights of a convolutional cell (a user's cell in ConvRNN2D) that its K.conv2d calls convolve with
+_CELL_CONV_KERNELS = ("kernel", "recurrent_kernel")
+
+
+def _cell_kernels(layer: Any, weights: list[np.ndarray]) -> tuple[int, ...]:
+    """Positions of a ConvRNN2D cell's rank-4 ``kernel`` / ``recurrent_kernel`` among ``weights`` (the
+    cell's weights in ``get_weights`` order): what a Theano file stores for true convolution, as it
+    does ConvLSTM2D's (Keras 2's Theano ``K.conv2d`` convolves whichever layer calls it)."""
+    cell = getattr(layer, "cell", None)
+    if cell is None or not any(k.__name__ == "ConvRNN2D" for k in type(layer).__mro__):
+        return ()
+    names = {p.untyped_storage().data_ptr(): n.rsplit(".", 1)[-1] for n, p in cell.named_parameters()}
+    views = list(layer._keras_weights())
+    return tuple(
+        i for i, view in enumerate(views)
+        if i < len(weights) and np.ndim(weights[i]) == 4
+        and names.get(view.untyped_storage().data_ptr()) in _CELL_CONV_KERNELS
+    )
 
 
 def theano_same_padding(layer: Any, origin: Origin) -> None:
@@ -307,7 +329,14 @@ def theano_same_padding(layer: Any, origin: Origin) -> None:
     With ``strides=1`` mirroring is exact; with larger strides the file's alignment cannot be
     reproduced and the one-line message says so.
     """
-    if not origin.flips_kernels or class_name(layer) not in CONV_FLIP:
+    if not origin.flips_kernels:
+        return
+    inner = _wrapped(layer) or _nested(layer)  # Bidirectional(ConvLSTM2D), TimeDistributed(Conv2D), models
+    if inner is not None:
+        for sub in inner:
+            theano_same_padding(sub, origin)
+        return
+    if class_name(layer) not in CONV_FLIP:
         return
     kernel = np.atleast_1d(getattr(layer, "kernel_size", ()))
     dilation = np.atleast_1d(getattr(layer, "dilation_rate", 1))

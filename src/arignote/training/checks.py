@@ -82,6 +82,17 @@ def check_finite(t: torch.Tensor, name: str = "x") -> None:
         f"training, e.g. {name} = np.nan_to_num({name})")
 
 
+def _channels_last_fixes(got: tuple, expected: tuple) -> list[tuple[int, ...]]:
+    """The transposes (batch axis included) that move one axis of ``got`` last to give ``expected``:
+    images ``(C, H, W)`` -> ``(0, 2, 3, 1)``; a sequence of images ``(T, C, H, W)`` -> ``(0, 1, 3, 4, 2)``."""
+    fixes = []
+    for i in range(len(got) - 1):
+        moved = (*got[:i], *got[i + 1:], got[i])
+        if all(e is None or e == g for g, e in zip(moved, expected)):
+            fixes.append((0, *(a + 1 for a in range(len(got)) if a != i), i + 1))
+    return fixes
+
+
 def check_input_shape(x: Any, expected: tuple | None, name: str = "x") -> None:
     """Compare the per-sample shape of ``x`` with what the model expects (None dims match anything).
 
@@ -93,10 +104,11 @@ def check_input_shape(x: Any, expected: tuple | None, name: str = "x") -> None:
     expected = tuple(expected)
     if len(got) == len(expected) and all(e is None or e == g for g, e in zip(got, expected)):
         return
-    if len(got) == 3 and len(expected) == 3 and got == (expected[2], expected[0], expected[1]):
+    fixes = _channels_last_fixes(got, expected) if len(got) == len(expected) >= 2 else []
+    if fixes:
         raise ValueError(
             f"{name} has per-sample shape {got} (channels first) but the model expects {expected} "
-            f"(channels last, as in Keras); pass {name}.transpose(0, 2, 3, 1)")
+            f"(channels last, as in Keras); pass " + " or ".join(f"{name}.transpose{p}" for p in fixes))
     shown = tuple("?" if e is None else e for e in expected)
     raise ValueError(
         f"{name} has per-sample shape {got} but the model's input shape is {shown}; "

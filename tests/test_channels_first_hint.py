@@ -1,0 +1,78 @@
+"""A channels_first Keras 2 model is rebuilt channels_last; the loader's one line and the input-shape
+check tell the user the transpose that fits each input: images ``(0, 2, 3, 1)``, sequences of images
+``(0, 1, 3, 4, 2)``, volumes ``(0, 2, 3, 4, 1)``."""
+
+import os
+
+import numpy as np
+import pytest
+
+from arignote.models import load_model
+from arignote.saving import hdf5, keras_config
+from arignote.training.checks import check_input_shape
+
+FIX = os.path.join(os.path.dirname(__file__), "fixtures", "keras2")
+
+
+def _input(name, shape):
+    return {"name": name, "class_name": "InputLayer", "inbound_nodes": [],
+            "config": {"name": name, "batch_input_shape": [None, *shape], "dtype": "float32"}}
+
+
+def _layer(name, cls, source, **config):
+    return {"name": name, "class_name": cls, "inbound_nodes": [[[source, 0, 0, {}]]],
+            "config": {"name": name, **config}}
+
+
+def test_each_input_gets_the_transpose_of_its_rank():
+    cf = {"data_format": "channels_first"}
+    lstm = {"class_name": "ConvLSTM2D",
+            "config": {"name": "inner", "filters": 2, "kernel_size": [3, 3], **cf}}
+    config = {"name": "m", "layers": [
+        _input("images", (3, 8, 8)),
+        _input("clips", (4, 3, 8, 8)),
+        _input("volumes", (3, 4, 8, 8)),
+        _input("both_ways", (4, 3, 8, 8)),
+        _layer("conv", "Conv2D", "images", filters=2, kernel_size=[3, 3], **cf),
+        _layer("clstm", "ConvLSTM2D", "clips", filters=2, kernel_size=[3, 3], **cf),
+        _layer("conv3d", "Conv3D", "volumes", filters=2, kernel_size=[3, 3, 3], **cf),
+        _layer("bi", "Bidirectional", "both_ways", layer=lstm, merge_mode="sum"),
+    ], "input_layers": [], "output_layers": []}
+    out, conversion = keras_config.functional_from_keras(config)
+    assert conversion.transposes == {"images": (0, 2, 3, 1), "clips": (0, 1, 3, 4, 2),
+                                     "volumes": (0, 2, 3, 4, 1), "both_ways": (0, 1, 3, 4, 2)}
+    shapes = {s["name"]: s["config"]["batch_input_shape"]
+              for s in out["layers"] if s["class_name"] == "InputLayer"}
+    assert shapes == {"images": [None, 8, 8, 3], "clips": [None, 4, 8, 8, 3], "volumes": [None, 4, 8, 8, 3],
+                      "both_ways": [None, 4, 8, 8, 3]}  # Bidirectional's input is a sequence too
+    hint = hdf5._feed_hint(conversion)
+    assert "images: x.transpose(0, 2, 3, 1)" in hint and "clips: x.transpose(0, 1, 3, 4, 2)" in hint
+
+
+@pytest.mark.parametrize("path, want, wrong", [
+    (os.path.join(FIX, "convrnn", "convlstm2d_first.h5"), "x.transpose(0, 1, 3, 4, 2)", "(0, 2, 3, 1)"),
+    (os.path.join(FIX, "th_cf_conv.h5"), "x.transpose(0, 2, 3, 1)", "(0, 1, 3, 4, 2)"),
+])
+def test_the_loader_line_names_the_transpose_of_the_files_input(capsys, path, want, wrong):
+    load_model(path)
+    line = [s for s in capsys.readouterr().out.splitlines() if "rebuilt channels_last" in s][0]
+    assert want in line and wrong not in line
+
+
+def test_the_input_check_suggests_the_transpose_for_sequences_of_images():
+    with pytest.raises(ValueError, match=r"x\.transpose\(0, 1, 3, 4, 2\)$"):
+        check_input_shape(np.zeros((2, 5, 3, 8, 8)), (5, 8, 8, 3))
+    with pytest.raises(ValueError, match=r"clips\.transpose\(0, 2, 3, 4, 1\)$"):
+        check_input_shape(np.zeros((2, 3, 5, 8, 8)), (5, 8, 8, 3), "clips")
+
+
+def test_a_concatenating_bidirectional_around_a_channels_first_layer_is_refused():
+    # Keras 2.3.1 joins the last axis, the columns of a channels_first ConvLSTM2D: not rebuilt silently
+    spec = {"class_name": "Bidirectional", "config": {"name": "bi", "merge_mode": "concat", "layer": {
+        "class_name": "ConvLSTM2D",
+        "config": {"name": "c", "filters": 2, "kernel_size": [3, 3], "data_format": "channels_first"}}}}
+    with pytest.raises(ValueError, match=r"layer 'bi' \(Bidirectional\): 'concat' joins the last axis"):
+        keras_config.layer_from_keras(spec, keras_config.Conversion())
+    spec["config"]["merge_mode"] = "sum"
+    out = keras_config.layer_from_keras(spec, keras_config.Conversion())
+    assert out["config"]["layer"]["config"]["data_format"] == "channels_last"
