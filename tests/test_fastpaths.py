@@ -348,6 +348,18 @@ def test_probed_cpu_fit_keeps_channels_last_uses_fused_adam_and_reads_nothing_ba
     assert plain["conv_outputs"] and plain["channels_last"] is True
 
 
+def test_the_sync_guard_is_not_tripped_by_the_run_status_record_on_a_slow_machine(monkeypatch):
+    """The run-status record reads the batch logs every `status.INTERVAL` seconds: on a loaded machine
+    (or a first cuDNN step) that fell inside the guarded steps, 2 reads (seen in a full run at load 6).
+    With the interval at 0 (a record at every batch) the guarded steps still read nothing back."""
+    from arignote.share import status
+
+    monkeypatch.setattr(status, "INTERVAL", 0.0)
+    counter = HostSyncCounter()
+    _, seen = observe_fit({}, "cpu", sync_guard=True, sync_switch=counter.switch)
+    assert seen["guarded"] == list(range(1, 8)) and counter.syncs == 0
+
+
 def test_host_sync_counter_sees_item_calls():
     counter = HostSyncCounter()
     counter.switch(True)

@@ -82,8 +82,8 @@ def test_writes_are_rate_limited(lease_dir, monkeypatch):
     monkeypatch.setattr(status, "write_record", lambda path, rec: (writes.append(dict(rec)), real(path, rec)))
     x, y = _data()
     _model().fit(x, y, epochs=3, batch_size=8, verbose=0, callbacks=[RunStatus(interval=3600)])
-    # the explicit RunStatus plus fit's own one: 2 writes each (begin, end)
-    assert [w["state"] for w in writes] == ["running", "running", "finished", "finished"]
+    # the explicit RunStatus replaces fit's own (one record per run): 2 writes (begin, end)
+    assert [w["state"] for w in writes] == ["running", "finished"]
     writes.clear()
     with config.override(share_status=False):
         _model().fit(x, y, epochs=2, batch_size=8, verbose=0, callbacks=[RunStatus(interval=0)])

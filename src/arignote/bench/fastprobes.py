@@ -31,6 +31,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from arignote import config
 from arignote.callbacks import Callback
+from arignote.callbacks.status import RunStatus
 from arignote.datasets import synthetic
 from arignote.devices import cuda, current_inventory
 from arignote.devices.fastpaths import FitFacts
@@ -160,7 +161,9 @@ def observe_fit(flags: dict[str, Any], device: str, iterable: bool = False, sync
     data: Any = [(x[i:i + batch_size], y[i:i + batch_size]) for i in range(0, samples, batch_size)]
     recorder = Recorder(lambda: cuda.cudnn_flags()[1])
     guard = SyncGuard(sync_switch or cuda.set_sync_errors)
-    callbacks = [recorder, guard] if sync_guard else [recorder]
+    # the run-status record reads the batch logs every 2 s (a log point, a host read by design): a
+    # slow machine would reach one inside the guarded steps; the guard is about the step itself
+    callbacks = [recorder, guard, RunStatus(interval=3600.0)] if sync_guard else [recorder]
     with ConvLayouts() as layouts:
         if iterable:
             model.fit(data, epochs=1, verbose=0, callbacks=callbacks)

@@ -441,7 +441,8 @@ class Model(Functional, GeneratorMethods):
         """The user's callbacks with fit's defaults around them, each default only when the user did
         not pass one of its kind: a device-stats monitor first (``model.device_stats`` and the
         progress line, not the logs),
-        a ``ProgbarLogger`` (``verbose``, rank 0) and a ``History`` (last, as Keras 2)."""
+        a ``ProgbarLogger`` (``verbose``, rank 0), a ``History`` (last, as Keras 2) and, with the
+        ``share.status`` flag, a ``RunStatus`` (rank 0) after it."""
         user = list(callbacks or [])
         # device figures for the progress line and model.device_stats, never in History/CSV logs
         # (the user's own DeviceStatsMonitor puts them in the logs on purpose)
@@ -452,8 +453,8 @@ class Model(Functional, GeneratorMethods):
         history = next((cb for cb in user if isinstance(cb, History)), None)
         self.history = history if history is not None else History()
         cbs += user + ([] if history is not None else [self.history])
-        if trainer.strategy.is_main and config.get("share.status"):  # issue 19: `arignote dash` shows the run
-
+        status_wanted = config.get("share.status") and not any(isinstance(cb, RunStatus) for cb in user)
+        if trainer.strategy.is_main and status_wanted:  # issue 19: `arignote dash` shows the run
             cbs.append(RunStatus())
         return cbs
 
