@@ -97,9 +97,7 @@ def test_convolutional_module_aliases_and_legacy_names():
     assert conv.Deconv3D is conv.Conv3DTranspose
     assert conv.SeparableConvolution1D is conv.SeparableConv1D
     assert conv.SeparableConvolution2D is conv.SeparableConv2D
-    with pytest.raises(KerasNameMissing, match=r"AtrousConv2D .*legacy.*deliberately not provided.*"
-                                               r"Conv2D\(\.\.\., dilation_rate=rate\)"):
-        conv.AtrousConv2D  # noqa: B018
+    assert conv.AtrousConv2D is conv.AtrousConvolution2D  # Keras 1's, provided (tests/test_layers_legacy.py)
     with pytest.raises(KerasNameMissing, match="RNN\\(cell\\)"):
         recurrent.Recurrent  # noqa: B018
     assert issubclass(convolutional_recurrent.ConvLSTM2D, convolutional_recurrent.ConvRNN2D)

@@ -262,10 +262,10 @@ def test_keras2_module_paths_import(module):
 
 
 def test_legacy_names_say_what_to_use_instead():
-    with pytest.raises(ImportError, match="Conv2D\\(..., dilation_rate=rate\\)"):
-        from arignote.layers import AtrousConvolution2D  # noqa: F401
+    with pytest.raises(ImportError, match="RNN\\(cell\\)"):
+        from arignote.layers import Recurrent  # noqa: F401
     with pytest.raises(layers.UnsupportedLayerError, match="Keras 1 legacy.*deliberately not"):
-        layers.MaxoutDense  # noqa: B018
+        layers.ConvRecurrent2D  # noqa: B018
     with pytest.raises(AttributeError, match="no attribute 'NoSuchLayer'"):
         layers.NoSuchLayer  # noqa: B018
 

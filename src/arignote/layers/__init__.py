@@ -74,6 +74,7 @@ from arignote.layers.core import (
 )
 from arignote.layers.cudnn_recurrent import CuDNNGRU, CuDNNLSTM
 from arignote.layers.embeddings import Embedding
+from arignote.layers.legacy import AtrousConvolution1D, AtrousConvolution2D, Highway, MaxoutDense
 from arignote.layers.local import LocallyConnected1D, LocallyConnected2D
 from arignote.layers.merge import (
     Add,
@@ -136,11 +137,11 @@ from arignote.layers.wrappers import Bidirectional, TimeDistributed, Wrapper
 #: The error a left-out name raises (kept under its old name; it is :class:`KerasNameMissing`).
 UnsupportedLayerError = KerasNameMissing
 
-__getattr__ = legacy_getattr("arignote.layers", ["MaxoutDense", "Highway", "AtrousConvolution1D",
-                                                "AtrousConvolution2D", "Recurrent", "ConvRecurrent2D"])
+__getattr__ = legacy_getattr("arignote.layers", ["Recurrent", "ConvRecurrent2D"])
 
 
 __all__ = [
+    "AtrousConvolution1D", "AtrousConvolution2D", "Highway", "MaxoutDense",
     "Activation", "ActivityRegularization", "Bidirectional", "ConvLSTM2D", "ConvLSTM2DCell", "CuDNNGRU",
     "CuDNNLSTM", "GRUCell", "LSTMCell", "RNN", "SimpleRNN", "SimpleRNNCell", "StackedRNNCells",
     "TimeDistributed", "Wrapper", "Add", "AlphaDropout", "Average", "AveragePooling1D",

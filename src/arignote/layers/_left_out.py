@@ -1,18 +1,19 @@
 """The Keras layer names arignote deliberately leaves out, with what to use instead.
 
 Keras 2.3.1 still exported a few Keras 1 layers (``keras.legacy``) from ``keras.layers`` and its
-submodules; arignote answers them with one :class:`~arignote.errors.KerasNameMissing` that names the
-Keras 2 replacement. Each module path that had such names installs :func:`legacy_getattr` as its
-module ``__getattr__``.
+submodules. MaxoutDense, Highway and the Atrous constructors are provided
+(:mod:`arignote.layers.legacy`); Keras 1's abstract recurrent bases are not: arignote answers them
+with one :class:`~arignote.errors.KerasNameMissing` that names the Keras 2 replacement. Each module
+path that had such names installs :func:`legacy_getattr` as its module ``__getattr__``.
 
 Example::
 
-    >>> getattr_ = legacy_getattr("arignote.layers.convolutional", ["AtrousConv2D"])
+    >>> getattr_ = legacy_getattr("arignote.layers.recurrent", ["Recurrent"])
     >>> try:
-    ...     getattr_("AtrousConv2D")
+    ...     getattr_("Recurrent")
     ... except ImportError as e:
     ...     print(str(e).split("; ")[1])
-    use Conv2D(..., dilation_rate=rate) instead
+    use RNN(cell) with a cell class (SimpleRNNCell, LSTMCell, GRUCell or your own) instead
 """
 
 from __future__ import annotations
@@ -25,12 +26,6 @@ __all__ = ["LEGACY", "legacy_getattr"]
 
 #: each left-out legacy layer name -> what to write instead
 LEGACY = {
-    "MaxoutDense": "a Dense layer then a max over groups of units (Reshape + Lambda)",
-    "Highway": "Dense layers combined with merge.multiply/add in the functional API",
-    "AtrousConvolution1D": "Conv1D(..., dilation_rate=rate)",
-    "AtrousConvolution2D": "Conv2D(..., dilation_rate=rate)",
-    "AtrousConv1D": "Conv1D(..., dilation_rate=rate)",
-    "AtrousConv2D": "Conv2D(..., dilation_rate=rate)",
     "Recurrent": "RNN(cell) with a cell class (SimpleRNNCell, LSTMCell, GRUCell or your own)",
     "ConvRecurrent2D": "ConvLSTM2D",
 }

@@ -9,6 +9,9 @@ Example::
     (8, 8, 3)
 """
 
+import warnings
+from typing import Any
+
 from arignote.layers._conv import (
     Conv1D,
     Conv2D,
@@ -22,7 +25,6 @@ from arignote.layers._conv import (
     Deconvolution3D,
 )
 from arignote.layers._conv_extra import DepthwiseConv2D, SeparableConv1D, SeparableConv2D
-from arignote.layers._left_out import legacy_getattr
 from arignote.layers._reshaping import (
     Cropping1D,
     Cropping2D,
@@ -56,10 +58,35 @@ Convolution2DTranspose = Conv2DTranspose
 Deconv2D = Conv2DTranspose
 Deconv3D = Conv3DTranspose
 
-__getattr__ = legacy_getattr("arignote.layers.convolutional",
-                             ["AtrousConvolution1D", "AtrousConvolution2D", "AtrousConv1D", "AtrousConv2D"])
+
+
+def _atrous(conv: type, name: str, args: tuple, kwargs: dict) -> Any:
+    kwargs["dilation_rate"] = kwargs.pop("atrous_rate", 1)
+    warnings.warn(f"The `{name}` layer has been deprecated. Use instead the `{conv.__name__}` layer with "
+                  "the `dilation_rate` argument.", stacklevel=3)
+    return conv(*args, **kwargs)
+
+
+def AtrousConvolution1D(*args: Any, **kwargs: Any) -> Conv1D:  # noqa: N802 (Keras's name)
+    """Keras 2.3.1's legacy ``AtrousConvolution1D``: ``Conv1D(..., dilation_rate=atrous_rate)``, with
+    its deprecation warning."""
+    return _atrous(Conv1D, "AtrousConvolution1D", args, kwargs)
+
+
+def AtrousConvolution2D(*args: Any, **kwargs: Any) -> Conv2D:  # noqa: N802 (Keras's name)
+    """Keras 2.3.1's legacy ``AtrousConvolution2D``: ``Conv2D(..., dilation_rate=atrous_rate)``, with
+    its deprecation warning."""
+    return _atrous(Conv2D, "AtrousConvolution2D", args, kwargs)
+
+
+AtrousConv1D = AtrousConvolution1D
+AtrousConv2D = AtrousConvolution2D
 
 __all__ = [
+    "AtrousConvolution1D",
+    "AtrousConvolution2D",
+    "AtrousConv1D",
+    "AtrousConv2D",
     "SeparableConvolution1D",
     "SeparableConvolution2D",
     "Convolution2DTranspose",
