@@ -128,8 +128,9 @@ def _per_output(value: Any, fn: Any) -> Any:
 
 
 def _metric_names(value: Any) -> Any:
-    """Metrics as Keras 2 writes them: names, and Keras 2.3.1 metric class objects as
-    ``{'class_name', 'config'}`` (a function metric has no name Keras could load)."""
+    """Metrics as Keras 2 writes them: names, Keras 2.3.1 metric class objects as
+    ``{'class_name', 'config'}``, and a user's metric function by its ``__name__`` (as Keras 2.3.1's
+    JSON encoder writes it: loading the file then needs it in ``custom_objects``)."""
     if isinstance(value, dict):
         return {k: _metric_names(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -137,7 +138,10 @@ def _metric_names(value: Any) -> Any:
     if isinstance(value, str):
         return value
     stored = metrics.serialize(value) if hasattr(value, "get_config") else None
-    return stored if isinstance(stored, dict) else None
+    if isinstance(stored, dict):
+        return stored
+    name = getattr(value, "__name__", None)
+    return name if callable(value) and isinstance(name, str) and name != "<lambda>" else None
 
 
 def _training_config(model: Any) -> dict | None:
