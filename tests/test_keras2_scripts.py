@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 NAMES = ["siamese", "autoencoder", "vae", "seq2seq", "custom_layer", "callbacks_tour", "stateful_lstm",
-         "little_data", "sklearn_wrapper"]
+         "little_data", "sklearn_wrapper", "functional_guide"]
 
 
 @pytest.mark.parametrize("name", NAMES)

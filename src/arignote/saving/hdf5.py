@@ -363,12 +363,21 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
     def named(item: Any) -> Any:
         if isinstance(item, dict) and item.get("class_name") in objects:  # a user's Metric subclass
             return objects[item["class_name"]].from_config(item.get("config", {}))
+        if isinstance(item, str) and item not in objects:
+            try:
+                metrics.get(item)
+            except ValueError:  # Keras 2.3.1: "Unknown metric function:rmse"
+                raise ValueError(
+                    f"{path}: unknown metric function {item!r} in the file's training_config; a metric "
+                    f"written by its function's name loads with load_model(path, custom_objects="
+                    f"{{{item!r}: {item}}}), or with compile=False"
+                ) from None
         return objects.get(item, item) if isinstance(item, str) else item
 
     loss = _per_output(training.get("loss"),
                        lambda v: losses.deserialize(v, objects) if isinstance(v, dict) else named(v))
-    metrics = _per_output(training.get("metrics") or None, named)
+    file_metrics = _per_output(training.get("metrics") or None, named)
     weighted = [named(m) for m in (training.get("weighted_metrics") or [])]
-    model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, weighted_metrics=weighted or None,
-                  sample_weight_mode=training.get("sample_weight_mode"),
+    model.compile(optimizer=optimizer, loss=loss, metrics=file_metrics or None,
+                  weighted_metrics=weighted or None, sample_weight_mode=training.get("sample_weight_mode"),
                   loss_weights=training.get("loss_weights"))
