@@ -22,7 +22,8 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 
 NAMES = ["siamese", "autoencoder", "vae", "seq2seq", "custom_layer", "callbacks_tour", "stateful_lstm",
-         "little_data", "sklearn_wrapper", "functional_guide"]
+         "little_data", "sklearn_wrapper", "functional_guide", "filter_visualization", "custom_objects",
+         "theano_habits"]
 
 
 @pytest.mark.parametrize("name", NAMES)
