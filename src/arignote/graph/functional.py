@@ -418,15 +418,10 @@ class Functional:
 
         kept = {id(n) for n in self._order}
         rows = []
-        chain = True  # Keras 2 prints a chain of single-input layers as it prints a Sequential
-        fed: set[int] = set()
+        layer_nodes = []
         for layer in self._layers:
             nodes = [n for n in layer._inbound_nodes if id(n) in kept or not n.inbound_layers]
-            chain = chain and len(nodes) == 1 and len(nodes[0].inbound_layers) <= 1
-            for n in nodes:
-                for src in n.inbound_layers:
-                    chain = chain and id(src) not in fed
-                    fed.add(id(src))
+            layer_nodes.append(nodes)
             shapes = [n.output_shapes[0] if len(n.output_shapes) == 1 else list(n.output_shapes)
                       for n in nodes]
             shape = shapes[0] if len({str(s) for s in shapes}) == 1 else None
@@ -439,7 +434,7 @@ class Functional:
             rows.append((f"{layer.name} ({kind})", summary.format_shape(shape), params, connected))
         total = self.count_params()
         trainable = self.count_trainable_params()
-        if chain and len(self.inputs) == 1 and len(self.outputs) == 1:
+        if summary.is_chain(layer_nodes) and len(self.inputs) == 1 and len(self.outputs) == 1:
             text = summary.render([row[:3] + (None,) for row in rows], total, trainable, title=self.name)
         else:
             text = summary.render_graph(rows, total, trainable, title=self.name)
