@@ -240,3 +240,34 @@ def test_custom_loss_reads_graph_tensors_of_the_current_batch():
     h = Model(inp, hidden).predict(x)
     assert isinstance(seen[-1], torch.Tensor)
     assert total == pytest.approx(float(np.mean(model.predict(x) ** 2)) + float(np.mean(h ** 2)), rel=1e-4)
+
+
+def test_summary_of_a_chain_is_printed_as_keras2_prints_a_sequential(capsys):
+    # Keras 2.3.1's print_summary treats a functional model whose layers form one chain (one node each,
+    # one inbound layer each) as "sequential-like": no Connected to column. The text below is real
+    # Keras 2.3.1's output for this model (trailing spaces stripped).
+    from arignote.layers import Conv2D, MaxPooling2D
+
+    inp = Input(shape=(24, 24, 3), name="input")
+    x = Conv2D(8, (3, 3), activation="relu", padding="same", name="block1_conv1")(inp)
+    x = Conv2D(8, (3, 3), activation="relu", padding="same", name="block1_conv2")(x)
+    x = MaxPooling2D((2, 2), name="block1_pool")(x)
+    x = Conv2D(16, (3, 3), activation="relu", padding="same", name="block2_conv1")(x)
+    Model(inp, x, name="model_1").summary()
+    out = [line.rstrip() for line in capsys.readouterr().out.splitlines()]
+    rule, thin = "=" * 65, "_" * 65
+    assert out[:17] == [
+        'Model: "model_1"', thin,
+        "Layer (type)                 Output Shape              Param #", rule,
+        "input (InputLayer)           (None, 24, 24, 3)         0", thin,
+        "block1_conv1 (Conv2D)        (None, 24, 24, 8)         224", thin,
+        "block1_conv2 (Conv2D)        (None, 24, 24, 8)         584", thin,
+        "block1_pool (MaxPooling2D)   (None, 12, 12, 8)         0", thin,
+        "block2_conv1 (Conv2D)        (None, 12, 12, 16)        1168", rule,
+        "Total params: 1,976", "Trainable params: 1,976", "Non-trainable params: 0"]
+    # a layer used twice, or a layer with two inbound layers, is not a chain
+    shared = Dense(4, name="twice")
+    y = shared(shared(Input(shape=(4,))))
+    lines = []
+    Model(shared.get_input_at(0), y).summary(print_fn=lines.append)
+    assert any("Connected to" in line for line in lines)

@@ -1,4 +1,7 @@
-"""Convolutional autoencoder in the style of the Keras blog "Building Autoencoders in Keras" (2016)."""
+"""Convolutional autoencoder in the style of the Keras blog "Building Autoencoders in Keras" (2016).
+
+Checked on real Keras 2.3.1 (Theano backend) with scripts/run_keras2_scripts_on_keras.py.
+"""
 import numpy as np
 
 from arignote.layers import Conv2D, Input, MaxPooling2D, UpSampling2D

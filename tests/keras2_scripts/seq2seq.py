@@ -1,5 +1,8 @@
 """Sequence to sequence in the style of Keras 2's examples/addition_rnn.py: an LSTM encoder, RepeatVector,
-an LSTM decoder with return_sequences, TimeDistributed(Dense) and softmax. Task: reverse a digit string."""
+an LSTM decoder with return_sequences, TimeDistributed(Dense) and softmax. Task: reverse a digit string.
+
+Checked on real Keras 2.3.1 (Theano backend) with scripts/run_keras2_scripts_on_keras.py.
+"""
 import numpy as np
 
 from arignote import layers

@@ -1,5 +1,8 @@
 """Variational autoencoder in the style of Keras 2.0's examples/variational_autoencoder.py: a custom
-loss that closes over the encoder's symbolic tensors (z_mean, z_log_var), and the sampling Lambda."""
+loss that closes over the encoder's symbolic tensors (z_mean, z_log_var), and the sampling Lambda.
+
+Checked on real Keras 2.3.1 (Theano backend) with scripts/run_keras2_scripts_on_keras.py.
+"""
 import numpy as np
 
 from arignote import backend as K

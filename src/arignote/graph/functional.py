@@ -418,8 +418,10 @@ class Functional:
 
         kept = {id(n) for n in self._order}
         rows = []
+        layer_nodes = []
         for layer in self._layers:
             nodes = [n for n in layer._inbound_nodes if id(n) in kept or not n.inbound_layers]
+            layer_nodes.append(nodes)
             shapes = [n.output_shapes[0] if len(n.output_shapes) == 1 else list(n.output_shapes)
                       for n in nodes]
             shape = shapes[0] if len({str(s) for s in shapes}) == 1 else None
@@ -432,7 +434,11 @@ class Functional:
             rows.append((f"{layer.name} ({kind})", summary.format_shape(shape), params, connected))
         total = self.count_params()
         trainable = self.count_trainable_params()
-        summary.print_summary(summary.render_graph(rows, total, trainable, title=self.name), print_fn)
+        if summary.is_chain(layer_nodes) and len(self.inputs) == 1 and len(self.outputs) == 1:
+            text = summary.render([row[:3] + (None,) for row in rows], total, trainable, title=self.name)
+        else:
+            text = summary.render_graph(rows, total, trainable, title=self.name)
+        summary.print_summary(text, print_fn)
 
 
 def forward_masks(module: nn.Module, inputs: Any, mask: Any, n_outputs: int) -> Any:

@@ -24,7 +24,7 @@ from typing import Any
 
 from arignote import parallel
 
-__all__ = ["render", "render_graph", "layer_rows", "format_shape"]
+__all__ = ["render", "render_graph", "is_chain", "layer_rows", "format_shape"]
 
 _LINE = 65
 _POSITIONS = (0.45, 0.85, 1.0)  # Keras 2's columns for sequential models
@@ -82,6 +82,21 @@ def render(rows: list[tuple[str, str, int, str | None]], total: int, trainable: 
     out.append(f"Non-trainable params: {total - trainable:,}")
     out.append("_" * line_length)
     return "\n".join(out)
+
+
+def is_chain(layer_nodes: list[list[Any]]) -> bool:
+    """Whether a functional model's layers (each given by its nodes in the model) form one chain: one
+    node per layer, at most one inbound layer per node, no layer feeding two nodes. Keras 2.3.1's
+    ``print_summary`` prints such a model ("sequential-like") as it prints a Sequential."""
+    fed: set[int] = set()
+    for nodes in layer_nodes:
+        if len(nodes) != 1 or len(nodes[0].inbound_layers) > 1:
+            return False
+        for src in nodes[0].inbound_layers:
+            if id(src) in fed:
+                return False
+            fed.add(id(src))
+    return True
 
 
 def render_graph(rows: list[tuple[str, str, int, list[str]]], total: int, trainable: int,

@@ -137,8 +137,9 @@ def _per_output(value: Any, fn: Any) -> Any:
 
 
 def _metric_names(value: Any) -> Any:
-    """Metrics as Keras 2 writes them: names, and Keras 2.3.1 metric class objects as
-    ``{'class_name', 'config'}`` (a function metric has no name Keras could load)."""
+    """Metrics as Keras 2 writes them: names, Keras 2.3.1 metric class objects as
+    ``{'class_name', 'config'}``, and a user's metric function by its ``__name__`` (as Keras 2.3.1's
+    JSON encoder writes it: loading the file then needs it in ``custom_objects``)."""
     if isinstance(value, dict):
         return {k: _metric_names(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
@@ -146,7 +147,10 @@ def _metric_names(value: Any) -> Any:
     if isinstance(value, str):
         return value
     stored = metrics.serialize(value) if hasattr(value, "get_config") else None
-    return stored if isinstance(stored, dict) else None
+    if isinstance(stored, dict):
+        return stored
+    name = getattr(value, "__name__", None)
+    return name if callable(value) and isinstance(name, str) and name != "<lambda>" else None
 
 
 def _training_config(model: Any) -> dict | None:
@@ -387,12 +391,22 @@ def _compile_from(model: Any, training: dict, custom_objects: dict | None, path:
     def named(item: Any) -> Any:
         if isinstance(item, dict) and item.get("class_name") in objects:  # a user's Metric subclass
             return objects[item["class_name"]].from_config(item.get("config", {}))
+        if isinstance(item, str) and item not in objects:
+            try:
+                metrics.get(item)
+            except ValueError:  # Keras 2.3.1: "Unknown metric function:rmse"
+                raise ValueError(
+                    f"{path}: unknown metric function {item!r} in the file's training_config; a metric "
+                    f"written by its function's name loads with load_model(path, custom_objects="
+                    f"{{{item!r}: {item}}}), or with compile=False"
+                ) from None
         return objects.get(item, item) if isinstance(item, str) else item
 
     loss = _per_output(training.get("loss"),
                        lambda v: losses.deserialize(v, objects) if isinstance(v, dict) else named(v))
-    metrics = _per_output(_unprefixed(training.get("metrics") or None), named)
+    # not `metrics`: that is the module `named` reads
+    file_metrics = _per_output(_unprefixed(training.get("metrics") or None), named)
     weighted = _per_output(_unprefixed(training.get("weighted_metrics") or None), named)
-    model.compile(optimizer=optimizer, loss=loss, metrics=metrics or None, weighted_metrics=weighted or None,
-                  sample_weight_mode=training.get("sample_weight_mode"),
+    model.compile(optimizer=optimizer, loss=loss, metrics=file_metrics or None,
+                  weighted_metrics=weighted or None, sample_weight_mode=training.get("sample_weight_mode"),
                   loss_weights=training.get("loss_weights"))
