@@ -636,6 +636,22 @@ def serialize(layer: Layer) -> dict:
     return {"class_name": type(layer).__name__, "config": layer.get_config()}
 
 
+def register_model_class(cls: type) -> type:
+    """Let :func:`deserialize` rebuild a model class (``Model``, ``Sequential``) met as a layer, e.g.
+    inside ``TimeDistributed``: the models register themselves here, so this floor imports nothing
+    from theirs.
+
+    >>> class Net:
+    ...     @classmethod
+    ...     def from_config(cls, config, custom_objects=None): return "built"
+    >>> register_model_class(Net) is Net and deserialize({"class_name": "Net", "config": {}})
+    'built'
+    >>> del _REGISTRY["Net"]
+    """
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
 def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
     """Rebuild a layer from :func:`serialize`'s output.
 

@@ -44,19 +44,25 @@ class Wrapper(KerasLayer, Layer):
     """Base of the wrappers: holds ``layer``; its weights are this layer's."""
 
     def __init__(self, layer: Any, **kwargs: Any) -> None:
-        if not isinstance(layer, Layer):
-            raise ValueError(f"{type(self).__name__} wraps an arignote layer (e.g. Dense(8)), got {layer!r}")
+        model = not isinstance(layer, Layer) and isinstance(getattr(layer, "module", None), torch.nn.Module)
+        if not isinstance(layer, Layer) and not model:
+            raise ValueError(f"{type(self).__name__} wraps an arignote layer (e.g. Dense(8)) or model, "
+                             f"got {layer!r}")
         super().__init__(**kwargs)
-        self.layer = layer
+        if model:  # a model used as a layer (Keras 2: a Model is a Layer): its module holds the weights
+            object.__setattr__(self, "layer", layer)
+            self.wrapped_model = layer.module
+        else:
+            self.layer = layer
 
     def _keras_weights(self) -> list[torch.Tensor]:
-        return self.layer._keras_weights()
+        return _views(self.layer)
 
     def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        self.layer._set_keras_weights(weights)
+        _set_views(self.layer, list(weights))
 
     def weight_names(self) -> list[str]:
-        return list(getattr(self.layer, "weight_names", list)())
+        return _names(self.layer)
 
     def get_config(self) -> dict:
         cfg = super().get_config()
@@ -69,6 +75,29 @@ class Wrapper(KerasLayer, Layer):
         layer = deserialize(config.pop("layer"), custom_objects)
         with _known(custom_objects):  # Bidirectional rebuilds its backward layer (a user's cell) by name
             return cls(layer, **config)
+
+
+def _views(layer: Any) -> list[torch.Tensor]:
+    """A layer's Keras weights; a model's: its layers', in order (``Model.get_weights``)."""
+    if hasattr(layer, "_keras_weights"):
+        return list(layer._keras_weights())
+    return [v for sub in layer.layers for v in _views(sub)]
+
+
+def _set_views(layer: Any, weights: list[torch.Tensor]) -> None:
+    if hasattr(layer, "_set_keras_weights"):
+        layer._set_keras_weights(weights)
+        return
+    for sub in layer.layers:
+        n = len(_views(sub))
+        _set_views(sub, weights[:n])
+        weights = weights[n:]
+
+
+def _names(layer: Any) -> list[str]:
+    if hasattr(layer, "_keras_weights"):
+        return list(getattr(layer, "weight_names", list)())
+    return [f"{sub.name}/{name}" for sub in layer.layers for name in _names(sub)]
 
 
 @contextlib.contextmanager

@@ -37,6 +37,7 @@ from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.graph.network import Packing
+from arignote.layers.base import register_model_class
 from arignote.models import compile_args, saving, summary
 from arignote.models.generators import GeneratorMethods
 from arignote.precision import Precision, dtype_of
@@ -722,3 +723,6 @@ def _weighted_loss(loss_fn: Any, weight: float) -> Any:
         return loss_fn(y_true, y_pred) * weight
 
     return weighted
+
+
+register_model_class(Model)  # a model met as a layer (TimeDistributed(vision_model)) is rebuilt by its class

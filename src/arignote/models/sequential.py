@@ -31,7 +31,7 @@ from arignote.graph.functional import forward_masks
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
 from arignote.layers import deserialize, serialize
-from arignote.layers.base import Layer, auto_name
+from arignote.layers.base import Layer, auto_name, register_model_class
 from arignote.layers.input_layer import Input, InputLayer
 from arignote.models import summary as summary_table
 from arignote.models.model import Model
@@ -388,3 +388,6 @@ class Sequential(Model):
         trainable = sum(layer.count_trainable_params() for layer in self.layers)
         summary_table.print_summary(summary_table.render(rows, total, trainable), print_fn)
         summary_table.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
+
+
+register_model_class(Sequential)

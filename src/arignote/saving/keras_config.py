@@ -149,8 +149,12 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
             "or None, or with a channels_last layer"
         )
     for key in ("layer", "forward_layer", "backward_layer"):  # wrappers: convert the inner layer too
-        if isinstance(config.get(key), dict):
-            config[key] = layer_from_keras(config[key], conversion, custom_objects)
+        inner = config.get(key)
+        if isinstance(inner, dict) and inner.get("class_name") in ("Sequential", "Model", "Functional"):
+            config[key], sub = model_from_keras(inner, custom_objects, conversion.source)  # a model
+            _merge(conversion, sub)
+        elif isinstance(inner, dict):
+            config[key] = layer_from_keras(inner, conversion, custom_objects)
     cls = _lookup(name, custom_objects)
     if cls is None:
         return {"class_name": name, "config": config}  # deserialize names the unknown class

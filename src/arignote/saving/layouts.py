@@ -148,6 +148,9 @@ def trainable_mask(layer: Any) -> list[bool]:
 def weight_names(layer: Any, count: int) -> list[str]:
     """Keras-style names (``<layer>/<weight>:0``) for ``count`` weights of ``layer``."""
     prefix = layer.name
+    nested = _nested(layer)
+    if nested is not None:  # a model inside a wrapper (TimeDistributed(vision_model)): its layers' names
+        return [name for sub in nested for name in weight_names(sub, len(sub.get_weights()))]
     wrapped = _wrapped(layer)
     if wrapped is not None:
         names: list[str] = []
