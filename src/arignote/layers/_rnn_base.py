@@ -120,14 +120,7 @@ class RNN(KerasLayer, Layer):
             constants = _as_list(constants)
             self._num_constants = len(constants)
             extra += constants
-        if extra:  # Keras 2: the states and constants become extra inputs of the call
-            if isinstance(inputs, (list, tuple)):
-                raise ValueError(
-                    f"layer '{self.name}': give the initial states and constants either inside the inputs "
-                    "list ([x, *states, *constants]) or as initial_state=/constants=, not both"
-                )
-            inputs = [inputs, *extra]
-        return super().__call__(inputs, *args, **kwargs)
+        return super().__call__(with_extra_inputs(self.name, inputs, extra), *args, **kwargs)
 
     @property
     def output_size(self) -> int:
@@ -386,6 +379,23 @@ def run_steps(
         if sequence:
             outs.append(out)
     return (torch.stack(outs, 1) if sequence else None), prev, states
+
+
+def with_extra_inputs(name: str, inputs: Any, extra: list) -> Any:
+    """``[inputs, *extra]``: Keras 2 makes a recurrent layer's ``initial_state=`` / ``constants=``
+    extra inputs of its call (``inputs`` unchanged when there are none).
+
+    >>> with_extra_inputs("lstm", "x", []), with_extra_inputs("lstm", "x", ["h", "c"])
+    ('x', ['x', 'h', 'c'])
+    """
+    if not extra:
+        return inputs
+    if isinstance(inputs, (list, tuple)):
+        raise ValueError(
+            f"layer '{name}': give the initial states and constants either inside the inputs "
+            "list ([x, *states, *constants]) or as initial_state=/constants=, not both"
+        )
+    return [inputs, *extra]
 
 
 def _as_list(x: Any) -> list:

@@ -24,6 +24,7 @@ import torch
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.layers._conv_rnn import ConvRNN2D
+from arignote.layers._rnn_base import with_extra_inputs
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
 
@@ -210,14 +211,7 @@ class Bidirectional(Wrapper):
             self._num_constants = len(constants)
             self._share_constants()
             extra += constants
-        if extra:  # Keras 2: the states and constants become extra inputs of the call
-            if isinstance(inputs, (list, tuple)):
-                raise ValueError(
-                    f"layer '{self.name}': give the initial states and constants either inside the inputs "
-                    "list ([x, *states, *constants]) or as initial_state=/constants=, not both"
-                )
-            inputs = [inputs, *extra]
-        return super().__call__(inputs, *args, **kwargs)
+        return super().__call__(with_extra_inputs(self.name, inputs, extra), *args, **kwargs)
 
     @property
     def layers(self) -> list:
