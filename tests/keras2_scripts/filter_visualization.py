@@ -84,11 +84,14 @@ for img, loss_value, start_value in kept_filters:
 
 # the gradient is the real one: check it against a finite difference of the loss
 layer_output = layer_dict[layer_name].output
-loss = K.mean(layer_output[:, :, :, 0])
-grads = K.gradients(loss, [input_img])[0]
-fn = K.function([input_img], [loss, grads])
 point = np.random.random((1, img_width, img_height, 3)).astype('float32')
-value, grad = fn([point])
+for filter_index in range(K.int_shape(layer_output)[-1]):  # a filter the point activates (not a dead ReLU)
+    loss = K.mean(layer_output[:, :, :, filter_index])
+    grads = K.gradients(loss, [input_img])[0]
+    fn = K.function([input_img], [loss, grads])
+    value, grad = fn([point])
+    if value > 0 and np.abs(grad).sum() > 0:
+        break
 eps = 1e-3
 numeric, analytic = [], []
 for _ in range(8):  # finite differences along random directions (a ReLU kink may spoil one of them)
