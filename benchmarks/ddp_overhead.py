@@ -8,9 +8,10 @@ each process with 1 intra-op thread:
 * ``fit, 2 gloo processes``: the same ``fit`` with the global batch ``2B`` (``B`` rows per rank);
 * ``loop, 2 gloo processes``: ``DistributedDataParallel`` in a hand-written loop, ``B`` rows per rank
   (slice, forward, loss, ``zero_grad``, backward, ``step``), nothing else;
-* ``--carrier-loop``: that loop with arignote's flag-carrying comm hook registered and the three
-  flags sent and read each step (``parallel/flag_carrier.py``): what the hook alone costs against
-  DDP's built-in reduction.
+* ``--carrier-loop``: that loop with arignote's flag carrier (``parallel/flag_carrier.py``: DDP
+  wraps a module with one more parameter, whose gradient carries the step's three flags), the
+  forward under ``no_sync`` and the reduction armed after it as fit does, the flags sent and read
+  each step: what carrying the flags costs against DDP's plain reduction.
 
 Both 2-process runs are started the same way (two processes with the torchrun variables set; fit
 adopts them, the loop calls ``init_process_group("gloo")``). A step is timed from one step's end to
@@ -73,25 +74,31 @@ else:
     if world > 1:
         import torch.distributed as dist
         dist.init_process_group("gloo")
-        net = torch.nn.parallel.DistributedDataParallel(net)
-        if kind == "loop+carrier":  # the same loop with arignote's flag-carrying comm hook
-            from collections import Counter
-            from arignote.parallel.flag_carrier import FlagCarrier, carry_hook
-            carrier = FlagCarrier(rank, world, 3, Counter())
-            net.register_comm_hook(carrier, carry_hook)
+        if kind == "loop+carrier":  # the same loop with arignote's flag carrier around the module
+            from arignote.parallel.flag_carrier import FlagCarrier
+            carrier = FlagCarrier(net, rank, world, 3)
+            net = torch.nn.parallel.DistributedDataParallel(carrier)
+        else:
+            net = torch.nn.parallel.DistributedDataParallel(net)
     carry = kind == "loop+carrier"
-    opt = torch.optim.SGD(net.parameters(), lr=0.01)
+    opt = torch.optim.SGD(carrier.module.parameters() if carry else net.parameters(), lr=0.01)
     local = 2 * batch // world
     for step in range(steps):
         start = step * 2 * batch + rank * local
         xb, yb = xt[start:start + local], yt[start:start + local]
-        loss = torch.nn.functional.mse_loss(net(xb), yb)
         opt.zero_grad()
         if carry:
+            with net.no_sync():  # fit's way: the forward unarmed, the reduction armed after it
+                loss = torch.nn.functional.mse_loss(net(xb), yb)
             carrier.send([0, 0, 0])  # what fit's step sends: [k wanted, stop, fatal]
-        loss.backward()
-        if carry:
+            loss = carrier.attach(loss)
+            net.reducer.prepare_for_forward()
+            net.require_forward_param_sync = True
+            net.reducer.prepare_for_backward([])
+            loss.backward()
             carrier.received()
+        else:
+            torch.nn.functional.mse_loss(net(xb), yb).backward()
         opt.step()
         stamps.append(time.perf_counter())
     if world > 1:

@@ -1,5 +1,5 @@
 """The data-parallel engine with real gloo process groups (2 processes) against one process:
-gradient reductions counted per optimizer step (DDP comm hook), equal weights with accumulation
+gradient reductions counted per optimizer step (DDP's all-reduce operators), equal weights with accumulation
 and with out-of-memory splitting, exact evaluate/validation/predict, stopping at a batch.
 
 One script runs every case in one job (a job costs seconds of start-up); a module fixture runs
@@ -36,20 +36,25 @@ result = {}
 
 
 class Count(Callback):
-    """Counts synced backward passes (each carries the step's flags in DDP's bucket 0: the flag
-    carrier's reductions of bucket 0), bucket all-reduces, and optimizer steps. ``own_hook``: the
-    user's own DDP comm hook, registered before the first step (the flags then keep their own
-    exchange)."""
+    """Counts synced backward passes (each carries the step's flags as the flag carrier's gradient:
+    the backwards that delivered it), bucket all-reduces (the ``c10d.allreduce_`` operators DDP's
+    reducer runs, seen by an operator recorder over the whole fit) and optimizer steps.
+    ``own_hook``: the user's own DDP comm hook, registered before the first step (the flags then
+    keep their own exchange)."""
 
     def __init__(self, own_hook=False):
         super().__init__()
         self.own_hook = own_hook
         self.own_passes = self.own_buckets = self.steps = 0
+        self.rec = None
 
     def on_train_begin(self, logs=None):
+        from arignote.bench.opcount import OpRecorder
         net = self.model._trainer.net
         self.strategy = self.model._trainer.strategy
-        self.before = dict(getattr(self.strategy, "collectives", {}))
+        carrier = getattr(net, "module", None)
+        self.carrier = carrier if hasattr(carrier, "delivered") else None
+        self.delivered = self.carrier.delivered if self.carrier is not None else 0
         if self.own_hook and hasattr(net, "register_comm_hook"):
             def hook(state, bucket):
                 self.own_buckets += 1
@@ -64,17 +69,25 @@ class Count(Callback):
             self.steps += 1
             return step(*a, **k)
         opt.step = counted
+        self.rec = OpRecorder().__enter__()
+        self.python_all_reduces = calls.get("all_reduce", 0)
+
+    def on_train_end(self, logs=None):
+        self.rec.__exit__(None, None, None)
+        # DDP's (from its C++ reducer): every all-reduce operator but those called from Python
+        # (the epoch ends' agreements and metric sums, a user's hook)
+        self.all_reduces = (sum(op.name == "c10d.allreduce_.default" for op in self.rec.ops)
+                            - (calls.get("all_reduce", 0) - self.python_all_reduces))
 
     @property
     def passes(self):
-        carrier = getattr(self.strategy, "_carriers", {}).get(self.model._trainer.net)
-        return self.own_passes if self.own_hook else (carrier.launched if carrier is not None else 0)
+        if self.own_hook:
+            return self.own_passes
+        return self.carrier.delivered - self.delivered if self.carrier is not None else 0
 
     @property
     def buckets(self):
-        if self.own_hook:
-            return self.own_buckets
-        return getattr(self.strategy, "collectives", {}).get("bucket", 0) - self.before.get("bucket", 0)
+        return self.own_buckets if self.own_hook else self.all_reduces
 
 
 COLLECTIVES = ("all_reduce", "broadcast", "all_gather", "all_gather_object", "barrier", "reduce_scatter",
@@ -95,9 +108,9 @@ for name in COLLECTIVES:
 
 class Probe(Callback):
     """What each training step asks of the strategy (its collectives, by kind), of torch.distributed
-    (every collective called from Python: DDP's buckets go through the flag carrier's hook, so
-    they are among them) and of the host (reads of a device value: aten._local_scalar_dense,
-    counted by arignote.bench.opcount)."""
+    (every collective called from Python), of the process group (``c10d`` operators: DDP's bucket
+    all-reduces from its C++ reducer are among them) and of the host (reads of a device value:
+    aten._local_scalar_dense, counted by arignote.bench.opcount)."""
 
     def __init__(self):
         super().__init__()
@@ -117,7 +130,11 @@ class Probe(Callback):
         delta.pop("waited", None)  # timing: whether the exchange was still running at the wait
         torch_calls = {k: v - self.calls.get(k, 0) for k, v in calls.items() if v != self.calls.get(k, 0)}
         carried = getattr(self.model._trainer.strategy, "carried", 0) - self.carried
-        self.steps.append({"collectives": delta, "torch": torch_calls, "carried": carried,
+        c10d = {}
+        for op in self.rec.ops:
+            if op.name.startswith("c10d."):
+                c10d[op.name] = c10d.get(op.name, 0) + 1
+        self.steps.append({"collectives": delta, "torch": torch_calls, "c10d": c10d, "carried": carried,
                            "syncs": sum(op.sync for op in self.rec.ops)})
 
 
@@ -206,7 +223,9 @@ m.fit(x[:32], y[:32], batch_size=32, epochs=1, verbose=0)
 net = m._trainer.net
 result["ddp_default"] = {"bucket_view": getattr(net, "gradient_as_bucket_view", None),
                          "static_graph": getattr(net, "static_graph", None),
-                         "find_unused": getattr(net, "find_unused_parameters", None)}
+                         "find_unused": getattr(net, "find_unused_parameters", None),
+                         "arms_itself": getattr(net, "require_backward_grad_sync", None),
+                         "carrier": type(getattr(net, "module", None)).__name__}
 config.configure(parallel_static_graph=True, memory_on_oom="raise")
 m, count = model(), Count()
 torch.manual_seed(1)
@@ -293,19 +312,30 @@ def test_two_processes_give_the_weights_of_one(runs, mode):
     _close(r0[mode]["loss"], one[mode]["loss"], 1e-9)
 
 
+ONE_BUCKET = {"c10d.allreduce_.default": 1}
+
+
+def _without_rebuild(step):
+    c10d = {k: v for k, v in step["c10d"].items() if k != "c10d.broadcast_.default"}
+    return {**step, "c10d": c10d}
+
+
 def test_a_step_runs_only_ddps_bucket_all_reduce_and_no_host_sync(runs):
     # the step's flags (stop requests, out-of-memory decision, a fatal error) travel in DDP's
-    # gradient bucket: each step is one bucket all-reduce (this small model has one bucket) and no
-    # other collective from arignote or anyone calling torch.distributed, nothing read back from
-    # the device; with accumulation too (the micro-batches before the last run under no_sync)
+    # gradient bucket: each step is one bucket all-reduce, run by DDP's C++ reducer (this small
+    # model has one bucket), and no collective from arignote or anyone calling torch.distributed
+    # from Python, nothing read back from the device; with accumulation too (the micro-batches
+    # before the last run under no_sync). One step also has DDP's one bucket rebuild (at its
+    # second forward: broadcasts of the new layout), nothing else.
     for mode in ("default", "accumulate4", "copied"):
         for rk in runs[2]:
             steps = rk[mode]["per_step"]
             assert len(steps) == 6
-            want = {"collectives": {"bucket": 1}, "torch": {"all_reduce": 1}, "carried": 1, "syncs": 0}
-            assert all(s == want for s in steps), steps
+            want = {"collectives": {}, "torch": {}, "c10d": ONE_BUCKET, "carried": 1, "syncs": 0}
+            assert [_without_rebuild(s) for s in steps] == [want] * 6, steps
+            assert sum("c10d.broadcast_.default" in s["c10d"] for s in steps) <= 1
     for rk in runs[1]:  # one process: no collective at all, no sync either
-        assert all(s == {"collectives": {}, "torch": {}, "carried": 0, "syncs": 0}
+        assert all(s == {"collectives": {}, "torch": {}, "c10d": {}, "carried": 0, "syncs": 0}
                    for s in rk["default"]["per_step"])
 
 
@@ -314,9 +344,9 @@ def test_a_users_own_comm_hook_keeps_its_place_and_the_flags_their_own_exchange(
     # fall back to one asynchronous agreement a step (started before the armed backward, waited after)
     for rk in runs[2]:
         steps = rk["own_hook"]["per_step"]
-        want = {"collectives": {"agree_later": 1, "wait": 1}, "torch": {"all_reduce": 2}, "carried": 0,
-                "syncs": 0}
-        assert all(s == want for s in steps), steps
+        want = {"collectives": {"agree_later": 1, "wait": 1}, "torch": {"all_reduce": 2},
+                "c10d": {"c10d.allreduce_.default": 2}, "carried": 0, "syncs": 0}
+        assert [_without_rebuild(s) for s in steps] == [want] * 6, steps
 
 
 def test_blocking_agreements_only_at_epoch_ends(runs):
@@ -324,9 +354,9 @@ def test_blocking_agreements_only_at_epoch_ends(runs):
     # agreements ride in the buckets; the out-of-memory run adds its 2 retry rounds (k=2, then 4)
     for rk in runs[2]:
         counts = rk["default"]["collectives"]
-        assert counts["agree"] == 2 and counts["bucket"] == 6
+        assert counts["agree"] == 2 and rk["default"]["buckets"] == 6
         assert "agree_later" not in counts and "wait" not in counts
-        assert rk["oom"]["collectives"]["bucket"] == 6 + 2 and "agree_later" not in rk["oom"]["collectives"]
+        assert rk["oom"]["buckets"] == 6 + 2 and "agree_later" not in rk["oom"]["collectives"]
         assert rk["own_hook_oom"]["collectives"]["agree_later"] == 6 + 2
 
 
@@ -411,7 +441,10 @@ def test_an_oom_during_the_gradient_sync_ends_every_rank_with_one_clear_error(tm
 
 def test_ddp_gradients_are_bucket_views_by_default(runs):
     for rk in runs[2]:
-        assert rk["ddp_default"] == {"bucket_view": True, "static_graph": False, "find_unused": False}
+        # every forward unarmed (the step arms DDP's reducer for its last backward), and the step's
+        # flags carried by a FlagCarrier's parameter
+        assert rk["ddp_default"] == {"bucket_view": True, "static_graph": False, "find_unused": False,
+                                     "arms_itself": False, "carrier": "FlagCarrier"}
     # and the equal-weights tests above ran with it
 
 

@@ -43,7 +43,7 @@ from arignote.config import ConfigError
 from arignote.devices import Device
 from arignote.devices import cuda as cuda_api
 from arignote.parallel.env import DistEnv, relaunch_command, restart_count
-from arignote.parallel.flag_carrier import FlagCarrier, carry_hook
+from arignote.parallel.flag_carrier import STEP_FLAGS, FlagCarrier
 from arignote.parallel.heartbeat import Heartbeat
 from arignote.parallel.launcher import Launcher, watch_parent
 from arignote.parallel.placement import gpus_per_replica, parse_contexts, replica_gpus, set_replica_gpus
@@ -53,6 +53,7 @@ __all__ = ["Agreement", "Carried", "DataParallel", "data_parallel", "active", "S
 STARTUP_TIMEOUT = 300.0  # seconds for every rank to reach fit (imports, data loading)
 _state: dict[str, Any] = {"active": None}
 _STALL_WAIT = 2.0  # seconds a rank whose collective failed looks for the other ranks' marks
+_UNARMED = contextlib.nullcontext()  # a forward of a module that never arms DDP by itself
 _DRAIN = 0.2  # seconds for gloo's worker threads to release the last collectives' tensors at exit
 
 
@@ -64,14 +65,16 @@ class DataParallel:
     ``no_sync`` (DDP's, for every micro-batch but the last), ``reduce`` (a sum over ranks),
     ``agree`` (small integer flags, max over ranks, on the host: no device sync),
     ``agree_in_reduction`` (the per-step one: the flags travel inside DDP's gradient all-reduce of
-    the armed backward, :mod:`arignote.parallel.flag_carrier`), ``agree_later`` (its fallback: the
-    same started asynchronously on a gloo group of its own), ``stand_in_backward``, ``gather``,
+    the armed backward, as the gradient of a parameter of their own:
+    :mod:`arignote.parallel.flag_carrier`), ``agree_later`` (its fallback: the same started
+    asynchronously on a gloo group of its own), ``stand_in_backward``, ``gather``,
     ``broadcast_seed``, ``barrier``, ``close``.
 
-    ``collectives`` counts every collective this strategy ran, by kind (``bucket`` for each DDP
-    gradient bucket the flag-carrying comm hook all-reduces, ``agree``, ``agree_later``, ``wait``,
-    ``waited`` for a wait that found the reduction still running, ``reduce``, ``order``, ...):
-    tests count them per step. ``carried`` counts the agreements that travelled in a bucket.
+    ``collectives`` counts every collective this strategy ran from Python, by kind (``agree``,
+    ``agree_later``, ``wait``, ``waited`` for a wait that found the reduction still running,
+    ``reduce``, ``order``, ...): tests count them per step. DDP's bucket all-reduces run in its
+    C++ reducer (tests count them as ``c10d.allreduce_`` operators). ``carried`` counts the
+    agreements that travelled in a bucket.
     """
 
     def __init__(self, device: Any, env: DistEnv, backend: str, launcher: Launcher | None = None,
@@ -93,7 +96,6 @@ class DataParallel:
         # device every step, so they keep their asynchronous host-side exchange (agree_later)
         self.carry_flags = backend == "gloo"
         self.carried = 0  # agreements that travelled inside a gradient bucket
-        self._carriers: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # DDP -> carrier | None
         self._closed = False
 
     @property
@@ -115,7 +117,7 @@ class DataParallel:
         threads = f"{n} thread{'' if n == 1 else 's'}"
         return f"data parallel: {self.world_size} processes x {threads} ({self.backend})"
 
-    def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
+    def wrap(self, module: torch.nn.Module, stepped: bool = False) -> torch.nn.Module:
         """DDP around ``module`` (already on ``self.device``); rank 0's weights are broadcast.
 
         Buffers are not broadcast in every forward (``forward_sync_buffers=False``): that collective
@@ -124,15 +126,29 @@ class DataParallel:
         The flags ``parallel.bucket_view`` (on: gradients are views into DDP's buckets),
         ``parallel.static_graph`` and ``parallel.find_unused_parameters`` (off) are DDP's options
         of those names (docs/architecture.md says when each is valid).
+
+        ``stepped=True`` (the trainer's): the module is trained by the loop's step, which arms the
+        reduction itself (:meth:`reduce_next_backward`), so DDP's forward never arms it; and where
+        the step's flags ride in the buckets (gloo), DDP wraps a
+        :class:`~arignote.parallel.flag_carrier.FlagCarrier` around ``module``: one more
+        parameter, whose gradient carries them. Without it (a hand-written loop) it is plain DDP.
         """
         self.static_graph = config.get("parallel.static_graph")  # the step's guard checks its needs
         spread = len({p.device for p in module.parameters()}) > 1  # placement contexts
         ids = [self.device.index] if self.device.type == "cuda" and not spread else None
-        return DistributedDataParallel(
+        if stepped and self.carry_flags:
+            module = FlagCarrier(module, self.rank, self.world_size, STEP_FLAGS)
+        net = DistributedDataParallel(
             module, device_ids=ids, forward_sync_buffers=False,
             gradient_as_bucket_view=config.get("parallel.bucket_view"),
             static_graph=self.static_graph,
             find_unused_parameters=config.get("parallel.find_unused_parameters"))
+        if stepped:
+            # every forward unarmed, as inside DDP's no_sync() (set once here rather than around each
+            # forward: two nn.Module attribute writes a forward); the step arms the reducer for its
+            # last backward itself (reduce_next_backward)
+            net.require_backward_grad_sync = False
+        return net
 
     def order(self, n: int, epoch: int, shuffle: bool) -> torch.Tensor:  # noqa: ARG002 - protocol
         """The epoch's order of ``n`` samples (or batches), the same on every rank (host tensor)."""
@@ -146,22 +162,32 @@ class DataParallel:
 
     def no_sync(self, net: torch.nn.Module) -> Any:
         """DDP's ``no_sync()``: the forward does not arm the gradient reduction, so gradients of the
-        backward that follows accumulate locally."""
-        return net.no_sync() if isinstance(net, DistributedDataParallel) else contextlib.nullcontext()
+        backward that follows accumulate locally (a module from ``wrap(stepped=True)`` is always
+        so: nothing to do)."""
+        if isinstance(net, DistributedDataParallel) and net.require_backward_grad_sync:
+            return net.no_sync()
+        return _UNARMED
 
-    def reduce_next_backward(self, net: torch.nn.Module, loss: torch.Tensor | None = None) -> None:
-        """Arm DDP's reducer for the next backward, after a forward run under :meth:`no_sync`: what
-        DDP's own forward does when it syncs (``prepare_for_forward``/``prepare_for_backward``;
-        with ``find_unused_parameters`` DDP walks the graph of ``loss`` for the parameters that
-        take no part in it, else it needs nothing). The loop runs
+    def reduce_next_backward(self, net: torch.nn.Module, loss: torch.Tensor) -> torch.Tensor:
+        """Arm DDP's reducer for the backward of ``loss`` (returned: the loss to run it from), after
+        a forward run under :meth:`no_sync`: what DDP's own forward does when it syncs
+        (``prepare_for_forward``/``prepare_for_backward``; with ``find_unused_parameters`` DDP walks
+        the graph of ``loss`` for the parameters that take no part in it, else it needs nothing).
+        With a flag carrier the returned loss carries the step's flags into the reduction
+        (:meth:`FlagCarrier.attach`). The loop runs
         every forward unarmed and arms only once the ranks agreed to go on: an armed forward that
         is then abandoned (out of memory on another rank, a stop) would leave the reducer expecting
         a backward, and the next micro-batch's backward would start a reduction on one rank only."""
-        if isinstance(net, DistributedDataParallel):
-            net.reducer.prepare_for_forward()
-            net.require_forward_param_sync = True
-            search = net.find_unused_parameters and not net.static_graph and loss is not None
-            net.reducer.prepare_for_backward([loss] if search else [])
+        if not isinstance(net, DistributedDataParallel):
+            return loss
+        carrier = _carrier(net)
+        if carrier is not None:
+            loss = carrier.attach(loss)
+        net.reducer.prepare_for_forward()
+        net.require_forward_param_sync = True
+        search = net.find_unused_parameters and not net.static_graph
+        net.reducer.prepare_for_backward([loss] if search else [])
+        return loss
 
     def reduce(self, tensor: torch.Tensor) -> torch.Tensor:
         """The sum over ranks of ``tensor`` (a new tensor on the tensor's device)."""
@@ -194,35 +220,21 @@ class DataParallel:
 
     def agree_in_reduction(self, net: torch.nn.Module, flags: list[int]) -> Carried | Agreement:
         """The step's agreement (maxima over ranks, like :meth:`agree`) carried by the next armed
-        backward of ``net``: the flags are appended to the first gradient bucket DDP all-reduces
-        (a DDP comm hook, :class:`~arignote.parallel.flag_carrier.FlagCarrier`) and read after that
-        backward, so the step runs no collective of its own. Call it before the armed backward
-        (or :meth:`stand_in_backward`) on every rank; ``wait()`` after it.
+        backward of ``net`` (:meth:`reduce_next_backward` or :meth:`stand_in_backward`): the flags
+        are the gradient of the :class:`~arignote.parallel.flag_carrier.FlagCarrier`'s parameter,
+        averaged by DDP with the model's gradients, and read after that backward, so the step runs
+        no collective of its own. Call it before the armed backward on every rank; ``wait()`` after it.
 
-        Falls back to :meth:`agree_later` where the hook cannot carry them: an NCCL job
-        (``carry_flags`` off: the bucket is device memory), a module that is not DDP, or a DDP
-        module that already has a comm hook of its own (DDP takes one; a user's hook registered
-        before the first step keeps its place, and the flags their own exchange)."""
-        carrier = self._carrier(net, len(flags))
-        if carrier is None:
+        Falls back to :meth:`agree_later` where the buckets cannot carry them: an NCCL job
+        (``carry_flags`` off: the bucket is device memory, and reading it back would stall the host
+        on the device every step), a module that is not DDP, or a DDP module with a comm hook of
+        the user's (it could reduce the block inexactly: compression)."""
+        carrier = _carrier(net)
+        if carrier is None or getattr(net, "_comm_hooks", None):  # DDP keeps registered hooks there
             return self.agree_later(flags)
         carrier.send(flags)
         self.carried += 1
         return Carried(carrier)
-
-    def _carrier(self, net: torch.nn.Module, width: int) -> FlagCarrier | None:
-        """``net``'s flag carrier, its comm hook registered on first use (before the first armed
-        backward); None where the flags cannot ride in its buckets."""
-        if not self.carry_flags or not isinstance(net, DistributedDataParallel):
-            return None
-        if net in self._carriers:
-            return self._carriers[net]
-        carrier = None
-        if not getattr(net, "_comm_hooks", ()):  # DDP keeps the hooks registered on it there
-            carrier = FlagCarrier(self.rank, self.world_size, width, self.collectives)
-            net.register_comm_hook(carrier, carry_hook)
-        self._carriers[net] = carrier
-        return carrier
 
     def stand_in_backward(self, net: torch.nn.Module) -> None:
         """Take part in this step's gradient reduction without a batch (a rank whose forward ran
@@ -237,8 +249,7 @@ class DataParallel:
             net._pre_forward()  # what the skipped forward did: lazy init, the one bucket rebuild
         params = [p for p in net.parameters() if p.requires_grad]
         zero = torch.stack([p.reshape(-1)[:1].sum() for p in params]).sum().mul(0)
-        self.reduce_next_backward(net, zero)
-        zero.backward()
+        self.reduce_next_backward(net, zero).backward()
 
     def check_reduced(self, net: torch.nn.Module) -> None:
         """After the first reduced backward: a trained parameter without a gradient took no part in
@@ -250,7 +261,7 @@ class DataParallel:
         self._reduced_checked.add(net)
         if net.find_unused_parameters or net.static_graph:
             return
-        unused = [name for name, p in net.module.named_parameters() if p.requires_grad and p.grad is None]
+        unused = [name for name, p in _inner(net).named_parameters() if p.requires_grad and p.grad is None]
         if unused:
             shown = ", ".join(unused[:8]) + (f" and {len(unused) - 8} more" if len(unused) > 8 else "")
             raise ConfigError(
@@ -371,6 +382,18 @@ class Carried:
 
     def wait(self) -> list[int]:
         return self.carrier.received()
+
+
+def _carrier(net: torch.nn.Module) -> FlagCarrier | None:
+    """The flag carrier DDP wraps in ``net`` (see :meth:`DataParallel.wrap`), or None."""
+    inner = getattr(net, "module", None) if isinstance(net, DistributedDataParallel) else None
+    return inner if isinstance(inner, FlagCarrier) else None
+
+
+def _inner(net: DistributedDataParallel) -> torch.nn.Module:
+    """The user's module inside ``net`` (without the flag carrier)."""
+    carrier = _carrier(net)
+    return carrier.module if carrier is not None else net.module
 
 
 def active() -> DataParallel | None:

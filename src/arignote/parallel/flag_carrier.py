@@ -1,44 +1,42 @@
-"""The step's flags inside DDP's own gradient all-reduce: a DDP communication hook.
+"""The step's flags inside DDP's own gradient all-reduce: the gradient of a parameter of their own.
 
 Each data-parallel step needs a few small integers agreed by every rank (the k a rank that ran
 out of memory wants, a stop request, a fatal error: the maximum over ranks). Sending them in a
-collective of their own costs a second exchange every step beside DDP's bucket all-reduce; this
-hook appends them to the first gradient bucket DDP all-reduces anyway (bucket 0: the first one DDP
-launches; from DDP's bucket rebuild at the second step on, at most ``dist._DEFAULT_FIRST_BUCKET_BYTES``
-(1 MiB) unless a parameter is larger, so the extra copy into the carrier is small) and splits them
-off after. A step then runs no collective of its own.
+collective of their own costs a second exchange every step beside DDP's bucket all-reduce. Here
+they travel as a gradient: the module DDP wraps is a :class:`FlagCarrier` holding the user's
+module and one more parameter, ``flags`` (``world_size x flags x 4`` float32 values, never
+trained, never saved with the model; float64 for a float64 model, so that both share DDP's
+buckets). The step's armed backward runs through :meth:`FlagCarrier.attach`,
+an identity on the loss whose backward hands the flags (encoded) to ``flags`` as its gradient, so
+DDP's own C++ reducer averages them with the model's gradients in its buckets: no comm hook, no
+Python on the reduction path, no collective of arignote's in the step. After the backward
+:meth:`FlagCarrier.received` reads the averaged block on the host (the CPU: gloo's buckets live
+there) and decodes the maxima.
 
-Gradients: every bucket is multiplied by ``1 / world_size`` and summed, what DDP does without a
-hook (it multiplies while copying a gradient into its bucket), so the reduced gradients are
-bit-identical to DDP's default for 2 ranks (tested). With more ranks the carrying bucket is a few
-elements longer, so a backend that chunks its all-reduce by length may add that bucket's
-gradients in another order (rounding-level differences, as any change of DDP's bucket layout).
-
-Encoding (the bucket's dtype may be float32, float16 or bfloat16; a SUM must give every flag
-exactly): each rank writes its flags into its own row of a ``world_size x flags x 4`` block,
-every flag as 4 base-256 digits (0..255 are exact in float16 and bfloat16), the other rows zero.
-Each slot then has one contributor, so the SUM over ranks is every rank's flags exactly, in any
-float dtype and summation order; the maxima are taken on the host after the backward. Flags are
-whole numbers in ``[0, 2**32)``.
+Encoding: each rank writes its flags into its own row of the block, every flag as 4 base-256
+digits; the other rows are zero. Each slot then has one contributor, so DDP's average (each
+rank's gradient times ``1 / world_size``, summed) is ``digit / world_size`` in every slot, in any
+summation order; times ``world_size`` and rounded, every digit comes back exactly (float32 keeps
+``digit / world_size`` to 7 significant digits, far inside the 0.5 that rounding forgives). Flags
+are whole numbers in ``[0, 2**32)``.
 
 Example::
 
     >>> block = encode([5, 1, 0], rank=1, world=2)             # rank 1's part of the block
-    >>> block.shape, decode(block + encode([2, 0, 3], rank=0, world=2), world=2, width=3)
+    >>> block.shape, decode((block + encode([2, 0, 3], rank=0, world=2)) / 2, world=2, width=3)
     (torch.Size([24]), [5, 1, 3])
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 import torch
-import torch.distributed as dist
 
-__all__ = ["FlagCarrier", "encode", "decode", "DIGITS"]
+__all__ = ["FlagCarrier", "encode", "decode", "DIGITS", "STEP_FLAGS"]
 
 DIGITS = 4  # base-256 digits a flag: 0 <= flag < 2**32
+STEP_FLAGS = 3  # what a training step sends (training/oom.py): [k wanted, stop, fatal]
 
 
 def encode(flags: list[int], rank: int, world: int) -> torch.Tensor:
@@ -56,7 +54,8 @@ def encode(flags: list[int], rank: int, world: int) -> torch.Tensor:
 
 
 def decode(block: torch.Tensor, world: int, width: int) -> list[int]:
-    """The maximum over ranks of each flag, from the summed block (any float dtype)."""
+    """The maximum over ranks of each flag, from the block as DDP averaged it (each rank's block
+    divided by ``world`` and summed)."""
     values = block.detach().tolist()  # a few dozen numbers: plain Python beats tensor ops here
     if not any(values):  # the usual step: nobody ran out, asked to stop or failed
         return [0] * width
@@ -64,71 +63,100 @@ def decode(block: torch.Tensor, world: int, width: int) -> list[int]:
     for r in range(world):
         for f in range(width):
             at = (r * width + f) * DIGITS
-            out[f] = max(out[f], sum(int(values[at + i]) << 8 * i for i in range(DIGITS)))
+            out[f] = max(out[f], sum(round(values[at + i] * world) << 8 * i for i in range(DIGITS)))
     return out
 
 
-def _first(fut: Any) -> torch.Tensor:
-    return fut.value()[0]
+class _Attach(torch.autograd.Function):
+    """Identity on the loss; its backward gives the carrier's pending block to ``flags``."""
+
+    @staticmethod
+    def forward(ctx: Any, loss: torch.Tensor, flags: torch.Tensor, carrier: FlagCarrier) -> torch.Tensor:  # noqa: ARG004 - flags: its gradient is the point
+        ctx.carrier = carrier
+        return loss.view_as(loss)
+
+    @staticmethod
+    def backward(ctx: Any, grad: torch.Tensor) -> tuple:
+        return grad, ctx.carrier._take(), None
 
 
-class FlagCarrier:
-    """The comm hook's state for one DDP module: the flags to send with the next reduced backward,
-    and the summed block of the last one.
+class _Mailbox:
+    """The carrier's per-step state, kept off the module (``nn.Module.__setattr__`` is slow, and
+    this changes every step)."""
 
-    ``send(flags)`` before the armed backward; the backward's bucket 0 carries them; ``received()``
-    after it gives the maxima. A reduced backward with nothing sent carries zeros (every rank's
-    bucket 0 has the same length in every backward, whoever reduces it). ``counts`` (the strategy's
-    ``collectives``) gets ``bucket`` for every bucket all-reduce the hook runs.
+    __slots__ = ("pending", "delivered")
+
+    def __init__(self) -> None:
+        self.pending: torch.Tensor | None = None
+        self.delivered = 0
+
+
+class FlagCarrier(torch.nn.Module):
+    """The module DDP wraps when the step's flags ride in its buckets: ``module`` (the user's,
+    called as is) and ``flags``, the parameter whose gradient carries them.
+
+    ``send(flags)`` before the armed backward, whose loss went through :meth:`attach`;
+    ``received()`` after it gives the maxima over ranks. An armed backward with nothing sent
+    carries zeros (DDP needs a gradient for every parameter it reduces). ``delivered`` counts the
+    backwards that carried a block.
+
+    >>> c = FlagCarrier(torch.nn.Linear(2, 1), rank=0, world=1, width=3)
+    >>> c.send([4, 0, 1]); c.attach(c(torch.ones(1, 2)).sum()).backward(); c.received()
+    [4, 0, 1]
     """
 
-    def __init__(self, rank: int, world: int, width: int, counts: Counter, group: Any = None) -> None:
+    def __init__(self, module: torch.nn.Module, rank: int, world: int, width: int) -> None:
+        super().__init__()
+        self.module = module
+        # its gradient is ready first in every backward (attach is at the loss), so from DDP's
+        # bucket rebuild on it sits in bucket 0, the first reduced
+        self.flags = torch.nn.Parameter(torch.zeros(world * width * DIGITS, **_like(module)))
         self.rank, self.world, self.width = rank, world, width
-        self.counts = counts
-        self.group = group
-        self.scale = 1.0 / world  # DDP's own factor (its wrapped scalar 1. / div_factor_)
-        self.pending: list[int] | None = None
-        self.launched = 0  # bucket-0 reductions so far
-        self._expect = -1
-        self._carrier: torch.Tensor | None = None
-        self._n = 0
+        self._box = _Mailbox()
+
+    @property
+    def delivered(self) -> int:
+        """Backwards that carried a block so far."""
+        return self._box.delivered
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        return self.module(*args, **kwargs)
+
+    def attach(self, loss: torch.Tensor) -> torch.Tensor:
+        """``loss`` unchanged, with ``flags`` in its graph (its gradient: the pending block)."""
+        return _Attach.apply(loss, self.flags, self)
 
     def send(self, flags: list[int]) -> None:
         if len(flags) != self.width:
             raise ValueError(f"the carrier takes {self.width} flags a step, got {len(flags)}")
-        self.pending = list(flags)
-        self._expect = self.launched + 1
+        self._box.pending = encode(flags, self.rank, self.world) if any(flags) else None
 
     def received(self) -> list[int]:
         """The agreed maxima of the flags sent, after the backward that carried them."""
-        if self.launched != self._expect or self._carrier is None:
+        grad = self.flags.grad
+        if grad is None:
             raise RuntimeError(
                 "arignote: the step's flags did not travel in DDP's gradient all-reduce (the armed "
-                "backward reduced no bucket 0); this is a bug in the data-parallel step, please report it")
-        self._expect = -1
-        return decode(self._carrier[self._n:], self.world, self.width)
+                "backward gave the flag carrier no gradient); this is a bug in the data-parallel step, "
+                "please report it")
+        self.flags.grad = None
+        return decode(grad, self.world, self.width)
 
-    def hook(self, bucket: Any) -> torch.futures.Future:
-        """DDP's comm hook body: average the bucket; bucket 0 carries the flags."""
-        buffer = bucket.buffer()
-        self.counts["bucket"] += 1
-        if bucket.index() != 0:
-            buffer.mul_(self.scale)
-            return dist.all_reduce(buffer, group=self.group, async_op=True).get_future().then(_first)
-        n = buffer.numel()
-        carrier = torch.empty(n + self.world * self.width * DIGITS, dtype=buffer.dtype, device=buffer.device)
-        torch.mul(buffer, self.scale, out=carrier[:n])
-        if self.pending is not None and any(self.pending):
-            carrier[n:] = encode(self.pending, self.rank, self.world)
-        else:  # the usual step: all flags 0
-            carrier[n:].zero_()
-        self.pending = None
-        self._carrier, self._n = carrier, n
-        self.launched += 1
-        fut = dist.all_reduce(carrier, group=self.group, async_op=True).get_future()
-        return fut.then(lambda f: f.value()[0][:n])
+    def _take(self) -> torch.Tensor:
+        box = self._box
+        block, box.pending = box.pending, None
+        box.delivered += 1
+        if block is None:  # the usual step: all flags 0
+            return torch.zeros_like(self.flags)
+        return block.to(self.flags.device, self.flags.dtype)
 
 
-def carry_hook(state, bucket):  # noqa: ANN001, ANN201 - DDP checks these names and annotations
-    """The function DDP calls for each bucket (``state`` is the module's :class:`FlagCarrier`)."""
-    return state.hook(bucket)
+def _like(module: torch.nn.Module) -> dict[str, Any]:
+    """Device and dtype for ``flags``: DDP buckets gradients by dtype, so the module's float32 or
+    float64 lets them share its buckets; a float16/bfloat16 module's flags stay float32 (exact for
+    any world size) in a small bucket of their own."""
+    first = next((p for p in module.parameters() if p.is_floating_point()), None)
+    if first is None:
+        return {"device": torch.device("cpu"), "dtype": torch.float32}
+    dtype = first.dtype if first.dtype in (torch.float32, torch.float64) else torch.float32
+    return {"device": first.device, "dtype": dtype}

@@ -59,7 +59,7 @@ class SingleDevice:
     def __repr__(self) -> str:
         return f"SingleDevice({str(self.device)!r})"
 
-    def wrap(self, module: torch.nn.Module) -> torch.nn.Module:
+    def wrap(self, module: torch.nn.Module, stepped: bool = False) -> torch.nn.Module:  # noqa: ARG002
         return module
 
     def order(self, n: int, epoch: int, shuffle: bool) -> torch.Tensor:  # noqa: ARG002 - protocol
@@ -69,8 +69,8 @@ class SingleDevice:
     def no_sync(self, net: torch.nn.Module) -> contextlib.AbstractContextManager:  # noqa: ARG002
         return contextlib.nullcontext()
 
-    def reduce_next_backward(self, net: torch.nn.Module, loss: Any = None) -> None:  # noqa: ARG002
-        return None
+    def reduce_next_backward(self, net: torch.nn.Module, loss: Any) -> Any:  # noqa: ARG002
+        return loss
 
     def check_reduced(self, net: torch.nn.Module) -> None:  # noqa: ARG002 - protocol
         return None

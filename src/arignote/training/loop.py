@@ -64,7 +64,7 @@ class Trainer:
         self.device: torch.device = strategy.device
         self.precision = precision
         self.scaler = precision.scaler
-        self.net = strategy.wrap(model.module)  # DDP under data parallel; trained through, always
+        self.net = strategy.wrap(model.module, stepped=True)  # DDP under data parallel; trained through
         self.penalties = Penalties(model.module)  # regularizers / add_loss / constraints of the layers
         self.accumulate = 1
         self.skip_nonfinite = False
@@ -90,7 +90,7 @@ class Trainer:
             compiled.announce(plan, notes, self.device, strategy.is_main)
         self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
                             no_sync=lambda: strategy.no_sync(self.net),
-                            arm=lambda handle: strategy.reduce_next_backward(self.net, handle[0]),
+                            arm=self._arm,
                             stand_in=lambda: strategy.stand_in_backward(self.net),
                             reduced=lambda: strategy.check_reduced(self.net),
                             stop=lambda: self._stop_request,
@@ -182,6 +182,10 @@ class Trainer:
     def _predict(self, xb: Any) -> Any:
         with self.precision.autocast():
             return self.model.module(xb)
+
+    def _arm(self, handle: tuple) -> tuple:
+        """Arm the strategy's gradient reduction for the backward of this forward (the step's last)."""
+        return (self.strategy.reduce_next_backward(self.net, handle[0]), *handle[1:])
 
     def _backward(self, handle: tuple, weight: float) -> tuple:
         """Backward of one forward, gradients scaled by ``weight``; returns what :meth:`_record` takes

@@ -127,7 +127,7 @@ class StepFns:
     ``forward(xb, yb) -> handle`` and ``backward(handle, weight) -> record`` (gradients scaled by
     ``weight``); ``no_sync()`` wraps every forward (DDP's, a no-op otherwise) and ``arm(handle)`` makes
     the next backward (of that forward) reduce the gradients (once a step, before the last
-    backward), ``reduced()`` runs after it;
+    backward; it returns the handle to run that backward from), ``reduced()`` runs after it;
     ``stand_in()`` is that armed backward for a rank whose forward ran out of memory (zero
     gradients through DDP's reducer, so every rank takes part in the reduction); ``stop()`` is this
     rank's stop request (sent in the step's agreement). ``carry(flags)`` starts the step's
@@ -144,7 +144,7 @@ class StepFns:
     optimizer_step: Callable[[], Any]
     zero_grad: Callable[[], Any]
     no_sync: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
-    arm: Callable[[Any], Any] = lambda handle: None
+    arm: Callable[[Any], Any] = lambda handle: handle
     stand_in: Callable[[], Any] = lambda: None
     reduced: Callable[[], Any] = lambda: None
     stop: Callable[[], bool] = lambda: False
@@ -316,7 +316,7 @@ class OOMGuard:
                 fns.stand_in()  # arms the reducer itself
                 return
             handle, weight = last
-            fns.arm(handle)
+            handle = fns.arm(handle)
             records.append(fns.backward(handle, weight))
             fns.reduced()
         except RuntimeError as exc:
