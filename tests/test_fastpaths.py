@@ -430,3 +430,18 @@ def test_plan_assumptions_follow_the_tf32_flag():
 def test_docstring_examples_hold(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("matmul, conv", [(True, True), (False, False), (False, True), (True, False)])
+def test_tf32_switches_leave_torchs_legacy_readers_working(restore_switches, matmul, conv):
+    """Setting TF32 only through torch's ``fp32_precision`` leaves its legacy state behind, and
+    then ``torch.get_float32_matmul_precision()`` (inductor reads it to key its compile cache) and
+    the ``allow_tf32`` reads of user code raise RuntimeError ("mix of the legacy and new APIs").
+    Both readers must agree with what was set (the switches are host state: checkable on a CPU)."""
+    cuda.set_tf32(matmul, conv)
+    assert torch.backends.cuda.matmul.allow_tf32 is matmul
+    assert torch.backends.cudnn.allow_tf32 is conv
+    assert torch.get_float32_matmul_precision() == ("high" if matmul else "highest")
+    assert cuda.tf32_state() == (matmul, conv)
+    if cuda._new_tf32_api():
+        assert torch.backends.cuda.matmul.fp32_precision == ("tf32" if matmul else "ieee")

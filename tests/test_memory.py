@@ -74,8 +74,18 @@ def test_preallocate_within_limit_shows_both_lines():
     p = memory.plan(0.25, 0.5, TOTAL, TOTAL, "cuda:0")
     assert p.text == ("Preallocating 20389/81559 MiB (0.25) on cuda:0",
                       "Capping cuda:0 at 40779/81559 MiB (0.50) by memory.limit")
-    p = memory.plan(-1, 0.5, TOTAL, TOTAL, "cuda:0")
-    assert not p.caching and p.limit_fraction == pytest.approx(0.5, abs=1e-4) and len(p.text) == 2
+
+
+def test_no_caching_with_a_cap_is_an_error_naming_both_flags():
+    """torch's per-process fraction is checked inside the caching allocator's malloc; with the
+    allocator disabled (``caching_allocator_enable(False)``) every allocation is an uncached
+    cudaMalloc, so memory.limit would silently not hold."""
+    with pytest.raises(MemoryPlanError) as info:
+        memory.plan(-1, 0.5, TOTAL, TOTAL, "cuda:0", sources={"memory.limit": "~/.arignoterc:2"})
+    msg = str(info.value)
+    assert "memory.preallocate=-1" in msg and "memory.limit=0.5 (from ~/.arignoterc:2)" in msg
+    assert "memory.limit=0 or memory.preallocate>=0" in msg
+    assert not memory.plan(-1, 0, TOTAL, TOTAL, "cuda:0").caching  # alone, each is fine
 
 
 # --------------------------------------------------------------------------- errors

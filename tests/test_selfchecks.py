@@ -17,3 +17,16 @@ def test_an_unknown_item_fails_with_the_usage_line():
     assert not ok
     assert detail.startswith("exit code 2: usage: python -m arignote.bench.selfchecks {banner-cpu,")
 
+
+
+def test_without_a_gpu_every_gpu_item_is_planned_as_skipped_with_its_gpu_count_and_the_reason():
+    from types import SimpleNamespace as NS
+
+    planned = selfchecks.plan(NS(gpus=[], cuda_reason="no NVIDIA driver is loaded"))
+    for check, why in planned:
+        if not check.gpus:
+            assert why is None, check.name
+            continue
+        need = "a CUDA GPU" if check.gpus == 1 else f"{check.gpus} CUDA GPUs"
+        assert why == f"needs {need} (no NVIDIA driver is loaded)", (check.name, why)
+    assert dict((c.name, w) for c, w in planned)["placement-data-parallel"].startswith("needs 4 CUDA GPUs")

@@ -2,8 +2,10 @@
 
 ``memory.preallocate`` (Theano's ``gpuarray.preallocate``): ``0`` grow on demand (default);
 ``0 < x <= 1`` reserve that fraction of the GPU's total memory; ``x > 1`` reserve that many MiB;
-``x < 0`` disable caching (every free returns memory to the driver, so others see it free).
-``memory.limit``: a hard per-process cap, a fraction (``0.5``) or MiB (``4096``); ``0`` none.
+``x < 0`` disable caching (every free returns memory to the driver, so others see it free; torch's
+peak-memory counters then stay at 0, as they count the caching allocator's blocks only).
+``memory.limit``: a hard per-process cap, a fraction (``0.5``) or MiB (``4096``); ``0`` none. The cap
+lives in the caching allocator, so it cannot be combined with ``memory.preallocate < 0``.
 
 Example::
 
@@ -88,6 +90,12 @@ def plan(preallocate: float, limit: float, total_bytes: int, free_bytes: int, de
         text.append(f"Capping {device} at {_mib(limit_bytes)}/{_mib(total)} MiB ({limit_fraction:.2f}) "
                     "by memory.limit")
     pre_bytes, caching = 0, True
+    if preallocate < 0 and limit_bytes:
+        # torch enforces the per-process fraction inside its caching allocator only; with caching off
+        # every allocation is a plain cudaMalloc that neither the cap nor the peak counters see
+        raise MemoryPlanError(f"{pre} turns torch's caching allocator off, and {lim} is enforced only by "
+                              "that allocator (uncached allocations go straight to cudaMalloc), so the cap "
+                              "would not hold; set memory.limit=0 or memory.preallocate>=0")
     if preallocate < 0:
         caching = False
         text.insert(0, f"Caching disabled on {device}: every free returns memory to the driver "

@@ -8,8 +8,9 @@ need GPUs this machine lacks are not run: :func:`plan` says why.
 Example::
 
     >>> from types import SimpleNamespace as NS
-    >>> [(c.name, why) for c, why in plan(NS(gpus=[], cuda_reason="no driver"))][:2]
-    [('banner-cpu', None), ('train-cpu', None)]
+    >>> items = dict((c.name, why) for c, why in plan(NS(gpus=[], cuda_reason="no driver")))
+    >>> items["train-cpu"], items["banner-gpu"], items["placement"]
+    (None, 'needs a CUDA GPU (no driver)', 'needs 2 CUDA GPUs (no driver)')
 """
 
 from __future__ import annotations
@@ -402,7 +403,8 @@ def plan(inventory: Any) -> list[tuple[Check, str | None]]:
     for check in CHECKS:
         why = None
         if check.gpus > gpus:
-            why = (f"needs a CUDA GPU ({inventory.cuda_reason or 'none found'})" if gpus == 0
+            need = "a CUDA GPU" if check.gpus == 1 else f"{check.gpus} CUDA GPUs"
+            why = (f"needs {need} ({inventory.cuda_reason or 'none found'})" if gpus == 0
                    else f"needs {check.gpus} GPUs, this machine has {gpus}")
         out.append((check, why))
     return out

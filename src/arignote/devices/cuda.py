@@ -278,24 +278,32 @@ def set_benchmark(benchmark: bool) -> None:
 
 
 def _new_tf32_api() -> bool:
-    """torch >= 2.9 spells TF32 as ``fp32_precision`` ('tf32'/'ieee'); mixing it with the legacy
-    ``allow_tf32`` switches makes torch raise on the next read, so one API is used throughout."""
+    """torch >= 2.9 also spells TF32 as ``fp32_precision`` ('tf32'/'ieee'/'none': inherit)."""
     return hasattr(torch.backends.cuda.matmul, "fp32_precision") and hasattr(torch.backends.cudnn, "conv")
 
 
 def set_tf32(matmul: bool, conv: bool) -> None:
     """Allow TensorFloat-32 in float32 matmuls (cuBLAS) and convolutions (cuDNN); process-wide.
-    Changes nothing below compute capability 8.0, where the GPU has no TF32 units."""
-    if _new_tf32_api():
-        torch.backends.cuda.matmul.fp32_precision = "tf32" if matmul else "ieee"
-        torch.backends.cudnn.conv.fp32_precision = "tf32" if conv else "ieee"
-    else:
-        torch.backends.cuda.matmul.allow_tf32 = bool(matmul)
-        torch.backends.cudnn.allow_tf32 = bool(conv)
+    Changes nothing below compute capability 8.0, where the GPU has no TF32 units.
+
+    Set through the ``allow_tf32`` switches: torch (2.9+) writes those into both its legacy state and
+    the ``fp32_precision`` one, so every reader agrees. Setting only ``fp32_precision`` leaves the
+    legacy state behind, and then ``torch.get_float32_matmul_precision()`` (read by inductor when
+    it compiles), ``torch.backends.cuda.matmul.allow_tf32`` and ``torch.backends.cudnn.allow_tf32``
+    raise "you have used mix of the legacy and new APIs".
+
+    >>> before = tf32_state()
+    >>> set_tf32(True, False); tf32_state(), torch.get_float32_matmul_precision()
+    ((True, False), 'high')
+    >>> set_tf32(*before)
+    """
+    torch.backends.cuda.matmul.allow_tf32 = bool(matmul)
+    torch.backends.cudnn.allow_tf32 = bool(conv)
 
 
 def tf32_state() -> tuple[bool, bool]:
-    """The current (matmul, conv) TensorFloat-32 switches (readable on any build)."""
+    """The current (matmul, conv) TensorFloat-32 switches (readable on any build; read through
+    ``fp32_precision`` where torch has it, which never raises on a mix of the two APIs)."""
     if _new_tf32_api():
         matmul = torch.backends.cuda.matmul.fp32_precision
         if matmul == "none":  # inherits the global setting ('ieee' by default)
