@@ -186,8 +186,14 @@ def peak_memory(index: int) -> tuple[int, int]:
 
 
 def reset_peak_memory(index: int) -> None:
-    """Start a new peak-memory window on GPU ``index``."""
-    if is_available():
+    """Start a new peak-memory window on GPU ``index``.
+
+    Before CUDA is initialised there is no allocator yet (its counters start at 0 when it comes),
+    and torch's ``reset_peak_memory_stats``, unlike ``memory_stats``, does not check: it raises
+    "Invalid device argument: did you call init?". With NVML answering the inventory, nothing has
+    initialised CUDA when a benchmark or a fit starts its first window.
+    """
+    if is_available() and torch.cuda.is_initialized():
         torch.cuda.reset_peak_memory_stats(index)
 
 
