@@ -371,6 +371,26 @@ def test_host_sync_counter_sees_item_calls():
     assert counter.syncs == 2
 
 
+def test_host_sync_counter_sees_the_data_dependent_shapes_that_sync_a_gpu():
+    """On a GPU, set_sync_debug_mode('error') also raises on operators whose output size depends on
+    the values (nonzero: boolean-mask indexing, masked_select, unique); on a CPU they are free, so a
+    CPU run of the guarded steps only sees them through this counter."""
+    counter = HostSyncCounter()
+    t = torch.arange(6.0)
+    counter.switch(True)
+    t[t > 2]
+    t.masked_select(t > 1)
+    torch.unique(t)
+    t.nonzero()
+    t[t > 4] = 0.0
+    t[torch.tensor([1, 2])]  # integer indices: the output size is known, no sync
+    t[1:3]
+    torch.where(t > 1, t, 0.0)  # the three-argument form keeps its shape
+    counter.switch(False)
+    assert counter.seen == ["index", "masked_select", "_unique2", "nonzero", "index_put_"]
+    assert counter.syncs == 5
+
+
 def test_fast_path_items_are_selftest_checks_run_by_the_gpu_tests():
     """Each fast-path item is an `arignote selftest` check needing one GPU, so tests/test_cuda_gpu.py's
     `test_selftest_item` (gpu-marked: skipped here with the reason) runs it through the same runner."""
