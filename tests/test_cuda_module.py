@@ -41,3 +41,15 @@ def test_reset_peak_memory_before_cuda_is_initialised_is_a_no_op(gpu_box):
     gpu_box["initialized"] = True
     cuda.reset_peak_memory(1)
     assert gpu_box["resets"] == [1]
+
+
+@pytest.mark.parametrize("version, shown", [((2, 27, 3), "2.27.3"),
+                                            ((2, 27, 3, "+cuda12.9"), "2.27.3+cuda12.9")])
+def test_nccl_version_with_and_without_torchs_suffix(monkeypatch, version, shown):
+    """torch.cuda.nccl.version() is (major, minor, patch), plus NCCL's suffix string when it has one."""
+    import torch.cuda.nccl
+
+    assert "suffix" in inspect.getsource(torch.cuda.nccl.version)  # the pin behind the fake
+    monkeypatch.setattr(cuda, "is_built", lambda: True)
+    monkeypatch.setattr(torch.cuda.nccl, "version", lambda: version)
+    assert cuda.nccl_version() == shown

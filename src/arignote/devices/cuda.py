@@ -155,7 +155,8 @@ def nccl_version() -> str | None:
         version = nccl.version()
     except (AttributeError, RuntimeError, ImportError):
         return None
-    return ".".join(str(part) for part in version)
+    # (major, minor, patch) plus NCCL's version suffix when it has one: (2, 27, 3, "+cuda12.9")
+    return ".".join(str(part) for part in version[:3]) + "".join(str(part) for part in version[3:])
 
 
 # --------------------------------------------------------------------------- memory
