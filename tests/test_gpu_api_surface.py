@@ -13,8 +13,10 @@ function-level imports), and checks on the installed torch:
 * a call's literal keywords and its number of positional arguments bind to ``inspect.signature``
   (when torch gives one) of what the chain names.
 
-It also extends the import-graph rule (tests/test_import_graph.py): ``torch.cuda``, every
-``torch.backends.cuda*`` switch and the ``torch._C._cuda*`` bindings only in ``devices/cuda.py``.
+The same holds for the NVML queries (``pynvml.*``, nvidia-ml-py), which also only answer on a
+machine with a driver. It also extends the import-graph rule (tests/test_import_graph.py):
+``torch.cuda``, every ``torch.backends.cuda*`` switch and the ``torch._C._cuda*`` bindings only in
+``devices/cuda.py``.
 """
 
 from __future__ import annotations
@@ -305,3 +307,52 @@ def test_torch_cuda_amp_is_not_used():
     """``torch.cuda.amp.autocast``/``GradScaler`` are deprecated aliases (a FutureWarning on every
     construction); ``torch.amp`` takes the device type."""
     assert not [u for u in all_uses() if u.name.startswith("torch.cuda.amp")]
+
+
+# --------------------------------------------------------------------------- NVML (nvidia-ml-py)
+
+
+def pynvml_uses(source: str, where: str = "<source>") -> list[Use]:
+    """Uses of ``pynvml.<name>`` (the module object devices/nvml.py's ``session()`` hands out is
+    always held in a name ``pynvml``): calls with their arity and keywords, other reads as names."""
+    tree = ast.parse(source)
+    calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    uses = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "pynvml":
+            call = calls.get(id(node))
+            name, at = f"pynvml.{node.attr}", f"{where}:{node.lineno}"
+            if call is None or any(isinstance(a, ast.Starred) for a in call.args) or any(
+                    k.arg is None for k in call.keywords):
+                uses.append(Use(at, name))
+            else:
+                uses.append(Use(at, name, len(call.args), tuple(k.arg for k in call.keywords)))
+    return uses
+
+
+def pynvml_problems(uses: list[Use]) -> list[str]:
+    pynvml = pytest.importorskip("pynvml")
+    out = []
+    for use in uses:
+        obj = getattr(pynvml, use.name.split(".", 1)[1], _MISSING)
+        if obj is _MISSING:
+            out.append(f"{use.where}: {use.name} does not exist in nvidia-ml-py")
+        elif use.is_call and inspect.isfunction(obj):
+            try:
+                args = [None] * (use.positional or 0)
+                inspect.signature(obj).bind(*args, **dict.fromkeys(use.keywords or ()))
+            except TypeError as exc:
+                out.append(f"{use.where}: {use.name}(...) does not match {inspect.signature(obj)}: {exc}")
+    return out
+
+
+def test_every_nvml_query_the_package_makes_exists_in_nvidia_ml_py():
+    uses = []
+    for path in sorted(SRC.rglob("*.py")):
+        uses.extend(pynvml_uses(path.read_text(encoding="utf-8"), path.relative_to(SRC.parent).as_posix()))
+    assert {"pynvml.nvmlDeviceGetMemoryInfo", "pynvml.nvmlDeviceGetPowerUsage"} <= {u.name for u in uses}
+    found = pynvml_problems(uses)
+    assert not found, "\n".join(found)
+    bad = pynvml_uses("pynvml.nvmlDeviceGetMemoryInfos(h)\npynvml.nvmlDeviceGetCount(0)\n", "bad.py")
+    assert [p.split(" ")[1] for p in pynvml_problems(bad)] == ["pynvml.nvmlDeviceGetMemoryInfos",
+                                                                 "pynvml.nvmlDeviceGetCount(...)"]
