@@ -455,8 +455,9 @@ def test_docstring_examples_hold(module):
 @pytest.mark.parametrize("matmul, conv", [(True, True), (False, False), (False, True), (True, False)])
 def test_tf32_switches_leave_torchs_legacy_readers_working(restore_switches, matmul, conv):
     """Setting TF32 only through torch's ``fp32_precision`` leaves its legacy state behind, and
-    then ``torch.get_float32_matmul_precision()`` (inductor reads it to key its compile cache) and
-    the ``allow_tf32`` reads of user code raise RuntimeError ("mix of the legacy and new APIs").
+    then ``torch.get_float32_matmul_precision()`` and ``torch.backends.cudnn.allow_tf32`` (read by
+    inductor's autotune cache and GPU conv templates, and by user code) raise RuntimeError ("mix of
+    the legacy and new APIs").
     Both readers must agree with what was set (the switches are host state: checkable on a CPU)."""
     cuda.set_tf32(matmul, conv)
     assert torch.backends.cuda.matmul.allow_tf32 is matmul

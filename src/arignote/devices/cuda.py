@@ -295,9 +295,10 @@ def set_tf32(matmul: bool, conv: bool) -> None:
 
     Set through the ``allow_tf32`` switches: torch (2.9+) writes those into both its legacy state and
     the ``fp32_precision`` one, so every reader agrees. Setting only ``fp32_precision`` leaves the
-    legacy state behind, and then ``torch.get_float32_matmul_precision()`` (read by inductor when
-    it compiles), ``torch.backends.cuda.matmul.allow_tf32`` and ``torch.backends.cudnn.allow_tf32``
-    raise "you have used mix of the legacy and new APIs".
+    legacy state behind, and then ``torch.get_float32_matmul_precision()`` and
+    ``torch.backends.cudnn.allow_tf32`` (read by inductor's autotuning, ``jit=max-autotune``, and its
+    GPU convolution templates; and by user code) raise "you have used mix of the legacy and new
+    APIs".
 
     >>> before = tf32_state()
     >>> set_tf32(True, False); tf32_state(), torch.get_float32_matmul_precision()
