@@ -29,7 +29,7 @@ from arignote.config import ConfigError
 MiB = 1 << 20
 
 __all__ = ["MemoryPolicy", "MemoryPlanError", "plan", "plan_for", "apply", "applied", "explain_oom",
-           "oom_explained"]
+           "oom_explained", "offer_bytes"]
 
 
 class MemoryPlanError(ConfigError):
@@ -151,6 +151,23 @@ def apply(policy: MemoryPolicy, device) -> None:
 def applied(device) -> MemoryPolicy | None:
     """The plan applied on ``device`` in this process, if any."""
     return _applied.get(str(device))
+
+
+def offer_bytes(index: int) -> int:
+    """Bytes this process can still allocate on GPU ``index`` under the policy applied there: the
+    driver's free memory plus the blocks this process has cached but not in use (a
+    ``memory.preallocate`` reservation), and never more than the ``memory.limit`` cap minus what the
+    process's tensors hold (the driver knows nothing of the cap). Creates a CUDA context.
+    """
+    from arignote.devices import cuda  # imports torch: the policy math above stays torch-free
+
+    free, _ = cuda.mem_get_info(index)
+    allocated, reserved = cuda.memory_in_use(index)
+    offer = free + max(0, reserved - allocated)
+    p = _applied.get(f"cuda:{index}")
+    if p is not None and p.limit_bytes:
+        offer = min(offer, max(0, p.limit_bytes - allocated))
+    return int(offer)
 
 
 def explain_oom(exc: BaseException, device) -> str:  # noqa: ARG001 - exc kept for future detail
