@@ -356,3 +356,15 @@ def test_every_nvml_query_the_package_makes_exists_in_nvidia_ml_py():
     bad = pynvml_uses("pynvml.nvmlDeviceGetMemoryInfos(h)\npynvml.nvmlDeviceGetCount(0)\n", "bad.py")
     assert [p.split(" ")[1] for p in pynvml_problems(bad)] == ["pynvml.nvmlDeviceGetMemoryInfos",
                                                                  "pynvml.nvmlDeviceGetCount(...)"]
+
+
+def test_the_gpu_tests_benchmarks_and_examples_name_real_apis_too():
+    """The ``gpu``-marked tests, the benchmarks and the examples also run on GPUs only."""
+    root = SRC.parents[1]
+    uses = []
+    for folder in ("tests", "benchmarks", "examples"):
+        for path in sorted((root / folder).rglob("*.py")):
+            uses.extend(torch_uses(path.read_text(encoding="utf-8"), path.relative_to(root).as_posix()))
+    assert any(u.name.startswith("torch.cuda.") for u in uses)  # tests/test_cuda_gpu.py's
+    found = problems(uses)
+    assert not found, "\n".join(found)
