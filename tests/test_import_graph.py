@@ -193,7 +193,7 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _torch_apis(tree: ast.AST) -> set[str]:
-    """``torch.cuda``, ``torch.backends.cudnn``, ``torch.distributed`` as the module uses them."""
+    """The :data:`TORCH_API_HOMES` APIs (``torch.cuda``, ``torch.backends.cudnn``, ...) the module uses."""
     found = set()
     for node in ast.walk(tree):
         names = []
@@ -204,7 +204,7 @@ def _torch_apis(tree: ast.AST) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for name in names:
-            for api in ("torch.cuda", "torch.backends.cudnn", "torch.distributed"):
+            for api in TORCH_API_HOMES:
                 if name == api or name.startswith(api + "."):
                     found.add(api)
     return found
@@ -212,6 +212,7 @@ def _torch_apis(tree: ast.AST) -> set[str]:
 
 # the rule per folder (docs/architecture.md): who may call which torch API
 TORCH_API_HOMES = {"torch.cuda": {"arignote.devices.cuda"}, "torch.backends.cudnn": {"arignote.devices.cuda"},
+                   "torch.backends.cuda": {"arignote.devices.cuda"},  # cuBLAS/TF32/SDPA switches
                    "torch.distributed": {"arignote.parallel"}}
 
 
