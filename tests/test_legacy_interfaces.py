@@ -262,3 +262,36 @@ def test_subclass_of_a_converted_layer_converts_too() -> None:
         UserWarning, match=r"Update your `MyDense` call to the Keras 2 API: `MyDense\(units=3\)"
     ):
         assert MyDense(output_dim=3).units == 3
+
+
+def test_keras_legacy_interfaces_path_for_custom_layers() -> None:
+    """``from keras.legacy import interfaces`` in a custom layer: Keras's decorator names and factory."""
+    from arignote.legacy import interfaces
+
+    class Scaled(Dense):
+        @interfaces.legacy_dense_support
+        def __init__(self, units: int, scale: float = 1.0, **kwargs: Any) -> None:
+            super().__init__(units, **kwargs)
+            self.scale = scale
+
+    with pytest.warns(UserWarning, match=r"`Scaled\(scale=2.0, units=4, kernel_initializer=\"zeros\"\)`"):
+        layer = Scaled(output_dim=4, scale=2.0, init="zeros")
+    assert layer.units == 4 and layer.get_config()["kernel_initializer"]["class_name"] == "Zeros"
+    with pytest.raises(TypeError, match="Stick to the latter"):
+        Scaled(4, output_dim=4, units=4)
+
+    class Box(Layer):
+        @interfaces.generate_legacy_interface(
+            allowed_positional_args=["size"], conversions=[("side", "size")],
+            value_conversions={"side": {"big": 9}})
+        def __init__(self, size: int = 1, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.size = size
+
+    with pytest.warns(UserWarning, match=r"Update your `Box` call to the Keras 2 API: `Box\(size=9\)`"):
+        assert Box(side="big").size == 9
+    with pytest.raises(TypeError, match=r"`Box` can accept only 1 positional arguments \('size',\)"):
+        Box(1, 2)
+    assert interfaces.legacy_generator_methods_support is not None
+    with pytest.raises(TypeError, match="received both the legacy keyword argument `a`"):
+        interfaces.raise_duplicate_arg_error("a", "b")

@@ -491,11 +491,11 @@ def _convert(spec: Interface, name: str, args: tuple, kwargs: dict) -> tuple[tup
     return args, kwargs
 
 
-def support(interface: str, object_type: str = "class") -> Callable[[Callable], Callable]:
-    """Decorator: run ``INTERFACES[interface]`` on a constructor (``object_type='class'``: the warning
-    names the class) or method (``'method'``: it names the method) before it, as Keras 2.3.1's
-    ``legacy_*_support`` decorators."""
-    spec = INTERFACES[interface]
+def support(interface: str | Interface, object_type: str = "class") -> Callable[[Callable], Callable]:
+    """Decorator: run ``INTERFACES[interface]`` (or an :class:`Interface`) on a constructor
+    (``object_type='class'``: the warning names the class) or method (``'method'``: it names the
+    method) before it, as Keras 2.3.1's ``legacy_*_support`` decorators."""
+    spec = INTERFACES[interface] if isinstance(interface, str) else interface
 
     def decorate(func: Callable) -> Callable:
         @functools.wraps(func)
