@@ -130,7 +130,9 @@ def test_conv_lstm_2d_equals_conv_rnn_2d_around_its_cell_on_both_paths(kwargs):
 
 
 def test_conv_lstm_2d_takes_keras_positional_arguments_and_refuses_unroll():
-    layer = ConvLSTM2D(2, 3, (2, 2), "same")  # filters, kernel_size, strides, padding (Keras 2 order)
+    layer = ConvLSTM2D(2, 3, strides=(2, 2), padding="same")
+    with pytest.raises(TypeError, match="at most 3 positional arguments"):  # Keras 2.3.1's legacy check
+        ConvLSTM2D(2, 3, (2, 2), "same")
     assert layer.strides == (2, 2) and layer.padding == "same" and layer.cell.strides == (2, 2)
     assert layer.compute_output_shape((None, 4, 7, 6, 3)) == (None, 4, 3, 2)
     with pytest.raises(TypeError, match="Unrolling isn't possible"):

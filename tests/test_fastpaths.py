@@ -371,6 +371,26 @@ def test_host_sync_counter_sees_item_calls():
     assert counter.syncs == 2
 
 
+def test_host_sync_counter_sees_the_data_dependent_shapes_that_sync_a_gpu():
+    """On a GPU, set_sync_debug_mode('error') also raises on operators whose output size depends on
+    the values (nonzero: boolean-mask indexing, masked_select, unique); on a CPU they are free, so a
+    CPU run of the guarded steps only sees them through this counter."""
+    counter = HostSyncCounter()
+    t = torch.arange(6.0)
+    counter.switch(True)
+    t[t > 2]
+    t.masked_select(t > 1)
+    torch.unique(t)
+    t.nonzero()
+    t[t > 4] = 0.0
+    t[torch.tensor([1, 2])]  # integer indices: the output size is known, no sync
+    t[1:3]
+    torch.where(t > 1, t, 0.0)  # the three-argument form keeps its shape
+    counter.switch(False)
+    assert counter.seen == ["index", "masked_select", "_unique2", "nonzero", "index_put_"]
+    assert counter.syncs == 5
+
+
 def test_fast_path_items_are_selftest_checks_run_by_the_gpu_tests():
     """Each fast-path item is an `arignote selftest` check needing one GPU, so tests/test_cuda_gpu.py's
     `test_selftest_item` (gpu-marked: skipped here with the reason) runs it through the same runner."""
@@ -430,3 +450,19 @@ def test_plan_assumptions_follow_the_tf32_flag():
 def test_docstring_examples_hold(module):
     result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize("matmul, conv", [(True, True), (False, False), (False, True), (True, False)])
+def test_tf32_switches_leave_torchs_legacy_readers_working(restore_switches, matmul, conv):
+    """Setting TF32 only through torch's ``fp32_precision`` leaves its legacy state behind, and
+    then ``torch.get_float32_matmul_precision()`` and ``torch.backends.cudnn.allow_tf32`` (read by
+    inductor's autotune cache and GPU conv templates, and by user code) raise RuntimeError ("mix of
+    the legacy and new APIs").
+    Both readers must agree with what was set (the switches are host state: checkable on a CPU)."""
+    cuda.set_tf32(matmul, conv)
+    assert torch.backends.cuda.matmul.allow_tf32 is matmul
+    assert torch.backends.cudnn.allow_tf32 is conv
+    assert torch.get_float32_matmul_precision() == ("high" if matmul else "highest")
+    assert cuda.tf32_state() == (matmul, conv)
+    if cuda._new_tf32_api():
+        assert torch.backends.cuda.matmul.fp32_precision == ("tf32" if matmul else "ieee")

@@ -117,7 +117,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 # package's own __init__.
 FLOORS = {
     # 0 ground: plain data and errors, no arignote imports
-    "errors": 0, "sizes": 0, "hyperparameter": 0, "_keras_objects": 0, "_version": 0,
+    "errors": 0, "sizes": 0, "hyperparameter": 0, "_keras_objects": 0, "_version": 0, "legacy_interfaces": 0,
     # 1 settings: the one flag registry and what reads/parses it
     "config": 1, "_flag_types": 1, "theanorc": 1, "backend_common": 1, "metric_names": 1,
     # 2 machine: devices, their memory and precision, atomic files
@@ -128,7 +128,7 @@ FLOORS = {
     "activations": 4, "initializers": 4, "constraints": 4, "regularizers": 4, "backend": 4, "losses": 4,
     "metrics": 4, "optimizers": 4, "graph": 4, "layers": 4, "utils": 4, "datasets": 4,
     "preprocessing": 4, "saving": 4, "backend_ops": 4, "backend_nn": 4, "backend_control": 4,
-    "_backend_names": 4, "weighting": 4,
+    "_backend_names": 4, "weighting": 4, "legacy": 4,
     "metric_classes": 4, "metric_base": 4, "optim_kernels": 4,
     # 5 engine: strategies, callbacks, the training loop
     "parallel": 5, "callbacks": 5, "training": 5, "diagnostics": 5,
@@ -193,7 +193,7 @@ def _dotted(node: ast.AST) -> str:
 
 
 def _torch_apis(tree: ast.AST) -> set[str]:
-    """``torch.cuda``, ``torch.backends.cudnn``, ``torch.distributed`` as the module uses them."""
+    """The :data:`TORCH_API_HOMES` APIs (``torch.cuda``, ``torch.backends.cudnn``, ...) the module uses."""
     found = set()
     for node in ast.walk(tree):
         names = []
@@ -204,7 +204,7 @@ def _torch_apis(tree: ast.AST) -> set[str]:
         elif isinstance(node, ast.ImportFrom) and node.module:
             names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
         for name in names:
-            for api in ("torch.cuda", "torch.backends.cudnn", "torch.distributed"):
+            for api in TORCH_API_HOMES:
                 if name == api or name.startswith(api + "."):
                     found.add(api)
     return found
@@ -212,6 +212,7 @@ def _torch_apis(tree: ast.AST) -> set[str]:
 
 # the rule per folder (docs/architecture.md): who may call which torch API
 TORCH_API_HOMES = {"torch.cuda": {"arignote.devices.cuda"}, "torch.backends.cudnn": {"arignote.devices.cuda"},
+                   "torch.backends.cuda": {"arignote.devices.cuda"},  # cuBLAS/TF32/SDPA switches
                    "torch.distributed": {"arignote.parallel"}}
 
 

@@ -4,7 +4,9 @@ graph tensors, sequence-to-sequence with RepeatVector + TimeDistributed, a custo
 reloaded, callbacks (checkpoints, early stopping, schedules, CSV), a stateful LSTM, the functional API
 guide, custom objects saved and reloaded, a channels-first Theano-era script, the "very little data"
 image workflow (flow_from_directory, bottleneck features, fine-tuning), scikit-learn wrappers, filter
-visualization by gradient ascent. Each script asserts on what it learned and prints ``OK <name>``;
+visualization by gradient ascent, two Keras 1.2-era scripts in Keras 1 argument names
+(``Convolution2D(32, 3, 3, border_mode=)``, ``nb_epoch``, ``samples_per_epoch``). Each script asserts
+on what it learned and prints ``OK <name>``;
 scripts/run_keras2_scripts_on_keras.py runs them on real Keras 2.3.1 (each script's docstring says
 whether it was checked there)."""
 
@@ -23,7 +25,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 NAMES = ["siamese", "autoencoder", "vae", "seq2seq", "custom_layer", "callbacks_tour", "stateful_lstm",
          "little_data", "sklearn_wrapper", "functional_guide", "filter_visualization", "custom_objects",
-         "theano_habits"]
+         "theano_habits", "keras1_cnn", "keras1_text"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -74,8 +74,18 @@ def test_preallocate_within_limit_shows_both_lines():
     p = memory.plan(0.25, 0.5, TOTAL, TOTAL, "cuda:0")
     assert p.text == ("Preallocating 20389/81559 MiB (0.25) on cuda:0",
                       "Capping cuda:0 at 40779/81559 MiB (0.50) by memory.limit")
-    p = memory.plan(-1, 0.5, TOTAL, TOTAL, "cuda:0")
-    assert not p.caching and p.limit_fraction == pytest.approx(0.5, abs=1e-4) and len(p.text) == 2
+
+
+def test_no_caching_with_a_cap_is_an_error_naming_both_flags():
+    """torch's per-process fraction is checked inside the caching allocator's malloc; with the
+    allocator disabled (``caching_allocator_enable(False)``) every allocation is an uncached
+    cudaMalloc, so memory.limit would silently not hold."""
+    with pytest.raises(MemoryPlanError) as info:
+        memory.plan(-1, 0.5, TOTAL, TOTAL, "cuda:0", sources={"memory.limit": "~/.arignoterc:2"})
+    msg = str(info.value)
+    assert "memory.preallocate=-1" in msg and "memory.limit=0.5 (from ~/.arignoterc:2)" in msg
+    assert "memory.limit=0 or memory.preallocate>=0" in msg
+    assert not memory.plan(-1, 0, TOTAL, TOTAL, "cuda:0").caching  # alone, each is fine
 
 
 # --------------------------------------------------------------------------- errors
@@ -204,3 +214,40 @@ def test_oom_explained_reraises_same_type_with_text(fake_cuda):
     assert isinstance(info.value.__cause__, torch.OutOfMemoryError)
     with pytest.raises(ValueError, match="unrelated"), memory.oom_explained("cuda:0"):
         raise ValueError("unrelated")
+
+
+# --------------------------------------------------------------------------- what a fit may still take
+
+
+@pytest.fixture
+def gpu_memory(monkeypatch):
+    """The driver's (free, total) and the allocator's (allocated, reserved) for GPU 0, as
+    devices/cuda.py would read them on an A100 (bytes)."""
+    from arignote.devices import cuda
+
+    state = {"free": 79000 * MiB, "allocated": 0, "reserved": 0}
+    monkeypatch.setattr(cuda, "mem_get_info", lambda i: (state["free"], TOTAL))
+    monkeypatch.setattr(cuda, "memory_in_use", lambda i: (state["allocated"], state["reserved"]))
+    return state
+
+
+def test_offer_counts_the_cap_the_driver_does_not_know(gpu_memory, fake_cuda):
+    """Arrays go to the GPU when they fit in half of what the process can take: under memory.limit
+    the driver's free memory (79 GB here) is not that; the 4 GiB cap minus what is allocated is."""
+    from types import SimpleNamespace as NS
+
+    from arignote.training.data import fits_on_device
+    from arignote.training.inputs import _free_bytes
+
+    assert memory.offer_bytes(0) == 79000 * MiB  # no policy applied: the driver's free memory
+    memory.apply(memory.plan(0, 4096, TOTAL, TOTAL, "cuda:0"), "cuda:0")
+    gpu_memory.update(allocated=1024 * MiB, reserved=1536 * MiB)
+    assert memory.offer_bytes(0) == 3072 * MiB
+    free = _free_bytes(NS(device=torch.device("cuda", 0)))
+    assert free == 3072 * MiB and not fits_on_device(2048 * MiB, torch.device("cuda", 0), free)
+
+
+def test_offer_counts_the_preallocated_reservation_as_this_processs(gpu_memory, fake_cuda):
+    memory.apply(memory.plan(0.8, 0, TOTAL, TOTAL, "cuda:0"), "cuda:0")
+    gpu_memory.update(free=14000 * MiB, allocated=100 * MiB, reserved=65247 * MiB)
+    assert memory.offer_bytes(0) == (14000 + 65247 - 100) * MiB

@@ -17,3 +17,35 @@ def test_an_unknown_item_fails_with_the_usage_line():
     assert not ok
     assert detail.startswith("exit code 2: usage: python -m arignote.bench.selfchecks {banner-cpu,")
 
+
+
+def test_without_a_gpu_every_gpu_item_is_planned_as_skipped_with_its_gpu_count_and_the_reason():
+    from types import SimpleNamespace as NS
+
+    planned = selfchecks.plan(NS(gpus=[], cuda_reason="no NVIDIA driver is loaded"))
+    for check, why in planned:
+        if not check.gpus:
+            assert why is None, check.name
+            continue
+        need = "a CUDA GPU" if check.gpus == 1 else f"{check.gpus} CUDA GPUs"
+        assert why == f"needs {need} (no NVIDIA driver is loaded)", (check.name, why)
+    assert dict((c.name, w) for c, w in planned)["placement-data-parallel"].startswith("needs 4 CUDA GPUs")
+
+
+def test_the_gpu_banner_item_finds_the_line_naming_the_gpu(monkeypatch):
+    """On a GPU the banner's device line is followed by the memory-policy and TF32 lines: the item
+    took the last line and could never find the GPU's name there. Here on a fake A100 box (the
+    hardware answers replaced, the banner code real)."""
+    from arignote import devices
+    from arignote.devices import GPUInfo, Inventory, cuda, inventory, setup
+
+    gpu = GPUInfo(0, "NVIDIA A100-SXM4-80GB", "0000:07:00.0", 81559 << 20, 81000 << 20, (8, 0), "u0")
+    box = Inventory(gpus=(gpu,), cpu_name="AMD EPYC", cpu_threads=2, cuda_reason=None)
+    monkeypatch.setattr(inventory, "gpu_count", lambda: (1, None))  # the device flag's machine check
+    monkeypatch.setattr(devices, "current_inventory", lambda refresh=False: box)
+    monkeypatch.setattr(setup, "current_inventory", lambda refresh=False: box)
+    for name in ("set_cudnn", "set_tf32"):
+        monkeypatch.setattr(cuda, name, lambda *a: None)
+    monkeypatch.setattr(cuda, "cudnn_available", lambda: True)
+    line = selfchecks.banner_gpu()
+    assert line.startswith("Mapped cuda:0 to NVIDIA A100-SXM4-80GB (0000:07:00.0)")

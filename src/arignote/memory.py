@@ -2,8 +2,10 @@
 
 ``memory.preallocate`` (Theano's ``gpuarray.preallocate``): ``0`` grow on demand (default);
 ``0 < x <= 1`` reserve that fraction of the GPU's total memory; ``x > 1`` reserve that many MiB;
-``x < 0`` disable caching (every free returns memory to the driver, so others see it free).
-``memory.limit``: a hard per-process cap, a fraction (``0.5``) or MiB (``4096``); ``0`` none.
+``x < 0`` disable caching (every free returns memory to the driver, so others see it free; torch's
+peak-memory counters then stay at 0, as they count the caching allocator's blocks only).
+``memory.limit``: a hard per-process cap, a fraction (``0.5``) or MiB (``4096``); ``0`` none. The cap
+lives in the caching allocator, so it cannot be combined with ``memory.preallocate < 0``.
 
 Example::
 
@@ -27,7 +29,7 @@ from arignote.config import ConfigError
 MiB = 1 << 20
 
 __all__ = ["MemoryPolicy", "MemoryPlanError", "plan", "plan_for", "apply", "applied", "explain_oom",
-           "oom_explained"]
+           "oom_explained", "offer_bytes"]
 
 
 class MemoryPlanError(ConfigError):
@@ -88,6 +90,12 @@ def plan(preallocate: float, limit: float, total_bytes: int, free_bytes: int, de
         text.append(f"Capping {device} at {_mib(limit_bytes)}/{_mib(total)} MiB ({limit_fraction:.2f}) "
                     "by memory.limit")
     pre_bytes, caching = 0, True
+    if preallocate < 0 and limit_bytes:
+        # torch enforces the per-process fraction inside its caching allocator only; with caching off
+        # every allocation is a plain cudaMalloc that neither the cap nor the peak counters see
+        raise MemoryPlanError(f"{pre} turns torch's caching allocator off, and {lim} is enforced only by "
+                              "that allocator (uncached allocations go straight to cudaMalloc), so the cap "
+                              "would not hold; set memory.limit=0 or memory.preallocate>=0")
     if preallocate < 0:
         caching = False
         text.insert(0, f"Caching disabled on {device}: every free returns memory to the driver "
@@ -143,6 +151,23 @@ def apply(policy: MemoryPolicy, device) -> None:
 def applied(device) -> MemoryPolicy | None:
     """The plan applied on ``device`` in this process, if any."""
     return _applied.get(str(device))
+
+
+def offer_bytes(index: int) -> int:
+    """Bytes this process can still allocate on GPU ``index`` under the policy applied there: the
+    driver's free memory plus the blocks this process has cached but not in use (a
+    ``memory.preallocate`` reservation), and never more than the ``memory.limit`` cap minus what the
+    process's tensors hold (the driver knows nothing of the cap). Creates a CUDA context.
+    """
+    from arignote.devices import cuda  # imports torch: the policy math above stays torch-free
+
+    free, _ = cuda.mem_get_info(index)
+    allocated, reserved = cuda.memory_in_use(index)
+    offer = free + max(0, reserved - allocated)
+    p = _applied.get(f"cuda:{index}")
+    if p is not None and p.limit_bytes:
+        offer = min(offer, max(0, p.limit_bytes - allocated))
+    return int(offer)
 
 
 def explain_oom(exc: BaseException, device) -> str:  # noqa: ARG001 - exc kept for future detail

@@ -5,7 +5,8 @@
 * :class:`Recorder`: a value (the cuDNN autotune switch) read at the start of each training batch;
 * :class:`SyncGuard`: ``torch.cuda.set_sync_debug_mode("error")`` from the second training step to
   the last, so a host sync in the step raises; on a CPU, :class:`HostSyncCounter` is the switch and
-  counts the reads back to the host (``aten._local_scalar_dense``: ``.item()``, ``bool(t)``) instead;
+  counts what would sync there instead: reads back to the host (``.item()``, ``bool(t)``) and
+  operators with data-dependent output sizes (``nonzero``, boolean-mask indexing, ``unique``);
 * :func:`observe_fit`: a small CNN fit with all of them.
 
 They run on a CPU as well (tests/test_fastpaths.py); :mod:`arignote.bench.selfchecks_fast` turns
@@ -59,19 +60,32 @@ class ConvLayouts(TorchFunctionMode):
 
 
 class HostSyncCounter(TorchDispatchMode):
-    """While switched on, counts the operators that read a tensor back to the host
-    (``aten._local_scalar_dense``: what ``.item()``, ``float(t)``, ``bool(t)`` run; on a GPU each one
-    waits for the device). ``switch(on)`` has :func:`arignote.devices.cuda.set_sync_errors`'s signature.
+    """While switched on, counts the operators that make the host wait for a GPU: the reads back to
+    the host (``aten._local_scalar_dense``: what ``.item()``, ``float(t)``, ``bool(t)`` run) and the
+    operators whose output size depends on the data (``nonzero``, so boolean-mask indexing,
+    ``masked_select``, ``unique``), which on a GPU must copy that size back before returning.
+    ``set_sync_debug_mode("error")`` raises on all of them there; on a CPU they cost nothing, so this
+    counter is what makes a CPU run see them. ``switch(on)`` has
+    :func:`arignote.devices.cuda.set_sync_errors`'s signature. (A blocking host-to-GPU copy, the
+    other kind, needs a GPU to be seen: there is no second device on a CPU.)
 
     >>> counter = HostSyncCounter()
-    >>> counter.switch(True); _ = torch.ones(2).sum().item(); counter.switch(False)
-    >>> counter.syncs, counter.ops > 1
-    (1, True)
+    >>> counter.switch(True); _ = torch.ones(2).sum().item(); t = torch.arange(4.0); _ = t[t > 1]
+    >>> counter.switch(False)
+    >>> counter.syncs, counter.seen, counter.ops > 1
+    (2, ['_local_scalar_dense', 'index'], True)
     """
+
+    # aten operators that synchronise with a CUDA device (their output size or value goes to the host)
+    SYNCING = frozenset({"_local_scalar_dense", "nonzero", "masked_select", "_unique", "_unique2",
+                         "unique_dim", "unique_consecutive", "unique_dim_consecutive"})
+    # indexing operators that run nonzero on a boolean mask index (below the dispatcher: not seen above)
+    MASK_INDEXING = frozenset({"index", "index_put", "index_put_", "_index_put_impl_"})
 
     def __init__(self) -> None:
         super().__init__()
         self.syncs = self.ops = 0
+        self.seen: list[str] = []  # the syncing operators, in order
         self.on = False
 
     def switch(self, on: bool) -> None:
@@ -83,9 +97,17 @@ class HostSyncCounter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.ops += 1
-        if func.__name__.startswith("_local_scalar_dense"):
+        name = func.__name__.split(".", 1)[0]
+        if name in self.SYNCING or (name in self.MASK_INDEXING and _has_mask(args)):
             self.syncs += 1
+            self.seen.append(name)
         return func(*args, **(kwargs or {}))
+
+
+def _has_mask(args: tuple) -> bool:
+    """Whether an ``aten.index``/``index_put`` call indexes with a boolean (or uint8) mask."""
+    indices = args[1] if len(args) > 1 and isinstance(args[1], (list, tuple)) else ()
+    return any(isinstance(i, torch.Tensor) and i.dtype in (torch.bool, torch.uint8) for i in indices)
 
 
 class Recorder(Callback):

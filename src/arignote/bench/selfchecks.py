@@ -8,8 +8,9 @@ need GPUs this machine lacks are not run: :func:`plan` says why.
 Example::
 
     >>> from types import SimpleNamespace as NS
-    >>> [(c.name, why) for c, why in plan(NS(gpus=[], cuda_reason="no driver"))][:2]
-    [('banner-cpu', None), ('train-cpu', None)]
+    >>> items = dict((c.name, why) for c, why in plan(NS(gpus=[], cuda_reason="no driver")))
+    >>> items["train-cpu"], items["banner-gpu"], items["placement"]
+    (None, 'needs a CUDA GPU (no driver)', 'needs 2 CUDA GPUs (no driver)')
 """
 
 from __future__ import annotations
@@ -97,7 +98,8 @@ def _fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int
     return model, history
 
 
-def _banner(device: str) -> str:
+def _banner(device: str) -> list[str]:
+    """The banner lines ``prepare`` prints for ``device``."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config, devices
 
@@ -107,16 +109,22 @@ def _banner(device: str) -> str:
         devices.prepare(devices.configured_devices()[0])
     text = out.getvalue().strip()
     _expect(bool(text), "prepare() printed no banner")
-    return text.splitlines()[-1]
+    return text.splitlines()
+
+
+def _line_naming(lines: list[str], name: str) -> str:
+    """The banner line that names ``name`` (on a GPU the device line is followed by the memory
+    policy and TF32 lines, so it is not the last one)."""
+    line = next((ln for ln in lines if name in ln), None)
+    _expect(line is not None, f"the banner does not name {name}: {lines!r}")
+    return line
 
 
 # --------------------------------------------------------------------------- CPU items
 
 
 def banner_cpu() -> str:
-    line = _banner("cpu")
-    _expect("cpu" in line.lower(), f"the banner does not name the CPU: {line!r}")
-    return line
+    return _line_naming(_banner("cpu"), "device cpu")
 
 
 def train_cpu() -> str:
@@ -206,10 +214,8 @@ def banner_gpu() -> str:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import current_inventory
 
-    line = _banner("cuda0")
-    name = current_inventory().gpus[0].name
-    _expect(name in line, f"the banner does not name {name}: {line!r}")
-    return line
+    lines = _banner("cuda0")
+    return _line_naming(lines, current_inventory().gpus[0].name)
 
 
 def memory_preallocate() -> str:
@@ -402,7 +408,8 @@ def plan(inventory: Any) -> list[tuple[Check, str | None]]:
     for check in CHECKS:
         why = None
         if check.gpus > gpus:
-            why = (f"needs a CUDA GPU ({inventory.cuda_reason or 'none found'})" if gpus == 0
+            need = "a CUDA GPU" if check.gpus == 1 else f"{check.gpus} CUDA GPUs"
+            why = (f"needs {need} ({inventory.cuda_reason or 'none found'})" if gpus == 0
                    else f"needs {check.gpus} GPUs, this machine has {gpus}")
         out.append((check, why))
     return out

@@ -155,7 +155,8 @@ def nccl_version() -> str | None:
         version = nccl.version()
     except (AttributeError, RuntimeError, ImportError):
         return None
-    return ".".join(str(part) for part in version)
+    # (major, minor, patch) plus NCCL's version suffix when it has one: (2, 27, 3, "+cuda12.9")
+    return ".".join(str(part) for part in version[:3]) + "".join(str(part) for part in version[3:])
 
 
 # --------------------------------------------------------------------------- memory
@@ -186,8 +187,14 @@ def peak_memory(index: int) -> tuple[int, int]:
 
 
 def reset_peak_memory(index: int) -> None:
-    """Start a new peak-memory window on GPU ``index``."""
-    if is_available():
+    """Start a new peak-memory window on GPU ``index``.
+
+    Before CUDA is initialised there is no allocator yet (its counters start at 0 when it comes),
+    and torch's ``reset_peak_memory_stats``, unlike ``memory_stats``, does not check: it raises
+    "Invalid device argument: did you call init?". With NVML answering the inventory, nothing has
+    initialised CUDA when a benchmark or a fit starts its first window.
+    """
+    if is_available() and torch.cuda.is_initialized():
         torch.cuda.reset_peak_memory_stats(index)
 
 
@@ -278,24 +285,33 @@ def set_benchmark(benchmark: bool) -> None:
 
 
 def _new_tf32_api() -> bool:
-    """torch >= 2.9 spells TF32 as ``fp32_precision`` ('tf32'/'ieee'); mixing it with the legacy
-    ``allow_tf32`` switches makes torch raise on the next read, so one API is used throughout."""
+    """torch >= 2.9 also spells TF32 as ``fp32_precision`` ('tf32'/'ieee'/'none': inherit)."""
     return hasattr(torch.backends.cuda.matmul, "fp32_precision") and hasattr(torch.backends.cudnn, "conv")
 
 
 def set_tf32(matmul: bool, conv: bool) -> None:
     """Allow TensorFloat-32 in float32 matmuls (cuBLAS) and convolutions (cuDNN); process-wide.
-    Changes nothing below compute capability 8.0, where the GPU has no TF32 units."""
-    if _new_tf32_api():
-        torch.backends.cuda.matmul.fp32_precision = "tf32" if matmul else "ieee"
-        torch.backends.cudnn.conv.fp32_precision = "tf32" if conv else "ieee"
-    else:
-        torch.backends.cuda.matmul.allow_tf32 = bool(matmul)
-        torch.backends.cudnn.allow_tf32 = bool(conv)
+    Changes nothing below compute capability 8.0, where the GPU has no TF32 units.
+
+    Set through the ``allow_tf32`` switches: torch (2.9+) writes those into both its legacy state and
+    the ``fp32_precision`` one, so every reader agrees. Setting only ``fp32_precision`` leaves the
+    legacy state behind, and then ``torch.get_float32_matmul_precision()`` and
+    ``torch.backends.cudnn.allow_tf32`` (read by inductor's autotuning, ``jit=max-autotune``, and its
+    GPU convolution templates; and by user code) raise "you have used mix of the legacy and new
+    APIs".
+
+    >>> before = tf32_state()
+    >>> set_tf32(True, False); tf32_state(), torch.get_float32_matmul_precision()
+    ((True, False), 'high')
+    >>> set_tf32(*before)
+    """
+    torch.backends.cuda.matmul.allow_tf32 = bool(matmul)
+    torch.backends.cudnn.allow_tf32 = bool(conv)
 
 
 def tf32_state() -> tuple[bool, bool]:
-    """The current (matmul, conv) TensorFloat-32 switches (readable on any build)."""
+    """The current (matmul, conv) TensorFloat-32 switches (readable on any build; read through
+    ``fp32_precision`` where torch has it, which never raises on a mix of the two APIs)."""
     if _new_tf32_api():
         matmul = torch.backends.cuda.matmul.fp32_precision
         if matmul == "none":  # inherits the global setting ('ieee' by default)

@@ -46,7 +46,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from arignote import backend_common, config, constraints, initializers, regularizers
+from arignote import backend_common, config, constraints, initializers, legacy_interfaces, regularizers
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.graph import node as _node
 from arignote.graph import state
@@ -268,6 +268,7 @@ class Layer(nn.Module):
         # built-in layers only: a user's class (even one named Dense) needs custom_objects, as in Keras
         if cls.__module__.startswith("arignote.layers"):
             _REGISTRY[cls.__name__] = cls
+            legacy_interfaces.install(cls)  # Keras 1 argument names, as Keras 2.3.1 converted them
         # built-in layers may define forward(x, mask=None) directly instead of call
         entry = cls.call if cls.forward is Layer.forward else cls.forward
         cls._call_takes_mask = _accepts(entry, "mask")
@@ -391,6 +392,7 @@ class Layer(nn.Module):
 
     # ---------------------------------------------------------------- weights
 
+    @legacy_interfaces.add_weight_args
     def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,
                    initializer: Any = None, regularizer: Any = None, trainable: bool = True,
                    constraint: Any = None) -> nn.Parameter:

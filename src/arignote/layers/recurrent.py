@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from arignote.layers._left_out import legacy_getattr
@@ -80,6 +81,13 @@ class _Wrapped(RNN):
         return cfg
 
 
+def _implementation_zero(implementation: Any) -> None:
+    """Keras 2.3.1's note on ``implementation=0`` (Keras 1's ``consume_less='cpu'``), which runs as 1."""
+    if implementation == 0:
+        warnings.warn("`implementation=0` has been deprecated, and now defaults to `implementation=1`.Please "
+                      "update your layer call.", stacklevel=3)
+
+
 _COMMON = (
     "units",
     "activation",
@@ -128,6 +136,10 @@ class SimpleRNN(_Wrapped):
         unroll: bool = False,
         **kwargs: Any,
     ) -> None:
+        if "implementation" in kwargs:  # Keras 1's consume_less lands here (arignote.legacy_interfaces)
+            kwargs.pop("implementation")
+            warnings.warn("The `implementation` argument in `SimpleRNN` has been deprecated. Please remove "
+                          "it from your layer call.", stacklevel=2)
         super().__init__(
             units,
             activation=activation,
@@ -187,6 +199,7 @@ class GRU(_Wrapped):
         reset_after: bool = False,
         **kwargs: Any,
     ) -> None:
+        _implementation_zero(implementation)
         super().__init__(
             units,
             activation=activation,
@@ -249,6 +262,7 @@ class LSTM(_Wrapped):
         unroll: bool = False,
         **kwargs: Any,
     ) -> None:
+        _implementation_zero(implementation)
         super().__init__(
             units,
             activation=activation,

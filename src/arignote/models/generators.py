@@ -1,5 +1,7 @@
 """Keras 2's ``fit_generator``, ``evaluate_generator`` and ``predict_generator``: thin spellings of
-``fit``/``evaluate``/``predict`` on a generator or ``Sequence`` (mixed into :class:`Model`).
+``fit``/``evaluate``/``predict`` on a generator or ``Sequence`` (mixed into :class:`Model`). Their
+Keras 1 arguments (``samples_per_epoch``, ``nb_epoch``, ``nb_val_samples``, ``val_samples``, ``nb_worker``,
+``pickle_safe``, ``max_q_size``) convert as in Keras 2.3.1 (:mod:`arignote.legacy_interfaces`).
 
 Example::
 
@@ -12,6 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from arignote import legacy_interfaces
+
 __all__ = ["GeneratorMethods"]
 
 
@@ -22,6 +26,7 @@ class GeneratorMethods:
     evaluate: Any
     predict: Any
 
+    @legacy_interfaces.support("generator_methods", "method")
     def fit_generator(self, generator: Any, steps_per_epoch: int | None = None, epochs: int = 1,
                       verbose: int = 1, callbacks: list | None = None, validation_data: Any = None,
                       validation_steps: int | None = None, validation_freq: Any = 1,
@@ -52,6 +57,7 @@ class GeneratorMethods:
                         validation_freq=validation_freq, max_queue_size=max_queue_size, workers=workers,
                         use_multiprocessing=use_multiprocessing)
 
+    @legacy_interfaces.support("generator_methods", "method")
     def evaluate_generator(self, generator: Any, steps: int | None = None, callbacks: list | None = None,
                            max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False,
                            verbose: int = 0) -> Any:
@@ -61,6 +67,7 @@ class GeneratorMethods:
                              max_queue_size=max_queue_size, workers=workers,
                              use_multiprocessing=use_multiprocessing)
 
+    @legacy_interfaces.support("generator_methods", "method")
     def predict_generator(self, generator: Any, steps: int | None = None, callbacks: list | None = None,
                           max_queue_size: int = 10, workers: int = 1, use_multiprocessing: bool = False,
                           verbose: int = 0) -> Any:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import config, devices, losses, optimizers, parallel, weighting
+from arignote import config, devices, legacy_interfaces, losses, optimizers, parallel, weighting
 from arignote import metrics as metrics_mod
 from arignote.callbacks.base import CallbackList, History
 from arignote.callbacks.device_stats import DeviceStatsMonitor
@@ -61,6 +61,7 @@ class Model(Functional, GeneratorMethods):
     ``cuda0_peak_allocated_mib``...; also shown in the progress line).
     """
 
+    @legacy_interfaces.support("model_constructor")  # Keras 1's Model(input=, output=), with Keras's warning
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """``Model(inputs, outputs, name=None)`` (the functional API, also as keywords), ``Model(module,
         name=None)`` for a torch module, or ``Model()`` from a subclass that defines ``call``."""
@@ -353,7 +354,7 @@ class Model(Functional, GeneratorMethods):
             steps_per_epoch: int | None = None, accumulate: int = 1,
             validation_batch_size: int | None = None, validation_steps: int | None = None,
             validation_freq: Any = 1, max_queue_size: int = 10, workers: int = 1,
-            use_multiprocessing: bool = False) -> History:
+            use_multiprocessing: bool = False, **kwargs: Any) -> History:
         """Train for ``epochs`` epochs; returns the :class:`History` (also ``model.history``).
 
         ``x, y``: arrays (numpy or tensors; images channels-last ``(N, H, W, C)``), or ``x`` alone as
@@ -370,8 +371,10 @@ class Model(Functional, GeneratorMethods):
         ``accumulate=k`` runs each batch as ``k`` micro-batches and one optimizer step (same
         gradients, ``1/k`` of the activation memory). ``batch_size="auto"`` searches the largest
         batch that fits the device (array data only). A step that runs out of memory is redone as
-        micro-batches (``memory.on_oom``; issue 7).
+        micro-batches (``memory.on_oom``; issue 7). Keras 1's ``nb_epoch`` still means ``epochs``
+        (with Keras 2.3.1's warning; :mod:`arignote.legacy_interfaces`).
         """
+        epochs = legacy_interfaces.fit_kwargs(kwargs, epochs)
         if not self.compiled:
             self._get_trainer()  # raises the "compile first" error
         auto = isinstance(batch_size, str) and batch_size == "auto"  # issue 7: search the batch size

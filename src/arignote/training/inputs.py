@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import losses
-from arignote.devices import cuda
+from arignote import losses, memory
 from arignote.precision import dtype_of
 from arignote.training import batch_checks, sample_weights
 from arignote.training.checks import check_batch_size, check_finite, check_input_shape, check_lengths
@@ -229,12 +228,12 @@ def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool 
 
 
 def _free_bytes(trainer: Any) -> int | None:
-    """Free memory on the trainer's GPU now (None on CPU, where arrays always stay in place)."""
+    """What this process can still allocate on the trainer's GPU now, under its ``memory.limit`` cap
+    and counting its ``memory.preallocate`` reservation (None on CPU, where arrays stay in place)."""
     device = trainer.device
     if device.type != "cuda":
         return None
-
-    return int(cuda.mem_get_info(device.index or 0)[0])
+    return memory.offer_bytes(device.index or 0)
 
 
 def _array_data(trainer: Any, x: Any, y: Any, image_input: bool, w: Any = None) -> ArrayData:
