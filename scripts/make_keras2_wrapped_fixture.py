@@ -7,6 +7,10 @@ tests/test_keras2_wrapped_h5.py.
   ``merge_mode='concat'``, which joins the *last* axis: the columns of a channels-first map. One
   branch behind ``TimeDistributed(Conv2D(channels_first))``, one followed by a channels-first Conv2D,
   Flatten and Dense (Theano convolves: the file's kernels are flipped for a correlating backend).
+* ``cf_axes.h5``: a channels_first functional model whose ``Concatenate(axis=1)``, ``Reshape`` and
+  ``Permute`` read the axes of channels-first maps (no channels-last rebuild computes them).
+* ``td_flatten_cf.h5``: ``TimeDistributed(Flatten())`` of channels-first maps, then
+  ``TimeDistributed(Dense)`` (its kernel rows follow the channels-first flattening).
 * ``td_bn.h5``: ``TimeDistributed(model)`` where the model holds BatchNormalization (Keras lists a
   model's trainable weights first, then the moving statistics), once trainable and once frozen.
 * ``nested_bn.h5``: a Sequential and a functional model with BatchNormalization (and a frozen Dense)
@@ -37,7 +41,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 OUT = os.path.join(ROOT, "tests", "fixtures", "keras2", "wrapped")
-NAMES = ("bidir_cf", "td_bn", "nested_bn", "bidir_frozen_cell")
+NAMES = ("bidir_cf", "td_bn", "nested_bn", "bidir_frozen_cell", "cf_axes", "td_flatten_cf")
 
 
 def keras_cell_class():
@@ -119,6 +123,23 @@ def bidir_cf(L, Model):
     return Model(x, [seq, last, out])
 
 
+def cf_axes(L, Model):
+    cf = {"data_format": "channels_first"}
+    x = L.Input((2, 6, 6), name="images")
+    joined = L.Concatenate(axis=1, name="cat")([L.Conv2D(3, 3, padding="same", name="c3", **cf)(x),
+                                                L.Conv2D(2, 1, name="c1", **cf)(x)])
+    maps = L.Conv2D(2, 3, name="c_after", **cf)(joined)
+    rows = L.Permute((2, 1), name="perm")(L.Reshape((2, 16), name="reshape")(maps))
+    return Model(x, [joined, rows, L.Dense(2, name="d")(L.Flatten(name="flat")(maps))])
+
+
+def td_flatten_cf(L, Sequential):
+    conv = L.Conv2D(2, 3, data_format="channels_first")
+    return Sequential([L.TimeDistributed(conv, input_shape=(3, 2, 5, 5), name="td_conv"),
+                       L.TimeDistributed(L.Flatten(data_format="channels_last"), name="td_flat"),
+                       L.TimeDistributed(L.Dense(2), name="td_dense")])
+
+
 def td_bn(L, Model, Sequential):
     def inner(name):
         return Sequential([L.Dense(4, input_shape=(3,), name=f"{name}_d1"),
@@ -181,6 +202,8 @@ def make():
         "td_bn": (td_bn(L, Model, Sequential), [(3, 4, 3)]),
         "nested_bn": (nested_bn(L, Model, Sequential), [(3, 3)]),
         "bidir_frozen_cell": (bidir_frozen_cell(L, Model, cell), [(3, 5, 3)]),
+        "cf_axes": (cf_axes(L, Model), [(2, 2, 6, 6)]),
+        "td_flatten_cf": (td_flatten_cf(L, Sequential), [(2, 3, 2, 5, 5)]),
     }
     for name, (model, shapes) in models.items():
         _set_weights(model, rng)

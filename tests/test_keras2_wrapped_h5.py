@@ -4,7 +4,9 @@
 
 * ``Bidirectional(ConvLSTM2D(data_format='channels_first'), merge_mode='concat')`` joins the columns
   of the maps (Keras's ``axis=-1``): such a model loads channels-first as saved, not rebuilt
-  channels-last, whether Keras or arignote wrote it.
+  channels-last, whether Keras or arignote wrote it; so does a model whose ``Concatenate``,
+  ``Reshape``, ``Permute`` or ``TimeDistributed(Dense)`` behind ``TimeDistributed(Flatten())`` read
+  the axes of channels-first maps.
 * Keras 2.3.1 writes ``layer.weights``: trainable weights first at every level, so
   ``TimeDistributed(model with BatchNormalization)``, a nested model and a ``Bidirectional`` around
   a cell with a non-trainable weight list the moving statistics (or the cell's frozen weight) last;
@@ -24,7 +26,7 @@ from arignote.saving import keras_config, layouts
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "tests", "fixtures", "keras2", "wrapped")
-NAMES = ["bidir_cf", "td_bn", "nested_bn", "bidir_frozen_cell"]
+NAMES = ["bidir_cf", "td_bn", "nested_bn", "bidir_frozen_cell", "cf_axes", "td_flatten_cf"]
 
 
 def _script():
@@ -124,7 +126,7 @@ def test_a_bidirectional_concatenating_channels_first_maps_stays_channels_first(
     xs, ys = _fixture("bidir_cf")
     model = load_model(os.path.join(HERE, "bidir_cf.h5"))
     line = capsys.readouterr().out
-    assert "channels_first layers kept as saved" in line and "bi_last, bi_seq" in line
+    assert "channels_first layers kept as saved" in line and "change what bi_last, bi_seq compute" in line
     assert "rebuilt channels_last" not in line and "Dense weights after Flatten" not in line
     by_name = {layer.name: layer for layer in model.layers}
     assert by_name["bi_last"].forward_layer.data_format == "channels_first"
@@ -158,3 +160,47 @@ def test_a_lone_concatenating_bidirectional_cannot_be_rebuilt_channels_last():
     assert keras_config.channels_first_blockers(spec) == []
     out = keras_config.layer_from_keras(spec, keras_config.Conversion())
     assert out["config"]["layer"]["config"]["data_format"] == "channels_last"
+
+
+@pytest.mark.parametrize("name, why", [
+    ("cf_axes", "cat, reshape, perm"),
+    ("td_flatten_cf", "td_dense"),
+])
+def test_layers_reading_channels_first_axes_keep_the_model_channels_first(name, why, capsys):
+    xs, ys = _fixture(name)
+    model = load_model(os.path.join(HERE, name + ".h5"))
+    line = capsys.readouterr().out
+    assert f"change what {why} compute" in line and "rebuilt channels_last" not in line
+    assert model.input_shape[1:] == xs[0].shape[1:]  # Keras's channels-first input, as saved
+    for g, y in zip(_predict(model, xs), ys):
+        np.testing.assert_allclose(g, y, rtol=1e-5, atol=1e-5)
+
+
+def _cf(cls, name, **config):
+    return {"class_name": cls, "config": {"name": name, "data_format": "channels_first", **config}}
+
+
+def _plain(cls, name, **config):
+    return {"class_name": cls, "config": {"name": name, **config}}
+
+
+def test_what_the_channels_last_rebuild_reproduces_is_still_rebuilt():
+    seq = {"class_name": "Sequential", "config": {"layers": [
+        _cf("Conv2D", "c"), _plain("BatchNormalization", "bn", axis=1), _plain("Activation", "a"),
+        _cf("MaxPooling2D", "p"), _plain("Flatten", "f"), _plain("Dropout", "drop"),
+        _plain("Dense", "d")]}}
+    assert keras_config.channels_first_blockers(seq) == []
+
+    def blockers(*layers):
+        model = {"class_name": "Sequential", "config": {"layers": list(layers)}}
+        return keras_config.channels_first_blockers(model)
+
+    assert blockers(_cf("Conv2D", "c"), _plain("BatchNormalization", "bn3", axis=3)) == ["bn3"]
+    assert blockers(_cf("Conv2D", "c"), _plain("Dense", "dense")) == ["dense"]  # on the columns
+    assert blockers(_cf("Conv2D", "c"), _plain("Concatenate", "cat", axis=1)) == ["cat"]
+    assert blockers(_cf("Conv2D", "c"), _plain("GlobalAveragePooling2D", "g")) == ["g"]  # channels_last
+    # a Flatten of channels-first maps is reordered for a Dense right behind it, nothing else
+    assert blockers(_cf("Conv2D", "c"), _plain("Flatten", "f"), _plain("Reshape", "r")) == ["r"]
+    spec, conversion = keras_config.model_from_keras(seq)
+    assert conversion.channels_first and not conversion.kept_channels_first
+    assert spec["config"]["layers"][0]["config"]["data_format"] == "channels_last"

@@ -12,10 +12,9 @@ layer and the argument for anything else.
 ``axis=1`` becomes ``-1``, and a Dense layer fed by a Flatten that flattened channels-first
 features is recorded in ``Conversion.dense_after_flatten`` so its kernel rows get reordered.
 A model the rebuild cannot reproduce stays channels-first as saved (arignote's layers take
-``channels_first`` too) and ``Conversion.kept_channels_first`` names why: a
-``Bidirectional(merge_mode='concat')`` around a channels_first layer joins the last axis, the
-columns of its maps (Keras 2 joins ``K.concatenate(..., axis=-1)``), which no channels-last layer
-would join.
+``channels_first`` too) and ``Conversion.kept_channels_first`` names the layers why (a
+``Concatenate``, ``Reshape`` or ``Bidirectional(merge_mode='concat')`` on channels-first maps...:
+:mod:`arignote.saving.channels_first`).
 
 Example::
 
@@ -33,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arignote.layers import base as layer_base
+from arignote.saving.channels_first import channels_first_blockers, joins_columns
 from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
@@ -147,7 +147,7 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
         config["data_format"] = "channels_last"
     if name == "BatchNormalization" and conversion.channels_first and config.get("axis") in (1, [1]):
         config["axis"] = -1
-    if _joins_columns({"class_name": name, "config": config}) and not conversion.kept_channels_first:
+    if joins_columns({"class_name": name, "config": config}) and not conversion.kept_channels_first:
         raise ValueError(
             f"{where}: 'concat' joins the last axis, the columns of its channels_first layer's maps, "
             "which a channels-last rebuild cannot join; convert the whole model with model_from_keras "
@@ -181,38 +181,6 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
                 "the model cannot be rebuilt as saved"
             )
     return {"class_name": name, "config": out}
-
-
-def _joins_columns(spec: Any) -> bool:
-    """A ``Bidirectional(merge_mode='concat')`` around a channels_first layer: Keras 2 joins the last
-    axis, the columns of the maps, which a channels-last rebuild has nowhere to join."""
-    config = spec.get("config") or {}
-    inner = config.get("layer")
-    return (spec.get("class_name") == "Bidirectional" and config.get("merge_mode", "concat") == "concat"
-            and isinstance(inner, dict)
-            and (inner.get("config") or {}).get("data_format") == "channels_first")
-
-
-def channels_first_blockers(spec: Any) -> list[str]:
-    """Names of the layers anywhere in a Keras 2 model or layer spec (nested models and wrappers
-    included) that a channels-last rebuild cannot reproduce (see the module doc).
-
-    Example::
-
-        >>> lstm = {"class_name": "ConvLSTM2D", "config": {"name": "c", "data_format": "channels_first"}}
-        >>> channels_first_blockers({"class_name": "Bidirectional", "config": {"name": "bi", "layer": lstm}})
-        ['bi']
-    """
-    found: list[str] = []
-    if isinstance(spec, dict):
-        if _joins_columns(spec):
-            found.append(str((spec.get("config") or {}).get("name") or spec.get("name") or "?"))
-        for value in spec.values():
-            found += channels_first_blockers(value)
-    elif isinstance(spec, list):
-        for value in spec:
-            found += channels_first_blockers(value)
-    return found
 
 
 # layers whose inputs are sequences of images (batch, time, C, *spatial) when channels_first
@@ -260,11 +228,12 @@ def _auto_input_layer(specs: list) -> bool:
     return first.get("name") == f"{second.get('name')}_input"
 
 
-def _start(config: Any, source: str, kept: list[str] | None) -> Conversion:
+def _start(class_name: str, config: Any, source: str, kept: list[str] | None) -> Conversion:
     """The conversion of a whole model (``kept`` None: look for blockers) or of a nested one (its
     outer model's ``kept``)."""
-    return Conversion(source=source, kept_channels_first=list(
-        channels_first_blockers(config) if kept is None else kept))
+    if kept is None:
+        kept = channels_first_blockers({"class_name": class_name, "config": config})
+    return Conversion(source=source, kept_channels_first=list(kept))
 
 
 def sequential_from_keras(
@@ -274,7 +243,7 @@ def sequential_from_keras(
     :meth:`Sequential.from_config` input, and what was converted."""
     if isinstance(config, list):
         config = {"layers": config}
-    conversion = _start(config, source, kept)
+    conversion = _start("Sequential", config, source, kept)
     specs = [dict(s) if isinstance(s, dict) else s for s in (config.get("layers") or [])]
     if _auto_input_layer(specs):
         # tf.keras 2 (and arignote) write the input as an InputLayer named '<first layer>_input', which
@@ -361,7 +330,7 @@ def functional_from_keras(
     """A Keras 2 functional ``Model`` config (``layers`` with ``inbound_nodes``, ``input_layers``,
     ``output_layers``): every layer config converted as in :func:`layer_from_keras`; nested models
     recursively; a channels_first model rebuilt channels-last (inputs included)."""
-    conversion = _start(config, source, kept)
+    conversion = _start("Model", config, source, kept)
     cf_out: dict[str, bool] = {}  # layer name -> its output is channels-first in the file
     flattened_cf: dict[str, str] = {}  # Flatten name that flattened channels-first maps -> itself
     feeds_cf: set[str] = set()  # InputLayers whose images go into channels-first layers
