@@ -201,6 +201,8 @@ def test_what_the_channels_last_rebuild_reproduces_is_still_rebuilt():
     assert blockers(_cf("Conv2D", "c"), _plain("GlobalAveragePooling2D", "g")) == ["g"]  # channels_last
     # a Flatten of channels-first maps is reordered for a Dense right behind it, nothing else
     assert blockers(_cf("Conv2D", "c"), _plain("Flatten", "f"), _plain("Reshape", "r")) == ["r"]
+    # a channels_first layer reading a tensor no channels_first layer (or input) made
+    assert blockers(_plain("Dense", "d"), _plain("Reshape", "r"), _cf("Conv2D", "c")) == ["c"]
     spec, conversion = keras_config.model_from_keras(seq)
     assert conversion.channels_first and not conversion.kept_channels_first
     assert spec["config"]["layers"][0]["config"]["data_format"] == "channels_last"

@@ -20,6 +20,7 @@ Example::
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = ["channels_first_blockers", "joins_columns"]
@@ -60,8 +61,12 @@ def _is_cf(spec: dict) -> bool:
 def _after(spec: dict, states: list[str | None], dense_ok: bool) -> tuple[str | None, bool]:
     """``(output state, reproduced)`` of a layer given its inputs' states (see :data:`MAPS`)."""
     cls, config = spec.get("class_name"), spec.get("config") or {}
-    if cls in _MODELS or not any(states):
-        return None, True  # a nested model is judged on its own
+    if cls in _MODELS:  # judged on its own; what it gives is taken as maps if it holds channels_first layers
+        return (MAPS if '"channels_first"' in json.dumps(config) else None), True
+    if not any(states):
+        # a channels_first layer behind a Reshape, Dense, Embedding...: the rebuild would read that
+        # tensor's axes as channels-last (the model's inputs and a Sequential's first layer are MAPS)
+        return (None if cls in _POOLED else MAPS) if _is_cf(spec) else None, not _is_cf(spec)
     if cls == "TimeDistributed" and isinstance(config.get("layer"), dict):
         # per step, the inner layer's rule; no Dense inside is reordered
         return _after(config["layer"], states, dense_ok=False)
