@@ -64,15 +64,3 @@ def test_the_input_check_suggests_the_transpose_for_sequences_of_images():
         check_input_shape(np.zeros((2, 5, 3, 8, 8)), (5, 8, 8, 3))
     with pytest.raises(ValueError, match=r"clips\.transpose\(0, 2, 3, 4, 1\)$"):
         check_input_shape(np.zeros((2, 3, 5, 8, 8)), (5, 8, 8, 3), "clips")
-
-
-def test_a_concatenating_bidirectional_around_a_channels_first_layer_is_refused():
-    # Keras 2.3.1 joins the last axis, the columns of a channels_first ConvLSTM2D: not rebuilt silently
-    spec = {"class_name": "Bidirectional", "config": {"name": "bi", "merge_mode": "concat", "layer": {
-        "class_name": "ConvLSTM2D",
-        "config": {"name": "c", "filters": 2, "kernel_size": [3, 3], "data_format": "channels_first"}}}}
-    with pytest.raises(ValueError, match=r"layer 'bi' \(Bidirectional\): 'concat' joins the last axis"):
-        keras_config.layer_from_keras(spec, keras_config.Conversion())
-    spec["config"]["merge_mode"] = "sum"
-    out = keras_config.layer_from_keras(spec, keras_config.Conversion())
-    assert out["config"]["layer"]["config"]["data_format"] == "channels_last"

@@ -11,6 +11,10 @@ layer and the argument for anything else.
 ``channels_last``, the input shape ``(C, H, W)`` becomes ``(H, W, C)``, BatchNormalization's
 ``axis=1`` becomes ``-1``, and a Dense layer fed by a Flatten that flattened channels-first
 features is recorded in ``Conversion.dense_after_flatten`` so its kernel rows get reordered.
+A model the rebuild cannot reproduce stays channels-first as saved (arignote's layers take
+``channels_first`` too) and ``Conversion.kept_channels_first`` names the layers why (a
+``Concatenate``, ``Reshape`` or ``Bidirectional(merge_mode='concat')`` on channels-first maps...:
+:mod:`arignote.saving.channels_first`).
 
 Example::
 
@@ -28,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from arignote.layers import base as layer_base
+from arignote.saving.channels_first import channels_first_blockers, joins_columns
 from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
@@ -38,6 +43,7 @@ __all__ = [
     "functional_to_keras",
     "layer_to_keras",
     "initializer_name",
+    "channels_first_blockers",
 ]
 
 # arguments that never change what a layer computes from given weights
@@ -96,6 +102,8 @@ class Conversion:
     source: str = "the file"
     # input name -> the transpose that turns its channels-first arrays into what the rebuilt model takes
     transposes: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # layers the channels-last rebuild cannot reproduce: the model keeps channels_first as saved
+    kept_channels_first: list[str] = field(default_factory=list)
 
 
 def _accepted(cls: type) -> set[str] | None:
@@ -134,24 +142,22 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
     name = spec["class_name"]
     config = dict(spec.get("config") or {})
     where = f"{conversion.source}: layer '{config.get('name', '?')}' ({name})"
-    if config.get("data_format") == "channels_first":
+    if config.get("data_format") == "channels_first" and not conversion.kept_channels_first:
         conversion.channels_first = True
         config["data_format"] = "channels_last"
     if name == "BatchNormalization" and conversion.channels_first and config.get("axis") in (1, [1]):
         config["axis"] = -1
-    inner = config.get("layer")
-    if (name == "Bidirectional" and config.get("merge_mode", "concat") == "concat" and isinstance(inner, dict)
-            and (inner.get("config") or {}).get("data_format") == "channels_first"):
+    if joins_columns({"class_name": name, "config": config}) and not conversion.kept_channels_first:
         raise ValueError(
-            f"{where}: 'concat' joins the last axis, the columns of its channels_first "
-            f"{inner.get('class_name')}'s outputs; arignote rebuilds channels_first models channels-last "
-            "and cannot join columns there. Save the model from Keras with merge_mode 'sum', 'mul', 'ave' "
-            "or None, or with a channels_last layer"
+            f"{where}: 'concat' joins the last axis, the columns of its channels_first layer's maps, "
+            "which a channels-last rebuild cannot join; convert the whole model with model_from_keras "
+            "(it keeps such a model channels_first), not layer by layer"
         )
     for key in ("layer", "forward_layer", "backward_layer"):  # wrappers: convert the inner layer too
         inner = config.get(key)
         if isinstance(inner, dict) and inner.get("class_name") in ("Sequential", "Model", "Functional"):
-            config[key], sub = model_from_keras(inner, custom_objects, conversion.source)  # a model
+            config[key], sub = model_from_keras(  # a model
+                inner, custom_objects, conversion.source, conversion.kept_channels_first)
             _merge(conversion, sub)
         elif isinstance(inner, dict):
             config[key] = layer_from_keras(inner, conversion, custom_objects)
@@ -222,14 +228,22 @@ def _auto_input_layer(specs: list) -> bool:
     return first.get("name") == f"{second.get('name')}_input"
 
 
+def _start(class_name: str, config: Any, source: str, kept: list[str] | None) -> Conversion:
+    """The conversion of a whole model (``kept`` None: look for blockers) or of a nested one (its
+    outer model's ``kept``)."""
+    if kept is None:
+        kept = channels_first_blockers({"class_name": class_name, "config": config})
+    return Conversion(source=source, kept_channels_first=list(kept))
+
+
 def sequential_from_keras(
-    config: Any, custom_objects: dict | None = None, source: str = "the file"
+    config: Any, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None
 ) -> tuple[dict, Conversion]:
     """A Keras 2 ``Sequential`` config (a dict, or the bare list Keras < 2.2 wrote) -> arignote's
     :meth:`Sequential.from_config` input, and what was converted."""
     if isinstance(config, list):
         config = {"layers": config}
-    conversion = Conversion(source=source)
+    conversion = _start("Sequential", config, source, kept)
     specs = [dict(s) if isinstance(s, dict) else s for s in (config.get("layers") or [])]
     if _auto_input_layer(specs):
         # tf.keras 2 (and arignote) write the input as an InputLayer named '<first layer>_input', which
@@ -247,7 +261,7 @@ def sequential_from_keras(
         cfg = (spec.get("config") or {}) if isinstance(spec, dict) else {}
         spec_cf = cfg.get("data_format") == "channels_first"
         if isinstance(spec, dict) and spec.get("class_name") in ("Sequential", "Model", "Functional"):
-            converted, sub = model_from_keras(spec, custom_objects, source)
+            converted, sub = model_from_keras(spec, custom_objects, source, conversion.kept_channels_first)
             _merge(conversion, sub)
         else:
             converted = layer_from_keras(spec, conversion, custom_objects)
@@ -293,16 +307,17 @@ def _merge(into: Conversion, sub: Conversion) -> None:
 
 
 def model_from_keras(
-    spec: dict, custom_objects: dict | None = None, source: str = "the file"
+    spec: dict, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None
 ) -> tuple[dict, Conversion]:
     """A Keras 2 ``{"class_name": "Sequential" | "Model", "config"}`` -> the same with arignote's layer
-    configs (what ``Sequential.from_config`` / ``Model.from_config`` take), and what was converted."""
+    configs (what ``Sequential.from_config`` / ``Model.from_config`` take), and what was converted.
+    ``kept``: the blockers of the outermost model, for a nested one (None: this is the outermost)."""
     name = spec.get("class_name")
     if name == "Sequential":
-        cfg, conversion = sequential_from_keras(spec.get("config"), custom_objects, source)
+        cfg, conversion = sequential_from_keras(spec.get("config"), custom_objects, source, kept)
         return {"class_name": "Sequential", "config": cfg}, conversion
     if name in ("Model", "Functional"):
-        cfg, conversion = functional_from_keras(spec.get("config") or {}, custom_objects, source)
+        cfg, conversion = functional_from_keras(spec.get("config") or {}, custom_objects, source, kept)
         return {"class_name": "Model", "config": cfg}, conversion
     raise ValueError(
         f"{source}: model class '{name}' is not a Keras 2 model configuration (Sequential or Model)"
@@ -310,12 +325,12 @@ def model_from_keras(
 
 
 def functional_from_keras(
-    config: dict, custom_objects: dict | None = None, source: str = "the file"
+    config: dict, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None
 ) -> tuple[dict, Conversion]:
     """A Keras 2 functional ``Model`` config (``layers`` with ``inbound_nodes``, ``input_layers``,
     ``output_layers``): every layer config converted as in :func:`layer_from_keras`; nested models
     recursively; a channels_first model rebuilt channels-last (inputs included)."""
-    conversion = Conversion(source=source)
+    conversion = _start("Model", config, source, kept)
     cf_out: dict[str, bool] = {}  # layer name -> its output is channels-first in the file
     flattened_cf: dict[str, str] = {}  # Flatten name that flattened channels-first maps -> itself
     feeds_cf: set[str] = set()  # InputLayers whose images go into channels-first layers
@@ -328,7 +343,8 @@ def functional_from_keras(
         spec_cf, takes_sequences = _channels_first_spec(cls, raw)
         in_cf = any(cf_out.get(s, False) for s in sources)
         if cls in ("Sequential", "Model", "Functional"):
-            converted, sub = model_from_keras({"class_name": cls, "config": raw}, custom_objects, source)
+            converted, sub = model_from_keras({"class_name": cls, "config": raw}, custom_objects, source,
+                                              conversion.kept_channels_first)
             _merge(conversion, sub)
         else:
             converted = layer_from_keras({"class_name": cls, "config": raw}, conversion, custom_objects)
@@ -342,7 +358,7 @@ def functional_from_keras(
             cf_out[name] = False
         elif cls == "Dense":
             flat = [s for s in sources if s in flattened_cf]
-            if flat:
+            if flat and not conversion.kept_channels_first:  # kept: it flattens as in Keras
                 conversion.dense_after_flatten[name] = flat[0]
             cf_out[name] = False
         else:

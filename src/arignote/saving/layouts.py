@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Origin", "weight_names", "from_file", "to_file", "flip_kernel", "CONV_FLIP", "WEIGHT_NAMES",
-           "reorder_dense_after_flatten", "cudnn_to_plain", "plain_to_cudnn",
+           "reorder_dense_after_flatten", "keras_order", "cudnn_to_plain", "plain_to_cudnn",
            "theano_same_padding"]  # fmt: skip
 
 
@@ -122,26 +122,18 @@ def _nested(layer: Any) -> list[Any] | None:
     return list(sub) if sub is not None and not hasattr(layer, "_keras_weights") else None
 
 
-def trainable_mask(layer: Any) -> list[bool]:
-    """Per Keras weight of ``layer`` (its ``get_weights()`` order): True if Keras counts it trainable.
-
-    Keras 2 lists a model's weights as all trainable weights, then all non-trainable ones (moving
-    statistics, frozen layers); a nested model's group in a file follows that order.
-    """
-    nested = _nested(layer)
-    if nested is not None:
-        return [flag for sub in nested for flag in trainable_mask(sub)]
-    wrapped = _wrapped(layer)
-    if wrapped is not None:
-        return [flag for sub in wrapped for flag in trainable_mask(sub)]
-    views = list(layer._keras_weights())
+def _created_trainable(layer: Any) -> list[bool]:
+    """Per weight of a layer with weights of its own (``get_weights()`` order): created trainable
+    (a parameter not added with ``add_weight(trainable=False)``; buffers such as moving statistics
+    are not), whatever the layer's ``trainable`` is now. A weight computed from the parameters (not a
+    view of one: CuDNN layouts) counts as trainable."""
+    frozen = {i for m in layer.modules() for i in getattr(m, "_frozen", ())}
+    params = {p.untyped_storage().data_ptr(): id(p) for p in layer.parameters()}
     buffers = {b.untyped_storage().data_ptr() for b in layer.buffers()}
-    params = {p.untyped_storage().data_ptr(): p.requires_grad for p in layer.parameters()}
-    trainable = bool(getattr(layer, "trainable", True))
     out = []
-    for view in views:
+    for view in layer._keras_weights():
         ptr = view.untyped_storage().data_ptr()
-        out.append(False if ptr in buffers else params.get(ptr, trainable) and trainable)
+        out.append(ptr not in buffers and params.get(ptr) not in frozen)
     return out
 
 
@@ -253,44 +245,75 @@ def _rnn_from_file(layer: Any, weights: list[np.ndarray], origin: Origin) -> lis
 # ---------------------------------------------------------------------------------------- in and out
 
 
-def _to_keras_order(layer: Any) -> tuple[list[str], list[np.ndarray], list[bool]]:
-    """``(names, arrays, trainable)`` of ``layer`` in the order Keras 2 writes its group."""
+def _parts(layer: Any) -> list[Any] | None:
+    """The layers a composite layer's weights come from, in its ``get_weights()`` order (a nested
+    model's layers, a wrapper's inner layer(s)), or None for a layer with weights of its own."""
     nested = _nested(layer)
-    if nested is None:
-        arrays = [np.asarray(w) for w in layer.get_weights()]
-        return weight_names(layer, len(arrays)), arrays, trainable_mask(layer)
-    parts = [_to_keras_order(sub) for sub in nested]
-    rows = [row for names, arrays, mask in parts for row in zip(names, arrays, mask)]
-    ordered = [r for r in rows if r[2]] + [r for r in rows if not r[2]]
-    return [r[0] for r in ordered], [r[1] for r in ordered], [r[2] for r in ordered]
+    return nested if nested is not None else _wrapped(layer)
+
+
+def _trainable_first(rows: list[tuple[int, bool]]) -> list[tuple[int, bool]]:
+    return [r for r in rows if r[1]] + [r for r in rows if not r[1]]
+
+
+def keras_order(layer: Any, frozen: bool = False) -> list[tuple[int, bool]]:
+    """Where each weight of ``layer``'s group in a Keras 2 file comes from: ``(index into
+    layer.get_weights(), trainable)`` in the file's order.
+
+    Keras 2.3.1 writes ``layer.weights``, which is ``trainable_weights + non_trainable_weights`` at
+    every level: a layer's own weights (a user's cell with ``add_weight(trainable=False)`` before its
+    kernel: kernel first), a model's (every sublayer's trainable weights, then every other one: the
+    moving statistics of a BatchNormalization after the next Dense's kernel), ``TimeDistributed``'s
+    (its inner layer's) and ``Bidirectional``'s (forward then backward trainable weights, then the
+    others). Freezing moves weights to the non-trainable part: a frozen layer keeps its own order;
+    a frozen wrapper freezes its inner layers (Keras's ``Wrapper.trainable`` setter), a frozen model
+    does not (its ``non_trainable_weights`` still lists its layers' trainable weights first).
+
+    Example::
+
+        >>> from arignote.layers import Dense, BatchNormalization, TimeDistributed
+        >>> from arignote.models import Sequential
+        >>> inner = Sequential([Dense(2, input_shape=(3,)), BatchNormalization(), Dense(1)])
+        >>> [i for i, _ in keras_order(TimeDistributed(inner))]  # kernel, bias, gamma, beta, ...
+        [0, 1, 2, 3, 6, 7, 4, 5]
+    """
+    parts = _parts(layer)
+    if parts is None:
+        created = _created_trainable(layer)
+        live = not frozen and bool(getattr(layer, "trainable", True))
+        return [(i, live and created[i]) for i, _ in _trainable_first(list(enumerate(created)))]
+    own_frozen = frozen or not bool(getattr(layer, "trainable", True))
+    inner_frozen = own_frozen if _nested(layer) is None else False  # wrappers pass it on, models do not
+    rows: list[tuple[int, bool]] = []
+    for sub in parts:
+        rows += [(len(rows) + i, flag) for i, flag in keras_order(sub, inner_frozen)]
+    rows = _trainable_first(rows)
+    return [(i, False) for i, _ in rows] if own_frozen else rows
 
 
 def from_file(layer: Any, weights: list[np.ndarray], origin: Origin) -> list[np.ndarray]:
     """Arrays read from a file's layer group -> what ``layer.set_weights`` takes."""
     weights = [np.asarray(w) for w in weights]
-    nested = _nested(layer)
-    if nested is not None:
-        # the file: every sublayer's trainable weights, then every sublayer's non-trainable ones
-        masks = [trainable_mask(sub) for sub in nested]
-        trainable = iter(weights[: sum(f for m in masks for f in m)])
-        frozen = iter(weights[sum(f for m in masks for f in m) :])
+    order = keras_order(layer)
+    if len(order) == len(weights):  # (a count that does not fit: the caller reports the mismatch)
+        unsorted: list[Any] = [None] * len(weights)
+        for position, (i, _) in enumerate(order):
+            unsorted[i] = weights[position]
+        weights = unsorted
+    return _convert(layer, weights, origin)
+
+
+def _convert(layer: Any, weights: list[np.ndarray], origin: Origin) -> list[np.ndarray]:
+    """A file's arrays for ``layer`` in its ``get_weights()`` order -> what ``set_weights`` takes
+    (kernel flips, CuDNN RNN weights), layer by layer inside wrappers and models."""
+    parts = _parts(layer)
+    if parts is not None:
         out: list[np.ndarray] = []
-        for sub, mask in zip(nested, masks):
-            try:
-                mine = [next(trainable) if flag else next(frozen) for flag in mask]
-            except StopIteration:
-                return weights  # fewer arrays than the model has: the caller reports the mismatch
-            out += from_file(sub, mine, origin)
-        return out + list(trainable) + list(frozen)
-    wrapped = _wrapped(layer)
-    if wrapped is not None:
-        out = []
-        if class_name(layer) == "Bidirectional":
-            half = len(weights) // 2
-            for sub, part in zip(wrapped, (weights[:half], weights[half:])):
-                out += from_file(sub, part, origin)
-            return out
-        return from_file(wrapped[0], weights, origin)
+        for sub in parts:
+            n = len(sub.get_weights())
+            out += _convert(sub, weights[:n], origin)
+            weights = weights[n:]
+        return out + weights
     cls = class_name(layer)
     flips = CONV_FLIP.get(cls, ()) or _cell_kernels(layer, weights)
     if origin.flips_kernels and flips:
@@ -373,8 +396,10 @@ def theano_same_padding(layer: Any, origin: Origin) -> None:
 
 def to_file(layer: Any) -> tuple[list[str], list[np.ndarray]]:
     """``(weight_names, arrays)`` to write for ``layer`` (Keras 2 layout and order, correlation kernels)."""
-    names, arrays, _ = _to_keras_order(layer)
-    return names, arrays
+    arrays = [np.asarray(w) for w in layer.get_weights()]
+    names = weight_names(layer, len(arrays))
+    order = [i for i, _ in keras_order(layer)]
+    return [names[i] for i in order], [arrays[i] for i in order]
 
 
 def reorder_dense_after_flatten(kernel: np.ndarray, feature_map: tuple[int, ...]) -> np.ndarray:

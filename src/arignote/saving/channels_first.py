@@ -1,0 +1,138 @@
+"""Which ``channels_first`` Keras 2 models the channels-last rebuild reproduces exactly.
+
+The loader rebuilds a ``channels_first`` model channels-last (:mod:`arignote.saving.keras_config`):
+layers with a ``data_format`` switch it, BatchNormalization's ``axis=1`` becomes ``-1``, a Dense behind
+a Flatten of channels-first maps gets its kernel rows reordered. A layer that reads the axes of
+channels-first maps any other way would compute something else on the rebuilt maps, silently:
+``Concatenate`` (any axis), ``Reshape``, ``Permute``, ``Lambda``, a ``Dense`` on the maps themselves,
+``Bidirectional(merge_mode='concat')`` around a channels_first layer (Keras joins the last axis: the
+columns), ``TimeDistributed(Dense)`` behind ``TimeDistributed(Flatten())``... :func:`channels_first_blockers`
+names them; a model with any keeps ``channels_first`` as saved (arignote's layers take it too), and
+then computes exactly what Keras computed, on the same channels-first arrays.
+
+Example::
+
+    >>> conv = {"class_name": "Conv2D", "config": {"name": "c", "data_format": "channels_first"}}
+    >>> cat = {"class_name": "Concatenate", "config": {"name": "cat", "axis": 1}}
+    >>> channels_first_blockers({"class_name": "Sequential", "config": {"layers": [conv, cat]}})
+    ['cat']
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = ["channels_first_blockers", "joins_columns"]
+
+_MODELS = ("Sequential", "Model", "Functional")
+_WRAPPERS = ("Bidirectional", "TimeDistributed")
+# layers that treat every element alike: the rebuilt maps pass through them unchanged in meaning
+_ELEMENTWISE = {
+    "Activation", "Dropout", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
+    "LeakyReLU", "ELU", "ThresholdedReLU", "ReLU", "Add", "Subtract", "Multiply", "Average", "Maximum",
+    "Minimum",
+}
+# channels_first layers whose output has no channel axis left (and Flatten: Keras >= 2.2.3's
+# Flatten(data_format='channels_first') flattens in channels-last order itself)
+_POOLED = {"GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D", "GlobalMaxPooling1D",
+           "GlobalMaxPooling2D", "GlobalMaxPooling3D", "Flatten"}
+
+MAPS, FLAT = "maps", "flat"  # channels-first maps; a channels-last Flatten of them (Dense reorders it)
+
+
+def joins_columns(spec: Any) -> bool:
+    """A ``Bidirectional(merge_mode='concat')`` around a channels_first layer: Keras 2 joins the last
+    axis, the columns of the maps, which a channels-last rebuild has nowhere to join."""
+    config = spec.get("config") or {}
+    inner = config.get("layer")
+    return (spec.get("class_name") == "Bidirectional" and config.get("merge_mode", "concat") == "concat"
+            and isinstance(inner, dict)
+            and (inner.get("config") or {}).get("data_format") == "channels_first")
+
+
+def _is_cf(spec: dict) -> bool:
+    config = spec.get("config") or {}
+    if spec.get("class_name") in _WRAPPERS and isinstance(config.get("layer"), dict):
+        return _is_cf(config["layer"])
+    return config.get("data_format") == "channels_first"
+
+
+def _after(spec: dict, states: list[str | None], dense_ok: bool) -> tuple[str | None, bool]:
+    """``(output state, reproduced)`` of a layer given its inputs' states (see :data:`MAPS`)."""
+    cls, config = spec.get("class_name"), spec.get("config") or {}
+    if cls in _MODELS:  # judged on its own; what it gives is taken as maps if it holds channels_first layers
+        return (MAPS if '"channels_first"' in json.dumps(config) else None), True
+    if not any(states):
+        # a channels_first layer behind a Reshape, Dense, Embedding...: the rebuild would read that
+        # tensor's axes as channels-last (the model's inputs and a Sequential's first layer are MAPS)
+        return (None if cls in _POOLED else MAPS) if _is_cf(spec) else None, not _is_cf(spec)
+    if cls == "TimeDistributed" and isinstance(config.get("layer"), dict):
+        # per step, the inner layer's rule; no Dense inside is reordered
+        return _after(config["layer"], states, dense_ok=False)
+    if MAPS in states:
+        if joins_columns(spec):
+            return MAPS, False
+        if _is_cf(spec):
+            return (None if cls in _POOLED else MAPS), True
+        if cls == "BatchNormalization":
+            return MAPS, config.get("axis", -1) in (1, [1])
+        if cls == "Flatten":
+            return FLAT, True
+        return MAPS, cls in _ELEMENTWISE
+    if cls == "Dense":  # a Flatten of channels-first maps: reordered only right behind it
+        return None, dense_ok
+    return FLAT, cls in ("Dropout", "Activation")
+
+
+def _sequential(config: Any) -> list[str]:
+    specs = config if isinstance(config, list) else (config or {}).get("layers") or []
+    specs = [s for s in specs if isinstance(s, dict) and s.get("class_name") != "InputLayer"]
+    state = MAPS if specs and _is_cf(specs[0]) else None
+    found = []
+    for spec in specs:
+        state, ok = _after(spec, [state], dense_ok=True)
+        if not ok:
+            found.append(str((spec.get("config") or {}).get("name") or "?"))
+    return found
+
+
+def _functional(config: dict) -> list[str]:
+    layers = [s for s in config.get("layers") or [] if isinstance(s, dict)]
+    sources = {s.get("name"): [ref[0] for node in s.get("inbound_nodes") or [] for ref in node]
+               for s in layers}
+    cf_inputs = {src for s in layers if _is_cf(s) for src in sources[s.get("name")]}
+    kind = {s.get("name"): s.get("class_name") for s in layers}
+    state: dict[str, str | None] = {}
+    found = []
+    for spec in layers:
+        name = spec.get("name")
+        if spec.get("class_name") == "InputLayer":
+            state[name] = MAPS if name in cf_inputs else None
+            continue
+        srcs = sources[name]
+        dense_ok = len(srcs) == 1 and kind.get(srcs[0]) == "Flatten"
+        state[name], ok = _after(spec, [state.get(s) for s in srcs], dense_ok)
+        if not ok:
+            found.append(str(name))
+    return found
+
+
+def channels_first_blockers(spec: Any) -> list[str]:
+    """Names of the layers, anywhere in a Keras 2 model or layer spec (nested models and wrappers
+    included), that a channels-last rebuild would not reproduce (see the module doc)."""
+    found: list[str] = []
+    if isinstance(spec, dict):
+        cls, config = spec.get("class_name"), spec.get("config")
+        if cls == "Sequential" and config is not None:
+            found += _sequential(config)
+        elif cls in _MODELS and isinstance(config, dict) and "layers" in config:
+            found += _functional(config)
+        elif cls == "Bidirectional" and joins_columns(spec):
+            found.append(str((config or {}).get("name") or spec.get("name") or "?"))
+        for value in spec.values():
+            found += channels_first_blockers(value)
+    elif isinstance(spec, list):
+        for value in spec:
+            found += channels_first_blockers(value)
+    return list(dict.fromkeys(found))
