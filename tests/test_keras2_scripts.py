@@ -6,7 +6,8 @@ guide, custom objects saved and reloaded, a channels-first Theano-era script, th
 image workflow (flow_from_directory, bottleneck features, fine-tuning), scikit-learn wrappers, filter
 visualization by gradient ascent; and the most-copied 2016-2019 blog tutorials: a first MLP on a CSV
 table, k-fold multi-class, LSTM look-back windows, IMDB-like CNN+LSTM, character-level text generation,
-saving and loading. Each script asserts on what it learned and prints ``OK <name>``;
+saving and loading, learning-rate schedules, class weights, generators, intermediate outputs and per-batch
+losses, Bidirectional and GRU. Each script asserts on what it learned and prints ``OK <name>``;
 scripts/run_keras2_scripts_on_keras.py runs them on real Keras 2.3.1 (each script's docstring says
 whether it was checked there)."""
 
@@ -26,7 +27,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 NAMES = ["siamese", "autoencoder", "vae", "seq2seq", "custom_layer", "callbacks_tour", "stateful_lstm",
          "little_data", "sklearn_wrapper", "functional_guide", "filter_visualization", "custom_objects",
          "theano_habits", "pima_mlp", "kfold_multiclass", "lstm_window", "imdb_cnn_lstm", "char_textgen",
-         "save_load"]
+         "save_load", "lr_schedules", "class_weight", "generators", "introspection", "bidirectional_gru"]
 
 
 @pytest.mark.parametrize("name", NAMES)
