@@ -12,6 +12,7 @@ Checked on real Keras 2.3.1 (Theano backend) with scripts/run_keras2_scripts_on_
 """
 import numpy as np
 
+import arignote
 from arignote.layers import Conv2D, Dense, Flatten, MaxPooling2D
 from arignote.models import Sequential
 from arignote.preprocessing.image import ImageDataGenerator
@@ -102,7 +103,12 @@ assert history.history['loss'][-1] < history.history['loss'][0]
 assert history.history['val_accuracy'][-1] > 0.9, history.history
 assert training_generator.epochs_seen >= 6  # on_epoch_end ran after every epoch (and once in __init__)
 score = model.evaluate_generator(validation_generator)
-np.testing.assert_allclose(score, model.evaluate(x_val, y_val, verbose=0), rtol=1e-4)
+if arignote.__version__.startswith('2.3.'):
+    # Keras 2.3.0 and 2.3.1 return the LAST batch's loss here (a regression of 2.3, keras-team/keras#13469;
+    # 2.2.5 averaged): the accuracy, a stateful metric, is right
+    np.testing.assert_allclose(score[1], model.evaluate(x_val, y_val, verbose=0)[1], rtol=1e-4)
+else:
+    np.testing.assert_allclose(score, model.evaluate(x_val, y_val, verbose=0), rtol=1e-4)
 
 
 # a plain generator loops forever: steps_per_epoch says where an epoch ends
