@@ -7,7 +7,8 @@ the scaling, and the predictions shifted into an empty-NaN array for plotting.
 
 The monthly series (trend + yearly season + noise, 10 years) is made up by the script.
 
-Checked on real Keras 2.3.1 (Theano backend) with scripts/run_keras2_scripts_on_keras.py.
+Checked on real Keras 2.3.1 (Theano backend) with scripts/run_keras2_scripts_on_keras.py (the
+one-step LSTM of the first model runs through Theano's scan there: Theano refuses to unroll one step).
 """
 import math
 
