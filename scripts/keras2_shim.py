@@ -57,10 +57,32 @@ h5py._hl.attrs.AttributeManager.__setitem__ = _setitem
 h5py._hl.attrs.AttributeManager.__getitem__ = _getitem
 
 
+def python_scan():
+    """Make Theano's scan run its pure Python implementation: the C one (scan_perform_ext) does not build
+    on Python 3.11. Slower per step than an unrolled graph, but much faster to compile for long
+    sequences."""
+    import sys
+
+    sys.modules["theano.scan_module.scan_perform_ext"] = None  # the import fails: Theano falls back
+
+
 def force_unroll():
     """Theano's scan needs a C extension that does not build on Python 3.11 (longintrepr.h moved):
-    make every Keras RNN unroll (the results are the same; the sequence length must be known)."""
+    make every Keras RNN unroll (the results are the same; the sequence length must be known).
+    Theano refuses to unroll one time step (``input_length=1``): that case runs scan in Theano's pure
+    Python implementation instead (the C one is the extension that does not build)."""
+    from keras import backend
     from keras.layers import recurrent
+
+    python_scan()
+    rnn = backend.rnn
+
+    def rnn_one_step_scans(*args, **kwargs):
+        if kwargs.get("input_length") == 1:
+            kwargs["unroll"] = False
+        return rnn(*args, **kwargs)
+
+    backend.rnn = rnn_one_step_scans  # keras.layers.recurrent calls K.rnn on this module
 
     init = recurrent.RNN.__init__
 

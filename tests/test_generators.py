@@ -111,6 +111,25 @@ def test_fit_generator_with_generators_and_validation_steps():
         m.fit_generator(gen(X, Y), verbose=0)
 
 
+def test_float_step_counts_run_ceil_steps_as_keras():
+    # Keras 2.3.1 loops `while steps_done < steps`: steps_per_epoch=len(x_train) / 32 (the keras.io
+    # ImageDataGenerator example) is a float, and 2.5 runs 3 batches
+    seq = Batches()
+    h = _model().fit_generator(seq, steps_per_epoch=2.5, epochs=2, verbose=0, shuffle=False, workers=0,
+                               validation_data=Batches(), validation_steps=64 / 16)
+    assert seq.fetched[1:] == [0, 1, 2, 0, 1, 2] and h.params["steps"] == 3
+    assert len(h.history["val_loss"]) == 2
+    m = _model()
+    seq = Batches()
+    m.evaluate_generator(seq, steps=1.5)
+    assert seq.fetched[1:] == [0, 1]  # (after the look at batch 0 before the loop)
+    assert m.predict_generator(Batches(), steps=len(X) / 8).shape == (64, 1)
+    assert m.predict_generator(Batches(), steps=np.float64(1.2)).shape == (16, 1)
+    for bad in (0.0, -2.5, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="steps_per_epoch must be a positive whole number"):
+            _model().fit_generator(Batches(), steps_per_epoch=bad, verbose=0)
+
+
 def test_validation_freq():
     h = _model().fit(X, Y, epochs=4, verbose=0, validation_data=(X, Y), validation_freq=2)
     assert len(h.history["loss"]) == 4 and len(h.history["val_loss"]) == 2

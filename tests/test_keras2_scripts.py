@@ -4,9 +4,12 @@ graph tensors, sequence-to-sequence with RepeatVector + TimeDistributed, a custo
 reloaded, callbacks (checkpoints, early stopping, schedules, CSV), a stateful LSTM, the functional API
 guide, custom objects saved and reloaded, a channels-first Theano-era script, the "very little data"
 image workflow (flow_from_directory, bottleneck features, fine-tuning), scikit-learn wrappers, filter
-visualization by gradient ascent, two Keras 1.2-era scripts in Keras 1 argument names
-(``Convolution2D(32, 3, 3, border_mode=)``, ``nb_epoch``, ``samples_per_epoch``). Each script asserts
-on what it learned and prints ``OK <name>``;
+visualization by gradient ascent; two Keras 1.2-era scripts in Keras 1 argument names
+(``Convolution2D(32, 3, 3, border_mode=)``, ``nb_epoch``, ``samples_per_epoch``); and the most-copied
+2016-2019 blog tutorials: a first MLP on a CSV table, k-fold multi-class, LSTM look-back windows,
+IMDB-like CNN+LSTM, character-level text generation, saving and loading, learning-rate schedules, class
+weights, generators, intermediate outputs and per-batch losses, Bidirectional and GRU. Each script
+asserts on what it learned and prints ``OK <name>``;
 scripts/run_keras2_scripts_on_keras.py runs them on real Keras 2.3.1 (each script's docstring says
 whether it was checked there)."""
 
@@ -25,7 +28,9 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 
 NAMES = ["siamese", "autoencoder", "vae", "seq2seq", "custom_layer", "callbacks_tour", "stateful_lstm",
          "little_data", "sklearn_wrapper", "functional_guide", "filter_visualization", "custom_objects",
-         "theano_habits", "keras1_cnn", "keras1_text"]
+         "theano_habits", "keras1_cnn", "keras1_text", "pima_mlp", "kfold_multiclass", "lstm_window",
+         "imdb_cnn_lstm", "char_textgen", "save_load", "lr_schedules", "class_weight", "generators",
+         "introspection", "bidirectional_gru"]
 
 
 @pytest.mark.parametrize("name", NAMES)

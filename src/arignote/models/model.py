@@ -43,6 +43,7 @@ from arignote.models.generators import GeneratorMethods
 from arignote.precision import Precision, dtype_of
 from arignote.training import compiled as compiled_steps
 from arignote.training import inputs, sample_weights
+from arignote.training.checks import check_steps
 from arignote.training.data import is_array
 from arignote.training.loop import Trainer
 
@@ -378,6 +379,8 @@ class Model(Functional, GeneratorMethods):
         if not self.compiled:
             self._get_trainer()  # raises the "compile first" error
         auto = isinstance(batch_size, str) and batch_size == "auto"  # issue 7: search the batch size
+        steps_per_epoch = check_steps(steps_per_epoch, "steps_per_epoch")  # len(x) / 32 runs ceil() steps
+        validation_steps = check_steps(validation_steps, "validation_steps")
         batch_size = inputs.check_fit_args(None if auto else batch_size, epochs, initial_epoch, accumulate,
                                            steps_per_epoch)
         inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers,
@@ -469,6 +472,7 @@ class Model(Functional, GeneratorMethods):
         ``sample_weight``: as in :meth:`fit` (the loss is then ``sum(w * loss) / samples``).
         ``workers``/``max_queue_size``: threads fetching a ``Sequence``'s batches ahead, as in fit."""
         batch_size = inputs.check_batch(batch_size)
+        steps = check_steps(steps)
         inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
         w = self._sample_weights(x, y, sample_weight, None)
         x, y = self._pack(x, y, targets=True)
@@ -491,6 +495,7 @@ class Model(Functional, GeneratorMethods):
                 workers: int = 1, use_multiprocessing: bool = False) -> np.ndarray:
         """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device)."""
         batch_size = inputs.check_batch(batch_size)
+        steps = check_steps(steps)
         inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
         x, _ = self._pack(x, None)
         plan = inputs.plan_eval(self, x, None, steps, need_targets=False)

@@ -22,6 +22,7 @@ import torch
 
 __all__ = [
     "check_batch_size",
+    "check_steps",
     "check_lengths",
     "check_finite",
     "check_input_shape",
@@ -40,6 +41,24 @@ def check_batch_size(batch_size: Any, name: str = "batch_size") -> int:
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) or batch_size <= 0:
         raise ValueError(f"{name} must be a positive whole number, got {batch_size!r}")
     return int(batch_size)
+
+
+def check_steps(steps: Any, name: str = "steps") -> int | None:
+    """A Keras 2 step count (``steps_per_epoch``, ``validation_steps``, ``steps``) as a whole number.
+
+    Keras 2.3.1 loops ``while steps_done < steps``, so a float such as ``len(x_train) / 32`` (the
+    keras.io ImageDataGenerator example) runs ``ceil(steps)`` batches; None stays None.
+
+    Example::
+
+        >>> check_steps(312.5, "steps_per_epoch"), check_steps(10.0), check_steps(None)
+        (313, 10, None)
+    """
+    if steps is None:
+        return None
+    if isinstance(steps, (float, np.floating)) and np.isfinite(steps) and steps > 0:
+        return int(np.ceil(steps))
+    return check_batch_size(steps, name)
 
 
 def check_lengths(x: Any, y: Any, what: str = "x and y") -> int:
