@@ -43,7 +43,7 @@ from arignote import backend, config
 from arignote.devices import fastpaths
 from arignote.errors import keras_names_missing
 from arignote.hyperparameter import HyperParameter
-from arignote.optim_kernels import KerasAdamax
+from arignote.optim_kernels import KerasAdamax, KerasRMSprop
 
 __all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "Adamax", "Nadam",
            "get", "serialize", "deserialize", "sgd", "rmsprop", "adam", "adadelta", "adagrad", "adamax",
@@ -270,9 +270,10 @@ class SGD(Optimizer):
         self._last_step_lr = lr
 
 class RMSprop(Optimizer):
-    """``RMSprop(lr=0.001, rho=0.9, epsilon=1e-7, decay=0.0)`` (Keras 2; torch's ``alpha`` is ``rho``)."""
+    """``RMSprop(lr=0.001, rho=0.9, epsilon=1e-7, decay=0.0)`` (Keras 2; torch's ``alpha`` is ``rho``),
+    run by :class:`arignote.optim_kernels.KerasRMSprop`: torch's arithmetic without its step counters."""
 
-    _torch_cls = torch.optim.RMSprop
+    _torch_cls = KerasRMSprop
     _keras_keys = ("rho", "epsilon")
     _default_lr = 0.001
 
