@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from arignote import backend, weighting
+from arignote import backend, logit_losses, weighting
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.graph.ops import symbolic
 
@@ -503,34 +503,21 @@ def deserialize(name: str | Callable, custom_objects: dict | None = None) -> Cal
 # --------------------------------------------------------------------------- fused with the output activation
 
 
-def _log_clip() -> tuple[float, float]:
-    eps = backend.epsilon()
-    return math.log(eps), math.log1p(-eps)
-
-
-def _cce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    lo, hi = _log_clip()
-    logp = torch.log_softmax(logits, dim=-1).clamp(lo, hi)
-    return -(y_true.reshape(logits.shape) * logp).sum(dim=-1).mean()
-
-
 def _sparse_cce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    lo, hi = _log_clip()
-    logp = torch.log_softmax(logits, dim=-1).clamp(lo, hi)
+    logp = logit_losses.clip(torch.log_softmax(logits, dim=-1))
     # cross_entropy renormalizes the clipped probabilities exactly like the TF-backend route
     return F.cross_entropy(logp.reshape(-1, logits.shape[-1]), y_true.reshape(-1).long())
 
 
 def _bce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    lo, hi = _log_clip()
     y = y_true.reshape(logits.shape)
-    log_p = F.logsigmoid(logits).clamp(lo, hi)
-    log_q = F.logsigmoid(-logits).clamp(lo, hi)
+    log_p = logit_losses.clip(F.logsigmoid(logits))
+    log_q = logit_losses.clip(F.logsigmoid(-logits))
     return -(y * log_p + (1.0 - y) * log_q).mean()
 
 
 _FUSED = {
-    ("softmax", "categorical_crossentropy"): _cce_logits,
+    ("softmax", "categorical_crossentropy"): logit_losses.categorical,
     ("softmax", "sparse_categorical_crossentropy"): _sparse_cce_logits,
     ("sigmoid", "binary_crossentropy"): _bce_logits,
 }
@@ -543,8 +530,9 @@ def from_logits(loss: str | Callable, activation: str | None) -> Callable | None
     loop may skip the final activation and call this instead: ``fused(y_true, logits)`` equals the
     batch mean of ``loss(y_true, activation(logits))`` with Keras's clipping (``log p`` clamped to
     ``[log eps, log(1 - eps)]``, zero gradient where clipped, like ``clip``), but saves the
-    softmax backward and a few elementwise ops per step. Accuracy metrics on logits need care:
-    argmax is unchanged by softmax; the 0.5 threshold of a sigmoid is 0 on logits.
+    softmax backward and a few elementwise ops per step (:mod:`arignote.logit_losses`: the clamps'
+    backward in one operator, the categorical loss as one autograd function). Accuracy metrics on
+    logits need care: argmax is unchanged by softmax; the 0.5 threshold of a sigmoid is 0 on logits.
 
     Example::
 

@@ -119,19 +119,9 @@ class KerasRMSprop(torch.optim.RMSprop):
         if closure is not None:
             with torch.enable_grad():
                 loss = closure()
-        state = self.state
         for group in self.param_groups:
             params, grads, avgs = [], [], []
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                slots = state[p]
-                avg = slots.get("square_avg")
-                if avg is None:
-                    avg = slots["square_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
-                params.append(p)
-                grads.append(p.grad)
-                avgs.append(avg)
+            self._init_group(group, params, grads, avgs)
             if not params:
                 continue
             rho, eps, lr = group["alpha"], group["eps"], group["lr"]
@@ -140,6 +130,20 @@ class KerasRMSprop(torch.optim.RMSprop):
             else:
                 _loop_rmsprop(params, grads, avgs, lr, rho, eps)
         return loss
+
+    def _init_group(self, group: dict, params: list, grads: list, square_avgs: list) -> None:  # type: ignore[override]
+        """The parameters with a gradient, their gradients and accumulators (created at the first
+        step). Named as torch's: under ``torch.compile`` Dynamo runs it eagerly, not in the graph."""
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            slots = self.state[p]
+            avg = slots.get("square_avg")
+            if avg is None:
+                avg = slots["square_avg"] = torch.zeros_like(p, memory_format=torch.preserve_format)
+            params.append(p)
+            grads.append(p.grad)
+            square_avgs.append(avg)
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         if _has_step_hooks(self):
