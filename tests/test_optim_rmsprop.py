@@ -120,3 +120,29 @@ def test_keras_rmsprop_checkpoint_resumes_identically():
         return p.detach()
 
     assert torch.equal(run(5), run(5, resume_at=2))
+
+
+def test_run_step_leaves_out_torch_s_profiler_range_unless_something_listens():
+    import warnings
+
+    from arignote.optim_kernels import run_step
+
+    w = torch.nn.Parameter(torch.ones(3))
+    opt = torch.optim.SGD([w], lr=0.5, foreach=False)
+    w.grad = torch.ones(3)
+    with OpRecorder() as rec:
+        run_step(opt)
+    assert w.tolist() == [0.5, 0.5, 0.5]
+    assert not any("record_function" in op.name for op in rec.ops)
+    calls = []
+    handle = opt.register_step_post_hook(lambda o, args, kwargs: calls.append(1))
+    run_step(opt)
+    handle.remove()
+    assert calls == [1]
+    # a torch LRScheduler patches step on the instance to see it called: it must see it
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "lr_scheduler.step() before optimizer.step()" would raise
+        run_step(opt)
+        sched.step()
+    assert opt.param_groups[0]["lr"] == 0.25

@@ -346,13 +346,30 @@ def _all_mean(terms: Callable) -> Callable:
     return mean
 
 
+def _same_dtype_target(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    y = y_true.reshape(y_pred.shape)
+    return y if y.is_floating_point() else y.to(y_pred.dtype)
+
+
+def _mse_mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    # the mean over the last axis, then over the samples, is the mean of every element: one
+    # operator each way (mse_loss, mse_loss_backward) instead of sub, pow, mean + div, pow, mul, mul
+    return F.mse_loss(y_pred, _same_dtype_target(y_true, y_pred))
+
+
+def _huber_mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    # Keras's huber_loss (delta 1) is torch's, element for element (0.5 e^2 up to delta, then
+    # delta (|e| - delta / 2)): one operator each way instead of 9 and 15
+    return F.huber_loss(y_pred, _same_dtype_target(y_true, y_pred), delta=1.0)
+
+
 # per built-in loss: (its values, one per sample or time step, which sample weights and masks multiply;
 # the batch mean of those values in the fewest kernels: the unweighted, unmasked fast path)
 _FORMS = {
     categorical_crossentropy: (_cce_values, _all_mean(_cce_values)),
     sparse_categorical_crossentropy: (_sparse_cce_values, _sparse_cce_mean),
     binary_crossentropy: (_last_axis_mean(_bce_terms), _all_mean(_bce_terms)),
-    mean_squared_error: (_last_axis_mean(_se), _all_mean(_se)),
+    mean_squared_error: (_last_axis_mean(_se), _mse_mean),
     mean_absolute_error: (_last_axis_mean(_ae), _all_mean(_ae)),
     mean_absolute_percentage_error: (_last_axis_mean(_ape), _all_mean(_ape)),
     mean_squared_logarithmic_error: (_last_axis_mean(_sle), _all_mean(_sle)),
@@ -396,6 +413,8 @@ def batch_mean(loss: str | Callable) -> Callable:
     forms = _FORMS.get(fn)
     if forms is not None:
         return forms[1]
+    if fn is huber_loss:  # its values are per element (no per-sample form): their mean, in one operator
+        return _huber_mean
 
     def mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
         value = fn(y_true, y_pred)

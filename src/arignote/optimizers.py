@@ -43,7 +43,7 @@ from arignote import backend, config
 from arignote.devices import fastpaths
 from arignote.errors import keras_names_missing
 from arignote.hyperparameter import HyperParameter
-from arignote.optim_kernels import KerasAdamax, KerasRMSprop
+from arignote.optim_kernels import KerasAdamax, KerasRMSprop, run_step
 
 __all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "Adamax", "Nadam",
            "get", "serialize", "deserialize", "sgd", "rmsprop", "adam", "adadelta", "adagrad", "adamax",
@@ -156,7 +156,10 @@ class Optimizer:
         if self.decay:
             self._set_group_lr(self._current_lr())
         self._before_step()
-        (torch_step or self.torch.step)()
+        if torch_step is not None:
+            torch_step()
+        else:
+            run_step(self.torch)
         self.iterations += 1
 
     def zero_grad(self, set_to_none: bool = True) -> None:
