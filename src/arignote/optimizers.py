@@ -66,7 +66,8 @@ def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
     batch 128 on 2 CPU cores: foreach RMSprop was 5-40 % slower a step than the per-tensor loop)."""
     devices = {p.device.type for p in params}
     all_float = all(p.is_floating_point() for p in params)
-    impl = fastpaths.optimizer_impl(config.get, torch_cls.__name__, devices, all_float).value
+    name = torch_cls.__name__.removeprefix("Keras")  # optim_kernels' KerasRMSprop runs the RMSprop rule
+    impl = fastpaths.optimizer_impl(config.get, name, devices, all_float).value
     if impl == "fused":
         return {"fused": True}
     return {"foreach": impl == "foreach"}
