@@ -150,3 +150,43 @@ def test_the_clip_s_backward_is_one_operator():
     ref = _ops(lambda y, z: torch.log_softmax(z, -1).clamp(LO, HI).sum())
     assert len(ref) - len(ours) == 4
     assert "aten.hardtanh_backward.default" in ours and "aten.logical_and_.default" not in ours
+
+
+def _autograd_binary(y, logits):
+    """The binary loss as it was written before (autograd's clamps and reductions)."""
+    y = y.reshape(logits.shape)
+    log_p = F.logsigmoid(logits).clamp(LO, HI)
+    log_q = F.logsigmoid(-logits).clamp(LO, HI)
+    return -(y * log_p + (1.0 - y) * log_q).mean()
+
+
+@pytest.mark.parametrize("shape", [(8, 1), (6, 3)])  # one output; several (multi-label)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_binary_is_the_autograd_formula_in_values_and_gradients(shape, dtype):
+    gen = torch.Generator().manual_seed(3)
+    z = torch.randn(shape, generator=gen, dtype=dtype) * 4
+    z[0, 0], z[1, 0] = 25.0, -25.0  # sigmoid beyond 1 - eps and under eps: clipped
+    y = (torch.rand(shape, generator=gen) > 0.5).to(dtype)
+    y[0, 0], y[1, 0] = 1.0, 1.0
+    z_ours, z_ref = z.clone().requires_grad_(True), z.clone().requires_grad_(True)
+    ours, ref = logit_losses.binary(y, z_ours), _autograd_binary(y, z_ref)
+    (ours * 0.5).backward()
+    (ref * 0.5).backward()
+    tol = 1e-6 if dtype == torch.float32 else 1e-13
+    assert ours.item() == pytest.approx(ref.item(), rel=tol)
+    torch.testing.assert_close(z_ours.grad, z_ref.grad, rtol=tol, atol=tol)
+    assert z_ours.grad[0, 0] == 0 and z_ours.grad[1, 0] == 0
+
+
+def test_the_binary_loss_and_its_backward_are_eighteen_operators():
+    z = torch.randn(8, 1, requires_grad=True)
+    y = (torch.rand(8, 1) > 0.5).float()
+    logit_losses.binary(y, z).backward()  # the bounds of the clip's backward are cached
+    z.grad = None  # (a second backward into z.grad would add an add_)
+    with OpRecorder() as rec:
+        logit_losses.binary(y, z).backward()
+    assert len(rec.ops) == 18, [op.name for op in rec.ops]
+    z.grad = None
+    with OpRecorder() as rec:
+        _autograd_binary(y, z).backward()
+    assert len(rec.ops) == 30

@@ -528,17 +528,10 @@ def _sparse_cce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tens
     return F.cross_entropy(logp.reshape(-1, logits.shape[-1]), y_true.reshape(-1).long())
 
 
-def _bce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    y = y_true.reshape(logits.shape)
-    log_p = logit_losses.clip(F.logsigmoid(logits))
-    log_q = logit_losses.clip(F.logsigmoid(-logits))
-    return -(y * log_p + (1.0 - y) * log_q).mean()
-
-
 _FUSED = {
     ("softmax", "categorical_crossentropy"): logit_losses.categorical,
     ("softmax", "sparse_categorical_crossentropy"): _sparse_cce_logits,
-    ("sigmoid", "binary_crossentropy"): _bce_logits,
+    ("sigmoid", "binary_crossentropy"): logit_losses.binary,
 }
 
 
