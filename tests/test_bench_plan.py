@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 
-from arignote.bench import opcount, perfmodel
+from arignote.bench import opcount, perfmodel, plan
 from arignote.bench.report import Run
 from arignote.callbacks import Callback
 from arignote.layers import Dense
@@ -156,3 +156,14 @@ def test_bench_plan_cli_prints_counts_and_every_gpu():
     # gradients) less the first layer's input gradient (784 x 512 weights: the data needs none)
     flops_line = next(line for line in out.splitlines() if "FLOPs per sample" in line)
     assert float(flops_line.split()[3]) == pytest.approx((6 * 669_706 - 2 * 784 * 512) / 1e6, abs=0.05)
+
+
+def test_the_plan_swaps_fit_s_own_optimizer_operators_for_the_cuda_estimate():
+    """fit's RMSprop (optim_kernels.KerasRMSprop) runs 5 operators per parameter and 5 foreach ones;
+    the loop's torch.optim.RMSprop 6 per parameter plus its profiler range, and 6 foreach ones plus
+    the range: each side's CUDA launches take out its own."""
+    p = plan.plan_model("mlp", 32)
+    assert (p.optimizer_loop_ops, p.optimizer_foreach_ops) == (5 * 6, 5)
+    assert p.loop_optimizer_ops == (6 * 6 + 2, 6 + 2)
+    assert p.cuda_launches == p.fit.launches - 30 + 5
+    assert p.loop_cuda_launches == p.loop.launches - 38 + 8

@@ -105,9 +105,21 @@ def test_the_step_drops_the_softmax_backward_and_the_clip_of_the_probabilities()
     assert p["aten._softmax_backward_data.default"] == 1 and f["aten._softmax_backward_data.default"] == 0
     assert f["aten._log_softmax_backward_data.default"] == 1
     assert p["aten.log.default"] == 1 and f["aten.log.default"] == 0  # log(clip(p)) is gone
-    assert f["aten._softmax.default"] == 1  # the metrics' probabilities, once, without a backward
-    assert len(fused.ops) <= len(plain.ops) - 10, (f - p, p - f)
+    # the accuracy reads the logits: no softmax at all, and the hits are counted (no cast, no mean)
+    assert f["aten._softmax.default"] == 0 and p["aten._softmax.default"] == 1
+    assert f["aten._to_copy.default"] == 0 and f["aten.argmax.default"] == 2
+    assert f["aten.hardtanh_backward.default"] == 1 and f["aten.where.self"] == 0  # the clip's backward
+    assert len(fused.ops) <= len(plain.ops) - 19, (f - p, p - f)
     assert fused.syncs == 0
+
+
+def test_a_metric_that_needs_probabilities_gets_them_once():
+    model = _classifier()
+    model.compile("rmsprop", "categorical_crossentropy",
+                  metrics=["accuracy", "mse", "categorical_crossentropy"])
+    fused = opcount.count_fit_step(model, X, ONE_HOT, batch_size=8)
+    f = Counter(op.name for op in fused.ops)
+    assert f["aten._softmax.default"] == 1  # shared by mse and the cross-entropy metric
 
 
 # ----------------------------------------------------------------------------- the same results
@@ -182,12 +194,12 @@ def test_sample_weights_take_keras_s_weighted_route():
 def _tracking_init(calls):
     original = FusedHead.__init__
 
-    def init(self, layer, fused):
+    def init(self, layer, fused, kind="softmax"):
         def counted(y, logits):
             calls.append("fused")
             return fused(y, logits)
 
-        original(self, layer, counted)
+        original(self, layer, counted, kind)
 
     return init
 

@@ -129,7 +129,8 @@ FLOORS = {
     "metrics": 4, "optimizers": 4, "graph": 4, "layers": 4, "utils": 4, "datasets": 4,
     "preprocessing": 4, "saving": 4, "backend_ops": 4, "backend_nn": 4, "backend_control": 4,
     "_backend_names": 4, "weighting": 4, "legacy": 4,
-    "metric_classes": 4, "metric_base": 4, "optim_kernels": 4,
+    "metric_classes": 4, "metric_base": 4, "optim_kernels": 4, "logit_losses": 4, "predictions": 4,
+    "metric_hits": 4,
     # 5 engine: strategies, callbacks, the training loop
     "parallel": 5, "callbacks": 5, "training": 5, "diagnostics": 5,
     # 6 models: what users build and fit

@@ -32,7 +32,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from arignote import backend, weighting
+from arignote import backend, logit_losses, weighting
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.graph.ops import symbolic
 
@@ -346,13 +346,30 @@ def _all_mean(terms: Callable) -> Callable:
     return mean
 
 
+def _same_dtype_target(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    y = y_true.reshape(y_pred.shape)
+    return y if y.is_floating_point() else y.to(y_pred.dtype)
+
+
+def _mse_mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    # the mean over the last axis, then over the samples, is the mean of every element: one
+    # operator each way (mse_loss, mse_loss_backward) instead of sub, pow, mean + div, pow, mul, mul
+    return F.mse_loss(y_pred, _same_dtype_target(y_true, y_pred))
+
+
+def _huber_mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
+    # Keras's huber_loss (delta 1) is torch's, element for element (0.5 e^2 up to delta, then
+    # delta (|e| - delta / 2)): one operator each way instead of 9 and 15
+    return F.huber_loss(y_pred, _same_dtype_target(y_true, y_pred), delta=1.0)
+
+
 # per built-in loss: (its values, one per sample or time step, which sample weights and masks multiply;
 # the batch mean of those values in the fewest kernels: the unweighted, unmasked fast path)
 _FORMS = {
     categorical_crossentropy: (_cce_values, _all_mean(_cce_values)),
     sparse_categorical_crossentropy: (_sparse_cce_values, _sparse_cce_mean),
     binary_crossentropy: (_last_axis_mean(_bce_terms), _all_mean(_bce_terms)),
-    mean_squared_error: (_last_axis_mean(_se), _all_mean(_se)),
+    mean_squared_error: (_last_axis_mean(_se), _mse_mean),
     mean_absolute_error: (_last_axis_mean(_ae), _all_mean(_ae)),
     mean_absolute_percentage_error: (_last_axis_mean(_ape), _all_mean(_ape)),
     mean_squared_logarithmic_error: (_last_axis_mean(_sle), _all_mean(_sle)),
@@ -396,6 +413,8 @@ def batch_mean(loss: str | Callable) -> Callable:
     forms = _FORMS.get(fn)
     if forms is not None:
         return forms[1]
+    if fn is huber_loss:  # its values are per element (no per-sample form): their mean, in one operator
+        return _huber_mean
 
     def mean(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
         value = fn(y_true, y_pred)
@@ -503,36 +522,16 @@ def deserialize(name: str | Callable, custom_objects: dict | None = None) -> Cal
 # --------------------------------------------------------------------------- fused with the output activation
 
 
-def _log_clip() -> tuple[float, float]:
-    eps = backend.epsilon()
-    return math.log(eps), math.log1p(-eps)
-
-
-def _cce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    lo, hi = _log_clip()
-    logp = torch.log_softmax(logits, dim=-1).clamp(lo, hi)
-    return -(y_true.reshape(logits.shape) * logp).sum(dim=-1).mean()
-
-
 def _sparse_cce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    lo, hi = _log_clip()
-    logp = torch.log_softmax(logits, dim=-1).clamp(lo, hi)
+    logp = logit_losses.clip(torch.log_softmax(logits, dim=-1))
     # cross_entropy renormalizes the clipped probabilities exactly like the TF-backend route
     return F.cross_entropy(logp.reshape(-1, logits.shape[-1]), y_true.reshape(-1).long())
 
 
-def _bce_logits(y_true: torch.Tensor, logits: torch.Tensor) -> torch.Tensor:
-    lo, hi = _log_clip()
-    y = y_true.reshape(logits.shape)
-    log_p = F.logsigmoid(logits).clamp(lo, hi)
-    log_q = F.logsigmoid(-logits).clamp(lo, hi)
-    return -(y * log_p + (1.0 - y) * log_q).mean()
-
-
 _FUSED = {
-    ("softmax", "categorical_crossentropy"): _cce_logits,
+    ("softmax", "categorical_crossentropy"): logit_losses.categorical,
     ("softmax", "sparse_categorical_crossentropy"): _sparse_cce_logits,
-    ("sigmoid", "binary_crossentropy"): _bce_logits,
+    ("sigmoid", "binary_crossentropy"): logit_losses.binary,
 }
 
 
@@ -543,8 +542,9 @@ def from_logits(loss: str | Callable, activation: str | None) -> Callable | None
     loop may skip the final activation and call this instead: ``fused(y_true, logits)`` equals the
     batch mean of ``loss(y_true, activation(logits))`` with Keras's clipping (``log p`` clamped to
     ``[log eps, log(1 - eps)]``, zero gradient where clipped, like ``clip``), but saves the
-    softmax backward and a few elementwise ops per step. Accuracy metrics on logits need care:
-    argmax is unchanged by softmax; the 0.5 threshold of a sigmoid is 0 on logits.
+    softmax backward and a few elementwise ops per step (:mod:`arignote.logit_losses`: the clamps'
+    backward in one operator, the categorical loss as one autograd function). Accuracy metrics on
+    logits need care: argmax is unchanged by softmax; the 0.5 threshold of a sigmoid is 0 on logits.
 
     Example::
 

@@ -52,6 +52,7 @@ import numpy as np
 import torch
 
 from arignote import backend_common, initializers, weighting
+from arignote.predictions import probabilities
 
 __all__ = ["Metric", "MetricVariable", "Reduce", "Reduction", "Sum", "Mean"]
 
@@ -308,6 +309,7 @@ class Metric(abc.ABC):
     def update(self, y_true: Any, y_pred: torch.Tensor) -> None:
         """Add a batch as ``compile`` gives it (targets maybe carrying sample weights and the output
         mask): ``update_state(y, y_pred, sample_weight=weights x mask)``, as Keras 2.3.1."""
+        y_pred = probabilities(y_pred)  # a classifier head's logits: the model's output
         if self.select is not None:
             y, y_pred, w, mask = self.select(y_true, y_pred)
         else:

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 
 from arignote import backend, metric_base, weighting
+from arignote.predictions import probabilities
 
 __all__ = [
     "StatefulMetric", "TruePositives", "FalsePositives", "TrueNegatives", "FalseNegatives",
@@ -101,6 +102,7 @@ class StatefulMetric:
 
     def update(self, y_true: Any, y_pred: torch.Tensor) -> None:
         """Add a batch as ``compile`` gives it (targets maybe carrying weights and the output mask)."""
+        y_pred = probabilities(y_pred)  # a classifier head's logits: the model's output
         if self.select is not None:
             y, y_pred, w, mask = self.select(y_true, y_pred)
         else:

@@ -30,13 +30,14 @@ Example::
 from __future__ import annotations
 
 import difflib
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
 
-from arignote import losses, metric_base, metric_names, weighting
+from arignote import losses, metric_base, metric_hits, metric_names, weighting
 from arignote.metric_base import Mean, Metric, MetricVariable, Reduce, Reduction, Sum
 from arignote.metric_classes import (
     AUC,
@@ -51,6 +52,7 @@ from arignote.metric_classes import (
     TrueNegatives,
     TruePositives,
 )
+from arignote.predictions import probabilities
 
 __all__ = [
     "Metric",
@@ -188,6 +190,18 @@ def sparse_top_k_categorical_accuracy(y_true: torch.Tensor, y_pred: torch.Tensor
     return (top == y_true.reshape(*y_pred.shape[:-1], 1).long()).any(dim=-1).to(y_pred.dtype)
 
 
+# the accuracies whose values are 0/1: as booleans to count, from probabilities or a head's logits
+_HITS = {categorical_accuracy: metric_hits.categorical,
+         sparse_categorical_accuracy: metric_hits.sparse_categorical,
+         binary_accuracy: metric_hits.binary, top_k_categorical_accuracy: metric_hits.top_k,
+         sparse_top_k_categorical_accuracy: metric_hits.sparse_top_k}
+
+
+def _hits_for(fn: Callable, **kwargs: Any) -> Callable | None:
+    hits = _HITS.get(fn)
+    return functools.partial(hits, **kwargs) if hits is not None and kwargs else hits
+
+
 # --------------------------------------------------------------------------- accumulators
 
 
@@ -232,11 +246,12 @@ class _Accumulator:
             self._weight_sum.zero_()
         self._count = 0.0
 
-    def _add(self, value: torch.Tensor, weight: float) -> None:
+    def _add(self, value: torch.Tensor, weight: float, count: float | None = None) -> None:
+        """``total += weight * value``; ``count += count`` (``weight`` when not given)."""
         if self._total is None:
             self._total = torch.zeros((), dtype=_total_dtype(value.device), device=value.device)
         self._total.add_(value.detach(), alpha=weight)
-        self._count += weight
+        self._count += weight if count is None else count
 
     def _add_weighted(self, total: torch.Tensor, weight_sum: torch.Tensor) -> None:
         """Add a weighted sum and its sum of weights (device tensors: no host sync)."""
@@ -281,15 +296,22 @@ class FunctionMean(_Accumulator):
         super().__init__(name or getattr(fn, "__name__", "metric"))
         self.fn = fn
         self.values: Callable | None = None  # per-sample form of fn when fn returns a batch mean (a loss)
+        self.hits = _hits_for(fn)  # an accuracy's 0/1 values as booleans to count (metric_hits)
         self.weighted = weighted
         self.select = select
 
-    def update(self, y_true: torch.Tensor, y_pred: torch.Tensor) -> None:
-        """Accumulate this batch (no host sync)."""
+    def update(self, y_true: torch.Tensor, y_pred: Any) -> None:
+        """Accumulate this batch (no host sync). ``y_pred``: the output, or the
+        :class:`~arignote.predictions.Logits` of a classifier head (an accuracy reads them)."""
         if self.select is not None:
-            y_true, y_pred, weights, mask = self.select(y_true, y_pred)
+            y_true, y_pred, weights, mask = self.select(y_true, probabilities(y_pred))
         else:
             y_true, weights, mask = weighting.parts(y_true)
+        if self.hits is not None and mask is None and (weights is None or not self.weighted):
+            hits = self.hits(y_true, y_pred)  # booleans: their sum is the count, exactly
+            self._add(hits.sum(), y_pred.shape[0] / hits.numel() if hits.numel() else 0.0, y_pred.shape[0])
+            return
+        y_pred = probabilities(y_pred)
         value = (self.values or self.fn)(y_true, y_pred)
         if not value.is_floating_point():  # a user function returning bools or ints
             value = value.to(torch.float32)
@@ -518,6 +540,7 @@ class MeanMetricWrapper(FunctionMean):
             def call(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:
                 return fn(y_true, y_pred, **kwargs)
         super().__init__(call, name=name or metric_base.default_name(type(self)))  # mean_metric_wrapper_1
+        self.hits = _hits_for(fn, **kwargs)
         self.dtype = dtype
         self._fn_kwargs = kwargs
 

@@ -43,7 +43,7 @@ from arignote import backend, config
 from arignote.devices import fastpaths
 from arignote.errors import keras_names_missing
 from arignote.hyperparameter import HyperParameter
-from arignote.optim_kernels import KerasAdamax
+from arignote.optim_kernels import KerasAdamax, KerasRMSprop, run_step
 
 __all__ = ["Optimizer", "HyperParameter", "SGD", "RMSprop", "Adam", "Adadelta", "Adagrad", "Adamax", "Nadam",
            "get", "serialize", "deserialize", "sgd", "rmsprop", "adam", "adadelta", "adagrad", "adamax",
@@ -66,7 +66,8 @@ def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
     batch 128 on 2 CPU cores: foreach RMSprop was 5-40 % slower a step than the per-tensor loop)."""
     devices = {p.device.type for p in params}
     all_float = all(p.is_floating_point() for p in params)
-    impl = fastpaths.optimizer_impl(config.get, torch_cls.__name__, devices, all_float).value
+    name = torch_cls.__name__.removeprefix("Keras")  # optim_kernels' KerasRMSprop runs the RMSprop rule
+    impl = fastpaths.optimizer_impl(config.get, name, devices, all_float).value
     if impl == "fused":
         return {"fused": True}
     return {"foreach": impl == "foreach"}
@@ -156,7 +157,10 @@ class Optimizer:
         if self.decay:
             self._set_group_lr(self._current_lr())
         self._before_step()
-        (torch_step or self.torch.step)()
+        if torch_step is not None:
+            torch_step()
+        else:
+            run_step(self.torch)
         self.iterations += 1
 
     def zero_grad(self, set_to_none: bool = True) -> None:
@@ -270,9 +274,10 @@ class SGD(Optimizer):
         self._last_step_lr = lr
 
 class RMSprop(Optimizer):
-    """``RMSprop(lr=0.001, rho=0.9, epsilon=1e-7, decay=0.0)`` (Keras 2; torch's ``alpha`` is ``rho``)."""
+    """``RMSprop(lr=0.001, rho=0.9, epsilon=1e-7, decay=0.0)`` (Keras 2; torch's ``alpha`` is ``rho``),
+    run by :class:`arignote.optim_kernels.KerasRMSprop`: torch's arithmetic without its step counters."""
 
-    _torch_cls = torch.optim.RMSprop
+    _torch_cls = KerasRMSprop
     _keras_keys = ("rho", "epsilon")
     _default_lr = 0.001
 

@@ -35,13 +35,20 @@ class StepPlan:
     batch_size: int
     fit: StepCount
     loop: StepCount
-    optimizer_loop_ops: int  # per-tensor optimizer step (what the CPU runs)
-    optimizer_foreach_ops: int  # multi-tensor optimizer step (what CUDA runs)
+    optimizer_loop_ops: int  # fit's per-tensor optimizer step (what the CPU runs)
+    optimizer_foreach_ops: int  # fit's multi-tensor optimizer step (what CUDA runs)
     rows: list[dict]
+    # the loop's (torch.optim.RMSprop: per-tensor, foreach) when not fit's (KerasRMSprop, no step counters)
+    loop_optimizer_ops: tuple[int, int] | None = None
 
     @property
     def cuda_launches(self) -> int:
         return self.fit.launches - self.optimizer_loop_ops + self.optimizer_foreach_ops
+
+    @property
+    def loop_cuda_launches(self) -> int:
+        per_tensor, foreach = self.loop_optimizer_ops or (self.optimizer_loop_ops, self.optimizer_foreach_ops)
+        return self.loop.launches - per_tensor + foreach
 
 
 def _data(name: str, batch_size: int, steps: int) -> tuple[Any, Any]:
@@ -55,11 +62,12 @@ def _data(name: str, batch_size: int, steps: int) -> tuple[Any, Any]:
     return x, y
 
 
-def _optimizer_ops(params: list, foreach: bool) -> list:
+def _optimizer_ops(params: list, foreach: bool, cls: Any = None) -> list:
     import torch
 
-    opt = torch.optim.RMSprop(params, lr=models.LEARNING_RATE, alpha=models.RMSPROP_RHO,
-                              eps=models.RMSPROP_EPS, foreach=foreach)
+    cls = cls or torch.optim.RMSprop
+    opt = cls(params, lr=models.LEARNING_RATE, alpha=models.RMSPROP_RHO, eps=models.RMSPROP_EPS,
+              foreach=foreach)
     for p in params:
         p.grad = torch.ones_like(p)
     opt.step()  # state exists now
@@ -102,13 +110,15 @@ def plan_model(name: str = "cnn", batch_size: int = 32,
                               eps=models.RMSPROP_EPS, foreach=False)
     loop = count_torch_step(net, opt, torch.nn.functional.cross_entropy, xt, yt)
     params = [p.detach().clone() for p in net.parameters()]
-    per_tensor, foreach = _optimizer_ops(params, False), _optimizer_ops(params, True)
+    kind = type(model.optimizer.torch)  # fit's torch optimizer (optim_kernels.KerasRMSprop)
+    per_tensor, foreach = _optimizer_ops(params, False, kind), _optimizer_ops(params, True, kind)
+    loop_ops = (len(_optimizer_ops(params, False)), len(_optimizer_ops(params, True)))
     # the CUDA step: fit's operators with the foreach optimizer's in place of the per-tensor ones
     # (foreach kernels read and write the same bytes in fewer launches)
     body = _without(list(fit.ops), per_tensor)
     cuda_ops = [(op.flops, op.bytes, op.matmul) for op in body + list(foreach)]
     rows = perfmodel.table(cuda_ops, fit.syncs, batch_size, assume=assume)
-    return StepPlan(name, batch_size, fit, loop, len(per_tensor), len(foreach), rows)
+    return StepPlan(name, batch_size, fit, loop, len(per_tensor), len(foreach), rows, loop_ops)
 
 
 def assumptions_from_flags(get: Any = None) -> perfmodel.Assumptions:
@@ -132,7 +142,7 @@ def render(plan: StepPlan, assume: perfmodel.Assumptions = perfmodel.Assumptions
         f"  {'':34}{'arignote fit':>14}{'PyTorch loop':>14}",
         f"  {'operators (kernel launches)':34}{plan.fit.launches:>14}{plan.loop.launches:>14}",
         f"  {'  on CUDA (foreach optimizer)':34}{plan.cuda_launches:>14}"
-        f"{plan.loop.launches - plan.optimizer_loop_ops + plan.optimizer_foreach_ops:>14}",
+        f"{plan.loop_cuda_launches:>14}",
         f"  {'host syncs':34}{plan.fit.syncs:>14}{plan.loop.syncs:>14}",
         f"  {'FLOPs per sample':34}{plan.fit.flops / b / 1e6:>12.1f} M{plan.loop.flops / b / 1e6:>12.1f} M",
         f"  {'bytes read+written per step':34}{plan.fit.bytes / 2**20:>10.1f} MiB"

@@ -8,7 +8,9 @@ such a model, :class:`FusedHead` runs the last layer without its activation and 
 loss from the logits (:func:`arignote.losses.from_logits`: ``log_softmax`` clamped to ``[log eps,
 log(1 - eps)]``, zero gradient where clamped, as the clip): the same values and gradients up to
 float rounding, about 20 operators fewer a step (forward and backward). The metrics get the
-activation of the detached logits, i.e. the probabilities the model outputs.
+detached logits as :class:`~arignote.predictions.Logits`: Keras's accuracies read the logits
+where that gives the same answer (:mod:`arignote.metric_hits`), every other metric the
+probabilities the model outputs (the activation, computed once per batch and only if one asks).
 
 Only the training forward changes: ``evaluate``, ``predict`` and the model itself keep their
 activation. A batch with sample weights or output masks takes Keras's weighted route
@@ -26,8 +28,8 @@ Example::
     >>> head = for_model(m)
     >>> type(head).__name__
     'FusedHead'
-    >>> loss, probs = head.loss_and_pred(m.module, torch.ones(2, 4), torch.eye(3)[:2], m.loss_fn)
-    >>> bool(torch.allclose(probs, m.module(torch.ones(2, 4))))
+    >>> loss, out = head.loss_and_pred(m.module, torch.ones(2, 4), torch.eye(3)[:2], m.loss_fn)
+    >>> bool(torch.allclose(out.probabilities(), m.module(torch.ones(2, 4))))
     True
 """
 
@@ -40,6 +42,7 @@ import torch
 
 from arignote import activations, losses
 from arignote.layers.core import Activation, Dense
+from arignote.predictions import Logits
 from arignote.weighting import Weighted
 
 __all__ = ["PlainHead", "FusedHead", "for_model"]
@@ -57,10 +60,11 @@ class FusedHead(PlainHead):
     """``layer``'s ``activation`` left out of the training forward; ``fused(y_true, logits)`` is the
     loss. Falls back to :class:`PlainHead` for a batch with weights or masks."""
 
-    def __init__(self, layer: Any, fused: Callable) -> None:
+    def __init__(self, layer: Any, fused: Callable, kind: str = "softmax") -> None:
         self.layer = layer
         self.activation = layer.activation
         self.fused = fused
+        self.kind = kind
 
     def loss_and_pred(self, net: Any, xb: Any, yb: Any, loss_fn: Callable) -> tuple[torch.Tensor, Any]:
         if isinstance(yb, Weighted):  # sample weights or masks: Keras's weighted loss
@@ -71,7 +75,7 @@ class FusedHead(PlainHead):
             logits = net(xb)
         finally:
             layer.activation = self.activation
-        return self.fused(yb, logits), self.activation(logits.detach())
+        return self.fused(yb, logits), Logits(logits.detach(), self.activation, self.kind)
 
 
 _ACTIVATIONS = {activations.softmax: "softmax", activations.sigmoid: "sigmoid"}
@@ -90,4 +94,4 @@ def for_model(model: Any) -> PlainHead:
         return PlainHead()
     name = _ACTIVATIONS.get(last.activation)
     fused = losses.from_logits(model.loss, name) if name is not None else None
-    return PlainHead() if fused is None else FusedHead(last, fused)
+    return PlainHead() if fused is None else FusedHead(last, fused, name)

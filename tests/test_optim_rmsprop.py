@@ -1,0 +1,148 @@
+"""KerasRMSprop (optim_kernels.py): torch's RMSprop arithmetic bit for bit, in fewer operators, with
+torch's state names and step hooks."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+import torch
+
+from arignote import optimizers
+from arignote.bench.opcount import OpRecorder
+from arignote.optim_kernels import KerasRMSprop
+
+
+def _params(seed: int = 0) -> list[torch.nn.Parameter]:
+    torch.manual_seed(seed)
+    return [torch.nn.Parameter(torch.randn(5, 3)), torch.nn.Parameter(torch.randn(3))]
+
+
+def _grads(params, step: int) -> list[torch.Tensor]:
+    gen = torch.Generator().manual_seed(100 + step)
+    return [torch.randn(p.shape, generator=gen) for p in params]
+
+
+@pytest.mark.parametrize("foreach", [False, True])
+def test_weights_are_torch_rmsprop_s_bit_for_bit_in_fewer_operators(foreach):
+    ours, theirs = _params(), _params()
+    a = KerasRMSprop(ours, lr=0.01, alpha=0.8, eps=1e-3, foreach=foreach)
+    b = torch.optim.RMSprop(theirs, lr=0.01, alpha=0.8, eps=1e-3, foreach=foreach)
+    for step in range(4):
+        for p, q, g in zip(ours, theirs, _grads(ours, step)):
+            p.grad, q.grad = g.clone(), g.clone()
+        with OpRecorder() as mine:
+            a.step()
+        with OpRecorder() as torch_s:
+            b.step()
+        for p, q in zip(ours, theirs):
+            assert torch.equal(p, q)
+    names = [op.name for op in mine.ops]
+    if foreach:
+        assert names == ["aten._foreach_mul_.Scalar", "aten._foreach_addcmul_.Scalar",
+                         "aten._foreach_sqrt.default", "aten._foreach_add_.Scalar",
+                         "aten._foreach_addcdiv_.Scalar"]
+    else:  # per parameter: a = rho a + (1 - rho) g^2; p -= lr g / (sqrt(a) + eps)
+        assert names == ["aten.mul_.Tensor", "aten.addcmul_.default", "aten.sqrt.default", "aten.add_.Tensor",
+                         "aten.addcdiv_.default"] * 2
+    # torch's: the same plus a step counter per parameter (foreach: one) and its profiler range
+    assert len(torch_s.ops) == len(mine.ops) + (1 if foreach else 2) + 2
+    assert not any("record_function" in name for name in names)
+
+
+def test_state_is_torch_s_square_avg_and_torch_s_checkpoints_load():
+    ours, theirs = _params(), _params()
+    a = KerasRMSprop(ours, lr=0.01)
+    b = torch.optim.RMSprop(theirs, lr=0.01, alpha=0.9, eps=1e-7, foreach=False)
+    for p, q, g in zip(ours, theirs, _grads(ours, 0)):
+        p.grad, q.grad = g.clone(), g.clone()
+    a.step()
+    b.step()
+    assert sorted(a.state_dict()["state"][0]) == ["square_avg"]
+    assert isinstance(a, torch.optim.RMSprop)
+    # a torch checkpoint (with its step counters) loads into ours: the next steps agree
+    c = KerasRMSprop(theirs, lr=0.01)
+    c.load_state_dict(b.state_dict())
+    d = KerasRMSprop(ours, lr=0.01)
+    d.load_state_dict(a.state_dict())
+    for p, q, g in zip(ours, theirs, _grads(ours, 1)):
+        p.grad, q.grad = g.clone(), g.clone()
+    c.step()
+    d.step()
+    for p, q in zip(ours, theirs):
+        assert torch.equal(p, q)
+
+
+def test_step_hooks_still_run():
+    params = _params()
+    opt = KerasRMSprop(params, lr=0.01)
+    calls = []
+    pre = opt.register_step_pre_hook(lambda o, args, kwargs: calls.append("pre"))
+    post = opt.register_step_post_hook(lambda o, args, kwargs: calls.append("post"))
+    for p, g in zip(params, _grads(params, 0)):
+        p.grad = g
+    opt.step()
+    pre.remove()
+    post.remove()
+    opt.step()
+    assert calls == ["pre", "post"]
+
+
+def test_a_learning_rate_held_in_a_tensor_gives_the_same_step():
+    """A compiled step (training/compiled.py) writes the learning rate into a 0-d tensor."""
+    for foreach in (False, True):
+        ours, theirs = _params(), _params()
+        a = KerasRMSprop(ours, lr=torch.tensor(0.01), foreach=foreach)
+        b = KerasRMSprop(theirs, lr=0.01, foreach=foreach)
+        for p, q, g in zip(ours, theirs, _grads(ours, 0)):
+            p.grad, q.grad = g.clone(), g.clone()
+        a.step()
+        b.step()
+        for p, q in zip(ours, theirs):
+            torch.testing.assert_close(p, q, rtol=1e-6, atol=0)
+
+
+def test_keras_rmsprop_checkpoint_resumes_identically():
+    def run(steps, resume_at=None):
+        p = torch.nn.Parameter(torch.ones(4, dtype=torch.float64))
+        opt = optimizers.RMSprop(lr=0.01, decay=0.1).build([p])
+        for i in range(steps):
+            if i == resume_at:
+                buf = io.BytesIO()
+                torch.save({"w": p.detach().clone(), "opt": opt.state_dict()}, buf)
+                buf.seek(0)
+                saved = torch.load(buf, weights_only=True)
+                p = torch.nn.Parameter(saved["w"])
+                opt = optimizers.RMSprop(lr=0.01, decay=0.1).build([p])
+                opt.load_state_dict(saved["opt"])
+            p.grad = torch.linspace(-1, 1, 4, dtype=torch.float64) * (i + 1)
+            opt.step()
+        return p.detach()
+
+    assert torch.equal(run(5), run(5, resume_at=2))
+
+
+def test_run_step_leaves_out_torch_s_profiler_range_unless_something_listens():
+    import warnings
+
+    from arignote.optim_kernels import run_step
+
+    w = torch.nn.Parameter(torch.ones(3))
+    opt = torch.optim.SGD([w], lr=0.5, foreach=False)
+    w.grad = torch.ones(3)
+    with OpRecorder() as rec:
+        run_step(opt)
+    assert w.tolist() == [0.5, 0.5, 0.5]
+    assert not any("record_function" in op.name for op in rec.ops)
+    calls = []
+    handle = opt.register_step_post_hook(lambda o, args, kwargs: calls.append(1))
+    run_step(opt)
+    handle.remove()
+    assert calls == [1]
+    # a torch LRScheduler patches step on the instance to see it called: it must see it
+    sched = torch.optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.5)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "lr_scheduler.step() before optimizer.step()" would raise
+        run_step(opt)
+        sched.step()
+    assert opt.param_groups[0]["lr"] == 0.25
