@@ -21,7 +21,7 @@ from typing import Any
 
 from arignote.metric_names import Logs, as_logs, spellings
 
-__all__ = ["Callback", "CallbackList", "History", "LazyLogs"]
+__all__ = ["Callback", "CallbackList", "History", "LazyLogs", "RUNNING_LOSS", "running_view"]
 
 
 class Callback:
@@ -175,13 +175,16 @@ class LazyLogs(Mapping):
     """Batch logs whose metric values are computed (one device sync) only when read.
 
     ``fixed`` holds plain values (``batch``, ``size``); ``compute`` returns every metric as floats
-    and is called at most once per LazyLogs object.
+    and is called at most once per LazyLogs object. As in Keras 2, a batch's ``loss`` is that
+    batch's own loss and the metrics are running values over the epoch so far; ``compute`` may
+    also return ``RUNNING_LOSS``, the mean loss over the epoch's batches so far, which
+    :meth:`running` gives progress displays as ``loss`` (Keras's progress bar shows that average).
 
     Example::
 
-        >>> logs = LazyLogs({"batch": 0, "size": 32}, lambda: {"loss": 0.25}, ("loss",))
-        >>> logs["size"], logs["loss"]
-        (32, 0.25)
+        >>> logs = LazyLogs({"batch": 1, "size": 32}, lambda: {"loss": 0.25, RUNNING_LOSS: 0.5}, ("loss",))
+        >>> logs["size"], logs["loss"], logs.running()["loss"], list(logs)
+        (32, 0.25, 0.5, ['batch', 'size', 'loss'])
     """
 
     __slots__ = ("_fixed", "_compute", "_keys", "_values")
@@ -202,9 +205,21 @@ class LazyLogs(Mapping):
             if other is None:
                 raise KeyError(key)
             key = other
+        return self._computed()[key]
+
+    def _computed(self) -> dict[str, float]:
         if self._values is None:
             self._values = self._compute()
-        return self._values[key]
+        return self._values
+
+    def running(self) -> dict[str, Any]:
+        """The logs as a progress display shows them: ``loss`` averaged over the epoch's batches
+        so far instead of this batch's own."""
+        out = dict(self)
+        values = self._computed()
+        if RUNNING_LOSS in values:
+            out["loss"] = values[RUNNING_LOSS]
+        return out
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._keys)
@@ -214,6 +229,16 @@ class LazyLogs(Mapping):
 
     def __repr__(self) -> str:
         return f"LazyLogs({dict(self)!r})"
+
+
+RUNNING_LOSS = "running loss"  # LazyLogs' entry for the epoch's mean loss so far (not a log key)
+
+
+def running_view(logs: Any) -> Any:
+    """What a progress display shows for ``logs``: :meth:`LazyLogs.running` for a fit's batch logs,
+    ``logs`` itself otherwise (a dict a user passed)."""
+    running = getattr(logs, "running", None)
+    return running() if running is not None else logs
 
 
 class History(Callback):

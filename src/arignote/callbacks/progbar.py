@@ -27,7 +27,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from arignote.callbacks.base import Callback
+from arignote.callbacks.base import Callback, running_view
 
 __all__ = ["ProgbarLogger", "format_values", "format_bar", "format_duration"]
 
@@ -183,7 +183,7 @@ class ProgbarLogger(Callback):
         else:
             line += f" - {format_duration(elapsed)}"
         if logs is not None:
-            line += format_values(logs, [k for k in self._keys() if not k.startswith("val_")])
+            line += format_values(running_view(logs), [k for k in self._keys() if not k.startswith("val_")])
         self._redraw(line)
 
     def _redraw(self, line: str) -> None:

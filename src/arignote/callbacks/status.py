@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from arignote import config
-from arignote.callbacks.base import Callback
+from arignote.callbacks.base import Callback, running_view
 from arignote.devices import inventory
 from arignote.devices.identity import GPUIdentity
 from arignote.share import status
@@ -139,7 +139,8 @@ class RunStatus(Callback):
         rec["step"] = self._step
         rec["samples_per_second"] = round(self._samples * rec.get("world_size", 1) / elapsed, 2)
         if logs is not None:
-            rec["logs"] = {k: status.plain(v) for k, v in logs.items() if k not in ("batch", "size")}
+            shown = running_view(logs)  # the epoch's mean loss so far, as the progress bar shows it
+            rec["logs"] = {k: status.plain(v) for k, v in shown.items() if k not in ("batch", "size")}
         steps, epochs = rec.get("steps"), rec.get("epochs")
         if isinstance(steps, int) and steps > 0 and self._steps_done:
             left = (epochs - rec["epoch"] - 1) * steps + max(0, steps - self._step)

@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from collections.abc import Iterator
@@ -34,7 +35,7 @@ from typing import Any
 
 import torch
 
-from arignote.callbacks.base import CallbackList, LazyLogs
+from arignote.callbacks.base import RUNNING_LOSS, CallbackList, LazyLogs
 from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
@@ -73,6 +74,7 @@ class Trainer:
         self._stale_grads = False  # gradients of a finished step, not yet released
         self._stop_request = False  # this rank's stop_training after the last finished batch
         self._loss_sum = torch.zeros((), dtype=_f64(self.device), device=self.device)
+        self._step_records: list | None = None  # the last training step's (its batch logs' loss)
         self._count = 0
         self.last_count = 0.0  # samples behind the last results(), over all ranks
         # compile(jit_compile=...) / the jit flag: the step's arithmetic through torch.compile
@@ -124,11 +126,14 @@ class Trainer:
                 for m in self.model.metrics_list:
                     m.update(y_true, y_pred.detach())
 
-    def results(self, reduce: bool = True, buffers: bool = False) -> dict[str, float]:
+    def results(self, reduce: bool = True, buffers: bool = False,
+                step: list | None = None) -> dict[str, float]:
         """Loss and metrics so far as floats: one device sync, and under data parallel one sum over
         the ranks of every (sum, count) pair, so each sample counts once whatever rank ran it.
         ``buffers``: average the module's floating buffers (BatchNorm statistics) over the ranks in
-        the same reduction (DDP does not broadcast them: see DataParallel.wrap)."""
+        the same reduction (DDP does not broadcast them: see DataParallel.wrap). ``step``: the
+        records of one step (this rank's, never reduced): its own loss comes back as ``loss`` in
+        the same transfer, and the mean so far as ``RUNNING_LOSS`` (a batch's logs, as Keras 2's)."""
         f64 = _f64(self.device)
         parts = [self._loss_sum.reshape(1).to(f64),
                  torch.tensor([float(self._count)], dtype=f64, device=self.device)]
@@ -138,7 +143,11 @@ class Trainer:
             parts.append(s)
             sizes.append(s.numel())
         held = [b for b in self.model.module.buffers() if b.is_floating_point()] if buffers else []
-        state = torch.cat(parts + [b.detach().reshape(-1).to(self.device, f64) for b in held])
+        tail = [b.detach().reshape(-1).to(self.device, f64) for b in held]
+        if step:  # the step's loss: its micro-batches' losses weighted by their rows
+            rows = sum(r[3] for r in step)
+            tail.append(sum(r[0].to(f64) * (r[3] / rows) for r in step).reshape(1))
+        state = torch.cat(parts + tail)
         if reduce and self.world > 1:
             state = self.strategy.reduce(state)
             offset = sum(p.numel() for p in parts)
@@ -153,6 +162,8 @@ class Trainer:
         for m, size in zip(self.model.metrics_list, sizes):
             out[m.name] = float(m.result_from(state[offset:offset + size]))
             offset += size
+        if step:
+            out[RUNNING_LOSS], out["loss"] = out["loss"], float(state[-1])
         return out
 
     # ------------------------------------------------------------------ steps
@@ -256,6 +267,7 @@ class Trainer:
         records = self.oom.step(xb, yb, None, fns=self._fns, share=share)
         if records is STOPPED:
             return False
+        self._step_records = records if rows != 0 else None
         if rows != 0:
             for record in records:
                 self._record(*record)
@@ -265,10 +277,13 @@ class Trainer:
         """A fresh out-of-memory guard starting at ``accumulate`` micro-batches (at each ``fit``)."""
         self.oom = OOMGuard(accumulate=self.accumulate, strategy=self.strategy, device=self.device)
 
-    def test_step(self, xb: Any, yb: Any) -> None:
+    def test_step(self, xb: Any, yb: Any) -> tuple:
+        """One evaluation batch, recorded; returns its record (loss, targets, predictions, rows)."""
         # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
         loss, y_pred = self._eval_fn(xb, yb)
-        self._record(loss, self._with_masks(yb), y_pred, batch_len(xb))
+        record = (loss, self._with_masks(yb), y_pred, batch_len(xb))
+        self._record(*record)
+        return record
 
     def predict_step(self, xb: Any) -> torch.Tensor:
         return self._keep(self._predict_fn(xb))
@@ -330,7 +345,7 @@ class Trainer:
             self._stop_request = False
             callbacks.on_epoch_begin(epoch)
             listen = callbacks.has_batch_hooks("train")
-            local = self._local_results
+            local = self._batch_results
             interrupted = False
             batches = self._train_batches(train, epoch, batch_size, shuffle, steps_per_epoch)
             for step, (xb, yb, rows, total) in enumerate(batches):
@@ -375,6 +390,12 @@ class Trainer:
     def _local_results(self) -> dict[str, float]:
         return self.results(reduce=False)
 
+    def _batch_results(self) -> dict[str, float]:
+        """A batch's logs (this rank's): the last step's own loss, as Keras 2 logs it (a LossHistory
+        callback's list), the metrics over the epoch so far (Keras 2's are running values too),
+        and the running loss for progress displays (:meth:`LazyLogs.running`)."""
+        return self.results(reduce=False, step=self._step_records)
+
     def evaluate(self, data: Any, batch_size: int, callbacks: CallbackList | None) -> dict[str, float]:
         """Loss and metrics over ``data`` in eval mode without autograd; under data parallel every
         sample is counted once, on the rank that ran it, and the sums are added over the ranks."""
@@ -392,9 +413,10 @@ class Trainer:
                     if listen:
                         fixed = {"batch": step, "size": rows}
                         callbacks.on_test_batch_begin(step, fixed)
-                    self.test_step(xb, yb)
+                    record = self.test_step(xb, yb)
                     if listen:
-                        callbacks.on_test_batch_end(step, LazyLogs(fixed, self._local_results, keys))
+                        logs = functools.partial(self.results, reduce=False, step=[record])
+                        callbacks.on_test_batch_end(step, LazyLogs(fixed, logs, keys))
             logs = self.results()
             if self.last_count == 0:
                 raise ValueError("the evaluation data yielded no batch")
