@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from arignote import backend, config
+from arignote import backend, config, random_state
 from arignote._backend_names import TENSOR_FUNCTIONS
 from arignote.graph import state
 from arignote.graph.ops import symbolic
@@ -490,6 +490,7 @@ def _shape_arg(shape: Any) -> tuple:
 
 def _seeded(seed: Any) -> Any:
     if seed is None:
+        random_state.follow_numpy()  # Keras 2 drew np.random.randint here (theano_backend random_*)
         return None
     g = torch.Generator()
     g.manual_seed(int(seed))
@@ -508,7 +509,8 @@ def truncated_normal(shape: Any, mean: float = 0.0, stddev: float = 1.0, dtype: 
                      seed: Any = None) -> torch.Tensor:
     dt = getattr(torch, dtype or config.get("floatX"))
     t = torch.empty(_shape_arg(shape), dtype=dt)
-    return torch.nn.init.trunc_normal_(t, mean, stddev, mean - 2 * stddev, mean + 2 * stddev)
+    return torch.nn.init.trunc_normal_(t, mean, stddev, mean - 2 * stddev, mean + 2 * stddev,
+                                       generator=_seeded(seed))
 
 
 @symbolic

@@ -3,7 +3,8 @@
 ``shape`` is in Keras layout (Dense kernel ``(in, units)``, Conv2D kernel ``(kh, kw, in, filters)``)
 and fans are computed from it as Keras 2 does; layers that keep torch layouts permute the result.
 A ``seed`` makes draws reproducible (a private ``torch.Generator``; the seed then advances by one,
-as in Keras 2).
+as in Keras 2). Without one the draw follows torch's global RNG, seeded first from numpy's unless the
+user seeded torch (:mod:`arignote.random_state`: ``numpy.random.seed(7)`` fixes a run as on Keras 2).
 
 Example::
 
@@ -21,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import backend_common
+from arignote import backend_common, random_state
 from arignote._keras_objects import deserialize_object, serialize_object
 
 __all__ = [
@@ -100,6 +101,7 @@ class Initializer:
 
     def _generator(self) -> torch.Generator | None:
         if self.seed is None:
+            random_state.follow_numpy()  # Keras 2 drew np.random.randint here
             return None
         g = torch.Generator().manual_seed(int(self.seed))
         self.seed += 1

@@ -2,8 +2,10 @@
 
 ``compile`` names the loss, optimizer and metrics; ``fit``/``evaluate``/``predict`` run on the
 device the configuration names (``device`` flag), with ``floatX`` and ``precision`` applied and
-the startup banner printed before the first epoch. Shuffling draws from torch's global RNG, so
-``torch.manual_seed(0)`` before building and fitting makes a run reproducible.
+the startup banner printed before the first epoch. Initial weights, Dropout masks and shuffling draw
+from torch's global RNG: ``torch.manual_seed(0)`` before building and fitting makes a run reproducible,
+and so does ``numpy.random.seed(7)`` as on Keras 2 when torch is not seeded (arignote then seeds torch
+from numpy's stream, :mod:`arignote.random_state`).
 
 Example::
 

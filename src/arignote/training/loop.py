@@ -35,6 +35,7 @@ from typing import Any
 
 import torch
 
+from arignote import random_state
 from arignote.callbacks.base import RUNNING_LOSS, CallbackList, LazyLogs
 from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
@@ -321,7 +322,10 @@ class Trainer:
 
     def fit(self, train: Any, val: Any, **kwargs: Any) -> None:
         """Run the epochs (:meth:`_epochs`) with ``memory.host_cache`` in force: malloc keeps freed host
-        memory while this fit runs and is back to glibc's settings when it returns (issue 17)."""
+        memory while this fit runs and is back to glibc's settings when it returns (issue 17). Dropout
+        masks, noise and the shuffle order follow torch's RNG, seeded here from numpy's unless the user
+        seeded torch (:mod:`arignote.random_state`), as Keras 2 runs followed ``numpy.random.seed``."""
+        random_state.follow_numpy()
         with host_cache():
             self._epochs(train, val, **kwargs)
 
