@@ -1,15 +1,17 @@
 """Whose random stream a run follows: ``torch.manual_seed`` if the user called it, else numpy's.
 
 Keras 2 tutorials fix a run with ``numpy.random.seed(7)`` (usually after ``import keras``): on
-Theano every initializer with ``seed=None`` drew its seed from numpy (``np.random.randint``), and fit
+Theano every initializer and noise layer with ``seed=None`` drew its seed from numpy, and fit
 shuffled with ``np.random.shuffle``. arignote draws from torch's global RNG, whose seed is random per
 process until someone seeds it. The rule here:
 
 - **torch mode**: the user seeded torch (``torch.manual_seed(s)`` or ``torch.seed()``): nothing is
   touched, torch semantics exactly.
 - **numpy mode** (no torch seed by the user): before a source of randomness draws (a random
-  initializer with ``seed=None``, a backend ``random_*`` op with ``seed=None``, the start of ``fit``),
-  torch's global RNG is seeded from a numpy draw, consuming numpy's stream as Keras 2 did. With
+  initializer, a Dropout/noise layer being built or a backend ``random_*`` op, each with
+  ``seed=None``; the start of ``fit``), torch's global RNG is seeded from a numpy draw, the same
+  ``np.random.randint(1, 10e6)`` Keras 2.3.1 made there, so building a model leaves numpy's stream
+  where Keras left it (tests/test_random_state.py checks against Keras itself). With
   ``np.random.seed(7)`` the weights, Dropout masks, noise and shuffle order then repeat run to run;
   without it they stay random.
 
@@ -54,5 +56,5 @@ def follow_numpy() -> None:
     global _own
     if torch_mode():
         return
-    _own = int(np.random.randint(1, 2**31 - 1))
+    _own = int(np.random.randint(1, 10**7))  # the same draw as Keras 2 (`np.random.randint(1, 10e6)`)
     torch.manual_seed(_own)

@@ -19,6 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from arignote import random_state
 from arignote.layers._util import KerasLayer, check_rank, normalize_data_format
 from arignote.layers.base import Layer
 
@@ -46,6 +47,10 @@ class Dropout(KerasLayer, Layer):
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
         self.seed = seed
         self._generator: torch.Generator | None = None
+
+    def build_keras(self, input_shape: Any) -> None:
+        if 0.0 < self.rate < 1.0 and self.seed is None:
+            random_state.follow_numpy()  # Keras 2 drew the mask's seed from numpy when the layer was called
 
     def _noise_shape(self, x: torch.Tensor) -> tuple | None:
         if self.noise_shape is None:

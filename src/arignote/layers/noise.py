@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 
+from arignote import random_state
 from arignote.layers._dropout import _rate
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
@@ -36,6 +37,9 @@ class GaussianNoise(KerasLayer, Layer):
         super().__init__(**kwargs)
         self.stddev = float(stddev)
 
+    def build_keras(self, input_shape: Any) -> None:
+        random_state.follow_numpy()  # Keras 2 drew the noise's seed from numpy when the layer was called
+
     def call(self, x: torch.Tensor) -> torch.Tensor:
         return x + torch.randn_like(x) * self.stddev if self.training else x
 
@@ -49,6 +53,10 @@ class GaussianDropout(KerasLayer, Layer):
     def __init__(self, rate: float, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.rate = _rate(rate, f"GaussianDropout '{self.name}'")
+
+    def build_keras(self, input_shape: Any) -> None:
+        if 0 < self.rate < 1:
+            random_state.follow_numpy()  # as GaussianNoise
 
     def call(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or not 0 < self.rate < 1:
@@ -70,6 +78,10 @@ class AlphaDropout(KerasLayer, Layer):
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
         self.seed = seed
         self._generator: torch.Generator | None = None
+
+    def build_keras(self, input_shape: Any) -> None:
+        if 0 < self.rate < 1 and self.seed is None:
+            random_state.follow_numpy()  # as GaussianNoise
 
     def call(self, x: torch.Tensor) -> torch.Tensor:
         if not self.training or not 0 < self.rate < 1:
