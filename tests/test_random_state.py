@@ -88,6 +88,30 @@ def test_torch_manual_seed_keeps_its_runs_exactly(tmp_path):
     assert close(run(tmp_path, "8", "0", when="early"), TORCH0)  # seeded before arignote imported torch
 
 
+GAN_STYLE = """
+import numpy
+import arignote
+from arignote.layers import Dense, Dropout
+from arignote.models import Sequential
+arignote.configure(device="cpu", print_active_device=False)
+numpy.random.seed(7)
+x, y = numpy.ones((8, 4), "float32"), numpy.zeros((8, 1), "float32")
+model = Sequential([Dense(8, input_dim=4), Dropout(0.5), Dense(1)])
+model.compile("sgd", "mse")
+print([float(model.train_on_batch(x, y)) for _ in range(3)])
+"""
+
+
+def test_train_on_batch_loops_follow_the_numpy_seed_too(tmp_path):
+    # no fit: Dropout's masks follow torch's RNG as seeded from numpy when the model was built
+    script = tmp_path / "gan_style.py"
+    script.write_text(GAN_STYLE)
+    outs = [subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=240)
+            for _ in range(2)]
+    assert all(o.returncode == 0 for o in outs), outs[0].stderr[-3000:]
+    assert outs[0].stdout == outs[1].stdout and outs[0].stdout.startswith("[")
+
+
 @pytest.mark.multiproc
 def test_data_parallel_ranks_follow_the_numpy_seed(tmp_path):
     first = run(tmp_path, "7", procs=2)
