@@ -204,3 +204,11 @@ def test_a_users_torch_seed_switches_numpy_off(numpy_mode, seed_torch):
 def test_docstring_example_holds():
     result = doctest.testmod(random_state)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_a_compiled_step_keeps_torchs_stream(numpy_mode, monkeypatch):
+    # Dynamo tracing a Lambda's K.random_normal: no reseeding (and no numpy call) inside the graph
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    state, seed = _np_state(), torch.initial_seed()
+    random_state.follow_numpy()
+    assert _np_state() == state and torch.initial_seed() == seed

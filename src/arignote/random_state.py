@@ -54,7 +54,7 @@ def follow_numpy() -> None:
     """In numpy mode, seed torch's global RNG from one numpy draw (``np.random.randint``, as Keras 2
     drew initializer seeds); in torch mode do nothing."""
     global _own
-    if torch_mode():
+    if torch.compiler.is_compiling() or torch_mode():  # a compiled step keeps torch's stream (no graph break)
         return
     _own = int(np.random.randint(1, 10**7))  # the same draw as Keras 2 (`np.random.randint(1, 10e6)`)
     torch.manual_seed(_own)
