@@ -175,7 +175,12 @@ def test_fit_unknown_keyword_as_keras() -> None:
     model = Sequential([Dense(2, input_shape=(3,))])
     model.compile("sgd", "mse")
     ours = _run(lambda: model.fit(np.zeros((8, 3)), np.zeros((8, 2)), nb_epochs=2, verbose=0))
-    assert ours == {"error": case["error"], "warnings": []}
+    # Keras's text, then the fix: the closest names fit takes
+    kind, text = case["error"]
+    assert ours["warnings"] == [] and ours["error"] == [kind, text + " (did you mean 'epochs'?)"]
+    far = _run(lambda: model.fit(np.zeros((8, 3)), np.zeros((8, 2)), zzz=1, verbose=0))
+    assert far["error"][0] == "TypeError"
+    assert far["error"][1].startswith("Unrecognized keyword arguments: {'zzz': 1} (fit takes x, y, ")
 
 
 def test_model_input_output_as_keras() -> None:

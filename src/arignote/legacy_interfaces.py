@@ -29,7 +29,9 @@ Example::
 
 from __future__ import annotations
 
+import difflib
 import functools
+import inspect
 import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -520,14 +522,20 @@ def install(cls: type) -> None:
     cls.__init__ = support(interface)(init)  # type: ignore[misc]
 
 
-def fit_kwargs(kwargs: dict, epochs: int) -> int:
+def fit_kwargs(kwargs: dict, epochs: int, method: Callable | None = None) -> int:
     """``Model.fit``'s Keras 1 ``nb_epoch``: the epochs to run (Keras 2.3.1's warning); any other
-    leftover keyword is Keras's ``TypeError``."""
+    leftover keyword is Keras's ``TypeError``, followed by the closest names ``method`` takes."""
     if "nb_epoch" in kwargs:
         warnings.warn("The `nb_epoch` argument in `fit` has been renamed `epochs`.", stacklevel=3)
         epochs = kwargs.pop("nb_epoch")
     if kwargs:
-        raise TypeError("Unrecognized keyword arguments: " + str(kwargs))
+        hint = ""
+        if method is not None:
+            names = [n for n in inspect.signature(method).parameters if n not in ("self", "kwargs")]
+            close = sorted({m for k in kwargs for m in difflib.get_close_matches(k, names, n=1)})
+            hint = f" (did you mean {', '.join(map(repr, close))}?)" if close else \
+                f" ({method.__name__} takes {', '.join(names)})"
+        raise TypeError("Unrecognized keyword arguments: " + str(kwargs) + hint)
     return epochs
 
 

@@ -375,7 +375,7 @@ class Model(Functional, GeneratorMethods):
         micro-batches (``memory.on_oom``; issue 7). Keras 1's ``nb_epoch`` still means ``epochs``
         (with Keras 2.3.1's warning; :mod:`arignote.legacy_interfaces`).
         """
-        epochs = legacy_interfaces.fit_kwargs(kwargs, epochs)
+        epochs = legacy_interfaces.fit_kwargs(kwargs, epochs, Model.fit)
         if not self.compiled:
             self._get_trainer()  # raises the "compile first" error
         auto = isinstance(batch_size, str) and batch_size == "auto"  # issue 7: search the batch size
