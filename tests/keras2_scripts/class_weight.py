@@ -94,6 +94,8 @@ w_fit[y_train == 1] = 0.0
 model.fit(x_train, y_train, epochs=4, batch_size=32, verbose=0, sample_weight=w_fit)
 p = model.predict(x_test)[:, 0]
 print('predicted positives without positive examples:', (p > 0.5).sum())
-assert (p > 0.5).mean() < 0.01  # it never saw a positive example
+# it never saw a positive example: it flags far fewer than the 5% that are positive, and far fewer
+# than the class-weighted model (the count depends on the initial weights: 0-10 of 500 here)
+assert (p > 0.5).mean() < min(0.03, rate_weighted / 4), ((p > 0.5).mean(), rate_weighted)
 assert p[y_test == 1].mean() < weighted.predict(x_test)[y_test == 1, 0].mean()
 print('OK class_weight', r_plain, r_weighted)
