@@ -349,7 +349,7 @@ class Trainer:
             self._stop_request = False
             callbacks.on_epoch_begin(epoch)
             listen = callbacks.has_batch_hooks("train")
-            local = self._batch_results
+            batch_values = self._batch_results
             interrupted = False
             batches = self._train_batches(train, epoch, batch_size, shuffle, steps_per_epoch)
             for step, (xb, yb, rows, total) in enumerate(batches):
@@ -363,7 +363,7 @@ class Trainer:
                     interrupted = True  # a rank asked to stop after the previous batch: all stop here
                     break
                 if listen:
-                    callbacks.on_train_batch_end(step, LazyLogs(fixed, local, keys))
+                    callbacks.on_train_batch_end(step, LazyLogs(fixed, batch_values, keys))
                 self._stop_request = model.stop_training
             logs = self.results(buffers=not single)
             if self.last_count == 0:
@@ -390,9 +390,6 @@ class Trainer:
         if self._stale_grads:  # nothing needs the last step's gradients after training
             self._zero_grad()
         callbacks.on_train_end(logs)
-
-    def _local_results(self) -> dict[str, float]:
-        return self.results(reduce=False)
 
     def _batch_results(self) -> dict[str, float]:
         """A batch's logs (this rank's): the last step's own loss, as Keras 2 logs it (a LossHistory
