@@ -128,6 +128,26 @@ def test_fit_step_runs_the_operators_of_the_hand_written_step():
     assert step.launches <= 49, step.top(30)
 
 
+def test_an_unshuffled_epoch_takes_its_batches_as_slices_without_a_gather():
+    """shuffle=False: each batch is a slice of the arrays (a view, as Keras 2 slices them), so the
+    step runs the shuffled step's operators less its two gathers, and trains on the rows in order."""
+    x, y = _data()
+    shuffled = Counter(op.name for op in opcount.count_fit_step(_model(), x, y, batch_size=8).ops)
+    ordered = Counter(op.name for op in opcount.count_fit_step(_model(), x, y, 8, shuffle=False).ops)
+    assert shuffled - ordered == Counter({"aten.index_select.default": 2})
+    assert ordered - shuffled == Counter()
+    fit_model, hand = _model(), _model()
+    torch.manual_seed(3)  # the same dropout masks on both sides
+    fit_model.fit(x, y, batch_size=8, epochs=1, verbose=0, shuffle=False)
+    xt, yt = torch.from_numpy(x), torch.from_numpy(y)
+    state = _HandState(hand)
+    torch.manual_seed(3)
+    for start in range(0, len(x), 8):
+        _hand_written_step(hand, xt, yt, torch.arange(start, min(start + 8, len(x))), state)
+    for a, b in zip(fit_model.module.parameters(), hand.module.parameters()):
+        assert torch.equal(a, b)
+
+
 class _Calls(Callback):
     """Counts the Python calls of batch 3 (a steady-state step) in arignote's loop modules."""
 

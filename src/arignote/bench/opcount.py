@@ -131,11 +131,14 @@ class _Marks(Callback):
         self.starts.append(len(self.recorder.ops))
 
 
-def count_fit_step(model: Any, x: Any, y: Any, batch_size: int, steps: int = 4) -> StepCount:
+def count_fit_step(model: Any, x: Any, y: Any, batch_size: int, steps: int = 4,
+                   shuffle: bool = True) -> StepCount:
     """The operators of one steady-state step of ``model.fit`` (a compiled arignote model).
 
     ``fit`` runs ``steps`` batches; the step counted is the third (after the optimizer's state
-    exists and the first step's one-off work is done), delimited by ``on_train_batch_begin``.
+    exists and the first step's one-off work is done), delimited by ``on_train_batch_begin``. The
+    epoch is shuffled (fit's default), so the step gathers its rows as training steps do; with
+    ``shuffle=False`` they are slices of the arrays (views, no operator).
     """
     if steps < 4:
         raise ValueError(f"count_fit_step needs steps >= 4 to find a steady-state step, got {steps}")
@@ -143,7 +146,7 @@ def count_fit_step(model: Any, x: Any, y: Any, batch_size: int, steps: int = 4) 
     recorder = OpRecorder()
     marks = _Marks(recorder)
     with recorder:
-        model.fit(x[:n], y[:n], batch_size=batch_size, epochs=1, shuffle=False, verbose=0,
+        model.fit(x[:n], y[:n], batch_size=batch_size, epochs=1, shuffle=shuffle, verbose=0,
                   callbacks=[marks])
     a, b = marks.starts[2], marks.starts[3]
     return StepCount(tuple(recorder.ops[a:b]), batch_size)

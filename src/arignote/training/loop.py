@@ -295,8 +295,10 @@ class Trainer:
                        steps: int | None) -> Iterator[tuple[Any, Any, int, int]]:
         """This rank's rows of each global batch of the epoch: ``(x, y, rows, global rows)``."""
         if isinstance(data, ArrayData):
-            return data.rank_batches(self._epoch_order(data.n, epoch, shuffle, steps, batch_size),
-                                     batch_size, self.world, self.rank)
+            # shuffle=False over one whole pass: the rows in order, as slices (views, nothing copied)
+            order = None if not shuffle and steps is None else \
+                self._epoch_order(data.n, epoch, shuffle, steps, batch_size)
+            return data.rank_batches(order, batch_size, self.world, self.rank)
         order = self._epoch_order(len(data), epoch, shuffle, steps, 1) if data.indexable else None
         return data.rank_batches(order, self.world, self.rank, epoch=epoch)
 
