@@ -350,7 +350,7 @@ class Model(Functional, GeneratorMethods):
 
     def fit(self, x: Any = None, y: Any = None, batch_size: int | str | None = None, epochs: int = 1,
             verbose: int = 1, callbacks: list | None = None, validation_split: float = 0.0,
-            validation_data: Any = None, shuffle: bool = True, class_weight: Any = None,
+            validation_data: Any = None, shuffle: bool | str = True, class_weight: Any = None,
             sample_weight: Any = None, initial_epoch: int = 0,
             steps_per_epoch: int | None = None, accumulate: int = 1,
             validation_batch_size: int | None = None, validation_steps: int | None = None,
@@ -364,6 +364,8 @@ class Model(Functional, GeneratorMethods):
         batches are visited in a shuffled order (``shuffle``), fetched ahead by ``workers`` threads
         (processes with ``use_multiprocessing=True``; up to ``max_queue_size``), and split over the
         ranks under data parallel.
+        ``shuffle``: arrays' rows in a new order every epoch (True), in order (False), or whole
+        batches in a new order (``'batch'``, as Keras 2's ``batch_shuffle``).
         ``validation_freq``: validate every N epochs, or at the listed (1-based) epochs.
         ``sample_weight`` (one weight per sample, or per time step with ``compile(sample_weight_mode=
         'temporal')``; a list or dict per output), ``class_weight`` (``{class: weight}``, per output

@@ -291,7 +291,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ batches
 
-    def _train_batches(self, data: Any, epoch: int, batch_size: int, shuffle: bool,
+    def _train_batches(self, data: Any, epoch: int, batch_size: int, shuffle: bool | str,
                        steps: int | None) -> Iterator[tuple[Any, Any, int, int]]:
         """This rank's rows of each global batch of the epoch: ``(x, y, rows, global rows)``."""
         if isinstance(data, ArrayData):
@@ -302,18 +302,35 @@ class Trainer:
         order = self._epoch_order(len(data), epoch, shuffle, steps, 1) if data.indexable else None
         return data.rank_batches(order, self.world, self.rank, epoch=epoch)
 
-    def _epoch_order(self, n: int, epoch: int, shuffle: bool, steps: int | None,
+    def _epoch_order(self, n: int, epoch: int, shuffle: bool | str, steps: int | None,
                      per_step: int) -> torch.Tensor:
         """The epoch's order of samples (arrays) or batches (a Sequence), the same on every rank;
         an epoch of ``steps`` steps may take more than one pass over the data."""
-        order = self.strategy.order(n, epoch, shuffle)
+        order = self._one_pass(n, epoch, shuffle, per_step)
         if steps is not None:
             passes = math.ceil(steps / max(1, math.ceil(n / per_step)))
             if passes > 1:
-                more = [self.strategy.order(n, epoch, shuffle) for _ in range(1, passes)]
+                more = [self._one_pass(n, epoch, shuffle, per_step) for _ in range(1, passes)]
                 order = torch.cat([order, *more])
             order = order[:steps * per_step]
         return order
+
+    def _one_pass(self, n: int, epoch: int, shuffle: bool | str, per_step: int) -> torch.Tensor:
+        """One pass over ``n`` samples. ``shuffle='batch'`` (Keras 2's ``batch_shuffle``, meant for
+        HDF5 arrays read in slices): the whole batches of ``per_step`` rows in a shuffled order, each
+        batch's rows contiguous and in order, the incomplete last batch at the end.
+
+        >>> from arignote.parallel.single import SingleDevice
+        >>> t = Trainer.__new__(Trainer); t.strategy = SingleDevice("cpu"); _ = torch.manual_seed(1)
+        >>> t._one_pass(7, 0, "batch", 3).tolist()
+        [3, 4, 5, 0, 1, 2, 6]
+        """
+        if shuffle == "batch" and per_step > 1:
+            blocks = n // per_step
+            starts = self.strategy.order(blocks, epoch, True) * per_step
+            whole = (starts[:, None] + torch.arange(per_step)).reshape(-1)
+            return torch.cat([whole, torch.arange(blocks * per_step, n)])
+        return self.strategy.order(n, epoch, bool(shuffle))
 
     def _eval_batches(self, data: Any, batch_size: int) -> Iterator[tuple[Any, Any, int, int]]:
         if isinstance(data, ArrayData):
@@ -332,7 +349,7 @@ class Trainer:
             self._epochs(train, val, **kwargs)
 
     def _epochs(self, train: Any, val: Any, *, epochs: int, initial_epoch: int, batch_size: int,
-                shuffle: bool, steps_per_epoch: int | None, validation_batch_size: int,
+                shuffle: bool | str, steps_per_epoch: int | None, validation_batch_size: int,
                 callbacks: CallbackList, validation_freq: Any = 1) -> None:
         model = self.model
         model.stop_training = False
