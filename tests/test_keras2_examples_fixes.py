@@ -14,7 +14,7 @@ from arignote import config
 from arignote.diagnostics.memory_plan import plan_memory
 from arignote.errors import KerasNameMissing
 from arignote.graph.network import Packing
-from arignote.layers import LSTM, Dense, Input, SimpleRNN, concatenate
+from arignote.layers import LSTM, Conv2D, Dense, Input, SimpleRNN, concatenate
 from arignote.layers._rnn_base import states_set_aside
 from arignote.models import Model, Sequential
 
@@ -407,13 +407,31 @@ def test_backend_names_of_keras_2_are_all_provided_and_unknown_ones_stay_attribu
     from arignote.backend import NOT_PROVIDED, NotProvidedError
 
     # the once left-out ones (conv2d, rnn, ctc_decode ...) are functions now (tests/test_backend_nn_keras2.py,
-    # tests/test_backend_control.py); the mechanism stays for a name that might be left out later
-    assert NOT_PROVIDED == {}
+    # tests/test_backend_control.py); left out on purpose: the TensorFlow backend's session pair
+    assert set(NOT_PROVIDED) == {"get_session", "set_session"}
+    for name in NOT_PROVIDED:
+        with pytest.raises(NotProvidedError, match=f"backend.{name} .*deliberately.*memory.limit=40%"):
+            getattr(K, name)
     names = ("conv2d", "rnn", "map_fn", "resize_images", "ctc_decode")
     assert all(callable(getattr(K, name)) for name in names)
     from arignote.backend import ctc_batch_cost  # noqa: F401
     assert NotProvidedError is KerasNameMissing  # one family for every left-out Keras name
     assert not hasattr(K, "no_such_function")  # an unknown name is still a plain AttributeError
+
+
+def test_keras_2_0_to_2_2s_dim_ordering_pair_sets_the_image_data_format():
+    """``K.set_image_dim_ordering('th')`` (Keras 2.0-2.2 exported it from every backend, and 2016-2018
+    tutorials call it first) is the same as ``set_image_data_format('channels_first')``."""
+    try:
+        K.set_image_dim_ordering("th")
+        assert K.image_data_format() == "channels_first" and K.image_dim_ordering() == "th"
+        assert Conv2D(2, 3).data_format == "channels_first"
+        K.set_image_dim_ordering("tf")
+        assert K.image_data_format() == "channels_last" and K.image_dim_ordering() == "tf"
+        with pytest.raises(ValueError, match="Unknown dim_ordering: 'channels_first'.*'th'"):
+            K.set_image_dim_ordering("channels_first")
+    finally:
+        K.set_image_data_format("channels_last")
 
 
 def test_backend_operations_keep_a_first_dim_their_inputs_fix():

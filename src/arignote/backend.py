@@ -25,11 +25,13 @@ from arignote.backend_common import (
     floatx,
     get_uid,
     image_data_format,
+    image_dim_ordering,
     normalize_data_format,
     reset_uids,
     set_epsilon,
     set_floatx,
     set_image_data_format,
+    set_image_dim_ordering,
     symbolic,
 )
 from arignote.errors import KerasNameMissing, keras_names_missing
@@ -43,6 +45,8 @@ __all__ = [
     "backend",
     "image_data_format",
     "set_image_data_format",
+    "image_dim_ordering",  # Keras 2.0-2.2's legacy pair
+    "set_image_dim_ordering",
     "floatx",
     "set_floatx",
     "epsilon",
@@ -141,10 +145,14 @@ _LAZY = {**{name: "arignote.backend_ops" for name in TENSOR_FUNCTIONS},
          **{name: "arignote.backend_control" for name in CONTROL_FUNCTIONS}}
 
 
-# Keras 2.3 backend functions arignote deliberately does not provide, with what to use instead: none at
-# the moment (every keras.backend function of Keras 2.3.1 is here); a name added here raises
-# NotProvidedError saying what to use
-NOT_PROVIDED: dict[str, str] = {}
+# Keras 2.3 backend functions arignote deliberately does not provide, with what to use instead (every
+# other keras.backend function of Keras 2.3.1 is here); such a name raises NotProvidedError saying
+# what to use. The TensorFlow backend's session pair: scripts set a tf.Session's GPU options with it
+_SESSION = ("arignote's memory flags (there is no TensorFlow session): config.gpu_options.allow_growth "
+            "is the default (the CUDA caching allocator grows on demand), per_process_gpu_memory_fraction"
+            "=0.4 is memory.limit=40%, and memory.preallocate=0.8 takes 80% up front; e.g. "
+            "arignote.configure(memory_limit='40%') or ARIGNOTE_FLAGS=memory.limit=40%")
+NOT_PROVIDED: dict[str, str] = {"get_session": _SESSION, "set_session": _SESSION}
 
 
 #: The error a left-out backend name raises (kept under its old name; it is :class:`KerasNameMissing`).

@@ -24,7 +24,8 @@ import numpy as np
 
 from arignote import config
 
-__all__ = ["image_data_format", "set_image_data_format", "normalize_data_format", "floatx", "set_floatx",
+__all__ = ["image_data_format", "set_image_data_format", "image_dim_ordering", "set_image_dim_ordering",
+           "normalize_data_format", "floatx", "set_floatx",
            "cast_to_floatx", "epsilon", "set_epsilon", "get_uid", "reset_uids", "symbolic", "eager"]
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -45,6 +46,26 @@ def set_image_data_format(data_format: str) -> None:
     if data_format not in ("channels_last", "channels_first"):
         raise ValueError(f"Unknown data_format: {data_format!r}; use 'channels_last' or 'channels_first'")
     config.configure(image_data_format=data_format)
+
+
+def set_image_dim_ordering(dim_ordering: str) -> None:
+    """Keras 2.0-2.2's legacy setter (``K.set_image_dim_ordering('th')`` in many published
+    scripts): ``'th'`` is ``channels_first``, ``'tf'`` is ``channels_last``.
+
+    >>> set_image_dim_ordering("th"); image_data_format(), image_dim_ordering()
+    ('channels_first', 'th')
+    >>> set_image_dim_ordering("tf"); image_data_format()
+    'channels_last'
+    """
+    if dim_ordering not in ("th", "tf"):
+        raise ValueError(f"Unknown dim_ordering: {dim_ordering!r}; use 'th' (channels_first) or 'tf' "
+                         "(channels_last), or set_image_data_format")
+    set_image_data_format("channels_first" if dim_ordering == "th" else "channels_last")
+
+
+def image_dim_ordering() -> str:
+    """Keras 2.0-2.2's legacy getter: ``'th'`` for ``channels_first``, else ``'tf'``."""
+    return "th" if image_data_format() == "channels_first" else "tf"
 
 
 def normalize_data_format(value: str | None, where: str | None = None) -> str:
