@@ -19,6 +19,8 @@ MODULES = [
     "arignote.models.loading", "arignote.preprocessing.affine_transformations",
     "arignote.preprocessing.iterator", "arignote.preprocessing.transforms",
     "arignote.metric_base", "arignote.metrics", "arignote.utils.conv_utils",
+    "arignote.losses", "arignote.loss_functions", "arignote.loss_classes", "arignote.loss_names",
+    "arignote.loss_compile", "arignote.loss_targets",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}
