@@ -21,6 +21,8 @@ MODULES = [
     "arignote.metric_base", "arignote.metrics", "arignote.utils.conv_utils",
     "arignote.losses", "arignote.loss_functions", "arignote.loss_classes", "arignote.loss_names",
     "arignote.loss_compile", "arignote.loss_targets",
+    "arignote.metric_functions", "arignote.metric_accumulators", "arignote.metric_wrappers",
+    "arignote.metric_lookup",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}
