@@ -23,6 +23,8 @@ MODULES = [
     "arignote.loss_compile", "arignote.loss_targets",
     "arignote.metric_functions", "arignote.metric_accumulators", "arignote.metric_wrappers",
     "arignote.metric_lookup",
+    "arignote.layers.base", "arignote.layers.layer_args", "arignote.layers.input_spec",
+    "arignote.layers.layer_tensors", "arignote.layers.serialization",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}
