@@ -131,7 +131,9 @@ FLOORS = {
     "preprocessing": 4, "saving": 4, "backend_ops": 4, "backend_nn": 4, "backend_control": 4,
     "_backend_names": 4, "weighting": 4, "legacy": 4,
     "metric_classes": 4, "metric_base": 4, "optim_kernels": 4, "logit_losses": 4, "predictions": 4,
-    "metric_hits": 4,
+    "metric_hits": 4, "loss_functions": 4, "loss_classes": 4, "loss_names": 4, "loss_compile": 4,
+    "loss_targets": 4, "metric_functions": 4, "metric_accumulators": 4, "metric_wrappers": 4,
+    "metric_lookup": 4,
     # 5 engine: strategies, callbacks, the training loop
     "parallel": 5, "callbacks": 5, "training": 5, "diagnostics": 5,
     # 6 models: what users build and fit

@@ -19,6 +19,12 @@ MODULES = [
     "arignote.models.loading", "arignote.preprocessing.affine_transformations",
     "arignote.preprocessing.iterator", "arignote.preprocessing.transforms",
     "arignote.metric_base", "arignote.metrics", "arignote.utils.conv_utils",
+    "arignote.losses", "arignote.loss_functions", "arignote.loss_classes", "arignote.loss_names",
+    "arignote.loss_compile", "arignote.loss_targets",
+    "arignote.metric_functions", "arignote.metric_accumulators", "arignote.metric_wrappers",
+    "arignote.metric_lookup",
+    "arignote.layers.base", "arignote.layers.layer_args", "arignote.layers.input_spec",
+    "arignote.layers.layer_tensors", "arignote.layers.serialization",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}

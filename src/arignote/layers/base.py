@@ -20,6 +20,9 @@
 * ``get_config()`` returns JSON-able constructor kwargs (Keras 2 keys: ``name``, ``trainable``,
   ``batch_input_shape``, ``dtype`` + the layer's own); ``from_config(cfg)`` rebuilds;
   :func:`serialize` / :func:`deserialize` speak Keras's ``{"class_name", "config"}`` form.
+* The helpers live by concern beside this module: :mod:`~arignote.layers.layer_args` (auto names,
+  argument checks), :mod:`~arignote.layers.input_spec`, :mod:`~arignote.layers.layer_tensors`
+  (inputs as torch tensors, initial weights) and :mod:`~arignote.layers.serialization`.
 * ``name`` is a Keras auto name (``conv2d_1``, ``dense_2``) unless given; ``input``, ``output``,
   ``input_shape``, ``output_shape``, ``get_output_at(i)`` ... read the nodes of functional calls.
 
@@ -36,9 +39,7 @@ Example::
 
 from __future__ import annotations
 
-import difflib
 import inspect
-import numbers
 import re
 from typing import Any
 
@@ -46,15 +47,26 @@ import numpy as np
 import torch
 from torch import nn
 
-from arignote import backend_common, config, constraints, initializers, legacy_interfaces, regularizers
-from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
+from arignote import config, constraints, legacy_interfaces, regularizers
 from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers.activations import name_of
-from arignote.precision import dtype_of
+from arignote.layers.input_spec import InputSpec, _check_spec
+from arignote.layers.layer_args import (  # noqa: F401
+    _auto_name,
+    _shape_tuple,
+    auto_name,
+    positive_int,
+    reset_name_counters,
+    unknown_argument_error,
+)
+from arignote.layers.layer_tensors import _initial_value, as_torch, persistent_buffers, shape_of
+from arignote.layers.serialization import _REGISTRY, deserialize, register_model_class, serialize  # noqa: F401
 
+# (noqa F401) auto_name, positive_int and register_model_class stay importable from here: the layers,
+# the graph and the models import them from this module
 __all__ = [
     "Layer",
     "InputSpec",
@@ -64,139 +76,9 @@ __all__ = [
     "unknown_argument_error",
 ]
 
-_REGISTRY: dict[str, type] = {}
-
 # kwargs every layer accepts (Keras 2 ``Layer.__init__``; input_dim as the layers that take it)
 _BASE_KWARGS = ("name", "input_shape", "input_dim", "batch_input_shape", "batch_size", "dtype", "trainable",
                 "weights", "input_dtype")
-
-
-def reset_name_counters() -> None:
-    """Restart auto names at ``dense_1`` etc. (what ``backend.clear_session()`` does)."""
-    backend_common.reset_uids()
-
-
-def _snake_case(name: str) -> str:
-    # Keras 2's rule: Conv2D -> conv2d, MaxPooling2D -> max_pooling2d, LSTM -> lstm
-    intermediate = re.sub("(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub("([a-z])([A-Z])", r"\1_\2", intermediate).lower()
-
-
-def auto_name(prefix: str) -> str:
-    """``prefix_N`` with N counting from 1 per prefix (Keras's ``K.get_uid``)."""
-    return f"{prefix}_{backend_common.get_uid(prefix)}"
-
-
-def _auto_name(cls: type) -> str:
-    return auto_name(getattr(cls, "_name_prefix", None) or _snake_case(cls.__name__))
-
-
-def unknown_argument_error(where: str, key: str, valid: list[str]) -> TypeError:
-    """A ``TypeError`` naming the unknown keyword argument, with a did-you-mean hint."""
-    close = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-    hint = f" Did you mean '{close[0]}'?" if close else f" Valid arguments: {', '.join(sorted(valid))}."
-    return TypeError(f"{where} got an unexpected keyword argument '{key}'.{hint}")
-
-
-def positive_int(value: Any, what: str, where: str) -> int:
-    """``value`` as a Python int > 0 (numpy integers welcome), else a ValueError naming ``where``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or int(value) != value or value <= 0:
-        raise ValueError(f"{where}: {what} must be a positive integer, got {value!r}")
-    return int(value)
-
-
-def _shape_tuple(value: Any, what: str) -> tuple:
-    if isinstance(value, numbers.Integral):
-        return (int(value),)
-    try:
-        shape = tuple(None if d is None else int(d) for d in value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{what} must be a tuple of ints such as (32, 32, 3), got {value!r}") from None
-    if any(d is not None and d <= 0 for d in shape):
-        raise ValueError(f"{what} must have positive dimensions, got {value!r}")
-    return shape
-
-
-def shape_of(x: Any) -> Any:
-    """Keras shape(s) of a torch tensor or a list of them, batch dim as ``None``."""
-    if isinstance(x, torch.Tensor):
-        return (None, *x.shape[1:]) if x.dim() else ()
-    if isinstance(x, (list, tuple)):
-        return [shape_of(v) for v in x]
-    if isinstance(x, dict):
-        return {k: shape_of(v) for k, v in x.items()}
-    raise TypeError(f"a layer takes torch tensors, numpy arrays or symbolic tensors, got {type(x).__name__}")
-
-
-def as_torch(x: Any) -> Any:
-    """Numpy arrays (and lists of them) as torch tensors; floats in ``floatX`` as Keras feeds them."""
-    if isinstance(x, torch.Tensor):
-        return x
-    if isinstance(x, np.ndarray) or isinstance(x, np.generic):
-        t = torch.as_tensor(x)
-        if t.is_floating_point():
-            t = t.to(dtype_of())
-        return t
-    if isinstance(x, (list, tuple)):
-        return type(x)(as_torch(v) for v in x)
-    if isinstance(x, dict):
-        return {k: as_torch(v) for k, v in x.items()}
-    if isinstance(x, numbers.Number):
-        return torch.as_tensor(x)
-    return x
-
-
-def persistent_buffers(module: nn.Module) -> list[torch.Tensor]:
-    """The buffers of ``module`` and its children that are saved (moving averages, not caches)."""
-    return [b for name, b in module.state_dict(keep_vars=True).items()
-            if not isinstance(b, nn.Parameter)]
-
-
-class InputSpec:
-    """What a layer accepts (Keras 2 ``InputSpec``): ``dtype``, ``shape``, ``ndim``, ``max_ndim``,
-    ``min_ndim``, ``axes`` (``{axis: size}``); checked when the layer is called on a symbolic tensor.
-
-    Example::
-
-        >>> InputSpec(min_ndim=2, axes={-1: 8})
-        InputSpec(min_ndim=2, axes={-1: 8})
-    """
-
-    def __init__(self, dtype: Any = None, shape: Any = None, ndim: int | None = None,
-                 max_ndim: int | None = None, min_ndim: int | None = None, axes: dict | None = None) -> None:
-        self.dtype = dtype
-        self.shape = shape
-        self.ndim = len(shape) if shape is not None else ndim
-        self.max_ndim = max_ndim
-        self.min_ndim = min_ndim
-        self.axes = axes or {}
-
-    def __repr__(self) -> str:
-        spec = [f"{k}={v!r}" for k, v in (("dtype", self.dtype), ("shape", self.shape), ("ndim", self.ndim),
-                                        ("max_ndim", self.max_ndim), ("min_ndim", self.min_ndim),
-                                        ("axes", self.axes)) if v]
-        return f"InputSpec({', '.join(spec)})"
-
-
-def _check_spec(layer: Any, i: int, x: KerasTensor, spec: InputSpec) -> None:
-    where = f"Input {i} is incompatible with layer {layer.name}"
-    nd = len(x.shape)
-    if spec.ndim is not None and nd != spec.ndim:
-        raise ValueError(f"{where}: expected ndim={spec.ndim}, found ndim={nd} (shape {x.shape})")
-    if spec.max_ndim is not None and nd > spec.max_ndim:
-        raise ValueError(f"{where}: expected max_ndim={spec.max_ndim}, found ndim={nd}")
-    if spec.min_ndim is not None and nd < spec.min_ndim:
-        raise ValueError(f"{where}: expected min_ndim={spec.min_ndim}, found ndim={nd}")
-    if spec.dtype is not None and x.dtype != spec.dtype:
-        raise ValueError(f"{where}: expected dtype={spec.dtype}, found dtype={x.dtype}")
-    for axis, value in spec.axes.items():
-        if value is not None and x.shape[int(axis)] not in (value, None):
-            raise ValueError(f"{where}: expected axis {axis} of input shape to have value {value} but got "
-                             f"shape {x.shape}")
-    if spec.shape is not None:
-        for want, dim in zip(spec.shape, x.shape):
-            if want is not None and dim is not None and want != dim:
-                raise ValueError(f"{where}: expected shape={spec.shape}, found shape={x.shape}")
 
 
 def _accepts(fn: Any, name: str) -> bool:
@@ -205,19 +87,6 @@ def _accepts(fn: Any, name: str) -> bool:
     except (TypeError, ValueError):
         return False
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
-
-
-def _initial_value(initializer: Any, shape: tuple, dtype: torch.dtype, where: str) -> torch.Tensor:
-    """A Keras-layout weight filled by ``initializer`` (a name, a config dict, or ``init(shape, dtype)``)."""
-    init = initializers.get("glorot_uniform" if initializer is None else initializer)
-    if not callable(init):
-        raise ValueError(f"{where}: an initializer is a name ('glorot_uniform') or a callable "
-                         f"init(shape, dtype=None), got {initializer!r}")
-    value = init(shape, dtype=dtype)
-    value = value if isinstance(value, torch.Tensor) else torch.as_tensor(np.asarray(value))
-    if tuple(value.shape) != tuple(shape):
-        raise ValueError(f"{where}: the initializer returned shape {tuple(value.shape)}, expected {shape}")
-    return value.to(dtype).clone()
 
 
 class Layer(nn.Module):
@@ -631,51 +500,3 @@ class Layer(nn.Module):
 
 
 _node._BASE_COMPUTE_MASK[0] = Layer.compute_mask
-
-
-def serialize(layer: Layer) -> dict:
-    """``{"class_name": "Dense", "config": {...}}`` (Keras's layer serialization format)."""
-    return {"class_name": type(layer).__name__, "config": layer.get_config()}
-
-
-def register_model_class(cls: type) -> type:
-    """Let :func:`deserialize` rebuild a model class (``Model``, ``Sequential``) met as a layer, e.g.
-    inside ``TimeDistributed``: the models register themselves here, so this floor imports nothing
-    from theirs.
-
-    >>> class Net:
-    ...     @classmethod
-    ...     def from_config(cls, config, custom_objects=None): return "built"
-    >>> register_model_class(Net) is Net and deserialize({"class_name": "Net", "config": {}})
-    'built'
-    >>> del _REGISTRY["Net"]
-    """
-    _REGISTRY[cls.__name__] = cls
-    return cls
-
-
-def deserialize(spec: dict, custom_objects: dict | None = None) -> Layer:
-    """Rebuild a layer from :func:`serialize`'s output.
-
-    Example::
-
-        >>> deserialize({"class_name": "Dropout", "config": {"rate": 0.5}}).rate
-        0.5
-    """
-    if not isinstance(spec, dict) or "class_name" not in spec:
-        raise ValueError(f"a serialized layer is a dict with 'class_name' and 'config', got {spec!r}")
-    name = spec["class_name"]
-    classes = {**_REGISTRY, **GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
-    cls = classes.get(name)
-    if cls is None or name.startswith("_"):
-        close = difflib.get_close_matches(name, list(classes), n=1, cutoff=0.6)
-        hint = (
-            f" Did you mean '{close[0]}'?"
-            if close
-            else " Pass custom_objects={'Name': cls} for your own layers."
-        )
-        raise ValueError(f"unknown layer class '{name}'.{hint}")
-    config = dict(spec.get("config", {}))
-    if "custom_objects" in inspect.signature(cls.from_config).parameters:  # wrappers, Lambda, RNN cells
-        return cls.from_config(config, custom_objects=custom_objects)
-    return cls.from_config(config)

@@ -1,0 +1,72 @@
+"""Keras's ``{"class_name", "config"}`` form of layers: the registry of the built-in layer classes
+(filled as they are defined, :class:`~arignote.layers.base.Layer`'s ``__init_subclass__``) and of
+the model classes (:func:`register_model_class`), :func:`serialize` and :func:`deserialize`
+(``custom_objects`` and ``get_custom_objects()`` for a user's own classes).
+
+Example::
+
+    >>> from arignote.layers import Dense
+    >>> spec = serialize(Dense(3, name="d"))
+    >>> spec["class_name"], deserialize(spec).units
+    ('Dense', 3)
+"""
+
+from __future__ import annotations
+
+import difflib
+import inspect
+from typing import Any
+
+from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
+
+__all__ = ["serialize", "deserialize", "register_model_class"]
+
+_REGISTRY: dict[str, type] = {}
+
+
+def serialize(layer: Any) -> dict:
+    """``{"class_name": "Dense", "config": {...}}`` (Keras's layer serialization format)."""
+    return {"class_name": type(layer).__name__, "config": layer.get_config()}
+
+
+def register_model_class(cls: type) -> type:
+    """Let :func:`deserialize` rebuild a model class (``Model``, ``Sequential``) met as a layer, e.g.
+    inside ``TimeDistributed``: the models register themselves here, so this floor imports nothing
+    from theirs.
+
+    >>> class Net:
+    ...     @classmethod
+    ...     def from_config(cls, config, custom_objects=None): return "built"
+    >>> register_model_class(Net) is Net and deserialize({"class_name": "Net", "config": {}})
+    'built'
+    >>> del _REGISTRY["Net"]
+    """
+    _REGISTRY[cls.__name__] = cls
+    return cls
+
+
+def deserialize(spec: dict, custom_objects: dict | None = None) -> Any:
+    """Rebuild a layer from :func:`serialize`'s output.
+
+    Example::
+
+        >>> deserialize({"class_name": "Dropout", "config": {"rate": 0.5}}).rate
+        0.5
+    """
+    if not isinstance(spec, dict) or "class_name" not in spec:
+        raise ValueError(f"a serialized layer is a dict with 'class_name' and 'config', got {spec!r}")
+    name = spec["class_name"]
+    classes = {**_REGISTRY, **GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
+    cls = classes.get(name)
+    if cls is None or name.startswith("_"):
+        close = difflib.get_close_matches(name, list(classes), n=1, cutoff=0.6)
+        hint = (
+            f" Did you mean '{close[0]}'?"
+            if close
+            else " Pass custom_objects={'Name': cls} for your own layers."
+        )
+        raise ValueError(f"unknown layer class '{name}'.{hint}")
+    config = dict(spec.get("config", {}))
+    if "custom_objects" in inspect.signature(cls.from_config).parameters:  # wrappers, Lambda, RNN cells
+        return cls.from_config(config, custom_objects=custom_objects)
+    return cls.from_config(config)
