@@ -25,6 +25,9 @@ MODULES = [
     "arignote.metric_lookup",
     "arignote.layers.base", "arignote.layers.layer_args", "arignote.layers.input_spec",
     "arignote.layers.layer_tensors", "arignote.layers.serialization",
+    "arignote.models.model", "arignote.models.batch_methods", "arignote.models.compiled_state",
+    "arignote.models.fit_data", "arignote.models.fit_setup", "arignote.models.trainer_setup",
+    "arignote.models.weights_and_saving",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}

@@ -12,35 +12,42 @@ Example::
 
 (With a wrapped module, ``sparse_categorical_crossentropy`` and ``categorical_crossentropy``
 expect probabilities, as in Keras: end the network with a softmax.)
+
+This module holds construction, ``compile``, ``fit``/``evaluate``/``predict`` and ``summary``; the
+rest of ``Model`` comes from one mixin per concern: :mod:`.weights_and_saving` (weights, saving
+hooks, training state), :mod:`.batch_methods` (``*_on_batch``), :mod:`.fit_data` (packing the user's
+arrays, sample and class weights), :mod:`.trainer_setup` (device, strategy, trainer),
+:mod:`.compiled_state` (what ``compile`` fixed), :mod:`.generators` (``*_generator``) and
+:mod:`arignote.graph.functional` (the Keras 2 ``Network`` side); fit's callbacks and fast-path facts
+are in :mod:`.fit_setup`.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import torch
 
-from arignote import config, devices, legacy_interfaces, losses, optimizers, parallel, weighting
+from arignote import legacy_interfaces, losses, optimizers
 from arignote import metrics as metrics_mod
 from arignote.callbacks.base import CallbackList, History
-from arignote.callbacks.device_stats import DeviceStatsMonitor
-from arignote.callbacks.progbar import ProgbarLogger
-from arignote.callbacks.status import RunStatus
 from arignote.callbacks.stopping import TerminateOnNaN
-from arignote.devices import fastpaths, setup
+from arignote.devices import setup
 from arignote.diagnostics import memory_plan
 from arignote.diagnostics.batch_size import trainer_batch_size
 from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import functional
 from arignote.graph.functional import Functional
-from arignote.graph.network import Packing
 from arignote.layers.base import register_model_class
-from arignote.models import compile_args, saving, summary
+from arignote.models import compile_args, summary
+from arignote.models.batch_methods import BatchMethods
+from arignote.models.compiled_state import CompiledState, scaled_loss
+from arignote.models.fit_data import FitData
+from arignote.models.fit_setup import fit_callbacks, fit_facts
 from arignote.models.generators import GeneratorMethods
-from arignote.precision import Precision, dtype_of
+from arignote.models.trainer_setup import TrainerSetup
+from arignote.models.weights_and_saving import WeightsAndSaving
 from arignote.training import compiled as compiled_steps
 from arignote.training import inputs, sample_weights
 from arignote.training.checks import check_steps
@@ -50,7 +57,8 @@ from arignote.training.loop import Trainer
 __all__ = ["Model"]
 
 
-class Model(Functional, GeneratorMethods):
+class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState, Functional,
+            GeneratorMethods):
     """Wrap ``module`` (a ``torch.nn.Module``) with the Keras 2 training API.
 
     Attributes: ``module`` (the torch module), ``device`` (``torch.device`` once placed),
@@ -150,27 +158,12 @@ class Model(Functional, GeneratorMethods):
             return shapes[0] if len(shapes) == 1 else shapes
         return None
 
-    # the memory_format decision of the last placement (devices.fastpaths.memory_format)
-    _memory_format: str | None = None
-
-    @property
-    def _image_input(self) -> bool:
-        """Whether 4-D inputs should be stored channels-last (wrapped modules with convolutions,
-        unless ``memory_format=contiguous``)."""
-        return self._memory_format != "contiguous" and any(
-            isinstance(m, torch.nn.Conv2d) for m in self.module.modules())
-
     def _output_layer_name(self) -> str:
         """The name Keras 2 keys a one-output model's compile arguments by: its last layer's."""
         layers = getattr(self, "layers", None) or []
         return getattr(layers[-1], "name", "output") if layers else "output"
 
-    def _conv_modules(self) -> list[torch.nn.Module]:
-        """The modules holding a 4-D (2-D convolution) kernel."""
-        return [m for m in self.module.modules()
-                if isinstance(getattr(m, "weight", None), torch.nn.Parameter) and m.weight.dim() == 4]
-
-    # ------------------------------------------------------------------ compile and placement
+    # ------------------------------------------------------------------ compile
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
                 loss_weights: Any = None, sample_weight_mode: Any = None, weighted_metrics: Any = None,
@@ -219,7 +212,7 @@ class Model(Functional, GeneratorMethods):
         else:
             base = losses.compiled(loss) if loss is not None else None
             if base is not None and self._loss_weight != 1.0:
-                base = _weighted_loss(base, self._loss_weight)
+                base = scaled_loss(base, self._loss_weight)
             # metrics resolve against the output shape ('acc' is binary for one output unit), known once built
             self._metric_ids = ([(m, False) for m in metrics or []]
                                 + [(m, True) for m in weighted_metrics or []])
@@ -244,107 +237,6 @@ class Model(Functional, GeneratorMethods):
         # discriminator.trainable = False, then compile the combined model) waits for the next compile
         self._trainable_at_compile = {p: p.requires_grad for p in self.module.parameters()} \
             if isinstance(self.module, torch.nn.Module) else {}
-
-    def _mask_targets(self) -> Any:
-        """``yb -> yb`` with the masks of the outputs from the module's last forward
-        (:func:`arignote.weighting.with_masks`), which compile's loss and metrics apply as Keras 2.3.1;
-        None when no output of the model carries a mask (the trainer then passes targets as they are).
-        """
-        module = self.module
-        flags = getattr(module, "out_masked", None)
-        if not flags or not any(flags):
-            return None
-        single = len(flags) == 1
-
-        def attach(yb: Any) -> Any:
-            masks = module.output_masks
-            return weighting.with_masks(yb, masks[0] if single else masks)
-
-        return attach
-
-    @contextlib.contextmanager
-    def _trainable_as_compiled(self) -> Iterator[None]:
-        """Within the block, the weights train as they did when this model was compiled (weights
-        shared with another model may have been frozen or unfrozen since, through ``trainable``)."""
-        compiled = getattr(self, "_trainable_at_compile", {})
-        flip = [p for p, want in compiled.items() if p.requires_grad != want]
-        for p in flip:  # a gradient left by the other model's step must not reach this optimizer
-            p.requires_grad_(not p.requires_grad)
-            p.grad = None
-        try:
-            yield
-        finally:
-            for p in flip:
-                p.requires_grad_(not p.requires_grad)
-                p.grad = None
-
-    @property
-    def compiled(self) -> bool:
-        return self.loss_fn is not None
-
-    @property
-    def strategy(self) -> Any:
-        """The strategy ``fit`` trains with (``SingleDevice`` or data parallel); None before the first use.
-
-        Callbacks ask it who writes files: ``model.strategy.is_main`` is True on rank 0 only.
-        """
-        return self._trainer.strategy if self._trainer is not None else None
-
-    @property
-    def is_main(self) -> bool:
-        """True on the process that prints and writes files (rank 0, or the only process)."""
-        strategy = self.strategy
-        return True if strategy is None else bool(strategy.is_main)
-
-    @property
-    def device(self) -> torch.device | None:
-        for p in self.module.parameters() if self.module is not None else ():
-            return p.device
-        return self._trainer.device if self._trainer is not None else None
-
-    def _place(self, device: torch.device) -> None:
-        self.module.to(device=device, dtype=dtype_of())
-        # convolution weights in channels-last memory format (NHWC kernels; cuDNN/oneDNN fast path)
-        # unless memory_format says otherwise
-        convs = self._conv_modules()
-        self._memory_format = fastpaths.memory_format(config.get, device.type, bool(convs)).value
-        fmt = torch.channels_last if self._memory_format == "channels_last" else torch.contiguous_format
-        for m in convs:
-            m.to(memory_format=fmt)
-        from arignote.parallel.placement import apply_placement  # layers under `with arignote.device(..)`
-
-        apply_placement(self.module, getattr(self, "layers", ()), device)
-        self._placed = True
-        if self.optimizer is not None:
-            # the optimizer takes the weights that trained at compile: a model compiled, then frozen
-            # for another model (the GAN's discriminator), first placed by its own train_on_batch
-            with self._trainable_as_compiled():
-                self.optimizer.build(list(self.module.parameters()))
-            if self._pending_optimizer_state is not None:
-                self.optimizer.load_state_dict(self._pending_optimizer_state)
-                self._pending_optimizer_state = None
-
-    def _get_trainer(self, sample_shape: tuple | None = None, need_compile: bool = True) -> Trainer:
-        if need_compile and not self.compiled:
-            raise RuntimeError("the model must be compiled before training or evaluation: call "
-                               "model.compile(optimizer='rmsprop', loss='categorical_crossentropy') first")
-        self._ensure_built(sample_shape)
-        if self.compiled and self._metric_ids:
-            self.metrics_list = metrics_mod.resolve(self._metric_ids, self.loss, self._sample_output_shape())
-            self._metric_ids = []
-        if self._trainer is None:
-            # multi_gpu_model(model, gpus=N) names this model's GPUs as the device flag would
-            spec = getattr(self, "device_spec", None)
-            with config.override(device=spec) if spec else contextlib.nullcontext():
-                chosen = devices.configured_devices()
-            strategy = parallel.strategy_for(chosen)
-            device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
-            devices.prepare(device, layout=getattr(strategy, "layout", None))
-            precision = Precision.from_config(strategy.device)
-            if not self._placed or self.device != strategy.device:
-                self._place(strategy.device)
-            self._trainer = Trainer(self, strategy, precision)
-        return self._trainer
 
     # ------------------------------------------------------------------ training API
 
@@ -405,7 +297,7 @@ class Model(Functional, GeneratorMethods):
         plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape)
         train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
-        setup.fast_paths(self._fit_facts(trainer, train))
+        setup.fast_paths(fit_facts(self, trainer, train))
         if steps_per_epoch is None and getattr(train, "length", None) is not None:
             plan.steps = train.length  # global batches: the same for any number of processes
         trainer.accumulate = accumulate
@@ -422,7 +314,7 @@ class Model(Functional, GeneratorMethods):
                   "do_validation": val is not None,
                   "metrics": trainer.metric_names
                   + ([f"val_{k}" for k in trainer.metric_names] if val is not None else [])}
-        cbs = self._fit_callbacks(callbacks, verbose, plan, trainer)
+        cbs = fit_callbacks(self, callbacks, verbose, plan, trainer)
         cblist = CallbackList(cbs, model=self, params=params)
         trainer.skip_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in cblist)
         with self._trainable_as_compiled():
@@ -432,40 +324,6 @@ class Model(Functional, GeneratorMethods):
                         validation_freq=validation_freq)
         return self.history
 
-    def _fit_facts(self, trainer: Trainer, train: Any) -> fastpaths.FitFacts:
-        """What the fast-path decisions need to know about this fit (devices/fastpaths.py)."""
-        opt = getattr(self.optimizer, "torch", None)
-        impl = None
-        if opt is not None:
-            defaults = opt.defaults
-            impl = "fused" if defaults.get("fused") else "foreach" if defaults.get("foreach") else "loop"
-        on_device = getattr(train, "on_device", None)
-        return fastpaths.FitFacts(device=str(trainer.device), has_conv=bool(self._conv_modules()),
-                                  fixed_shapes=on_device is not None,
-                                  optimizer=type(opt).__name__ if opt else None, optimizer_impl=impl,
-                                  arrays_on_device=on_device,
-                                  loader_pins=getattr(getattr(train, "data", None), "pin_memory", None))
-
-    def _fit_callbacks(self, callbacks: list | None, verbose: int, plan: Any, trainer: Trainer) -> list:
-        """The user's callbacks with fit's defaults around them, each default only when the user did
-        not pass one of its kind: a device-stats monitor first (``model.device_stats`` and the
-        progress line, not the logs),
-        a ``ProgbarLogger`` (``verbose``, rank 0), a ``History`` (last, as Keras 2) and, with the
-        ``share.status`` flag, a ``RunStatus`` (rank 0) after it."""
-        user = list(callbacks or [])
-        # device figures for the progress line and model.device_stats, never in History/CSV logs
-        # (the user's own DeviceStatsMonitor puts them in the logs on purpose)
-        cbs: list = ([] if any(isinstance(cb, DeviceStatsMonitor) for cb in user)
-                     else [DeviceStatsMonitor(into_logs=False, utilization=False)])
-        if verbose and trainer.strategy.is_main and not any(isinstance(cb, ProgbarLogger) for cb in user):
-            cbs.append(ProgbarLogger("samples" if plan.samples else "steps", verbose=verbose))
-        history = next((cb for cb in user if isinstance(cb, History)), None)
-        self.history = history if history is not None else History()
-        cbs += user + ([] if history is not None else [self.history])
-        status_wanted = config.get("share.status") and not any(isinstance(cb, RunStatus) for cb in user)
-        if trainer.strategy.is_main and status_wanted:  # issue 19: `arignote dash` shows the run
-            cbs.append(RunStatus())
-        return cbs
 
     def evaluate(self, x: Any = None, y: Any = None, batch_size: int | None = None, verbose: int = 1,
                  sample_weight: Any = None, callbacks: list | None = None, steps: int | None = None,
@@ -514,195 +372,7 @@ class Model(Functional, GeneratorMethods):
             return [t.numpy() for t in self.module.packed_outputs().unpack(out)]
         return out.numpy()
 
-    def train_on_batch(self, x: Any, y: Any, sample_weight: Any = None, class_weight: Any = None) -> Any:
-        """One optimizer step on one batch (the global batch: each rank runs its rows under data
-        parallel); returns its loss (and metrics) like ``evaluate``. Weights as in :meth:`fit`."""
-        trainer, xb, yb, rows, total = self._one_batch(x, y, self._sample_weights(x, y, sample_weight,
-                                                                                   class_weight))
-        if trainer.world == 1:
-            rows = total = None
-        self.module.train()
-        trainer.reset_state()
-        with self._trainable_as_compiled():
-            trainer.train_step(xb, yb, rows, total)
-        return self._scalars(trainer)
-
-    def test_on_batch(self, x: Any, y: Any, sample_weight: Any = None) -> Any:
-        """Loss (and metrics) on one batch without updating the weights (``sample_weight`` as in fit)."""
-        trainer, xb, yb, rows, _ = self._one_batch(x, y, self._sample_weights(x, y, sample_weight, None))
-        was = self.module.training
-        self.module.eval()
-        trainer.reset_state()
-        try:
-            with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
-                if rows:
-                    trainer.test_step(xb, yb)
-        finally:
-            self.module.train(was)
-        return self._scalars(trainer)
-
-    def predict_on_batch(self, x: Any) -> np.ndarray:
-        """Outputs for one batch (numpy)."""
-        n = len(next(iter(x.values())) if isinstance(x, dict) else x[0] if
-                isinstance(x, (list, tuple)) and self._is_graph and len(self._feed_inputs) > 1 else x)
-        return self.predict(x, batch_size=max(1, n))
-
-    def _packed_layouts(self) -> tuple:
-        """Per-sample shapes of the last packed inputs and targets of a multi-input/output model."""
-        if not self._is_graph:
-            return ()
-        return tuple(p.shapes if p is not None else None for p in (self.module.input_layout, self._y_packing))
-
-    def _pack(self, x: Any, y: Any, targets: bool = False) -> tuple[Any, Any]:
-        """Several inputs (outputs) of a functional model as one packed array (see graph.network).
-        A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
-        1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
-        output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``)."""
-        if (targets and self.compiled and functional._is_custom(self.loss) and y is not None
-                and getattr(y, "ndim", None) == 1):
-            y = y.reshape(-1, 1)
-        if not self._is_graph:
-            return x, y
-        names = self._feed_input_names  # an Input(tensor=...) takes no data
-        if len(names) > 1 and isinstance(x, (list, tuple, dict)):
-            x, shapes = functional.pack_data(self, x, names, "x", first_sets_length=not targets)
-            self.module.input_layout = self.module.input_packing.concrete(shapes)
-        elif len(names) == 1 and isinstance(x, dict):
-            x = x[names[0]] if names[0] in x else next(iter(x.values()))
-        elif len(names) == 1 and isinstance(x, (list, tuple)) and len(x) == 1 and len(self.inputs) > 1:
-            x = x[0]
-        if y is not None and len(self.outputs) > 1:
-            y, shapes = functional.pack_data(self, y, self.output_names, "y")
-
-            self._y_packing = Packing(shapes, self.output_names)
-        elif y is not None and isinstance(y, dict):
-            y = y[self.output_names[0]] if self.output_names[0] in y else next(iter(y.values()))
-        elif y is not None and isinstance(y, (list, tuple)) and len(y) == 1 and not np.isscalar(y[0]):
-            y = y[0]
-        if y is None and targets and self.compiled and self.loss is None and x is not None and \
-                not isinstance(x, (list, tuple, dict)) and hasattr(x, "__len__") and hasattr(x, "shape"):
-            y = np.zeros((len(x), 1), dtype=np.float32)  # the loss reads no targets
-        return x, y
-
-    def _sample_weights(self, x: Any, y: Any, sample_weight: Any, class_weight: Any) -> Any:
-        """The weights of array data (None without any); for an iterable, Keras 2's errors."""
-        if y is None and x is not None and not is_array(x) and not isinstance(x, (list, tuple, dict)):
-            if sample_weight is not None:
-                raise ValueError("`sample_weight` argument is not supported when data is a generator or "
-                                 "Sequence instance. Instead pass sample weights as the third element of "
-                                 "the generator.")
-            if class_weight is not None:  # checked now; applied to each batch (inputs.load)
-                sample_weights.check_class_weight(class_weight, self.output_names if self._is_graph
-                                                  else ["output"])
-            return None  # an iterable: its batches are weighted one by one
-        if y is None or not self.compiled:
-            return None
-        return sample_weights.for_arrays(self, y, sample_weight, class_weight)
-
-    def _one_batch(self, x: Any, y: Any, w: Any = None) -> tuple[Trainer, Any, Any, int, int]:
-        x, y = self._pack(x, y, targets=True)
-        plan = inputs.plan_eval(self, x, y, None, w=w)
-        trainer = self._get_trainer(plan.sample_shape)
-        data = inputs.load_eval(plan, trainer)
-        xb, yb, rows, total = next(iter(data.rank_batches(None, max(1, data.n), trainer.world, trainer.rank)))
-        return trainer, xb, yb, rows, total
-
-    @staticmethod
-    def _scalars(trainer: Trainer) -> Any:
-        logs = trainer.results()
-        values = [logs[k] for k in trainer.metric_names]
-        return values[0] if len(values) == 1 else values
-
-    # ------------------------------------------------------------------ weights and state
-
-    def get_weights(self) -> list[np.ndarray]:
-        """Weights as numpy arrays: Keras order and layouts layer by layer for a functional or
-        subclassed model, state_dict order for a wrapped module."""
-        self._ensure_built(None)
-        if self._is_graph or self._subclassed:
-            return [w for layer in self.layers for w in layer.get_weights()]
-        return [t.detach().cpu().numpy().copy() for t in self.module.state_dict().values()]
-
-    def set_weights(self, weights: list) -> None:
-        """Load arrays in :meth:`get_weights`'s order and shapes."""
-        self._ensure_built(None)
-        if self._is_graph or self._subclassed:
-            weights = list(weights)
-            counts = [len(layer.get_weights()) for layer in self.layers]
-            if len(weights) != sum(counts):
-                raise ValueError(f"set_weights: the model has {sum(counts)} weight arrays, got "
-                                 f"{len(weights)}")
-            at = 0
-            for layer, n in zip(self.layers, counts):
-                if n:
-                    layer.set_weights([np.asarray(w) for w in weights[at:at + n]])
-                at += n
-            return
-        state = self.module.state_dict()
-        if len(weights) != len(state):
-            raise ValueError(f"set_weights: the model has {len(state)} weight arrays, got {len(weights)}")
-        new = {}
-        for (key, old), w in zip(state.items(), weights):
-            if tuple(np.shape(w)) != tuple(old.shape):
-                raise ValueError(
-                    f"set_weights: '{key}' has shape {tuple(old.shape)}, got {tuple(np.shape(w))}")
-            new[key] = torch.as_tensor(np.asarray(w)).to(old.dtype)
-        self.module.load_state_dict(new)
-
-    def count_params(self) -> int:
-        self._ensure_built(None)
-        if self._is_graph:
-            return Functional.count_params(self)
-        return sum(p.numel() for p in self.module.parameters())
-
-    def reset_states(self) -> None:
-        """Keras 2 ``model.reset_states()``: zero the carried states of every stateful layer."""
-        for layer in getattr(self, "layers", []):
-            if getattr(layer, "stateful", False) and hasattr(layer, "reset_states"):
-                layer.reset_states()
-
-    def save_weights(self, filepath: str) -> None:
-        """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint."""
-        saving.save_weights(self, filepath)
-
-    def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
-        """Load weights written by :meth:`save_weights` or :meth:`save`, or by Keras 2 (HDF5; there also
-        ``by_name=True`` and ``skip_mismatch=True`` as in Keras 2)."""
-        saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch)
-
-    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
-        """Architecture + weights + optimizer state in one file: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``
-        names, arignote's checkpoint for any other (Keras 2's argument order: ``overwrite`` second)."""
-        saving.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
-
-    def to_json(self, **kwargs: Any) -> str:
-        """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
-        return saving.to_json(self, **kwargs)
-
-    def to_yaml(self, **kwargs: Any) -> str:
-        """The architecture as Keras 2 YAML (``model_from_yaml`` rebuilds it); needs PyYAML
-        (``pip install arignote[yaml]``); ``kwargs`` go to ``yaml.safe_dump``."""
-        return saving.to_yaml(self, **kwargs)
-
-    def training_state(self) -> dict[str, Any]:
-        """What BackupAndRestore saves: module, optimizer and grad-scaler state, and ``epoch``
-        (the number of finished epochs, i.e. the epoch to resume at)."""
-        state: dict[str, Any] = {"module": self.module.state_dict(), "epoch": int(self.epochs_done)}
-        if self.optimizer is not None and getattr(self.optimizer, "built", True):
-            state["optimizer"] = self.optimizer.state_dict()
-        if self._trainer is not None:
-            state["scaler"] = self._trainer.scaler.state_dict()
-        return state
-
-    def load_training_state(self, state: dict[str, Any]) -> None:
-        """Restore :meth:`training_state`; the next ``fit`` resumes at ``state['epoch']``."""
-        self.module.load_state_dict(state["module"])
-        if "optimizer" in state and self.optimizer is not None:
-            self.optimizer.load_state_dict(state["optimizer"])
-        if state.get("scaler") and self._trainer is not None:
-            self._trainer.scaler.load_state_dict(state["scaler"])
-        self.epochs_done = int(state.get("epoch", 0))
-        self.resume_epoch = self.epochs_done
+    # ------------------------------------------------------------------ summary and config
 
     def summary(self, print_fn: Any = None, line_length: Any = None, positions: Any = None) -> None:
         self._ensure_built(None)
@@ -725,14 +395,6 @@ class Model(Functional, GeneratorMethods):
             raise ValueError("Model.from_config takes a functional model config (name, layers, input_layers, "
                              "output_layers) as get_config() returns it")
         return cls._functional_from_config(config, custom_objects)
-
-
-def _weighted_loss(loss_fn: Any, weight: float) -> Any:
-    """``weight * loss_fn(y_true, y_pred)``: a one-output model's ``compile(loss_weights=...)``."""
-    def weighted(y_true: Any, y_pred: Any) -> Any:
-        return loss_fn(y_true, y_pred) * weight
-
-    return weighted
 
 
 register_model_class(Model)  # a model met as a layer (TimeDistributed(vision_model)) is rebuilt by its class

@@ -1,0 +1,73 @@
+"""What ``compile`` fixes for later steps of :class:`~arignote.models.Model` (mixed into ``Model``):
+whether the model is compiled, which weights train (as when it was compiled: Keras 2's GAN recipe
+freezes a discriminator for the combined model only), the output masks the loss and metrics apply,
+and a one-output model's ``loss_weights``.
+
+Example::
+
+    >>> import torch
+    >>> loss = scaled_loss(lambda y_true, y_pred: (y_true - y_pred).abs().mean(), 0.5)
+    >>> float(loss(torch.zeros(2), torch.ones(2)))
+    0.5
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+from arignote import weighting
+
+__all__ = ["CompiledState", "scaled_loss"]
+
+
+class CompiledState:
+    """The compiled state of a model; ``self`` is a :class:`~arignote.models.Model`."""
+
+    module: Any
+    loss_fn: Any
+
+    def _mask_targets(self) -> Any:
+        """``yb -> yb`` with the masks of the outputs from the module's last forward
+        (:func:`arignote.weighting.with_masks`), which compile's loss and metrics apply as Keras 2.3.1;
+        None when no output of the model carries a mask (the trainer then passes targets as they are).
+        """
+        module = self.module
+        flags = getattr(module, "out_masked", None)
+        if not flags or not any(flags):
+            return None
+        single = len(flags) == 1
+
+        def attach(yb: Any) -> Any:
+            masks = module.output_masks
+            return weighting.with_masks(yb, masks[0] if single else masks)
+
+        return attach
+
+    @contextlib.contextmanager
+    def _trainable_as_compiled(self) -> Iterator[None]:
+        """Within the block, the weights train as they did when this model was compiled (weights
+        shared with another model may have been frozen or unfrozen since, through ``trainable``)."""
+        compiled = getattr(self, "_trainable_at_compile", {})
+        flip = [p for p, want in compiled.items() if p.requires_grad != want]
+        for p in flip:  # a gradient left by the other model's step must not reach this optimizer
+            p.requires_grad_(not p.requires_grad)
+            p.grad = None
+        try:
+            yield
+        finally:
+            for p in flip:
+                p.requires_grad_(not p.requires_grad)
+                p.grad = None
+
+    @property
+    def compiled(self) -> bool:
+        return self.loss_fn is not None
+
+def scaled_loss(loss_fn: Any, weight: float) -> Any:
+    """``weight * loss_fn(y_true, y_pred)``: a one-output model's ``compile(loss_weights=...)``."""
+    def weighted(y_true: Any, y_pred: Any) -> Any:
+        return loss_fn(y_true, y_pred) * weight
+
+    return weighted

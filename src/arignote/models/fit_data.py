@@ -1,0 +1,91 @@
+"""How :class:`~arignote.models.Model` takes the user's data before its trainer sees it (mixed into
+``Model``): the inputs (outputs) of a functional model with several as one packed array
+(:mod:`arignote.graph.network`), targets shaped as Keras 2 feeds a loss, and the sample and class
+weights of array data, checked as Keras 2.3.1 checks them.
+
+Example::
+
+    >>> import numpy as np
+    >>> from arignote.layers import Input, Dense
+    >>> from arignote.models import Model
+    >>> a, b = Input(shape=(3,), name="a"), Input(shape=(2,), name="b")
+    >>> model = Model([a, b], [Dense(1, name="p")(a), Dense(4, name="q")(b)])
+    >>> x, y = model._pack([np.ones((5, 3)), np.ones((5, 2))], [np.ones((5, 1)), np.ones((5, 4))])
+    >>> x.shape, y.shape, model._packed_layouts()
+    ((5, 5), (5, 5), ([(3,), (2,)], [(1,), (4,)]))
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from arignote.graph import functional
+from arignote.graph.network import Packing
+from arignote.training import sample_weights
+from arignote.training.data import is_array
+
+__all__ = ["FitData"]
+
+
+class FitData:
+    """Data preparation for fit/evaluate/predict; ``self`` is a :class:`~arignote.models.Model`."""
+
+    module: Any
+    loss: Any
+    compiled: bool
+    _is_graph: bool
+    _y_packing: Any
+
+    def _packed_layouts(self) -> tuple:
+        """Per-sample shapes of the last packed inputs and targets of a multi-input/output model."""
+        if not self._is_graph:
+            return ()
+        return tuple(p.shapes if p is not None else None for p in (self.module.input_layout, self._y_packing))
+
+    def _pack(self, x: Any, y: Any, targets: bool = False) -> tuple[Any, Any]:
+        """Several inputs (outputs) of a functional model as one packed array (see graph.network).
+        A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
+        1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
+        output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``)."""
+        if (targets and self.compiled and functional._is_custom(self.loss) and y is not None
+                and getattr(y, "ndim", None) == 1):
+            y = y.reshape(-1, 1)
+        if not self._is_graph:
+            return x, y
+        names = self._feed_input_names  # an Input(tensor=...) takes no data
+        if len(names) > 1 and isinstance(x, (list, tuple, dict)):
+            x, shapes = functional.pack_data(self, x, names, "x", first_sets_length=not targets)
+            self.module.input_layout = self.module.input_packing.concrete(shapes)
+        elif len(names) == 1 and isinstance(x, dict):
+            x = x[names[0]] if names[0] in x else next(iter(x.values()))
+        elif len(names) == 1 and isinstance(x, (list, tuple)) and len(x) == 1 and len(self.inputs) > 1:
+            x = x[0]
+        if y is not None and len(self.outputs) > 1:
+            y, shapes = functional.pack_data(self, y, self.output_names, "y")
+
+            self._y_packing = Packing(shapes, self.output_names)
+        elif y is not None and isinstance(y, dict):
+            y = y[self.output_names[0]] if self.output_names[0] in y else next(iter(y.values()))
+        elif y is not None and isinstance(y, (list, tuple)) and len(y) == 1 and not np.isscalar(y[0]):
+            y = y[0]
+        if y is None and targets and self.compiled and self.loss is None and x is not None and \
+                not isinstance(x, (list, tuple, dict)) and hasattr(x, "__len__") and hasattr(x, "shape"):
+            y = np.zeros((len(x), 1), dtype=np.float32)  # the loss reads no targets
+        return x, y
+
+    def _sample_weights(self, x: Any, y: Any, sample_weight: Any, class_weight: Any) -> Any:
+        """The weights of array data (None without any); for an iterable, Keras 2's errors."""
+        if y is None and x is not None and not is_array(x) and not isinstance(x, (list, tuple, dict)):
+            if sample_weight is not None:
+                raise ValueError("`sample_weight` argument is not supported when data is a generator or "
+                                 "Sequence instance. Instead pass sample weights as the third element of "
+                                 "the generator.")
+            if class_weight is not None:  # checked now; applied to each batch (inputs.load)
+                sample_weights.check_class_weight(class_weight, self.output_names if self._is_graph
+                                                  else ["output"])
+            return None  # an iterable: its batches are weighted one by one
+        if y is None or not self.compiled:
+            return None
+        return sample_weights.for_arrays(self, y, sample_weight, class_weight)

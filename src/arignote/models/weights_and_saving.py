@@ -1,0 +1,132 @@
+"""The weights and state of :class:`~arignote.models.Model` (mixed into ``Model``): Keras 2's
+``get_weights``/``set_weights``/``count_params``/``reset_states``, the saving hooks
+(``save_weights``, ``load_weights``, ``save``, ``to_json``, ``to_yaml``, written by
+:mod:`arignote.models.saving`), and the training state BackupAndRestore keeps.
+
+Example::
+
+    >>> import numpy as np
+    >>> from arignote.layers import Dense
+    >>> from arignote.models import Sequential
+    >>> model = Sequential([Dense(2, input_shape=(3,))])
+    >>> [w.shape for w in model.get_weights()], model.count_params()
+    ([(3, 2), (2,)], 8)
+    >>> model.set_weights([np.ones((3, 2)), np.zeros(2)])
+    >>> float(model.get_weights()[0].sum())
+    6.0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+
+from arignote.graph.functional import Functional
+from arignote.models import saving
+
+__all__ = ["WeightsAndSaving"]
+
+
+class WeightsAndSaving:
+    """Weights, saving and training state; ``self`` is a :class:`~arignote.models.Model`."""
+
+    module: Any
+    layers: list
+    optimizer: Any
+    epochs_done: int
+    resume_epoch: int | None
+    _trainer: Any
+    _is_graph: bool
+    _subclassed: bool
+    _ensure_built: Any
+
+    def get_weights(self) -> list[np.ndarray]:
+        """Weights as numpy arrays: Keras order and layouts layer by layer for a functional or
+        subclassed model, state_dict order for a wrapped module."""
+        self._ensure_built(None)
+        if self._is_graph or self._subclassed:
+            return [w for layer in self.layers for w in layer.get_weights()]
+        return [t.detach().cpu().numpy().copy() for t in self.module.state_dict().values()]
+
+    def set_weights(self, weights: list) -> None:
+        """Load arrays in :meth:`get_weights`'s order and shapes."""
+        self._ensure_built(None)
+        if self._is_graph or self._subclassed:
+            weights = list(weights)
+            counts = [len(layer.get_weights()) for layer in self.layers]
+            if len(weights) != sum(counts):
+                raise ValueError(f"set_weights: the model has {sum(counts)} weight arrays, got "
+                                 f"{len(weights)}")
+            at = 0
+            for layer, n in zip(self.layers, counts):
+                if n:
+                    layer.set_weights([np.asarray(w) for w in weights[at:at + n]])
+                at += n
+            return
+        state = self.module.state_dict()
+        if len(weights) != len(state):
+            raise ValueError(f"set_weights: the model has {len(state)} weight arrays, got {len(weights)}")
+        new = {}
+        for (key, old), w in zip(state.items(), weights):
+            if tuple(np.shape(w)) != tuple(old.shape):
+                raise ValueError(
+                    f"set_weights: '{key}' has shape {tuple(old.shape)}, got {tuple(np.shape(w))}")
+            new[key] = torch.as_tensor(np.asarray(w)).to(old.dtype)
+        self.module.load_state_dict(new)
+
+    def count_params(self) -> int:
+        self._ensure_built(None)
+        if self._is_graph:
+            return Functional.count_params(self)
+        return sum(p.numel() for p in self.module.parameters())
+
+    def reset_states(self) -> None:
+        """Keras 2 ``model.reset_states()``: zero the carried states of every stateful layer."""
+        for layer in getattr(self, "layers", []):
+            if getattr(layer, "stateful", False) and hasattr(layer, "reset_states"):
+                layer.reset_states()
+
+    def save_weights(self, filepath: str) -> None:
+        """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint."""
+        saving.save_weights(self, filepath)
+
+    def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
+        """Load weights written by :meth:`save_weights` or :meth:`save`, or by Keras 2 (HDF5; there also
+        ``by_name=True`` and ``skip_mismatch=True`` as in Keras 2)."""
+        saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch)
+
+    def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
+        """Architecture + weights + optimizer state in one file: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``
+        names, arignote's checkpoint for any other (Keras 2's argument order: ``overwrite`` second)."""
+        saving.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
+
+    def to_json(self, **kwargs: Any) -> str:
+        """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
+        return saving.to_json(self, **kwargs)
+
+    def to_yaml(self, **kwargs: Any) -> str:
+        """The architecture as Keras 2 YAML (``model_from_yaml`` rebuilds it); needs PyYAML
+        (``pip install arignote[yaml]``); ``kwargs`` go to ``yaml.safe_dump``."""
+        return saving.to_yaml(self, **kwargs)
+
+    def training_state(self) -> dict[str, Any]:
+        """What BackupAndRestore saves: module, optimizer and grad-scaler state, and ``epoch``
+        (the number of finished epochs, i.e. the epoch to resume at)."""
+        state: dict[str, Any] = {"module": self.module.state_dict(), "epoch": int(self.epochs_done)}
+        if self.optimizer is not None and getattr(self.optimizer, "built", True):
+            state["optimizer"] = self.optimizer.state_dict()
+        if self._trainer is not None:
+            state["scaler"] = self._trainer.scaler.state_dict()
+        return state
+
+    def load_training_state(self, state: dict[str, Any]) -> None:
+        """Restore :meth:`training_state`; the next ``fit`` resumes at ``state['epoch']``."""
+        self.module.load_state_dict(state["module"])
+        if "optimizer" in state and self.optimizer is not None:
+            self.optimizer.load_state_dict(state["optimizer"])
+        if state.get("scaler") and self._trainer is not None:
+            self._trainer.scaler.load_state_dict(state["scaler"])
+        self.epochs_done = int(state.get("epoch", 0))
+        self.resume_epoch = self.epochs_done
