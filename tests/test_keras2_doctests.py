@@ -27,7 +27,8 @@ MODULES = [
     "arignote.layers.layer_tensors", "arignote.layers.serialization",
     "arignote.models.model", "arignote.models.batch_methods", "arignote.models.compiled_state",
     "arignote.models.fit_data", "arignote.models.fit_setup", "arignote.models.trainer_setup",
-    "arignote.models.weights_and_saving",
+    "arignote.models.weights_and_saving", "arignote.graph.functional", "arignote.graph.model_construction",
+    "arignote.graph.model_losses", "arignote.graph.multi_output", "arignote.graph.model_config",
 ]
 NEEDS = {"arignote.utils.io_utils": "h5py", "arignote.utils.vis_utils": "pydot",
          "arignote.preprocessing.image_utils": "PIL"}

@@ -1,7 +1,13 @@
 """The functional side of ``arignote.models.Model`` (Keras 2 ``Network``): ``Model(inputs, outputs)``,
-models used as layers, ``layers`` / ``get_layer`` / ``inputs`` / ``outputs``, ``summary()`` with the
-"Connected to" column, the Keras 2 ``model_config`` layout, subclassed models with ``call``, and
-per-output losses, loss weights and metrics.
+models used as layers, ``layers`` / ``get_layer`` / ``inputs`` / ``outputs``, subclassed models with
+``call``, masks, ``model.losses`` and ``add_loss``.
+
+The pieces around it live by concern: :mod:`.model_construction` (what ``Model(...)`` was asked
+for), :mod:`.model_losses` (a model's own losses and the total loss ``compile`` builds),
+:mod:`.multi_output` (per-output losses, loss weights and metrics), :mod:`.model_config` (the Keras 2
+``model_config`` layout); ``summary()``'s "Connected to" table is
+:func:`arignote.models.summary.graph_summary` and packing the data of several inputs is
+:mod:`arignote.models.fit_data`.
 
 Example::
 
@@ -16,72 +22,20 @@ Example::
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from arignote import losses as losses_mod
-from arignote import metrics as metrics_mod
-from arignote import weighting
+from arignote.graph.model_config import graph_config, graph_from_config
+from arignote.graph.model_construction import construction_args
+from arignote.graph.model_losses import model_losses
 from arignote.graph.network import GraphModule, Packing, feed_inputs, topology
 from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
-from arignote.layers.base import Layer, auto_name, deserialize, serialize
+from arignote.layers.base import Layer, auto_name
 
 __all__ = ["Functional", "construction_args", "model_losses", "forward_masks"]
-
-
-def _is_tensors(x: Any) -> bool:
-    leaves = flatten(x) if isinstance(x, (list, tuple, dict)) else [x]
-    return bool(leaves) and all(isinstance(t, KerasTensor) for t in leaves)
-
-
-def construction_args(args: tuple, kwargs: dict) -> tuple[str, dict]:
-    """What ``Model(...)`` was asked for: ``("graph", {inputs, outputs, name})``, ``("module", {...})``
-    or ``("empty", {name})``; a wrong call is one clear error."""
-    kwargs = dict(kwargs)
-    for legacy, new in (("input", "inputs"), ("output", "outputs")):  # Keras 1 spellings, Keras 2 accepts
-        if legacy in kwargs:
-            kwargs.setdefault(new, kwargs.pop(legacy))
-    name = kwargs.pop("name", None)
-    inputs, outputs = kwargs.pop("inputs", None), kwargs.pop("outputs", None)
-    module = kwargs.pop("module", None)
-    if kwargs:
-        raise TypeError(f"Model() got unexpected keyword arguments {sorted(kwargs)}; use Model(inputs, "
-                        "outputs, "
-                        "name=...) or Model(torch_module, name=...)")
-    args = list(args)
-    if args and isinstance(args[0], nn.Module) and not isinstance(args[0], Layer):
-        module = args.pop(0)
-        if args:
-            name = args.pop(0)
-    elif args:
-        if inputs is None:
-            inputs = args.pop(0)
-        if args and outputs is None:
-            outputs = args.pop(0)
-        if args and name is None:
-            name = args.pop(0)
-    if args:
-        raise TypeError("Model() takes (inputs, outputs, name) or (torch_module, name); got "
-                        f"{len(args)} extra "
-                        "positional arguments")
-    if module is not None:
-        if inputs is not None or outputs is not None:
-            raise TypeError("Model() takes either a torch module or inputs/outputs, not both")
-        return "module", {"module": module, "name": name}
-    if inputs is None and outputs is None:
-        return "empty", {"name": name}
-    if inputs is None or outputs is None or not _is_tensors(inputs) or not _is_tensors(outputs):
-        what = inputs if inputs is not None else outputs
-        raise TypeError("Model(inputs, outputs) takes the symbolic tensors of the functional API (from "
-                        f"arignote.layers.Input and layers called on them), got {type(what).__name__}; "
-                        "to train a torch.nn.Module use Model(my_module), for a layer stack "
-                        "Sequential([...])")
-    return "graph", {"inputs": inputs, "outputs": outputs, "name": name}
 
 
 class _CallModule(nn.Module):
@@ -93,35 +47,6 @@ class _CallModule(nn.Module):
 
     def forward(self, inputs: Any, **kwargs: Any) -> Any:
         return self._model.call(inputs, **kwargs)
-
-
-def model_losses(model: Any) -> list:
-    """The current extra losses of ``model``: weight/activity penalties of its layers, ``add_loss``
-    tensors, and the symbolic losses added to a functional model (computed by its last forward)."""
-    module = model.module
-    out = []
-    for m in module.modules():
-        if isinstance(m, Layer):
-            out += m._own_losses()
-    out += [loss() if callable(loss) else loss for loss in model._model_losses
-            if not isinstance(loss, KerasTensor)]
-    if isinstance(module, GraphModule):
-        out += [t.mean() if t.dim() else t for t in module.extra_losses]
-    return out
-
-
-def has_losses(model: Any) -> bool:
-    """Whether ``model`` has losses of its own (Keras 2's ``model.losses`` is not empty): a model-level
-    ``add_loss``, a layer's ``add_loss`` (also one its ``call`` made on symbolic tensors while the
-    graph was built: the Keras 2 VAE's custom loss layer) or a weight regularizer. Keras 2.3.1 then
-    compiles with ``loss=None``."""
-    if model._model_losses:
-        return True
-    module = model.module
-    if not isinstance(module, nn.Module):
-        return False
-    return any(m._added_losses or m._call_losses or m._regularizers
-               for m in module.modules() if isinstance(m, Layer))
 
 
 class Functional:
@@ -330,115 +255,12 @@ class Functional:
     def get_config(self) -> dict:
         """Keras 2 layout: ``name``, ``layers`` (each with ``inbound_nodes`` as
         ``[[layer_name, node_index, tensor_index, kwargs], ...]`` per call), ``input_layers``,
-        ``output_layers`` (``[layer_name, node_index, tensor_index]``)."""
-        if not self._is_graph:
-            raise NotImplementedError("a subclassed Model has no config (Keras 2 neither): save its weights")
-        node_ids: dict[int, int] = {}  # node -> its index among the nodes kept in this model
-        kept = {id(n) for n in self._order}
-        for layer in self._layers:
-            k = 1 if _skips_first_node(layer) else 0  # Keras 2 does not save a model's own node
-            for node in layer._inbound_nodes:
-                if id(node) in kept or not node.inbound_layers:
-                    node_ids[id(node)] = k
-                    k += 1
-        layers = []
-        for layer in self._layers:
-            spec = serialize(layer) if isinstance(layer, Layer) else {
-                "class_name": "Model" if layer._is_graph else type(layer).__name__,
-                "config": layer.get_config()}
-            inbound = []
-            for node in layer._inbound_nodes:
-                if id(node) not in kept or not node.inbound_layers:
-                    continue
-                data = []
-                for src, ni, ti in zip(node.inbound_layers, node.node_indices, node.tensor_indices):
-                    src_node = src._inbound_nodes[ni]
-                    data.append([src.name, node_ids.get(id(src_node), ni), ti, dict(node.arguments)])
-                inbound.append(data)
-            layers.append({"name": layer.name, "class_name": spec["class_name"], "config": spec["config"],
-                           "inbound_nodes": inbound})
-
-        def ref(t: KerasTensor) -> list:
-            layer, ni, ti = t._keras_history
-            return [layer.name, node_ids.get(id(layer._inbound_nodes[ni]), ni), ti]
-
-        return {"name": self.name, "layers": layers, "input_layers": [ref(t) for t in self.inputs],
-                "output_layers": [ref(t) for t in self.outputs]}
+        ``output_layers`` (``[layer_name, node_index, tensor_index]``); :mod:`arignote.graph.model_config`."""
+        return graph_config(self)
 
     @classmethod
     def _functional_from_config(cls, config: dict, custom_objects: dict | None = None) -> Any:
-        created: dict[str, Any] = {}
-        pending: list = []
-        for spec in config["layers"]:
-            if spec["class_name"] in ("Model", "Functional"):
-                layer = cls._functional_from_config(spec["config"], custom_objects)
-            elif spec["class_name"] == "Sequential":
-                # Sequential subclasses Model: found among cls's subclasses (no import back up)
-                sequential = next(c for c in cls.__subclasses__() if c.__name__ == "Sequential")
-                layer = sequential.from_config(spec["config"], custom_objects)
-            else:
-                layer = deserialize({"class_name": spec["class_name"], "config": spec["config"]},
-                                    custom_objects)
-            created[spec["name"]] = layer
-            pending += [(layer, node) for node in spec.get("inbound_nodes", [])]
-        # call the layers in an order where their inputs exist (Keras 2 re-runs until all are done)
-        while pending:
-            progress = False
-            rest = []
-            for layer, node in pending:
-                try:
-                    args = [created[n[0]].get_output_at(n[1]) if not hasattr(created[n[0]], "_order")
-                            else created[n[0]].get_output_at(n[1]) for n in node]
-                    args = [a[item[2]] if isinstance(a, list) else a for a, item in zip(args, node)]
-                except (IndexError, ValueError, AttributeError):
-                    rest.append((layer, node))
-                    continue
-                kwargs = node[0][3] if node and len(node[0]) > 3 else {}
-                layer(args[0] if len(args) == 1 else args, **kwargs)
-                progress = True
-            if not progress:
-                raise ValueError(f"cannot rebuild the graph: the inputs of {[lay.name for lay, _ in rest]} "
-                                 "are never produced")
-            pending = rest
-
-        def tensor(item: list) -> Any:
-            out = created[item[0]].get_output_at(item[1])
-            return out[item[2]] if isinstance(out, list) else out
-
-        inputs = [tensor(i) for i in config["input_layers"]]
-        outputs = [tensor(o) for o in config["output_layers"]]
-        return cls(inputs if len(inputs) > 1 else inputs[0], outputs if len(outputs) > 1 else outputs[0],
-                   name=config.get("name"))
-
-    # ------------------------------------------------------------------ summary
-
-    def _graph_summary(self, print_fn: Any = None, line_length: int | None = None) -> None:
-        # upward (KNOWN_UPWARD debt): models/summary.py renders devices through parallel/'s placement
-        from arignote.models import summary
-
-        kept = {id(n) for n in self._order}
-        rows = []
-        layer_nodes = []
-        for layer in self._layers:
-            nodes = [n for n in layer._inbound_nodes if id(n) in kept or not n.inbound_layers]
-            layer_nodes.append(nodes)
-            shapes = [n.output_shapes[0] if len(n.output_shapes) == 1 else list(n.output_shapes)
-                      for n in nodes]
-            shape = shapes[0] if len({str(s) for s in shapes}) == 1 else None
-            connected = []
-            for n in nodes:
-                connected += [f"{src.name}[{ni}][{ti}]" for src, ni, ti in
-                              zip(n.inbound_layers, n.node_indices, n.tensor_indices)]
-            params = layer.count_params() if getattr(layer, "built", True) else 0
-            kind = type(layer).__name__
-            rows.append((f"{layer.name} ({kind})", summary.format_shape(shape), params, connected))
-        total = self.count_params()
-        trainable = self.count_trainable_params()
-        if summary.is_chain(layer_nodes) and len(self.inputs) == 1 and len(self.outputs) == 1:
-            text = summary.render([row[:3] + (None,) for row in rows], total, trainable, title=self.name)
-        else:
-            text = summary.render_graph(rows, total, trainable, title=self.name)
-        summary.print_summary(text, print_fn)
+        return graph_from_config(cls, config, custom_objects)
 
 
 def forward_masks(module: nn.Module, inputs: Any, mask: Any, n_outputs: int) -> Any:
@@ -457,192 +279,3 @@ def forward_masks(module: nn.Module, inputs: Any, mask: Any, n_outputs: int) -> 
             m.training = mode
     masks = module.output_masks or [None] * n_outputs
     return masks[0] if n_outputs == 1 else list(masks)
-
-
-def _skips_first_node(layer: Any) -> bool:
-    nodes = getattr(layer, "_inbound_nodes", [])
-    return bool(nodes) and getattr(nodes[0], "internal", False)
-
-
-def pack_data(model: Any, x: Any, names: list[str], what: str, first_sets_length: bool = False) -> Any:
-    """Several arrays for a multi-input (or multi-output) model, as one packed ``(n, features)`` array.
-
-    ``first_sets_length`` (``predict``): as Keras 2.3, the first array's length is the number of
-    samples and longer arrays give only their first rows (with a warning)."""
-    if x is None:
-        return None
-    if isinstance(x, dict):
-        missing = [n for n in names if n not in x]
-        if missing:
-            raise ValueError(f"{what}: no data for {missing}; the dict has {sorted(x)} (keys are the model's "
-                             f"{'input' if what == 'x' else 'output'} names {names})")
-        x = [x[n] for n in names]
-    if not isinstance(x, (list, tuple)) or len(x) != len(names):
-        kind = "inputs" if what == "x" else "outputs"
-        raise ValueError(f"{what}: the model has {len(names)} {kind} {names}; "
-                         f"pass a list of {len(names)} arrays (or a dict keyed by name)")
-    arrays = [np.asarray(a) if not isinstance(a, torch.Tensor) else a for a in x]
-    n = {len(a) for a in arrays}
-    if len(n) > 1 and first_sets_length and all(len(a) >= len(arrays[0]) for a in arrays):
-        lengths, first = [len(a) for a in arrays], len(arrays[0])
-        warnings.warn(f"{what}: the inputs {names} have {lengths} samples; predicting for the first input's "
-                      f"{first}, as Keras 2.3 (the other rows are not used)", stacklevel=3)
-        arrays, n = [a[:first] for a in arrays], {first}
-    if len(n) > 1:
-        raise ValueError(f"{what}: all arrays need the same number of samples, got "
-                         f"{[len(a) for a in arrays]}")
-    return Packing.pack(arrays), [tuple(a.shape[1:]) for a in arrays]
-
-
-def per_output(model: Any, value: Any, what: str) -> list:
-    """A compile argument given once, as a list, or as a dict by output name -> one per output."""
-    names = model.output_names
-    if isinstance(value, dict):
-        unknown = [k for k in value if k not in names]
-        if unknown:
-            raise ValueError(f"compile: unknown output names {unknown} in {what}; the outputs are {names}")
-        return [value.get(n) for n in names]
-    if isinstance(value, (list, tuple)) and what != "metrics":
-        if len(value) != len(names):
-            raise ValueError(f"compile: {what} has {len(value)} entries, the model has {len(names)} outputs "
-                             f"{names}")
-        return list(value)
-    return [value] * len(names)
-
-
-# ---------------------------------------------------------------------- compile
-
-
-def with_model_losses(model: Any, fn: Any) -> Any:
-    """``fn(y_true, y_pred)`` plus the model-level losses (``model.add_loss``: symbolic terms the
-    graph computes, tensors, callables); a custom loss reads symbolic tensors of the graph it closes
-    over from the current forward (the Keras 2.0 VAE's ``z_mean``). The layers' own penalties
-    (regularizers, ``layer.add_loss``) are added by the training loop (:mod:`arignote.layers.penalties`)."""
-
-    own = has_losses(model)
-
-    def total_loss(y_true: Any, y_pred: Any) -> Any:
-        module = model.module
-        value = None
-        if fn is not None:
-            if getattr(module, "keep_values", False):
-                with module.live_values():
-                    value = fn(y_true, y_pred)
-            else:
-                value = fn(y_true, y_pred)
-            if value.dim():
-                value = value.mean()
-        extra = [loss() if callable(loss) else loss for loss in model._model_losses
-                 if not isinstance(loss, KerasTensor)]
-        if isinstance(module, GraphModule):
-            extra += [t.mean() if t.dim() else t for t in module.extra_losses]
-        for loss in extra:
-            value = loss if value is None else value + loss
-        if value is None:
-            if not own:
-                raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
-            # compile(loss=None) on a model whose layers add their losses in call (the training loop
-            # adds those): the compiled part is 0, as in Keras 2.3.1 (`total_loss = 0.`)
-            ref = y_pred if isinstance(y_pred, torch.Tensor) else next(module.parameters())
-            value = ref.new_zeros(())
-        return value
-
-    total_loss.__name__ = getattr(fn, "__name__", "loss")
-    return total_loss
-
-
-def _is_custom(loss: Any) -> bool:
-    return (callable(loss) and not isinstance(loss, (str, nn.Module))
-            and loss not in losses_mod._NAMES.values())
-
-
-def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
-                    weighted_metrics: Any = None) -> tuple[Any, list, list]:
-    """Keras 2 ``compile`` of a model with several outputs: per-output ``loss``/``loss_weights``/
-    ``metrics``/``weighted_metrics`` (a value for all, a list in output order, or a dict by output
-    name). Returns the total loss ``fn(packed y_true, packed y_pred)`` and the metric objects
-    (``{output}_loss`` per output first, then per output its metrics and its weighted metrics,
-    ``{output}_{metric}``: the names Keras 2.3 logs). Targets with sample weights
-    (:class:`arignote.weighting.Weighted`, the weights packed by ``model._w_packing``) give each
-    output its own weights."""
-    names = model.output_names
-    raw = per_output(model, loss, "loss")
-    fns = [losses_mod.compiled(v) if v is not None else None for v in raw]
-    weights = per_output(model, 1.0 if loss_weights is None else loss_weights, "loss_weights")
-    weights = [1.0 if w is None else float(w) for w in weights]
-
-    def per_metrics(value: Any) -> list:
-        if isinstance(value, dict):
-            return per_output(model, value, "metrics")
-        if isinstance(value, (list, tuple, metrics_mod.Metric)):
-            # Keras 2.3.1: metric objects listed for all outputs are cloned, one state per output
-            return [metrics_mod.clone_metrics(list(value) if isinstance(value, (list, tuple)) else [value])
-                    for _ in names]
-        return [value] * len(names)
-
-    def split(y_true: Any, y_pred: Any) -> tuple[list, list]:
-        """Per-output targets (each ``Weighted`` with its own weights when the batch has some) and
-        predictions."""
-        packed, w, masks = weighting.parts(y_true)
-        layout = model._y_packing
-        outputs = model.module.packed_outputs()
-        if layout is None and outputs is not None and isinstance(packed, torch.Tensor) and \
-                packed.shape[1:] == (outputs.width,):  # targets shaped like the outputs, packed no data yet
-            layout = outputs
-        trues = layout.unpack(packed) if layout is not None else [None] * len(names)
-        if w is not None or masks is not None:
-            ws = model._w_packing.unpack(w) if w is not None else [None] * len(trues)
-            ms = masks if masks is not None else [None] * len(trues)
-            trues = [weighting.Weighted((t, wi, mi)) for t, wi, mi in zip(trues, ws, ms)]
-        return trues, model.module.packed_outputs().unpack(y_pred)
-
-    def fn(y_true: Any, y_pred: Any) -> Any:
-        trues, preds = split(y_true, y_pred)
-        total = None
-        for f, w, t, p in zip(fns, weights, trues, preds):
-            if f is None:
-                continue
-            value = f(t, p)
-            value = value.mean() if value.dim() else value
-            total = value * w if total is None else total + value * w
-        return total
-
-    objs: list = []
-    for i, (name, f) in enumerate(zip(names, fns)):
-        if f is not None:
-            objs.append(metrics_mod.FunctionMean(_picked(f, i, split), name=f"{name}_loss", select=_whole))
-    taken = ["loss", *[m.name for m in objs]]
-    pairs = zip(per_metrics(metrics), per_metrics(weighted_metrics))
-    for i, (name, (plain, weighted)) in enumerate(zip(names, pairs)):
-        shape = model.outputs[i].shape[1:]
-        for ms, is_weighted in ((plain, False), (weighted, True)):
-            for m in [ms] if isinstance(ms, str) or callable(ms) else list(ms or []):
-                metric = metrics_mod.get(m, raw[i] if isinstance(raw[i], str) else fns[i], shape)
-                metric.weighted, metric.select = is_weighted, _output(i, split)
-                metric.name = metrics_mod.unique_name(f"{name}_{metric.name}", taken)
-                objs.append(metric)
-                taken.append(objs[-1].name)
-    return fn, objs, fns
-
-
-def _whole(y_true: Any, y_pred: Any) -> tuple[Any, Any, None, None]:
-    """A metric that reads the packed targets (weights and masks included) itself: the per-output losses."""
-    return y_true, y_pred, None, None
-
-
-def _output(i: int, split: Any) -> Any:
-    def select(y_true: Any, y_pred: Any) -> tuple[Any, Any, Any, Any]:
-        trues, preds = split(y_true, y_pred)
-        y, w, mask = weighting.parts(trues[i])
-        return y, preds[i], w, mask
-
-    return select
-
-
-def _picked(f: Any, i: int, split: Any) -> Any:
-    def on_output(y_true: Any, y_pred: Any) -> Any:
-        trues, preds = split(y_true, y_pred)
-        return f(trues[i], preds[i])
-
-    on_output.__name__ = getattr(f, "__name__", "metric")
-    return on_output

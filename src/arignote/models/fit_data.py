@@ -17,16 +17,48 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
+import torch
 
-from arignote.graph import functional
+from arignote.graph.model_losses import is_custom_loss
 from arignote.graph.network import Packing
 from arignote.training import sample_weights
 from arignote.training.data import is_array
 
-__all__ = ["FitData"]
+__all__ = ["FitData", "pack_data"]
+
+
+def pack_data(model: Any, x: Any, names: list[str], what: str, first_sets_length: bool = False) -> Any:
+    """Several arrays for a multi-input (or multi-output) model, as one packed ``(n, features)`` array.
+
+    ``first_sets_length`` (``predict``): as Keras 2.3, the first array's length is the number of
+    samples and longer arrays give only their first rows (with a warning)."""
+    if x is None:
+        return None
+    if isinstance(x, dict):
+        missing = [n for n in names if n not in x]
+        if missing:
+            raise ValueError(f"{what}: no data for {missing}; the dict has {sorted(x)} (keys are the model's "
+                             f"{'input' if what == 'x' else 'output'} names {names})")
+        x = [x[n] for n in names]
+    if not isinstance(x, (list, tuple)) or len(x) != len(names):
+        kind = "inputs" if what == "x" else "outputs"
+        raise ValueError(f"{what}: the model has {len(names)} {kind} {names}; "
+                         f"pass a list of {len(names)} arrays (or a dict keyed by name)")
+    arrays = [np.asarray(a) if not isinstance(a, torch.Tensor) else a for a in x]
+    n = {len(a) for a in arrays}
+    if len(n) > 1 and first_sets_length and all(len(a) >= len(arrays[0]) for a in arrays):
+        lengths, first = [len(a) for a in arrays], len(arrays[0])
+        warnings.warn(f"{what}: the inputs {names} have {lengths} samples; predicting for the first input's "
+                      f"{first}, as Keras 2.3 (the other rows are not used)", stacklevel=3)
+        arrays, n = [a[:first] for a in arrays], {first}
+    if len(n) > 1:
+        raise ValueError(f"{what}: all arrays need the same number of samples, got "
+                         f"{[len(a) for a in arrays]}")
+    return Packing.pack(arrays), [tuple(a.shape[1:]) for a in arrays]
 
 
 class FitData:
@@ -49,21 +81,21 @@ class FitData:
         A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
         1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
         output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``)."""
-        if (targets and self.compiled and functional._is_custom(self.loss) and y is not None
+        if (targets and self.compiled and is_custom_loss(self.loss) and y is not None
                 and getattr(y, "ndim", None) == 1):
             y = y.reshape(-1, 1)
         if not self._is_graph:
             return x, y
         names = self._feed_input_names  # an Input(tensor=...) takes no data
         if len(names) > 1 and isinstance(x, (list, tuple, dict)):
-            x, shapes = functional.pack_data(self, x, names, "x", first_sets_length=not targets)
+            x, shapes = pack_data(self, x, names, "x", first_sets_length=not targets)
             self.module.input_layout = self.module.input_packing.concrete(shapes)
         elif len(names) == 1 and isinstance(x, dict):
             x = x[names[0]] if names[0] in x else next(iter(x.values()))
         elif len(names) == 1 and isinstance(x, (list, tuple)) and len(x) == 1 and len(self.inputs) > 1:
             x = x[0]
         if y is not None and len(self.outputs) > 1:
-            y, shapes = functional.pack_data(self, y, self.output_names, "y")
+            y, shapes = pack_data(self, y, self.output_names, "y")
 
             self._y_packing = Packing(shapes, self.output_names)
         elif y is not None and isinstance(y, dict):

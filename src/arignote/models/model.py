@@ -39,6 +39,9 @@ from arignote.diagnostics.batch_size import trainer_batch_size
 from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import functional
 from arignote.graph.functional import Functional
+from arignote.graph.model_construction import construction_args
+from arignote.graph.model_losses import has_losses, is_custom_loss, with_model_losses
+from arignote.graph.multi_output import compile_outputs
 from arignote.layers.base import register_model_class
 from arignote.models import compile_args, summary
 from arignote.models.batch_methods import BatchMethods
@@ -74,7 +77,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """``Model(inputs, outputs, name=None)`` (the functional API, also as keywords), ``Model(module,
         name=None)`` for a torch module, or ``Model()`` from a subclass that defines ``call``."""
-        kind, spec = functional.construction_args(args, kwargs)
+        kind, spec = construction_args(args, kwargs)
         self._order = None
         self._model_losses: list = []
         self._y_packing: Any = None
@@ -185,7 +188,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
                             "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
         self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
-        if loss is None and not functional.has_losses(self):
+        if loss is None and not has_losses(self):
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy' (loss=None "
                              "only for a model with losses of its own: add_loss or regularizers)")
         names = self.output_names if self._is_graph else ["output"]
@@ -206,8 +209,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         self.loss = loss
         self.optimizer = optimizers.get(optimizer)
         if multi:
-            base, self.metrics_list, _ = functional.compile_outputs(self, loss, loss_weights, metrics,
-                                                                    weighted_metrics)
+            base, self.metrics_list, _ = compile_outputs(self, loss, loss_weights, metrics, weighted_metrics)
             self._metric_ids = []
         else:
             base = losses.compiled(loss) if loss is not None else None
@@ -218,9 +220,9 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                                 + [(m, True) for m in weighted_metrics or []])
             self.metrics_list = metrics_mod.resolve(self._metric_ids, loss)
         if self._is_graph:
-            self.module.keep_values = functional._is_custom(loss)  # a custom loss may read graph tensors
+            self.module.keep_values = is_custom_loss(loss)  # a custom loss may read graph tensors
         needs_wrapper = self._is_graph or bool(self._model_losses)
-        self.loss_fn = functional.with_model_losses(self, base) if needs_wrapper else base
+        self.loss_fn = with_model_losses(self, base) if needs_wrapper else base
         self.metrics_names = ["loss", *[m.name for m in self.metrics_list]]
         self._compile_args = {"optimizer": optimizer, "loss": loss, "metrics": metrics if multi else
                               list(metrics or [])}
@@ -377,7 +379,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
     def summary(self, print_fn: Any = None, line_length: Any = None, positions: Any = None) -> None:
         self._ensure_built(None)
         if self._is_graph:
-            self._graph_summary(print_fn)
+            summary.print_summary(summary.graph_summary(self), print_fn)
 
             summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
             return

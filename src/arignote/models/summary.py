@@ -24,7 +24,7 @@ from typing import Any
 
 from arignote import parallel
 
-__all__ = ["render", "render_graph", "is_chain", "layer_rows", "format_shape"]
+__all__ = ["render", "render_graph", "graph_summary", "is_chain", "layer_rows", "format_shape"]
 
 _LINE = 65
 _POSITIONS = (0.45, 0.85, 1.0)  # Keras 2's columns for sequential models
@@ -121,6 +121,33 @@ def render_graph(rows: list[tuple[str, str, int, list[str]]], total: int, traina
     out.append(f"Non-trainable params: {total - trainable:,}")
     out.append("_" * line_length)
     return "\n".join(out)
+
+
+def graph_summary(model: Any) -> str:
+    """The summary table of a functional ``model``: a chain of layers ("sequential-like", one input
+    and one output) as a Sequential's, any other graph with the "Connected to" column (Keras 2.3.1's
+    ``print_summary``)."""
+    kept = {id(n) for n in model._order}
+    rows = []
+    layer_nodes = []
+    for layer in model._layers:
+        nodes = [n for n in layer._inbound_nodes if id(n) in kept or not n.inbound_layers]
+        layer_nodes.append(nodes)
+        shapes = [n.output_shapes[0] if len(n.output_shapes) == 1 else list(n.output_shapes)
+                  for n in nodes]
+        shape = shapes[0] if len({str(s) for s in shapes}) == 1 else None
+        connected = []
+        for n in nodes:
+            connected += [f"{src.name}[{ni}][{ti}]" for src, ni, ti in
+                          zip(n.inbound_layers, n.node_indices, n.tensor_indices)]
+        params = layer.count_params() if getattr(layer, "built", True) else 0
+        kind = type(layer).__name__
+        rows.append((f"{layer.name} ({kind})", format_shape(shape), params, connected))
+    total = model.count_params()
+    trainable = model.count_trainable_params()
+    if is_chain(layer_nodes) and len(model.inputs) == 1 and len(model.outputs) == 1:
+        return render([row[:3] + (None,) for row in rows], total, trainable, title=model.name)
+    return render_graph(rows, total, trainable, title=model.name)
 
 
 def _device_of(module: Any) -> str | None:

@@ -1,0 +1,103 @@
+"""The losses a model has of its own, beside the one ``compile`` names (Keras 2's ``model.losses``):
+weight and activity penalties of its layers, ``layer.add_loss`` and ``model.add_loss`` terms (symbolic
+tensors the graph computes, tensors, callables), and the total loss ``compile`` builds from them.
+
+Example::
+
+    >>> from arignote import regularizers
+    >>> from arignote.layers import Input, Dense
+    >>> from arignote.models import Model
+    >>> x = Input(shape=(3,))
+    >>> model = Model(x, Dense(2, kernel_regularizer=regularizers.l2(0.1))(x))
+    >>> has_losses(model), len(model_losses(model))
+    (True, 1)
+    >>> is_custom_loss("mse"), is_custom_loss(lambda y_true, y_pred: y_pred)
+    (False, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import nn
+
+from arignote import losses as losses_mod
+from arignote.graph.network import GraphModule
+from arignote.graph.tensor import KerasTensor
+from arignote.layers.base import Layer
+
+__all__ = ["model_losses", "has_losses", "with_model_losses", "is_custom_loss"]
+
+
+def model_losses(model: Any) -> list:
+    """The current extra losses of ``model``: weight/activity penalties of its layers, ``add_loss``
+    tensors, and the symbolic losses added to a functional model (computed by its last forward)."""
+    module = model.module
+    out = []
+    for m in module.modules():
+        if isinstance(m, Layer):
+            out += m._own_losses()
+    out += [loss() if callable(loss) else loss for loss in model._model_losses
+            if not isinstance(loss, KerasTensor)]
+    if isinstance(module, GraphModule):
+        out += [t.mean() if t.dim() else t for t in module.extra_losses]
+    return out
+
+
+def has_losses(model: Any) -> bool:
+    """Whether ``model`` has losses of its own (Keras 2's ``model.losses`` is not empty): a model-level
+    ``add_loss``, a layer's ``add_loss`` (also one its ``call`` made on symbolic tensors while the
+    graph was built: the Keras 2 VAE's custom loss layer) or a weight regularizer. Keras 2.3.1 then
+    compiles with ``loss=None``."""
+    if model._model_losses:
+        return True
+    module = model.module
+    if not isinstance(module, nn.Module):
+        return False
+    return any(m._added_losses or m._call_losses or m._regularizers
+               for m in module.modules() if isinstance(m, Layer))
+
+
+def with_model_losses(model: Any, fn: Any) -> Any:
+    """``fn(y_true, y_pred)`` plus the model-level losses (``model.add_loss``: symbolic terms the
+    graph computes, tensors, callables); a custom loss reads symbolic tensors of the graph it closes
+    over from the current forward (the Keras 2.0 VAE's ``z_mean``). The layers' own penalties
+    (regularizers, ``layer.add_loss``) are added by the training loop (:mod:`arignote.layers.penalties`)."""
+
+    own = has_losses(model)
+
+    def total_loss(y_true: Any, y_pred: Any) -> Any:
+        module = model.module
+        value = None
+        if fn is not None:
+            if getattr(module, "keep_values", False):
+                with module.live_values():
+                    value = fn(y_true, y_pred)
+            else:
+                value = fn(y_true, y_pred)
+            if value.dim():
+                value = value.mean()
+        extra = [loss() if callable(loss) else loss for loss in model._model_losses
+                 if not isinstance(loss, KerasTensor)]
+        if isinstance(module, GraphModule):
+            extra += [t.mean() if t.dim() else t for t in module.extra_losses]
+        for loss in extra:
+            value = loss if value is None else value + loss
+        if value is None:
+            if not own:
+                raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
+            # compile(loss=None) on a model whose layers add their losses in call (the training loop
+            # adds those): the compiled part is 0, as in Keras 2.3.1 (`total_loss = 0.`)
+            ref = y_pred if isinstance(y_pred, torch.Tensor) else next(module.parameters())
+            value = ref.new_zeros(())
+        return value
+
+    total_loss.__name__ = getattr(fn, "__name__", "loss")
+    return total_loss
+
+
+def is_custom_loss(loss: Any) -> bool:
+    """Whether ``loss`` is the user's own function (not a name, a built-in or a loss module)."""
+    return (callable(loss) and not isinstance(loss, (str, nn.Module))
+            and loss not in losses_mod._NAMES.values())
