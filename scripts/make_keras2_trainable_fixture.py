@@ -1,6 +1,6 @@
 """Regenerate tests/fixtures/keras2/rnn_trainable.json: what Keras 2.3.1 (Theano backend) lists as
 ``trainable_weights`` / ``non_trainable_weights`` of an ``RNN(cell)``, stacked cells, ``LSTM``,
-``TimeDistributed`` and ``Bidirectional`` as their ``trainable`` flags (and their cells' / inner
+``TimeDistributed`` and ``Bidirectional`` (and a user's cell holding a Dense) as their ``trainable`` flags (and their cells' / inner
 layers') are set and toggled, and which weights a ``fit`` changes after such a toggle and a compile.
 Weights are named ``(name, Keras shape)``, the name without the layer scope. Read by
 tests/test_rnn_trainable_keras2.py.
@@ -46,6 +46,27 @@ class CountingCell(Layer):
         return output, [output]
 
 
+class ProjCell(Layer):
+    """A user's cell holding a layer (Keras 2.3.1 tracks it as a sublayer) and a non-trainable weight."""
+
+    def __init__(self, units, **kwargs):
+        self.units = units
+        self.state_size = units
+        super().__init__(**kwargs)
+        self.proj = Dense(units, name="proj")
+
+    def build(self, input_shape):
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), initializer="uniform",
+                                                name="recurrent_kernel")
+        self.scale = self.add_weight(shape=(self.units,), initializer="ones", name="scale", trainable=False)
+        self.proj.build(input_shape)
+        self.built = True
+
+    def call(self, inputs, states):
+        output = (self.proj(inputs) + K.dot(states[0], self.recurrent_kernel)) * self.scale
+        return output, [output]
+
+
 def names(weights):
     return [[v.name.split("/")[-1], list(K.int_shape(v))] for v in weights]
 
@@ -76,6 +97,16 @@ def lists():
     rnn.trainable = False
     rnn.trainable = True
     out["cell_frozen_rnn_toggled"] = split(rnn)
+    rnn = RNN(ProjCell(3))
+    rnn(x)
+    out["proj_init"] = split(rnn)
+    rnn.trainable = False
+    out["proj_off"] = split(rnn)
+    rnn.cell.trainable = False
+    rnn.trainable = True
+    out["proj_cell_frozen"] = split(rnn)
+    rnn.cell.trainable = True
+    out["proj_on"] = split(rnn)
     lstm = LSTM(3)
     lstm(x)
     lstm.trainable = False

@@ -44,6 +44,27 @@ class CountingCell(Layer):
         return {**super().get_config(), "units": self.units}
 
 
+class ProjCell(Layer):
+    """A user's cell holding a Dense (a sublayer, as Keras 2.3.1 tracks it) and a non-trainable weight."""
+
+    def __init__(self, units, **kwargs):
+        self.units = units
+        self.state_size = units
+        super().__init__(**kwargs)
+        self.proj = Dense(units, name="proj")
+
+    def build(self, input_shape):
+        self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), initializer="uniform",
+                                                name="recurrent_kernel")
+        self.scale = self.add_weight(shape=(self.units,), initializer="ones", name="scale", trainable=False)
+        self.proj.build(input_shape)
+        self.built = True
+
+    def call(self, inputs, states):
+        output = (self.proj(inputs) + K.dot(states[0], self.recurrent_kernel)) * self.scale
+        return output, [output]
+
+
 def _names(layer):
     """id(torch parameter) -> [Keras name, Keras shape] for every weight inside ``layer``."""
     out = {}
@@ -82,6 +103,19 @@ def test_rnn_of_a_user_cell_toggled_keeps_the_cells_frozen_weight():
     _check(rnn, "cell_off")  # the cell's trainable weights first, then its non-trainable one
     rnn.trainable = True
     _check(rnn, "cell_on")  # the scale created with trainable=False stays frozen
+
+
+def test_a_cell_holding_a_layer_freezes_and_unfreezes_as_keras_lists_it():
+    rnn = RNN(ProjCell(3))
+    rnn(Input((4, 5)))
+    _check(rnn, "proj_init")  # its own trainable weights, then its Dense's
+    rnn.trainable = False
+    _check(rnn, "proj_off")
+    rnn.cell.trainable = False
+    rnn.trainable = True
+    _check(rnn, "proj_cell_frozen")  # a frozen layer: its own weights, then its sublayer's
+    rnn.cell.trainable = True
+    _check(rnn, "proj_on")
 
 
 def test_stacked_cells_frozen():

@@ -31,20 +31,41 @@ from arignote.layers.base import Layer
 __all__ = ["keras_split", "apply"]
 
 
+def _parts(module: torch.nn.Module) -> tuple[list, list, list]:
+    """A layer's own parameters, own buffers (what its plain torch submodules hold counts as its own)
+    and the layers inside it, in creation order."""
+    params, buffers = list(module.parameters(recurse=False)), list(module.buffers(recurse=False))
+    layers: list = []
+    for child in module.children():
+        if isinstance(child, Layer):
+            layers.append(child)
+        else:
+            p, b, sub = _parts(child)
+            params, buffers, layers = params + p, buffers + b, layers + sub
+    return params, buffers, layers
+
+
 def keras_split(layer: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """``(trainable_weights, non_trainable_weights)`` of ``layer`` as Keras 2.3.1 lists them (torch
-    parameters and buffers, in the order the weights were created, trainable ones first)."""
+    parameters and buffers, in creation order): its own trainable ones then its sublayers', then the
+    others likewise; frozen, none trainable and its own weights before each sublayer's."""
     own = getattr(type(layer), "_keras_split", None)
     if own is not None:
         return layer._keras_split()
-    if not isinstance(layer, Layer) or any(isinstance(m, Layer) for m in layer.modules() if m is not layer):
-        if not hasattr(layer, "trainable_weights"):
-            return [], []  # a cell without weights (a plain object with call and state_size)
-        return list(layer.trainable_weights), list(layer.non_trainable_weights)  # a model, a composite layer
+    if not isinstance(layer, Layer):
+        if hasattr(layer, "trainable_weights"):  # a model used as a layer: what it lists
+            return list(layer.trainable_weights), list(layer.non_trainable_weights)
+        if isinstance(layer, torch.nn.Module):  # a plain torch module: no flags, all trainable
+            return list(layer.parameters()), list(layer.buffers())
+        return [], []  # a cell without weights (a plain object with call and state_size)
+    params, buffers, layers = _parts(layer)
     frozen = layer._frozen
-    created = [p for p in layer.parameters() if id(p) not in frozen]
-    rest = [p for p in layer.parameters() if id(p) in frozen] + list(layer.buffers())
-    return (created, rest) if layer.trainable else ([], created + rest)
+    trainable = [p for p in params if id(p) not in frozen]
+    rest = [p for p in params if id(p) in frozen] + buffers
+    subs = [keras_split(sub) for sub in layers]
+    if layer.trainable:
+        return trainable + [w for t, _ in subs for w in t], rest + [w for _, nt in subs for w in nt]
+    return [], trainable + rest + [w for t, nt in subs for w in t + nt]
 
 
 def apply(layer: Any) -> None:
