@@ -428,12 +428,36 @@ def in_test_phase(x: Any, alt: Any, training: Any = None) -> Any:
 
 @symbolic
 def dropout(x: Any, level: float, noise_shape: Any = None, seed: Any = None) -> torch.Tensor:
-    """Inverted dropout (always on, as Keras's ``K.dropout``; wrap it in ``in_train_phase``)."""
+    """Inverted dropout (always on, as Keras's ``K.dropout``; wrap it in ``in_train_phase``).
+
+    ``noise_shape``: the shape of the keep/drop mask, broadcast over ``x`` (``None`` entries take
+    ``x``'s size). ``seed``: the mask comes from a ``torch.Generator`` seeded with it on ``x``'s device,
+    so a seed gives the same mask every call and leaves torch's global RNG alone (Keras 2.3.1 seeds a
+    random stream per ``K.dropout`` call; its compiled graph then moves that stream on per run, while
+    arignote runs the call again, so a seeded mask inside a model repeats every batch).
+
+    Example::
+
+        >>> x = torch.ones(2, 6)
+        >>> bool((dropout(x, 0.5, seed=1) == dropout(x, 0.5, seed=1)).all())
+        True
+        >>> dropout(x, 0.5, noise_shape=(2, 1), seed=1).unique(dim=1).shape  # one decision per row
+        torch.Size([2, 1])
+    """
     x = _t(x)
-    if noise_shape is None:
+    level = float(level)
+    if not 0.0 <= level < 1.0:
+        raise ValueError(f"Dropout level must be in interval [0, 1[ (K.dropout got level={level}: the "
+                         "fraction of entries set to 0)")
+    if noise_shape is None and seed is None:
         return F.dropout(x, level, True)
-    keep = (torch.rand(tuple(int(d) if d is not None else s for d, s in zip(noise_shape, x.shape)),
-                       device=x.device) >= level).to(x.dtype)
+    shape = tuple(x.shape) if noise_shape is None else tuple(
+        int(d) if d is not None else s for d, s in zip(noise_shape, x.shape))
+    generator = None
+    if seed is not None:
+        generator = torch.Generator(device=x.device)
+        generator.manual_seed(int(seed))
+    keep = (torch.rand(shape, generator=generator, device=x.device) >= level).to(x.dtype)
     return x * keep / (1.0 - level)
 
 

@@ -13,8 +13,11 @@ tensor per parameter (one operator per parameter and step, which the rule never 
 the profiler range every ``torch.optim.Optimizer.step`` opens (two more operators a step).
 :class:`KerasRMSprop` is the same arithmetic, operator for operator (the weights are bit for bit
 torch's), without either: 5 operators per parameter on the per-tensor loop, 5 multi-tensor kernels
-with ``foreach``. Its state is torch's ``square_avg``, so checkpoints of either load into the other
-(a ``step`` entry from torch's is kept and ignored).
+with ``foreach``. Its checkpoints are torch's: ``state_dict()`` holds per parameter torch's ``step``
+(a 0-d tensor, the steps taken, counted in Python outside the arithmetic) and ``square_avg``, so
+either optimizer loads the other's and training continues identically; a param group with torch's
+``momentum`` (``momentum_buffer``), ``centered``, ``weight_decay`` or ``maximize`` runs torch's own
+RMSprop arithmetic and counters.
 
 Example::
 
@@ -33,6 +36,7 @@ from typing import Any
 
 import torch
 from torch.optim import optimizer as _torch_optimizer
+from torch.optim import rmsprop as _torch_rmsprop
 
 __all__ = ["KerasAdamax", "KerasRMSprop", "run_step"]
 
@@ -103,30 +107,79 @@ def run_step(opt: torch.optim.Optimizer) -> Any:
     return raw(opt)
 
 
+def _step_tensor(steps: float) -> torch.Tensor:
+    """A step counter as torch's RMSprop keeps it (a 0-d CPU tensor of the default scalar type)."""
+    return torch.tensor(float(steps), dtype=_torch_optimizer._get_scalar_dtype())
+
+
+def _torch_rule(group: dict) -> bool:
+    """A param group that needs torch's RMSprop arithmetic (options Keras 2's rule does not have)."""
+    return bool(group.get("momentum") or group.get("centered") or group.get("weight_decay")
+                or group.get("maximize"))
+
+
 class KerasRMSprop(torch.optim.RMSprop):
     """Keras 2.3.1's RMSprop: ``a = rho a + (1 - rho) g^2``, ``p -= lr g / (sqrt(a) + eps)`` (``lr``
     already decayed by the caller; ``alpha`` is ``rho``, as torch spells it). The operators of
-    torch's ``RMSprop`` without its step counters and profiler range (see the module docstring);
-    step hooks (``register_step_pre_hook``, the global ones) still run, through torch's wrapper.
-    A ``torch.optim.RMSprop`` (its param groups and ``isinstance``) without momentum or centering.
+    torch's ``RMSprop`` without its step counter tensors and profiler range (see the module
+    docstring); step hooks (``register_step_pre_hook``, the global ones) still run, through torch's
+    wrapper. A ``torch.optim.RMSprop`` (its param groups, ``isinstance`` and ``state_dict``):
+    ``momentum``/``centered`` (torch's options, which Keras 2 lacks) run torch's arithmetic.
 
     >>> w = torch.nn.Parameter(torch.ones(2))
     >>> opt = KerasRMSprop([w], lr=0.1, alpha=0.9, eps=0.0)
     >>> w.grad = torch.tensor([2.0, -2.0]); opt.step()
     >>> [round(v, 5) for v in w.tolist()]   # 1 -+ 0.1 * 2 / sqrt(0.1 * 4)
     [0.68377, 1.31623]
+    >>> sorted(opt.state_dict()["state"][0]), float(opt.state_dict()["state"][0]["step"])
+    (['square_avg', 'step'], 1.0)
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 0.001, alpha: float = 0.9, eps: float = 1e-7,
-                 foreach: bool = False) -> None:
-        super().__init__(params, lr=lr, alpha=alpha, eps=eps, foreach=foreach)
+                 foreach: bool = False, momentum: float = 0.0, centered: bool = False) -> None:
+        super().__init__(params, lr=lr, alpha=alpha, eps=eps, foreach=foreach, momentum=momentum,
+                         centered=centered)
+        self._taken: dict[torch.Tensor, int] = {}  # steps per parameter run by the Keras rule
+        self._counted = False  # the last step() counted its steps (not a compiled one)
 
     def __setstate__(self, state: dict) -> None:
-        # torch's RMSprop insists on a step counter in each parameter's state; this one keeps none
+        # torch's RMSprop insists on a step counter in each parameter's state; the Keras rule counts
+        # its steps in ``_taken`` instead (see state_dict / load_state_dict)
         torch.optim.Optimizer.__setstate__(self, state)
+        self.__dict__.setdefault("_taken", {})
+        self.__dict__.setdefault("_counted", False)
         for group in self.param_groups:
             for key, value in self.defaults.items():
                 group.setdefault(key, value)
+
+    def state_dict(self) -> dict:
+        """torch's ``RMSprop`` state: per parameter ``step`` (a 0-d tensor) and ``square_avg`` (and
+        ``momentum_buffer`` / ``grad_avg`` for a group with torch's momentum / centering)."""
+        out = super().state_dict()
+        index = 0
+        for group in self.param_groups:
+            for p in group["params"]:
+                slots = out["state"].get(index)
+                if slots is not None and "step" not in slots:
+                    out["state"][index] = {"step": _step_tensor(self._taken.get(p, 0)), **slots}
+                index += 1
+        return out
+
+    def load_state_dict(self, state_dict: dict) -> None:
+        """Load a ``state_dict`` of this class or of ``torch.optim.RMSprop`` (with or without ``step``)."""
+        super().load_state_dict(state_dict)
+        self._taken = {}
+        for group in self.param_groups:
+            if _torch_rule(group):  # torch's arithmetic keeps its own step tensors
+                for p in group["params"]:
+                    slots = self.state.get(p)
+                    if slots and "step" not in slots:
+                        slots["step"] = _step_tensor(0)
+                continue
+            for p in group["params"]:
+                slots = self.state.get(p)
+                if slots and "step" in slots:
+                    self._taken[p] = int(float(slots.pop("step")))
 
     @torch.no_grad()
     def _update(self, closure: Callable[[], Any] | None = None) -> Any:
@@ -135,6 +188,9 @@ class KerasRMSprop(torch.optim.RMSprop):
             with torch.enable_grad():
                 loss = closure()
         for group in self.param_groups:
+            if _torch_rule(group):
+                self._torch_group(group)
+                continue
             params, grads, avgs = [], [], []
             self._init_group(group, params, grads, avgs)
             if not params:
@@ -160,10 +216,50 @@ class KerasRMSprop(torch.optim.RMSprop):
             grads.append(p.grad)
             square_avgs.append(avg)
 
+    def _torch_group(self, group: dict) -> None:
+        """One group on torch's RMSprop arithmetic (momentum, centered, weight decay, maximize)."""
+        for p in group["params"]:  # a parameter the Keras rule stepped: its count becomes torch's counter
+            slots = self.state.get(p)
+            if slots and "step" not in slots:
+                slots["step"] = _step_tensor(self._taken.pop(p, 0))
+        params: list = []
+        grads: list = []
+        avgs: list = []
+        grad_avgs: list = []
+        buffers: list = []
+        steps: list = []
+        has_complex = torch.optim.RMSprop._init_group(
+            self, group, params, grads, avgs, buffers, grad_avgs, steps)
+        if not params:
+            return
+        options = {key: group[key] for key in ("foreach", "maximize", "differentiable", "capturable", "lr",
+                                               "alpha", "eps", "weight_decay", "momentum", "centered")}
+        _torch_rmsprop.rmsprop(params, grads, avgs, grad_avgs, buffers, steps, has_complex=has_complex,
+                               **options)
+
+    def _count(self) -> None:
+        """One step more for each parameter the Keras rule just stepped (Python only: no operator)."""
+        taken = self._taken
+        for group in self.param_groups:
+            if _torch_rule(group):
+                continue
+            for p in group["params"]:
+                if p.grad is not None:
+                    taken[p] = taken.get(p, 0) + 1
+
+    def count_compiled_step(self) -> None:
+        """Called after each ``step()``: counts the steps of one that ran compiled (Dynamo leaves the
+        counting out of the graph, so it does not specialize on Python ints); an eager one counted."""
+        if not self._counted:
+            self._count()
+        self._counted = False
+
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
-        if _has_step_hooks(self):
-            return self._hooked_update(closure)
-        return self._update(closure)
+        loss = self._hooked_update(closure) if _has_step_hooks(self) else self._update(closure)
+        if not torch.compiler.is_compiling():
+            self._count()
+            self._counted = True
+        return loss
 
     # torch's Optimizer wraps ``step`` in its profiler range (and hook calls) unless it is marked
     step.hooked = True  # type: ignore[attr-defined]

@@ -159,6 +159,9 @@ class Optimizer:
         self._before_step()
         if torch_step is not None:
             torch_step()
+            counted = getattr(self.torch, "count_compiled_step", None)
+            if counted is not None:  # KerasRMSprop counts the steps of a compiled step() here
+                counted()
         else:
             run_step(self.torch)
         self.iterations += 1
@@ -275,7 +278,8 @@ class SGD(Optimizer):
 
 class RMSprop(Optimizer):
     """``RMSprop(lr=0.001, rho=0.9, epsilon=1e-7, decay=0.0)`` (Keras 2; torch's ``alpha`` is ``rho``),
-    run by :class:`arignote.optim_kernels.KerasRMSprop`: torch's arithmetic without its step counters."""
+    run by :class:`arignote.optim_kernels.KerasRMSprop`: torch's arithmetic without its step counter
+    tensors (its ``state_dict`` is torch's, ``step`` included)."""
 
     _torch_cls = KerasRMSprop
     _keras_keys = ("rho", "epsilon")

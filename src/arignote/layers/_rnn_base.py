@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from arignote.layers import _trainable
 from arignote.layers._rnn_cells import LSTMCell, _Cell, dropout_mask
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
@@ -320,6 +321,33 @@ class RNN(KerasLayer, Layer):
         return seq, last, [last]
 
     # ---------------------------------------------------------------------------- weights and config
+    @property
+    def trainable(self) -> bool:
+        """Keras 2.3.1's ``RNN.trainable``: freezing the RNN freezes its cell's weights; unfreezing it
+        trains what the cell itself leaves trainable (a frozen cell, a weight created with
+        ``trainable=False`` stay frozen). See :mod:`arignote.layers._trainable`."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = bool(value)
+        if "cell" in self._modules:
+            _trainable.apply(self)
+
+    def _keras_split(self) -> tuple[list, list]:
+        cell = self._modules.get("cell", self.__dict__.get("cell"))
+        return _trainable.frozen_first(*_trainable.keras_split(cell), self._trainable)
+
+    @property
+    def trainable_weights(self) -> list:
+        """Keras 2.3.1: the cell's trainable weights, none while the RNN is frozen."""
+        return self._keras_split()[0]
+
+    @property
+    def non_trainable_weights(self) -> list:
+        """Keras 2.3.1: the cell's non-trainable weights, after its trainable ones while frozen."""
+        return self._keras_split()[1]
+
     def weight_names(self) -> list[str]:
         return list(getattr(self.cell, "weight_names", list)())
 
@@ -453,11 +481,40 @@ class StackedRNNCells(KerasLayer, Layer):
             build_cell(cell, dim)
             dim = getattr(cell, "output_size", None) or _first(cell.state_size)
 
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:  # as RNN's: the cells' own flags are kept
+        self._trainable = bool(value)
+        if "cells" in self._modules:
+            _trainable.apply(self)
+
+    def _keras_split(self) -> tuple[list, list]:
+        trainable: list = []
+        rest: list = []
+        for cell in self.cells:
+            t, nt = _trainable.keras_split(cell)
+            trainable += t
+            rest += nt
+        return _trainable.frozen_first(trainable, rest, self._trainable)
+
+    @property
+    def trainable_weights(self) -> list:
+        return self._keras_split()[0]
+
+    @property
+    def non_trainable_weights(self) -> list:
+        return self._keras_split()[1]
+
     def call(self, inputs: torch.Tensor, states: list, training: Any = None) -> tuple[torch.Tensor, list]:
         new_states, i = [], 0
         for cell in self.cells:
             n = _count(cell.state_size)
-            inputs, s = cell.call(inputs, list(states[i : i + n]), training=training)
+            # Keras 2.3.1 passes training= only to a cell whose call takes it (a user's cell may not)
+            extra = {"training": training} if "training" in _params(cell.call) else {}
+            inputs, s = cell.call(inputs, list(states[i : i + n]), **extra)
             new_states.extend(s if isinstance(s, (list, tuple)) else [s])
             i += n
         return inputs, new_states

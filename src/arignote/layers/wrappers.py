@@ -9,8 +9,8 @@ Example::
     >>> from arignote.layers import Dense, LSTM
     >>> TimeDistributed(Dense(4))(torch.zeros(2, 5, 3)).shape
     torch.Size([2, 5, 4])
-    >>> Bidirectional(LSTM(3, return_sequences=True)).compute_output_shape((5, 2))
-    (5, 6)
+    >>> Bidirectional(LSTM(3, return_sequences=True)).compute_output_shape((None, 5, 2))
+    (None, 5, 6)
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
+from arignote.layers import _trainable
 from arignote.layers._conv_rnn import ConvRNN2D
 from arignote.layers._rnn_base import with_extra_inputs
 from arignote.layers._util import KerasLayer, check_rank
@@ -55,6 +56,40 @@ class Wrapper(KerasLayer, Layer):
             self.wrapped_model = layer.module
         else:
             self.layer = layer
+        if not model or not self._trainable:  # Keras 2.3.1: the wrapper's flag (default True) is the layer's
+            self.trainable = self._trainable
+
+    def _inner(self) -> Any:
+        return self._modules.get("layer", self.__dict__.get("layer"))
+
+    @property
+    def trainable(self) -> bool:
+        """Keras 2.3.1's ``Wrapper.trainable``: the wrapped layer's flag (setting it sets the layer's).
+        A wrapped model keeps its own flag: the wrapper freezes or unfreezes its weights (arignote's
+        ``model.trainable`` sets every layer's flag, which Keras 2.3.1's does not)."""
+        inner = self._inner()
+        return bool(inner.trainable) if isinstance(inner, Layer) else self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        inner = self._inner()
+        if isinstance(inner, Layer):
+            self._trainable = bool(value)
+            inner.trainable = bool(value)
+        else:
+            Layer.trainable.fset(self, value)
+
+    def _keras_split(self) -> tuple[list, list]:
+        return _trainable.keras_split(self._inner())
+
+    @property
+    def trainable_weights(self) -> list:
+        """Keras 2.3.1: the wrapped layer's."""
+        return self._keras_split()[0]
+
+    @property
+    def non_trainable_weights(self) -> list:
+        return self._keras_split()[1]
 
     def _keras_weights(self) -> list[torch.Tensor]:
         return _views(self.layer)
@@ -182,6 +217,7 @@ class Bidirectional(Wrapper):
             backward = type(layer).from_config(config)
         layer.name = "forward_" + layer.name
         self.forward_layer, self.backward_layer = layer, backward
+        self.trainable = self._trainable  # Keras 2.3.1: both directions take the wrapper's flag
         self.merge_mode = merge_mode
         self.return_sequences = layer.return_sequences
         self.return_state = layer.return_state
@@ -189,6 +225,23 @@ class Bidirectional(Wrapper):
         # how many of a list input's last tensors are constants (both directions get them)
         self._num_constants = None if num_constants is None else int(num_constants)
         self._share_constants()
+
+    @property
+    def trainable(self) -> bool:
+        """Keras 2.3.1's ``Bidirectional.trainable``: its own flag, set on both directions."""
+        return self._trainable
+
+    @trainable.setter
+    def trainable(self, value: bool) -> None:
+        self._trainable = bool(value)
+        for name in ("forward_layer", "backward_layer"):
+            if name in self._modules:
+                self._modules[name].trainable = bool(value)
+
+    def _keras_split(self) -> tuple[list, list]:
+        fwd = _trainable.keras_split(self.forward_layer)
+        bwd = _trainable.keras_split(self.backward_layer)
+        return fwd[0] + bwd[0], fwd[1] + bwd[1]
 
     def _share_constants(self) -> None:
         for sub in (self.forward_layer, self.backward_layer):

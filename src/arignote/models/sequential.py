@@ -36,8 +36,10 @@ from arignote.layers.input_layer import Input, InputLayer
 from arignote.models import summary as summary_table
 from arignote.models.model import Model
 from arignote.parallel import placement
+from arignote.saving.keras_config import with_batch_input_shape
 
 __all__ = ["Sequential"]
+
 
 
 class _Stack(nn.Module):
@@ -319,18 +321,37 @@ class Sequential(Model):
             at += n
 
     def get_config(self) -> dict:
-        """Keras 2 config: ``{"name", "layers": [{"class_name", "config"}, ...]}``."""
+        """Keras 2.3.1's config: ``{"name", "layers": [{"class_name", "config"}, ...]}``, the layers the
+        user added (no InputLayer entry); a declared input shape is the first layer's
+        ``batch_input_shape``, and ``build_input_shape`` is there only for a model built from data or
+        ``build()`` (Keras 2.3.1 writes nothing for a model started by an ``InputLayer``, so its own
+        files of such models do not load: arignote writes the shape on the first layer instead).
+
+        Example::
+
+            >>> from arignote.layers import Dense
+            >>> config = Sequential([Dense(2, input_shape=(3,), name="d")], name="s").get_config()
+            >>> [(spec["class_name"], spec["config"]["batch_input_shape"]) for spec in config["layers"]]
+            [('Dense', [None, 3])]
+            >>> "build_input_shape" in config
+            False
+        """
         specs = [serialize(layer) for layer in self.layers]
         if self._input_layer is not None and specs:
-            specs[0]["config"]["batch_input_shape"] = list(self._input_layer.batch_input_shape)
-        return {"name": self.name, "layers": specs,
-                "build_input_shape": list(self._built_shape) if self._built_shape is not None else None}
+            shape = self._input_layer.batch_input_shape
+            specs[0]["config"] = with_batch_input_shape(specs[0]["config"], shape)
+        config: dict[str, Any] = {"name": self.name, "layers": specs}
+        declared = self._input_layer is not None or (
+            bool(self.layers) and getattr(self.layers[0], "batch_input_shape", None) is not None)
+        if self._built_shape is not None and not declared:
+            config["build_input_shape"] = list(self._built_shape)
+        return config
 
     @classmethod
     def from_config(cls, config: dict, custom_objects: dict | None = None) -> Sequential:
         model = cls(name=config.get("name"))
         layers = config["layers"] if isinstance(config, dict) else config  # Keras 2.0-2.2: a bare list
-        for spec in layers:
+        for i, spec in enumerate(layers):
             kind = spec.get("class_name") if isinstance(spec, dict) else None
             if kind == "Sequential":  # a nested model is rebuilt by its own class, as Keras 2 does
                 layer = cls.from_config(spec["config"], custom_objects)
@@ -338,6 +359,9 @@ class Sequential(Model):
                 layer = Model.from_config(spec["config"], custom_objects)
             else:
                 layer = deserialize(spec, custom_objects)
+            if i == 0 and isinstance(layer, InputLayer):  # (tf.keras, older arignote) the model's input
+                model.add(layer)
+                continue
             model.module.append(layer)
         shape = config.get("build_input_shape") if isinstance(config, dict) else None
         shape = shape or model._batch_input_shape()

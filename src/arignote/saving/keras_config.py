@@ -246,8 +246,9 @@ def sequential_from_keras(
     conversion = _start("Sequential", config, source, kept)
     specs = [dict(s) if isinstance(s, dict) else s for s in (config.get("layers") or [])]
     if _auto_input_layer(specs):
-        # tf.keras 2 (and arignote) write the input as an InputLayer named '<first layer>_input', which
-        # Sequential.layers does not list: put its shape on the first real layer, as Keras 2.3.1 wrote it
+        # tf.keras 2 (and arignote before session 9) write the input as an InputLayer named
+        # '<first layer>_input', which Sequential.layers does not list: put its shape on the first
+        # real layer, as Keras 2.3.1 writes it
         cfg = specs[0].get("config") or {}
         shape = cfg.get("batch_input_shape", cfg.get("batch_shape"))
         first = dict(specs[1].get("config") or {})
@@ -380,32 +381,44 @@ def functional_from_keras(
     return {**config, "layers": layers}, conversion
 
 
-def sequential_to_keras(config: dict) -> dict:
-    """arignote's Sequential config -> Keras 2's, ready for ``json.dumps``.
+def with_batch_input_shape(config: dict, shape: Any) -> dict:
+    """A layer config with ``batch_input_shape`` where Keras 2.3.1's ``Layer.get_config`` puts it
+    (after ``trainable``), in place of any ``input_shape`` / ``batch_input_shape`` it had.
 
-    The input shape goes into an explicit first ``InputLayer`` (``batch_input_shape`` with the
-    batch dimension), as tf.keras 2 writes Sequential models: Keras 2.3.1 reads it, and so does
-    Keras 3's legacy HDF5 loader, which misreads ``batch_input_shape`` on any other layer.
+    Example::
+
+        >>> with_batch_input_shape({"name": "d", "trainable": True, "units": 2}, (None, 3))
+        {'name': 'd', 'trainable': True, 'batch_input_shape': [None, 3], 'units': 2}
+    """
+    out: dict[str, Any] = {}
+    for key, value in config.items():
+        if key in ("batch_input_shape", "input_shape"):
+            continue
+        out[key] = value
+        if key == "trainable":
+            out["batch_input_shape"] = list(shape)
+    out.setdefault("batch_input_shape", list(shape))
+    return out
+
+
+def sequential_to_keras(config: dict) -> dict:
+    """arignote's Sequential config -> Keras 2.3.1's, ready for ``json.dumps``: the layers the user
+    added, the first with the declared input shape as ``batch_input_shape`` (with the batch
+    dimension), and ``build_input_shape`` for a model built from data.
+
+    Keras 3's legacy HDF5 loader reads ``batch_input_shape`` on a layer other than an InputLayer as
+    ``input_shape`` (one dimension too many), for Keras 2.3.1's own files as for these.
     """
     layers = []
     for i, spec in enumerate(config["layers"]):
         cfg = dict(spec["config"])
-        shape = cfg.pop("input_shape", None)
-        batch_shape = cfg.pop("batch_input_shape", None)
-        if shape is not None:
-            batch_shape = [None, *shape]
-        if batch_shape is not None and i == 0 and spec["class_name"] != "InputLayer":
-            layers.append(
-                {
-                    "class_name": "InputLayer",
-                    "config": {
-                        "batch_input_shape": list(batch_shape),
-                        "dtype": cfg.get("dtype", "float32"),
-                        "sparse": False,
-                        "name": f"{cfg.get('name', 'layer')}_input",
-                    },
-                }
-            )
+        shape = cfg.get("input_shape")
+        batch_shape = [None, *shape] if shape is not None else cfg.get("batch_input_shape")
+        if batch_shape is not None and i == 0:
+            cfg = with_batch_input_shape(cfg, batch_shape)
+        else:
+            cfg.pop("input_shape", None)
+            cfg.pop("batch_input_shape", None)
         cfg.setdefault("dtype", "float32")
         layers.append(layer_to_keras({"class_name": spec["class_name"], "config": cfg}))
     out: dict[str, Any] = {"name": config.get("name"), "layers": layers}
@@ -426,9 +439,8 @@ _INNER_MODULE = "keras.layers"
 
 def layer_to_keras(spec: dict) -> dict:
     """One layer spec (a functional entry with ``name``/``inbound_nodes``, or a Sequential entry) as
-    Keras 2 writes it: a nested Sequential with its input as a first ``InputLayer`` (Keras 3's legacy
-    loader numbers a nested model's calls from 1 only then, as Keras 2 does), a nested Model's layers
-    likewise, a wrapper's inner layer with its ``module``.
+    Keras 2 writes it: a nested Sequential or Model converted likewise, a wrapper's inner layer with
+    its ``module``.
     """
     cls = spec.get("class_name")
     config = spec.get("config") or {}
