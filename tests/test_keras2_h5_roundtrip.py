@@ -126,10 +126,13 @@ def test_written_file_has_keras2_layout(tmp_path):
         assert f.attrs["backend"] == b"tensorflow" and f.attrs["keras_version"] == b"2.3.1"
         config = json.loads(f.attrs["model_config"])
         assert config["class_name"] == "Sequential"
-        first, second = config["config"]["layers"][:2]  # the layers added, as Keras 2.3.1 writes them
-        assert first["class_name"] == "Dense" and first["config"]["batch_input_shape"] == [None, 3]
-        assert second["class_name"] == "BatchNormalization" and "batch_input_shape" not in second["config"]
+        # an explicit InputLayer first, as tf.keras writes it: Keras 2.3.1 reads it and Keras 3's legacy
+        # loader reads it right (model.to_json() and get_config() list only the layers added)
+        first, second = config["config"]["layers"][:2]
+        assert first["class_name"] == "InputLayer" and first["config"]["batch_input_shape"] == [None, 3]
+        assert second["class_name"] == "Dense" and "batch_input_shape" not in second["config"]
         assert "build_input_shape" not in config["config"]  # the shape was declared, not built from data
+        assert [s["class_name"] for s in json.loads(model.to_json())["config"]["layers"]][0] == "Dense"
         training = json.loads(f.attrs["training_config"])
         assert training["optimizer_config"]["class_name"] == "Adam"
         assert training["loss"] == "mean_squared_error"
@@ -569,7 +572,7 @@ def test_multi_output_compile_settings_are_written_as_keras2_and_restored(tmp_pa
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
-def test_nested_models_and_wrappers_are_written_as_keras_2_writes_them(tmp_path):
+def test_nested_models_and_wrappers_are_written_as_keras_3_also_reads_them(tmp_path):
     from arignote.layers import Bidirectional, Input
 
     inner = Sequential([Dense(4, input_shape=(3,), name="in_dense"), BatchNormalization(name="in_bn")],
@@ -582,8 +585,9 @@ def test_nested_models_and_wrappers_are_written_as_keras_2_writes_them(tmp_path)
         config = json.loads(f.attrs["model_config"])["config"]
     nested = config["layers"][0]
     assert nested["class_name"] == "Sequential"
-    # the nested model's layers as Keras 2.3.1 writes them: no InputLayer, the shape on its first layer
-    assert [s["class_name"] for s in nested["config"]["layers"]] == ["Dense", "BatchNormalization"]
+    # the nested input is an InputLayer, as tf.keras writes it (Keras 3 misreads batch_input_shape elsewhere)
+    assert [s["class_name"] for s in nested["config"]["layers"]] == ["InputLayer", "Dense",
+                                                                     "BatchNormalization"]
     assert nested["config"]["layers"][0]["config"]["batch_input_shape"] == [None, 3]
     assert "batch_input_shape" not in nested["config"]["layers"][1]["config"]
     x = RNG.uniform(-1, 1, (3, 3)).astype("float32")

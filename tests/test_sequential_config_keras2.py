@@ -1,8 +1,8 @@
-"""A Sequential model's configuration (``get_config``, ``to_json``, an .h5 ``model_config``) as Keras
-2.3.1 writes it: the layers the user added, no InputLayer entry; checked against what Keras 2.3.1
-itself wrote (tests/fixtures/keras2/sequential_configs.json, written by
-scripts/make_keras2_sequential_config_fixture.py). Files arignote wrote before (an InputLayer entry
-first) still load."""
+"""A Sequential model's configuration (``get_config``, ``to_json``; an .h5 ``model_config`` but for
+its explicit InputLayer entry) as Keras 2.3.1 writes it: the layers the user added; checked against
+what Keras 2.3.1 itself wrote (tests/fixtures/keras2/sequential_configs.json, written by
+scripts/make_keras2_sequential_config_fixture.py). Files with an InputLayer entry first (tf.keras's,
+arignote's) load."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 
 from arignote.layers import Conv2D, Dense, Flatten, InputLayer
 from arignote.models import Sequential, load_model, model_from_json
+from arignote.saving.keras_config import with_batch_input_shape
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "keras2" / "sequential_configs.json").read_text())
 
@@ -76,14 +77,22 @@ def test_input_layer_start_writes_the_shape_on_the_first_layer():
     assert rebuilt.input_shape == (None, 3) and [layer.name for layer in rebuilt.layers] == ["d1"]
 
 
-def test_h5_model_config_is_what_keras2_writes(tmp_path):
+def test_h5_model_config_is_what_keras2_writes_with_the_input_as_an_input_layer(tmp_path):
+    """A file's config is Keras 2.3.1's but for the input, an explicit InputLayer entry (tf.keras's
+    form): Keras 2.3.1 reads it (scripts/check_keras2_reads_ours.py), and Keras 3's legacy loader
+    reads ``batch_input_shape`` right only there."""
     model = _build("input_shape")
     path = str(tmp_path / "m.h5")
     model.save(path)
     with h5py.File(path, "r") as f:
         ours = json.loads(f.attrs["model_config"])
-    assert _keyed(ours) == _keyed(FIXTURE["h5_model_config"])
-    assert [s["class_name"] for s in ours["config"]["layers"]] == ["Dense", "Dense"]
+    entry, first, *rest = ours["config"]["layers"]
+    assert entry["class_name"] == "InputLayer" and "batch_input_shape" not in first["config"]
+    shape = entry["config"]["batch_input_shape"]
+    folded = {**first, "config": with_batch_input_shape(first["config"], shape)}
+    assert _keyed({**ours, "config": {**ours["config"], "layers": [folded, *rest]}}) == \
+        _keyed(FIXTURE["h5_model_config"])
+    assert [layer.name for layer in load_model(path).layers] == [s["config"]["name"] for s in [first, *rest]]
 
 
 @pytest.mark.parametrize("case", sorted(set(FIXTURE) - {"h5_model_config"}))

@@ -120,12 +120,17 @@ def save_weights(model: Any, filepath: str) -> None:
         _write_weights(f, layers)
 
 
-def model_config(model: Any) -> dict:
+def model_config(model: Any, for_file: bool = False) -> dict:
+    """The model's Keras 2 ``{"class_name", "config"}``: as ``to_json`` gives it, or (``for_file``)
+    as an HDF5 file's ``model_config`` holds it, a Sequential's input as an explicit InputLayer that
+    Keras 2.3.1, tf.keras and Keras 3's legacy loader all read (see ``sequential_to_keras``)."""
     if type(model).__name__ == "Sequential":
-        return {"class_name": "Sequential", "config": keras_config.sequential_to_keras(model.get_config())}
+        return {"class_name": "Sequential",
+                "config": keras_config.sequential_to_keras(model.get_config(), input_layer=for_file)}
     get_config = getattr(model, "get_config", None)
     if callable(get_config):  # a functional Model writes Keras 2's layout itself (but for what it nests)
-        return {"class_name": "Model", "config": keras_config.functional_to_keras(get_config())}
+        return {"class_name": "Model",
+                "config": keras_config.functional_to_keras(get_config(), input_layer=for_file)}
     raise ValueError(f"{type(model).__name__} has no get_config(): its architecture cannot be saved")
 
 
@@ -193,7 +198,7 @@ def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> Non
     """Architecture (``model_config``), weights, and compile settings + optimizer state when compiled."""
     layers = _layers_of(model, str(filepath))
     model._ensure_built(None)
-    config = json.dumps(model_config(model))
+    config = json.dumps(model_config(model, for_file=True))
     training = _training_config(model) if include_optimizer else None
     with h5file.open_for_write(filepath) as f:
         h5file.write_str(f, "keras_version", KERAS_VERSION)
