@@ -585,3 +585,21 @@ def test_stop_in_a_batch_marks_the_epoch_interrupted_and_does_not_count_it():
     # epoch 0 complete (validated, counted); epoch 1 cut after batch 1: interrupted, not validated
     assert seen == [(0, False, 1, True), (1, True, 1, False)]
     assert h.epoch == [0, 1] and m.epochs_done == 1
+
+
+def test_a_model_with_nothing_to_train_fits_as_a_no_op_and_reports_its_loss():
+    """Keras 2.3.1 (checked with it): ``model.trainable = False`` then compile and fit trains
+    nothing and logs the loss of the unchanged weights, epoch after epoch; so does train_on_batch."""
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+
+    x, y = np.ones((8, 3), "float32"), np.ones((8, 2), "float32")
+    model = Sequential([Dense(2, input_shape=(3,))])
+    model.trainable = False
+    model.compile("sgd", "mse", metrics=["mae"])
+    before = model.get_weights()
+    expected = float(np.mean((model.predict(x) - y) ** 2))
+    history = model.fit(x, y, batch_size=4, epochs=2, verbose=0)
+    assert history.history["loss"] == pytest.approx([expected, expected], rel=1e-6)
+    assert float(model.train_on_batch(x[:4], y[:4])[0]) == pytest.approx(expected, rel=1e-6)
+    assert all(np.array_equal(a, b) for a, b in zip(before, model.get_weights()))

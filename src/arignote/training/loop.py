@@ -210,7 +210,8 @@ class Trainer:
             self._zero_grad()
         if self._poison:
             loss = _poisoned(loss)
-        self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()
+        if loss.requires_grad:  # not when nothing is trained (model.trainable = False): Keras 2 then
+            self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()  # updates nothing
         return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
 
     def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
