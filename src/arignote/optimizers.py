@@ -9,7 +9,8 @@ kernels:
 * SGD momentum: Keras keeps ``v = momentum * v - lr_t * g``; torch keeps ``b = momentum * b + g``
   and applies ``lr_t * b``. They agree when ``v = -lr * b``; when ``lr`` changes (decay, LR
   callbacks) the buffer must be scaled by ``lr_prev / lr``: folded into that step's momentum
-  (free), or with nesterov a multi-tensor multiply, so the two stay identical.
+  (free), or with nesterov or a compiled update (whose graph holds momentum as a constant) a
+  multi-tensor multiply, so the two stay identical.
   Nesterov: Keras ``p += momentum * v - lr_t * g`` = torch's nesterov step.
 * RMSprop: both compute ``p -= lr * g / (sqrt(a) + eps)`` (``rho`` is torch's ``alpha``).
 * Adam: Keras uses ``lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)`` ("epsilon hat"),
@@ -111,6 +112,9 @@ class Optimizer:
         self._params: list[torch.Tensor] = []
         self._applied_lr = self._lr  # the lr currently written in the torch param groups
         self._last_step_lr: float | None = None  # the lr of the previous step (SGD momentum)
+        # set by a compiled update (training/compiled_update.py): keep the param groups' floats other
+        # than lr fixed, since a graph holds them as constants (torch's SGD branches on momentum)
+        self.fixed_group_floats = False
 
     _default_lr = 0.01
 
@@ -136,10 +140,10 @@ class Optimizer:
 
     def _set_group_lr(self, lr: float) -> None:
         for group in self.torch.param_groups:
-            if isinstance(group["lr"], torch.Tensor):  # a compiled step reads it (training/compiled.py)
-                group["lr"].fill_(lr)
-            else:
-                group["lr"] = lr
+            # a float, also over a tensor from a checkpoint: torch's eager foreach Adam rejects a tensor
+            # lr and its other eager paths read one on the host (a compiled update puts its own tensor
+            # in only while it runs: training/compiled_update.py)
+            group["lr"] = lr
         self._applied_lr = lr
 
     def _before_step(self) -> None:
@@ -262,12 +266,14 @@ class SGD(Optimizer):
             return
         lr, prev = self._applied_lr, self._last_step_lr
         ratio = prev / lr if prev is not None and lr > 0 else 1.0
-        if self.nesterov:
+        if self.nesterov or self.fixed_group_floats:
             if ratio != 1.0:
                 bufs = [s["momentum_buffer"] for s in self.torch.state.values()
                         if s.get("momentum_buffer") is not None]  # fmt: skip
                 if bufs:
                     torch._foreach_mul_(bufs, ratio)
+            for group in self.torch.param_groups:  # a folded value may come from a checkpoint
+                group["momentum"] = self.momentum
         else:
             for group in self.torch.param_groups:
                 group["momentum"] = self.momentum * ratio
