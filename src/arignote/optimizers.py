@@ -74,6 +74,32 @@ def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
     return {"foreach": impl == "foreach"}
 
 
+# how torch runs the update: chosen for this run's devices when built (optimizer.impl), not by a file
+_IMPL_KEYS = ("foreach", "fused", "capturable", "differentiable")
+# per-parameter scalars torch keeps on the CPU unless the group is capturable or fused
+_HOST_SCALARS = ("step", "mu_product")
+
+
+def _keep_implementation(opt: torch.optim.Optimizer, impl: list[dict]) -> None:
+    """After ``opt.load_state_dict``: the groups' implementation flags back to ``impl`` (torch takes a
+    file's: a GPU run's ``capturable`` fails a CPU run's eager step, a CPU run's fused Adagrad a GPU
+    run's), and the step counters where that implementation keeps them: on the CPU unless capturable
+    or fused (a compiled GPU run leaves them on the GPU; torch's eager update would read each with
+    ``.item()``, a host sync per parameter and step)."""
+    for group, flags in zip(opt.param_groups, impl):
+        group.update(flags)
+        on_device = bool(group.get("capturable") or group.get("fused"))
+        for param in group["params"]:
+            slots = opt.state.get(param, {})
+            for key in _HOST_SCALARS:
+                value = slots.get(key)
+                if torch.is_tensor(value):
+                    where = param.device if on_device else torch.device("cpu")
+                    dtype = torch.float32 if group.get("fused") else value.dtype
+                    if value.device != where or value.dtype != dtype:
+                        slots[key] = value.to(device=where, dtype=dtype)
+
+
 class Optimizer:
     """Keras 2 optimizer facade over a ``torch.optim`` optimizer (``.torch`` once built).
 
@@ -204,7 +230,9 @@ class Optimizer:
         """Restore :meth:`state_dict` output (after :meth:`build` on the same parameters)."""
         if self.torch is None:
             raise RuntimeError(f"{type(self).__name__}.build(params) must be called before load_state_dict()")
+        impl = [{key: group[key] for key in _IMPL_KEYS if key in group} for group in self.torch.param_groups]
         self.torch.load_state_dict(state["torch"])
+        _keep_implementation(self.torch, impl)
         # a slot in its parameter's memory layout: torch's fused kernels read both as raw memory, so a
         # contiguous momentum buffer (from a file) beside a channels-last kernel was applied scrambled
         for param, slots in self.torch.state.items():
