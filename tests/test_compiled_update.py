@@ -177,15 +177,22 @@ def test_each_model_keeps_its_compiled_update_however_many_a_process_trains(monk
 
 def test_an_update_dynamo_runs_eagerly_puts_the_floats_back(capsys):
     # at its recompile limit Dynamo runs the update's frame eagerly: with the tensor lr and the
-    # capturable flag left in, torch's eager foreach Adam raised (capturable=True is GPU-only)
+    # capturable flag left in, torch's eager foreach Adam raised (capturable=True is GPU-only). A
+    # checkpoint reload brings new state tensors, so a second graph, here over the limit of one
     with config.override(optimizer_impl="foreach"), torch._dynamo.config.patch(recompile_limit=1):
-        eager = _mlp(Adam(lr=0.01), False)
-        jit = _mlp(Adam(lr=0.01), True)
-        for m in (eager, jit):
-            _fit(m, 2)
+        runs = []
+        for jit in (False, True):
+            m = _mlp(Adam(lr=0.01), jit)
+            _fit(m, 1)
+            state = _snapshot(m)
+            _fit(m, 1)
+            _restore(m, state)
+            _fit(m, 1)
+            runs.append(m)
+    eager, jit = runs
     _assert_same(eager, jit)
     update = jit._trainer.compiled.update
-    assert update.compiled_calls == 1 and update.eager_calls == 7  # epsilon hat: a second graph
+    assert update.compiled_calls == 8 and update.eager_calls == 4
     err = capsys.readouterr().err
     assert "arignote_optimizer_step reached torch._dynamo's recompile limit (1 graphs)" in err
     assert type(jit.optimizer.torch.param_groups[0]["lr"]) is float
@@ -197,8 +204,8 @@ def test_lr_changes_and_decay_do_not_recompile_the_update():
         _fit(m, 1)
         graphs = m._trainer.compiled.graphs
         _fit(m, 3)
-    # Adam's epsilon hat changes each step too: Dynamo makes it symbolic after its first change
-    assert m._trainer.compiled.graphs == graphs
+    # Adam's epsilon hat changes each step too: read from a tensor as the lr is
+    assert m._trainer.compiled.graphs == graphs == 2  # the train step, the update
 
 
 # --------------------------------------------------------------------------- the decision, per device
@@ -213,6 +220,11 @@ def test_plan_per_device_description():
     # for half parameters, and at a static address: a CUDA graph reads it in place
     assert (gpu.lr_device, gpu.lr_dtype, gpu.static_lr) == ("cuda:1", torch.float32, True)
     assert plan("SGD", "cpu", torch.float64, False, False, False).lr_dtype == torch.float64
+    # while the compiled update runs: capturable (Dynamo traces that), Adam per-tensor with its
+    # epsilon hat from a tensor (multi-tensor Adam takes epsilon as a Python scalar only)
+    assert (cpu.during, cpu.tensors) == ((("capturable", True), ("foreach", False)), ("lr", "eps"))
+    sgd = plan("SGD", "cuda:0", torch.float32, False, False, False)
+    assert (sgd.during, sgd.tensors) == ((("capturable", True),), ("lr",))
     assert not plan("SGD", "cuda:0", torch.float32, False, False, cudagraphs=False).static_lr
     assert not plan("SGD", "cpu", torch.float32, False, False, cudagraphs=True).static_lr
     fused = plan("Adam", "cuda:0", torch.float32, fused=True, hooked=False, cudagraphs=True)

@@ -109,13 +109,15 @@ def optimizer_probe(device: str, backend: str = "inductor", jit: Any = True, imp
                     sync_switch: Any = None) -> dict[str, dict[str, Any]]:
     """Per optimizer (``sgd-momentum``, ``adam``, ``rmsprop``, ``adagrad``): ``max_diff`` (eager vs
     compiled weights), ``compiled_calls``, ``eager_calls``, ``graphs_before_last``, ``graphs_after``
-    and ``guarded`` (the batches of the compiled model's epochs run with ``sync_switch(True)``, from
-    the 4th batch of each epoch: the first ones compile and record CUDA graphs). See the module doc."""
+    ``guarded`` (the batches of the compiled model's epochs run with ``sync_switch(True)``, from
+    the 4th batch of each epoch: the first ones compile and record CUDA graphs) and
+    ``cudagraph_skips`` (inductor's count of graphs it kept from CUDA graphs). See the module doc."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     import io
 
     import numpy as np
     import torch
+    from torch._dynamo.utils import counters
 
     from arignote import backend as K
     from arignote import config
@@ -162,13 +164,15 @@ def optimizer_probe(device: str, backend: str = "inductor", jit: Any = True, imp
     for name, make in makers.items():
         eager, _ = train(make, False, None)
         guard = SyncGuard(sync_switch, first=3) if sync_switch is not None else None
+        counters["inductor"].pop("cudagraph_skips", None)
         compiled, before = train(make, jit, guard)
         update = compiled._trainer.compiled.update
         diff = max(float(np.abs(a - b).max()) for a, b in zip(eager.get_weights(), compiled.get_weights()))
         facts[name] = {"max_diff": diff, "compiled_calls": update.compiled_calls,
                        "eager_calls": update.eager_calls, "route": update.route.how,
                        "graphs_before_last": before, "graphs_after": compiled._trainer.compiled.graphs,
-                       "guarded": list(guard.guarded) if guard is not None else []}
+                       "guarded": list(guard.guarded) if guard is not None else [],
+                       "cudagraph_skips": dict(counters["inductor"]).get("cudagraph_skips", 0)}
     return facts
 
 
@@ -176,7 +180,8 @@ def compiled_optimizer_gpu() -> str:
     """``jit=on`` on cuda:0 with ``optimizer.impl=foreach``: SGD (momentum), Adam, RMSprop and
     Adagrad give the eager weights (within 1e-5: inductor's kernels order sums their own way) under
     lr changes and a checkpoint reload, every update runs compiled, the last epoch compiles nothing,
-    and batches 4..8 of each epoch run under ``set_sync_debug_mode('error')``."""
+    no graph is kept from CUDA graphs, and batches 4..8 of each epoch run under
+    ``set_sync_debug_mode('error')``."""
     from arignote.devices import cuda  # torch: loaded in the check's own process
 
     try:
@@ -196,6 +201,9 @@ def compiled_optimizer_gpu() -> str:
                             f"{f['graphs_after']}")
         if not f["guarded"]:
             problems.append(f"{name}: no step ran under host-sync errors")
+        if f["cudagraph_skips"]:  # e.g. a CPU input (lr, epsilon, step counters belong on the GPU)
+            problems.append(f"{name}: inductor skipped CUDA graphs {f['cudagraph_skips']} time(s) "
+                            "(TORCH_LOGS=perf_hints says why)")
     if problems:
         raise CheckFailed("; ".join(problems) + f" [{facts}]")
     worst = max(f["max_diff"] for f in facts.values())

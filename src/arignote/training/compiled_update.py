@@ -30,9 +30,9 @@ What goes wrong otherwise (torch 2.13; measured on a CPU, reasoned for a GPU fro
   SGD branches on momentum (``if momentum != 0``), so Dynamo specializes it: a recompile per new
   value (every step under ``decay``). Under a compiled update the optimizer scales the momentum
   buffers instead (``Optimizer.fixed_group_floats``). Adam's epsilon hat (a new value every step)
-  is read in tensor arithmetic by torch's per-tensor Adam, symbolic after its first change, but
-  passed to ``_foreach_add_`` as a Python scalar by its multi-tensor Adam (specialized, and a 0-d
-  tensor there breaks the graph): the per-tensor Adam is traced (inductor fuses it anyway).
+  is passed to ``_foreach_add_`` as a Python scalar by torch's multi-tensor Adam (specialized, and
+  a 0-d tensor there breaks the graph); its per-tensor Adam is traced instead (inductor fuses it
+  anyway), with epsilon read from a 0-d tensor like the lr: one graph for the update.
 * **Eager fallback.** Should Dynamo still run this trainer's update eagerly (its recompile limit,
   after many checkpoint reloads: each brings new state tensors), the function sees
   ``torch.compiler.is_compiling()`` False and puts the floats and flags back before torch's step.
@@ -66,9 +66,12 @@ _HOST_SCALAR_STEPS = frozenset({"KerasAdamax"})
 # group settings while the compiled update runs, per torch class (besides capturable): Adam's epsilon
 # hat is a new float every step (optimizers.py); torch's multi-tensor Adam passes it to
 # _foreach_add_ as a Python scalar, which Dynamo specializes (a recompile per step: measured), and a
-# 0-d tensor there breaks the graph (a data-dependent .item()); its per-tensor Adam reads it in
-# tensor arithmetic, symbolic after its first change
+# 0-d tensor there breaks the graph (a data-dependent .item()); its per-tensor Adam takes a tensor
 _DURING = {"Adam": (("foreach", False),), "AdamW": (("foreach", False),)}
+# the group floats read from 0-d tensors while the compiled update runs: lr, and Adam's epsilon hat
+# (as a float it would turn symbolic after its first change: a CPU scalar input, which keeps inductor
+# from CUDA graphs, "skipping cudagraphs due to cpu device")
+_TENSORS = {"Adam": ("lr", "eps"), "AdamW": ("lr", "eps")}
 
 
 @dataclass(frozen=True)
@@ -76,7 +79,9 @@ class UpdatePlan:
     """How a torch optimizer's step runs under ``jit_compile``: ``how`` is ``fused`` (torch's fused
     kernel, as it is), ``compiled`` or ``eager`` (with a float lr), ``why`` a few words; for
     ``compiled``, where the lr tensor lives (``lr_device``, ``lr_dtype``) and whether its address is
-    static (``static_lr``: a CUDA graph then reads it in place instead of copying it in each replay)."""
+    static (``static_lr``: a CUDA graph then reads it in place instead of copying it in each replay),
+    the group settings while it runs (``during``) and the group floats read from such tensors
+    (``tensors``)."""
 
     how: str
     why: str
@@ -84,6 +89,7 @@ class UpdatePlan:
     lr_dtype: torch.dtype | None = None
     static_lr: bool = False
     during: tuple[tuple[str, Any], ...] = ()
+    tensors: tuple[str, ...] = ("lr",)
 
 
 def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bool, hooked: bool,
@@ -111,7 +117,8 @@ def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bo
     dtype = torch.float64 if param_dtype == torch.float64 else torch.float32
     return UpdatePlan("compiled", "traced into this trainer's graph", str(where), dtype,
                       static_lr=cudagraphs and where.type == "cuda",
-                      during=(("capturable", True), *_DURING.get(optimizer, ())))
+                      during=(("capturable", True), *_DURING.get(optimizer, ())),
+                      tensors=_TENSORS.get(optimizer, ("lr",)))
 
 
 def _hooked(opt: torch.optim.Optimizer) -> bool:
@@ -134,8 +141,8 @@ class CompiledUpdate:
         self._run = compile(self._traced, "arignote_optimizer_step")
         self._for: torch.optim.Optimizer | None = None  # the torch optimizer the lr tensors are for
         self._raw: Callable | None = None  # its class's step, undecorated
-        self._slots: list[torch.Tensor] = []  # one 0-d lr tensor per param group
-        self._written: list[float] = []  # the float each holds
+        self._slots: list[dict[str, torch.Tensor]] = []  # per param group: lr (eps) -> its 0-d tensor
+        self._written: list[dict[str, float]] = []  # the float each holds
         self._during: list[tuple[tuple[str, Any], ...]] = []  # per group: settings while compiled
         self._saved: list[dict[str, Any]] = []  # each group's own values of those, around a call
         self._fell_back = False
@@ -154,12 +161,13 @@ class CompiledUpdate:
         if any(p.how == "fused" for p in plans):  # one fused group: torch's step for all, as it is
             self.route = next(p for p in plans if p.how == "fused")
         self._slots, self._written, self._during = [], [], []
-        for plan in plans:
-            slot = torch.zeros((), dtype=plan.lr_dtype or torch.float32, device=plan.lr_device or "cpu")
-            if plan.static_lr:
+        for plan, group in zip(plans, opt.param_groups):
+            dtype, where = plan.lr_dtype or torch.float32, plan.lr_device or "cpu"
+            slots = {key: torch.zeros((), dtype=dtype, device=where) for key in plan.tensors if key in group}
+            for slot in slots.values() if plan.static_lr else ():
                 torch._dynamo.mark_static_address(slot)
-            self._slots.append(slot)
-            self._written.append(float("nan"))
+            self._slots.append(slots)
+            self._written.append(dict.fromkeys(slots, float("nan")))
             self._during.append(plan.during)
         self._raw = inspect.unwrap(type(opt).step)
         self._for = opt
@@ -175,15 +183,17 @@ class CompiledUpdate:
             run_step(opt)
             return
         groups = opt.param_groups
-        self._saved = [{key: group[key] for key in ("lr", *dict(during)) if key in group}
-                       for group, during in zip(groups, self._during)]
+        self._saved = [{key: group[key] for key in (*slots, *dict(during)) if key in group}
+                       for group, slots, during in zip(groups, self._slots, self._during)]
         for i, group in enumerate(groups):
-            lr = group["lr"]
-            if not isinstance(lr, torch.Tensor):  # a tensor someone put there is read as it is
-                if lr != self._written[i]:
-                    self._slots[i].fill_(lr)
-                    self._written[i] = lr
-                group["lr"] = self._slots[i]
+            for key, slot in self._slots[i].items():
+                value = group[key]
+                if isinstance(value, torch.Tensor):  # a tensor someone put there is read as it is
+                    continue
+                if value != self._written[i][key]:
+                    slot.fill_(value)
+                    self._written[i][key] = value
+                group[key] = slot
             for key, value in self._during[i]:
                 if key in group:
                     group[key] = value
