@@ -193,6 +193,12 @@ class CompiledSteps:
         :class:`arignote.training.compiled_update.CompiledUpdate`."""
         self.update()
 
+    @property
+    def update_is_fused(self) -> bool:
+        """Whether :meth:`optimizer_step` runs torch's fused kernel as it is, which can take
+        GradScaler's ``found_inf`` on the device as the eager step does (no host read)."""
+        return self.update is not None and self.update.plan().how == "fused"
+
     def _compile(self, method: Callable, name: str) -> Callable:
         fresh = _fresh(method, f"{name}_{id(self):x}")
         self._codes[name] = fresh.__func__.__code__

@@ -155,11 +155,16 @@ class CompiledUpdate:
         return plan_update(type(opt).__name__, str(param.device), param.dtype, bool(group.get("fused")),
                            _hooked(opt), self.cudagraphs)
 
+    def plan(self) -> UpdatePlan:
+        """The plan for the optimizer as it is now (its first group's; a fused group's if any: one
+        fused group runs torch's step for all, as it is)."""
+        opt = self.optimizer.torch
+        plans = [self._plan(group, opt) for group in opt.param_groups]
+        return next((p for p in plans if p.how == "fused"), plans[0])
+
     def _prepare(self, opt: torch.optim.Optimizer) -> None:
         plans = [self._plan(group, opt) for group in opt.param_groups]
-        self.route = plans[0]
-        if any(p.how == "fused" for p in plans):  # one fused group: torch's step for all, as it is
-            self.route = next(p for p in plans if p.how == "fused")
+        self.route = self.plan()
         self._slots, self._written, self._during = [], [], []
         for plan, group in zip(plans, opt.param_groups):
             dtype, where = plan.lr_dtype or torch.float32, plan.lr_device or "cpu"
