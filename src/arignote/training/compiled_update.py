@@ -15,8 +15,9 @@ What goes wrong otherwise (torch 2.13; measured on a CPU, reasoned for a GPU fro
   one ``fill_`` (no host sync), read by the same graph.
 * **A tensor lr outside the graph.** torch's eager paths do not all take one: foreach Adam/AdamW
   raise unless the group is ``capturable`` (``_init_group``: "lr as a Tensor is not supported for
-  capturable=False and foreach=True"), and SGD, Adagrad, Adadelta, NAdam, RMSprop pass it as a Python
-  scalar (``alpha=-lr``), an ``.item()`` per step: a host sync on a GPU. So the tensor is in the
+  capturable=False and foreach=True"), and SGD, per-tensor Adagrad, Adadelta, NAdam and torch's
+  RMSprop pass it as a Python scalar (``alpha=-lr``), an ``.item()`` per step: a host sync on a GPU
+  (tests/test_compiled_update.py counts them). So the tensor is in the
   param group only while the compiled update runs; between steps the group holds the float, as an
   eager optimizer does, for whatever else reads it: an eager fallback, ``state_dict`` (checkpoints
   load into eager runs), GradScaler's host path, user code.
@@ -38,7 +39,9 @@ What goes wrong otherwise (torch 2.13; measured on a CPU, reasoned for a GPU fro
   ``torch.compiler.is_compiling()`` False and puts the floats and flags back before torch's step.
 
 torch's fused kernels (Adam, AdamW, SGD; Adagrad on a CPU) run as they are: one kernel already, and
-Dynamo does not trace them. :func:`plan_update` is the decision, per device, as a pure function.
+Dynamo does not trace them; Adamax (``optim_kernels.KerasAdamax``, which reads ``float()`` of its
+step and lr) runs eagerly with a float lr. :func:`plan_update` is the decision, per device, as a pure
+function.
 
 Example::
 
