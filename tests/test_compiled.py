@@ -142,8 +142,8 @@ def test_lr_changes_take_effect_without_recompiling(optimizer):
     assert len(set(cb_j.graphs)) == 1, cb_j.graphs  # no graph after the first step
     # the forward/backward graph, plus the update's where torch has no fused CPU kernel
     assert cb_j.graphs[0] == (2 if optimizer in ("rmsprop", "adadelta") else 1)
-    if optimizer == "rmsprop":
-        assert isinstance(jit.optimizer.torch.param_groups[0]["lr"], torch.Tensor)
+    # between steps the param group holds a float, as an eager one (training/compiled_update.py)
+    assert type(jit.optimizer.torch.param_groups[0]["lr"]) is float
     # and the change matters: without it the weights differ
     plain = _mlp(optimizer, True)
     plain.fit(X[:64], Y[:64], batch_size=16, epochs=3, verbose=0, shuffle=False)

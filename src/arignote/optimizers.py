@@ -9,7 +9,8 @@ kernels:
 * SGD momentum: Keras keeps ``v = momentum * v - lr_t * g``; torch keeps ``b = momentum * b + g``
   and applies ``lr_t * b``. They agree when ``v = -lr * b``; when ``lr`` changes (decay, LR
   callbacks) the buffer must be scaled by ``lr_prev / lr``: folded into that step's momentum
-  (free), or with nesterov a multi-tensor multiply, so the two stay identical.
+  (free), or with nesterov or a compiled update (whose graph holds momentum as a constant) a
+  multi-tensor multiply, so the two stay identical.
   Nesterov: Keras ``p += momentum * v - lr_t * g`` = torch's nesterov step.
 * RMSprop: both compute ``p -= lr * g / (sqrt(a) + eps)`` (``rho`` is torch's ``alpha``).
 * Adam: Keras uses ``lr * sqrt(1 - b2^t) / (1 - b1^t) * m / (sqrt(v) + eps)`` ("epsilon hat"),
@@ -73,6 +74,32 @@ def _impl_kwargs(torch_cls: type, params: list[torch.Tensor]) -> dict:
     return {"foreach": impl == "foreach"}
 
 
+# how torch runs the update: chosen for this run's devices when built (optimizer.impl), not by a file
+_IMPL_KEYS = ("foreach", "fused", "capturable", "differentiable")
+# per-parameter scalars torch keeps on the CPU unless the group is capturable or fused
+_HOST_SCALARS = ("step", "mu_product")
+
+
+def _keep_implementation(opt: torch.optim.Optimizer, impl: list[dict]) -> None:
+    """After ``opt.load_state_dict``: the groups' implementation flags back to ``impl`` (torch takes a
+    file's: a GPU run's ``capturable`` fails a CPU run's eager step, a CPU run's fused Adagrad a GPU
+    run's), and the step counters where that implementation keeps them: on the CPU unless capturable
+    or fused (a compiled GPU run leaves them on the GPU; torch's eager update would read each with
+    ``.item()``, a host sync per parameter and step)."""
+    for group, flags in zip(opt.param_groups, impl):
+        group.update(flags)
+        on_device = bool(group.get("capturable") or group.get("fused"))
+        for param in group["params"]:
+            slots = opt.state.get(param, {})
+            for key in _HOST_SCALARS:
+                value = slots.get(key)
+                if torch.is_tensor(value):
+                    where = param.device if on_device else torch.device("cpu")
+                    dtype = torch.float32 if group.get("fused") else value.dtype
+                    if value.device != where or value.dtype != dtype:
+                        slots[key] = value.to(device=where, dtype=dtype)
+
+
 class Optimizer:
     """Keras 2 optimizer facade over a ``torch.optim`` optimizer (``.torch`` once built).
 
@@ -111,6 +138,9 @@ class Optimizer:
         self._params: list[torch.Tensor] = []
         self._applied_lr = self._lr  # the lr currently written in the torch param groups
         self._last_step_lr: float | None = None  # the lr of the previous step (SGD momentum)
+        # set by a compiled update (training/compiled_update.py): keep the param groups' floats other
+        # than lr fixed, since a graph holds them as constants (torch's SGD branches on momentum)
+        self.fixed_group_floats = False
 
     _default_lr = 0.01
 
@@ -136,10 +166,10 @@ class Optimizer:
 
     def _set_group_lr(self, lr: float) -> None:
         for group in self.torch.param_groups:
-            if isinstance(group["lr"], torch.Tensor):  # a compiled step reads it (training/compiled.py)
-                group["lr"].fill_(lr)
-            else:
-                group["lr"] = lr
+            # a float, also over a tensor from a checkpoint: torch's eager foreach Adam rejects a tensor
+            # lr and its other eager paths read one on the host (a compiled update puts its own tensor
+            # in only while it runs: training/compiled_update.py)
+            group["lr"] = lr
         self._applied_lr = lr
 
     def _before_step(self) -> None:
@@ -203,7 +233,9 @@ class Optimizer:
         """Restore :meth:`state_dict` output (after :meth:`build` on the same parameters)."""
         if self.torch is None:
             raise RuntimeError(f"{type(self).__name__}.build(params) must be called before load_state_dict()")
+        impl = [{key: group[key] for key in _IMPL_KEYS if key in group} for group in self.torch.param_groups]
         self.torch.load_state_dict(state["torch"])
+        _keep_implementation(self.torch, impl)
         # a slot in its parameter's memory layout: torch's fused kernels read both as raw memory, so a
         # contiguous momentum buffer (from a file) beside a channels-last kernel was applied scrambled
         for param, slots in self.torch.state.items():
@@ -265,12 +297,14 @@ class SGD(Optimizer):
             return
         lr, prev = self._applied_lr, self._last_step_lr
         ratio = prev / lr if prev is not None and lr > 0 else 1.0
-        if self.nesterov:
+        if self.nesterov or self.fixed_group_floats:
             if ratio != 1.0:
                 bufs = [s["momentum_buffer"] for s in self.torch.state.values()
                         if s.get("momentum_buffer") is not None]  # fmt: skip
                 if bufs:
                     torch._foreach_mul_(bufs, ratio)
+            for group in self.torch.param_groups:  # a folded value may come from a checkpoint
+                group["momentum"] = self.momentum
         else:
             for group in self.torch.param_groups:
                 group["momentum"] = self.momentum * ratio

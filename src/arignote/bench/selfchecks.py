@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from arignote.bench.selfchecks_compiled import cuda_graphs_gpu
+from arignote.bench.selfchecks_compiled import compiled_optimizer_gpu, cuda_graphs_gpu
 from arignote.bench.selfchecks_dp import (
     bf16_gpu,
     dp_out_of_memory,
@@ -396,6 +396,8 @@ CHECKS = [
     Check("fast-tf32", 1, "TF32 switches as the tf32 flag asks", tf32_gpu),
     Check("compiled-cuda-graphs", 1, "jit=on: the step replays CUDA graphs, no recompile per epoch",
           cuda_graphs_gpu),
+    Check("compiled-optimizer", 1, "jit=on, foreach updates: eager weights under lr changes and a reload, "
+          "no host sync", compiled_optimizer_gpu),
     Check("no-host-sync", 1, "steps 2..N of a fit under torch.cuda.set_sync_debug_mode('error')",
           no_host_sync_gpu),
 ]

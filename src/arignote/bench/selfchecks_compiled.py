@@ -9,6 +9,13 @@ reasons inductor gave for not using CUDA graphs (``counters["inductor"]["cudagra
 the launches of the same step run eagerly. The probe runs on a CPU too (tests/test_compiled.py);
 the item needs a GPU. Written without a GPU: never run where it was written.
 
+:func:`optimizer_probe` is the compiled optimizer update (``training/compiled_update.py``): SGD with
+momentum, Adam, RMSprop and Adagrad with torch's multi-tensor (``foreach``) update, as a GPU runs
+them without the fused kernel, each trained eagerly and compiled with the learning rate halved every
+other batch and a checkpoint reloaded; it reports the largest weight difference, the updates run
+compiled and eagerly, the graphs before and after the last epoch, and (with ``sync_switch``) the
+steps run under host-sync errors. The GPU item is :func:`compiled_optimizer_gpu`.
+
 This module does not import torch at import time (``arignote selftest`` plans its items without it).
 
 Example::
@@ -22,7 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["probe", "cuda_graphs_gpu"]
+__all__ = ["probe", "cuda_graphs_gpu", "optimizer_probe", "compiled_optimizer_gpu"]
 
 
 class CheckFailed(AssertionError):
@@ -96,3 +103,109 @@ def cuda_graphs_gpu() -> str:
     return (f"step replays {facts['graph_replays']} CUDA graph(s); launches per step "
             f"{facts['eager_launches']} eager -> {facts['launches']} compiled, "
             f"{facts['graphs_last_epoch']} graphs over 3 epochs")
+
+
+def optimizer_probe(device: str, backend: str = "inductor", jit: Any = True, impl: str = "foreach",
+                    sync_switch: Any = None) -> dict[str, dict[str, Any]]:
+    """Per optimizer (``sgd-momentum``, ``adam``, ``rmsprop``, ``adagrad``): ``max_diff`` (eager vs
+    compiled weights), ``compiled_calls``, ``eager_calls``, ``graphs_before_last``, ``graphs_after``
+    ``guarded`` (the batches of the compiled model's epochs run with ``sync_switch(True)``, from
+    the 4th batch of each epoch: the first ones compile and record CUDA graphs) and
+    ``cudagraph_skips`` (inductor's count of graphs it kept from CUDA graphs). See the module doc."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
+    import io
+
+    import numpy as np
+    import torch
+    from torch._dynamo.utils import counters
+
+    from arignote import backend as K
+    from arignote import config
+    from arignote.bench.fastprobes import SyncGuard
+    from arignote.callbacks import Callback
+    from arignote.callbacks.status import RunStatus
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+    from arignote.optimizers import SGD, Adagrad, Adam, RMSprop
+
+    config.configure(device=device, print_active_device=False, jit_backend=backend, optimizer_impl=impl)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(128, 16)).astype("float32")  # batch 16: 8 steps an epoch, no partial batch
+    y = rng.normal(size=(128, 4)).astype("float32")
+    makers = {"sgd-momentum": lambda: SGD(lr=0.05, momentum=0.9), "adam": lambda: Adam(lr=0.01),
+              "rmsprop": lambda: RMSprop(lr=0.005), "adagrad": lambda: Adagrad(lr=0.05)}
+
+    class HalveLR(Callback):
+        def on_train_batch_begin(self, batch, logs=None):
+            if batch % 2 == 1:
+                K.set_value(self.model.optimizer.lr, K.get_value(self.model.optimizer.lr) * 0.5)
+
+    def train(make, jit_compile, guard):
+        torch.manual_seed(0)
+        model = Sequential([Dense(32, activation="relu", input_shape=(16,)), Dense(4)])
+        model.compile(make(), "mse", jit_compile=jit_compile)
+        callbacks = [HalveLR(), RunStatus(interval=3600.0)] + ([guard] if guard is not None else [])
+
+        def fit(epochs):
+            model.fit(x, y, batch_size=16, epochs=epochs, verbose=0, shuffle=False, callbacks=callbacks)
+
+        fit(2)
+        buf = io.BytesIO()
+        torch.save(model.training_state(), buf)
+        fit(1)
+        model.load_training_state(torch.load(io.BytesIO(buf.getvalue()), weights_only=False))
+        model.resume_epoch = None
+        fit(1)
+        before = model._trainer.compiled.graphs if model._trainer.compiled is not None else 0
+        fit(1)
+        return model, before
+
+    facts = {}
+    for name, make in makers.items():
+        eager, _ = train(make, False, None)
+        guard = SyncGuard(sync_switch, first=3) if sync_switch is not None else None
+        counters["inductor"].pop("cudagraph_skips", None)
+        compiled, before = train(make, jit, guard)
+        update = compiled._trainer.compiled.update
+        diff = max(float(np.abs(a - b).max()) for a, b in zip(eager.get_weights(), compiled.get_weights()))
+        facts[name] = {"max_diff": diff, "compiled_calls": update.compiled_calls,
+                       "eager_calls": update.eager_calls, "route": update.route.how,
+                       "graphs_before_last": before, "graphs_after": compiled._trainer.compiled.graphs,
+                       "guarded": list(guard.guarded) if guard is not None else [],
+                       "cudagraph_skips": dict(counters["inductor"]).get("cudagraph_skips", 0)}
+    return facts
+
+
+def compiled_optimizer_gpu() -> str:
+    """``jit=on`` on cuda:0 with ``optimizer.impl=foreach``: SGD (momentum), Adam, RMSprop and
+    Adagrad give the eager weights (within 1e-5: inductor's kernels order sums their own way) under
+    lr changes and a checkpoint reload, every update runs compiled, the last epoch compiles nothing,
+    no graph is kept from CUDA graphs, and batches 4..8 of each epoch run under
+    ``set_sync_debug_mode('error')``."""
+    from arignote.devices import cuda  # torch: loaded in the check's own process
+
+    try:
+        facts = optimizer_probe("cuda0", jit="on", sync_switch=cuda.set_sync_errors)
+    except RuntimeError as err:  # set_sync_debug_mode('error') raises at the syncing call
+        raise CheckFailed(f"a compiled training step synchronized with the host: {err}") from err
+    finally:
+        cuda.set_sync_errors(False)
+    problems = []
+    for name, f in facts.items():
+        if f["route"] != "compiled" or f["eager_calls"]:
+            problems.append(f"{name}: {f['eager_calls']} update(s) ran eagerly (route {f['route']})")
+        if f["max_diff"] > 1e-5:
+            problems.append(f"{name}: weights differ from eager by {f['max_diff']:.2e}")
+        if f["graphs_after"] != f["graphs_before_last"]:
+            problems.append(f"{name}: graphs grew in the last epoch: {f['graphs_before_last']} -> "
+                            f"{f['graphs_after']}")
+        if not f["guarded"]:
+            problems.append(f"{name}: no step ran under host-sync errors")
+        if f["cudagraph_skips"]:  # e.g. a CPU input (lr, epsilon, step counters belong on the GPU)
+            problems.append(f"{name}: inductor skipped CUDA graphs {f['cudagraph_skips']} time(s) "
+                            "(TORCH_LOGS=perf_hints says why)")
+    if problems:
+        raise CheckFailed("; ".join(problems) + f" [{facts}]")
+    worst = max(f["max_diff"] for f in facts.values())
+    return (f"{', '.join(facts)}: every update compiled, eager weights within {worst:.1e}, no recompile "
+            "in the last epoch, no host sync in steps 4..8")

@@ -9,13 +9,13 @@ What is compiled, per model (per :class:`~arignote.training.loop.Trainer`):
   the gradient buckets so the reduction still overlaps the backward, PyTorch's guidance for
   ``torch.compile(DDP(model))``);
 * the evaluation forward + loss and the prediction forward (their own graphs: eval mode, no grad);
-* the optimizer update: torch's fused kernel where there is one (Adam, SGD; Adagrad on the CPU) is
-  one kernel already, and Dynamo deliberately does not trace it (torch marks it
-  ``torch.compiler.disable``, "don't trace into fused optimizer"), so it runs as it is; the others
-  (RMSprop, Adadelta, Adagrad on a GPU) have their torch ``step()`` compiled, with the learning
-  rate of each param group held in a 0-d tensor: a new value (``decay``,
-  ``K.set_value(model.optimizer.lr, x)``, LR callbacks) is written into it and read by the same
-  graph, never a recompile. Clipping, the decay schedule and the iteration count stay in
+* the optimizer update (:mod:`arignote.training.compiled_update`): torch's ``step()`` without its
+  graph breaks, in a graph of this trainer's own, reading each param group's learning rate from a
+  0-d tensor on the parameters' device while it runs (a new value from ``decay``,
+  ``K.set_value(model.optimizer.lr, x)`` or LR callbacks is written into it and read by the same
+  graph, never a recompile); between steps the groups hold the float, as eager ones do. torch's
+  fused kernels (Adam, SGD; Adagrad on the CPU) run as they are: one kernel already, which Dynamo
+  does not trace. Clipping, the decay schedule and the iteration count stay in
   :class:`arignote.optimizers.Optimizer`'s Python around it.
 
 The loop's control stays in Python between them: the out-of-memory guard, DDP's arming and the
@@ -52,6 +52,7 @@ from typing import Any
 import torch
 
 from arignote import config
+from arignote.training.compiled_update import CompiledUpdate
 
 __all__ = ["MODES", "JitPlan", "CompiledSteps", "check_jit_compile", "resolve"]
 
@@ -185,27 +186,18 @@ class CompiledSteps:
         self.evaluate = self._compile(evaluate, "arignote_eval_step")
         self.predict = self._compile(predict, "arignote_predict_step")
         self.optimizer = optimizer
-        self._update = self._compile(self._torch_update, "arignote_optimizer_step")
-
-    def _torch_update(self) -> None:
-        self.optimizer.torch.step()
+        self.update = None if optimizer is None else CompiledUpdate(optimizer, self._compile, plan.cudagraphs)
 
     def optimizer_step(self) -> None:
-        """The torch optimizer's step (what ``Optimizer.step(torch_step)`` calls): compiled unless
-        it is a fused kernel; a param group's float learning rate becomes a 0-d tensor first (also
-        after ``load_state_dict`` put a float back)."""
-        opt = self.optimizer.torch
-        groups = opt.param_groups
-        if any(group.get("fused") for group in groups):
-            opt.step()
-            return
-        for group in groups:
-            lr = group["lr"]
-            if not isinstance(lr, torch.Tensor):
-                param = group["params"][0]
-                dtype = torch.float64 if param.dtype == torch.float64 else torch.float32
-                group["lr"] = torch.tensor(float(lr), dtype=dtype, device=param.device)
-        self._update()
+        """The torch optimizer's step (what ``Optimizer.step(torch_step)`` calls): see
+        :class:`arignote.training.compiled_update.CompiledUpdate`."""
+        self.update()
+
+    @property
+    def update_is_fused(self) -> bool:
+        """Whether :meth:`optimizer_step` runs torch's fused kernel as it is, which can take
+        GradScaler's ``found_inf`` on the device as the eager step does (no host read)."""
+        return self.update is not None and self.update.plan().how == "fused"
 
     def _compile(self, method: Callable, name: str) -> Callable:
         fresh = _fresh(method, f"{name}_{id(self):x}")
