@@ -235,7 +235,8 @@ class Trainer:
         if self.scaler.is_enabled():
             view = self._scaler_view
             if view is None or view.optimizer is not opt:
-                view = self._scaler_view = _ScalerView(opt, self._torch_step)
+                fused = self.compiled is not None and self.compiled.update_is_fused
+                view = self._scaler_view = _ScalerView(opt, self._torch_step, fused_update=fused)
             self.scaler.unscale_(view)  # before clipping; finds inf/nan gradients on the device
             self.scaler.step(view)  # skips on inf/nan: inside a fused kernel, else after a host read
             self.scaler.update()
@@ -493,14 +494,17 @@ class _ScalerView:
     >>> w = torch.nn.Parameter(torch.ones(2)); opt = Adam(); _ = opt.build([w])
     >>> _ScalerView(opt)._step_supports_amp_scaling == bool(opt.torch.defaults.get("fused"))
     True
+    >>> _ScalerView(opt, torch_step=print)._step_supports_amp_scaling  # a traced update: host path
+    False
     """
 
-    def __init__(self, optimizer: Any, torch_step: Any = None) -> None:
+    def __init__(self, optimizer: Any, torch_step: Any = None, fused_update: bool = False) -> None:
         self.optimizer, self.torch_step = optimizer, torch_step
         self.param_groups = optimizer.torch.param_groups
         self.state = optimizer.torch.state
-        # a compiled torch_step traced the optimizer without GradScaler's attributes: host path
-        self._step_supports_amp_scaling = torch_step is None and bool(
+        # a compiled torch_step that traces the optimizer does so without GradScaler's attributes (host
+        # path); one that runs torch's fused kernel as it is (``fused_update``) takes them as eager does
+        self._step_supports_amp_scaling = (torch_step is None or fused_update) and bool(
             getattr(optimizer.torch, "_step_supports_amp_scaling", False))
 
     def step(self) -> None:
