@@ -172,9 +172,24 @@ def _stateful():
                        L.GRU(2, stateful=True, return_sequences=True), L.SimpleRNN(2, stateful=True)])
 
 
+def _dots():
+    x = L.Input(shape=(4, 3))
+    a, b = L.Dense(3, name="dot_a")(x), L.Dense(3, name="dot_b")(x)
+    return Model(x, [L.Dot(axes=(1, 1))([a, b]), L.Dot(axes=2, normalize=True)([a, b]),
+                     L.Concatenate(axis=1)([a, b])], name="dots")
+
+
+def _bidirectional_state():
+    x = L.Input(shape=SEQ)
+    out, fh, fc, bh, bc = L.Bidirectional(L.LSTM(2, return_state=True))(x)
+    seq, f, b = L.Bidirectional(L.GRU(2, return_sequences=True, return_state=True), merge_mode="sum")(x)
+    return Model(x, [out, fh, fc, bh, bc, L.Flatten()(seq), f, b], name="bi_state")
+
+
 # More layer types and arguments, checked the same way (their own fixture file,
 # tests/fixtures/keras2/keras2_reads_ours_sweep.json). Theano-only semantics stay out (see above):
 # 'same' only with odd kernels and strides 1, pooling 'same' only for pools 1 and 3 with strides 1.
+# New cases go at the end: the auto names of the layers (simple_rnn_4) follow the table order.
 SWEEP_CASES = {
     "conv1d_cf": (lambda: _seq(_cf(L.Conv1D, 2, 3, padding="same"), _cf(L.MaxPooling1D, 2),
                                _cf(L.Conv1D, 2, 1),
@@ -260,6 +275,20 @@ SWEEP_CASES = {
     "embedding_mask": (lambda: Sequential([L.Embedding(9, 3, mask_zero=True, input_length=5),
                                            L.SimpleRNN(2, return_sequences=True), L.GRU(2)]),
                        ("int", (5,), 9), None),
+    "rnn_cells": (lambda: _fn(SEQ, [L.RNN(L.SimpleRNNCell(2))],
+                              [L.RNN([L.LSTMCell(2), L.GRUCell(2, reset_after=True)], return_sequences=True)],
+                              [L.RNN(L.GRUCell(2), go_backwards=True)], name="cells"), SEQ, None),
+    "rnn_options": (lambda: _fn(SEQ, [L.LSTM(2, unit_forget_bias=False, use_bias=False, activation="relu",
+                                             recurrent_activation="sigmoid", implementation=1)],
+                                [L.GRU(2, use_bias=False, implementation=2)],
+                                [L.SimpleRNN(2, activation="relu", use_bias=False)], name="rnn_opts"), SEQ, None),
+    "bidirectional_state": (_bidirectional_state, SEQ, None),
+    "conv_transpose_output_padding": (lambda: _seq(L.Conv2DTranspose(2, 3, strides=2, output_padding=1),
+                                                   L.Activation("relu"),
+                                                   shape=(3, 2, 2)), (3, 2, 2), None),
+    "softmax_axis": (lambda: _seq(L.Dense(6), L.Reshape((2, 3)), L.Softmax(axis=1), L.Flatten(), shape=(4,)),
+                     (4,), None),
+    "dots": (_dots, (4, 3), None),
 }
 
 # CuDNN RNNs: Keras 2.3.1 runs them only with TensorFlow on a GPU, so Keras reads their weights

@@ -351,9 +351,29 @@ def to_file(layer: Any, convolving: bool = False) -> tuple[list[str], list[np.nd
     arrays = [np.asarray(w) for w in layer.get_weights()]
     if convolving:
         arrays = _convert(layer, arrays, Origin(backend="theano"))  # a flip is its own inverse
-    names = weight_names(layer, len(arrays))
+    names = _unique(weight_names(layer, len(arrays)))
     order = [i for i, _ in keras_order(layer)]
     return [names[i] for i in order], [arrays[i] for i in order]
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Names as TensorFlow makes variable names unique (``rnn_1/kernel:0``, ``rnn_1/kernel_1:0``): the
+    cells of a stacked ``RNN`` name their weights alike, and each is a dataset of the layer's group.
+
+    Example::
+
+        >>> _unique(["r/kernel:0", "r/bias:0", "r/kernel:0"])
+        ['r/kernel:0', 'r/bias:0', 'r/kernel_1:0']
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        base, colon, index = name.rpartition(":")
+        stem = base if colon else name
+        count = seen.get(stem, 0)
+        seen[stem] = count + 1
+        out.append(name if count == 0 else f"{stem}_{count}{colon}{index}")
+    return out
 
 
 def reorder_dense_after_flatten(kernel: np.ndarray, feature_map: tuple[int, ...]) -> np.ndarray:
