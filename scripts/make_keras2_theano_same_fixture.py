@@ -86,7 +86,23 @@ def pooling3d():
     return Model(x, L.Concatenate()(outs))
 
 
-MODELS = [conv1d, conv2d, conv3d, conv2d_cf, separable, separable1d, pooling1d, pooling2d, pooling3d]
+def conv_transpose():
+    # (Keras 2.3.1 on Theano refuses even kernels with padding='same' in its transposed convolutions)
+    x = L.Input((3, 4, 2))
+    outs = [L.Conv2DTranspose(2, 3, strides=2, padding="same", name="k3s2")(x),
+            L.Conv2DTranspose(2, (3, 5), padding="same", name="k35")(x),
+            L.Conv2DTranspose(2, 5, strides=3, padding="same", name="k5s3")(x)]
+    return Model(x, L.Concatenate()([L.Flatten()(o) for o in outs]))
+
+
+def conv3d_transpose():
+    return Sequential([L.Conv3DTranspose(2, 3, strides=2, padding="same", input_shape=(2, 3, 2, 1),
+                                         name="k3s2"),
+                       L.Conv3DTranspose(1, 3, padding="same", name="k3")])
+
+
+MODELS = [conv1d, conv2d, conv3d, conv2d_cf, separable, separable1d, pooling1d, pooling2d, pooling3d,
+          conv_transpose, conv3d_transpose]
 
 
 def main():

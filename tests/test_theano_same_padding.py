@@ -26,7 +26,7 @@ from arignote.saving import theano_padding
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 HERE = os.path.join(ROOT, "tests", "fixtures", "keras2", "theano_same")
 CASES = ["conv1d", "conv2d", "conv3d", "conv2d_cf", "separable", "separable1d", "pooling1d", "pooling2d",
-         "pooling3d"]
+         "pooling3d", "conv_transpose", "conv3d_transpose"]
 ARRAYS = np.load(os.path.join(HERE, "theano_same.npz"))
 
 

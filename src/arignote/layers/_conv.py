@@ -383,7 +383,12 @@ class _ConvTranspose(_Conv):
         for i, n in enumerate(x.shape[2:]):
             k, s, d = self.kernel_size[i], self.strides[i], self.dilation_rate[i]
             length = deconv_length(int(n), s, k, self.padding, ops[i], d)
-            start = same_pads(length, k, s, d)[0] if self.padding == "same" else 0
+            if self.padding != "same":
+                start = 0
+            elif self.theano_same_padding:  # the input gradient of Theano's 'half' convolution
+                start = ((k - 1) * d + 1) // 2
+            else:
+                start = same_pads(length, k, s, d)[0]
             pads.append((-start, start + length - full.shape[2 + i]))
         y = F.pad(full, pad_arg(pads))
         if self.bias is not None:

@@ -2,7 +2,8 @@
 
 Keras 2's Theano backend pads ``'same'`` its own way (border mode ``'half'``, then cropped; its
 pooling pads ``k - 1`` and crops): an even kernel has its odd zero *before* the image, a strided
-window starts ``kernel // 2`` before TensorFlow's, a 2x2 pool of 4 values takes ``(x0, max(x1, x2))``.
+window starts ``kernel // 2`` before TensorFlow's, a 2x2 pool of 4 values takes ``(x0, max(x1, x2))``,
+a strided transposed convolution crops ``kernel // 2`` from the start.
 Weights trained that way expect it, so a Theano file's ``'same'`` layers are switched to it on load
 (``layer.pad_as_theano()``, see :func:`arignote.layers._conv.theano_same_pads` and
 :func:`arignote.layers.pooling.theano_pool_pads`; a ``ConvLSTM2D`` cell's
@@ -37,7 +38,8 @@ __all__ = ["apply", "file_backend", "warn_mixed", "TENSORFLOW_PADDED"]
 
 TENSORFLOW_PADDED = "tensorflow_same_padding"  # the weights group's attribute (layer names)
 
-_CONVS = {"Conv1D", "Conv2D", "Conv3D", "SeparableConv1D", "SeparableConv2D", "DepthwiseConv2D"}
+_CONVS = {"Conv1D", "Conv2D", "Conv3D", "SeparableConv1D", "SeparableConv2D", "DepthwiseConv2D",
+          "Conv2DTranspose", "Conv3DTranspose"}  # (transposed: the input gradient of 'same', cropped alike)
 _POOLS = {f"{kind}Pooling{n}D" for kind in ("Max", "Average") for n in (1, 2, 3)}
 _NOTE = "'same' padding as Keras 2's Theano backend padded (even kernels, strides, pooling)"
 
