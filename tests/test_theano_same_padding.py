@@ -130,3 +130,30 @@ def test_theano_pads_by_hand():
     assert theano_pool_pads(5, 5, 1, 2) == (3, 1)
     assert theano_pool_pads(6, 3, 2, 2) == (1, 0)
     assert theano_pool_pads(5, 1, 1, 3) == (0, 0)
+
+
+def _optimizer_arrays(path):
+    with h5py.File(path, "r") as f:
+        group = f["optimizer_weights"]
+        return [np.asarray(group[_text(n)]) for n in group.attrs["weight_names"]]
+
+
+def test_theano_optimizer_slots_flip_with_their_kernels(tmp_path):
+    """A Theano file's Adam slots of conv kernels are stored flipped like the kernels: the next step
+    here lands where Keras 2.3.1's did (scripts/make_keras2_theano_optimizer_fixture.py), and saved
+    again the slots are the file's own."""
+    fixture = os.path.join(HERE, "adam.h5")
+    data = np.load(os.path.join(HERE, "adam.npz"))
+    model = load_model(fixture)
+    path = str(tmp_path / "again.h5")
+    model.save(path)
+    assert _weights(path)[0] == "theano"
+    for got, want in zip(_optimizer_arrays(path), _optimizer_arrays(fixture), strict=True):
+        np.testing.assert_allclose(got, want, atol=1e-7)
+    for loaded in (model, load_model(path)):
+        loaded.train_on_batch(data["x"], data["y"])
+        for i, got in enumerate(loaded.get_weights()):
+            want = data[f"after_{i}"]
+            if want.ndim > 2:  # Keras holds the conv kernels for convolution
+                want = np.flip(want, axis=tuple(range(want.ndim - 2)))
+            np.testing.assert_allclose(got, want, atol=1e-6, err_msg=f"weight {i}")

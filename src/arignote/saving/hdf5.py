@@ -207,10 +207,11 @@ def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> Non
     with h5file.open_for_write(filepath) as f:
         h5file.write_str(f, "keras_version", KERAS_VERSION)
         h5file.write_str(f, "model_config", config)
-        h5file.write_str(f, "backend", _write_weights(f.create_group("model_weights"), layers, str(filepath)))
+        backend = _write_weights(f.create_group("model_weights"), layers, str(filepath))
+        h5file.write_str(f, "backend", backend)
         if training is not None:
             h5file.write_str(f, "training_config", json.dumps(training))
-            names_arrays = optimizer_state.to_keras(model)
+            names_arrays = optimizer_state.to_keras(model, convolving=backend == "theano")
             if names_arrays:
                 group = f.create_group("optimizer_weights")
                 names, arrays = names_arrays
@@ -370,7 +371,8 @@ def load_model(
             if "optimizer_weights" in f:
                 group = f["optimizer_weights"]
                 names = h5file.read_names(group, "weight_names")
-                optimizer_state.from_keras(model, [np.asarray(group[n]) for n in names], path)
+                optimizer_state.from_keras(model, [np.asarray(group[n]) for n in names], path,
+                                           convolving=origin.flips_kernels)
     announce(path, origin, conversion)
     return model
 

@@ -325,6 +325,21 @@ def _convert(layer: Any, weights: list[np.ndarray], origin: Origin) -> list[np.n
     return weights
 
 
+def convolved(layer: Any) -> list[int]:
+    """Positions, in ``layer.get_weights()``, of the kernels a Theano file stores for convolution
+    (what :func:`from_file` flips), inside wrappers and nested models too: their optimizer slots
+    are flipped alike (:mod:`arignote.saving.optimizer_state`)."""
+    parts = _parts(layer)
+    if parts is not None:
+        out: list[int] = []
+        offset = 0
+        for sub in parts:
+            out += [offset + i for i in convolved(sub)]
+            offset += len(sub.get_weights())
+        return out
+    return list(CONV_FLIP.get(class_name(layer), ()) or _cell_kernels(layer, layer.get_weights()))
+
+
 # the weights of a convolutional cell (a user's cell in ConvRNN2D) that its K.conv2d calls convolve with
 _CELL_CONV_KERNELS = ("kernel", "recurrent_kernel")
 
