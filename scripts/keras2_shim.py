@@ -87,7 +87,8 @@ def force_unroll():
     init = recurrent.RNN.__init__
 
     def patched(self, *args, **kwargs):
-        kwargs["unroll"] = True
+        if len(args) < 6:  # (ConvRNN2D passes unroll=False by position, refuses True, and its K.rnn
+            kwargs["unroll"] = True  # call, which passes no unroll, scans in Theano's Python scan)
         init(self, *args, **kwargs)
 
     recurrent.RNN.__init__ = patched

@@ -3,8 +3,10 @@
 tests/fixtures/keras2/keras2_reads_ours.json was recorded by scripts/check_keras2_reads_ours.py in the
 Keras 2.3.1 + Theano side venv, from the files arignote wrote for every case of
 scripts/keras2_ours_cases.py (functional multi-input/output with shared and merge layers, nested
-models, every weight-bearing layer type, CuDNN weights, compiled models with optimizer state). Here
-the same cases are written again (seeded weights, so the same files), and
+models, every weight-bearing layer type, CuDNN weights, compiled models with optimizer state), and
+keras2_reads_ours_sweep.json (``--sweep``) for its SWEEP_CASES (every other layer type Keras 2.3.1
+exports, both data formats, recurrent flags, merge modes). Here the same cases are written again
+(seeded weights, so the same files), and
 
 * the file's structure (root attributes and groups, layer order, weight names, dtypes, shapes,
   optimizer weight names, training_config) must be what Keras 2.3.1 read;
@@ -24,10 +26,14 @@ import os
 import numpy as np
 import pytest
 
-from arignote.models import load_model, model_from_json
+from arignote.models import Model, Sequential, load_model, model_from_json
+from arignote.saving import keras_config
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE = os.path.join(ROOT, "tests", "fixtures", "keras2", "keras2_reads_ours.json")
+# the SWEEP_CASES (every other Keras 2 layer type and argument: both data formats, pooling, reshaping,
+# recurrent flags, merge modes, activations, noise), recorded the same way with --sweep
+SWEEP_FIXTURE = os.path.join(ROOT, "tests", "fixtures", "keras2", "keras2_reads_ours_sweep.json")
 
 
 def _script(name):
@@ -42,6 +48,8 @@ check = _script("check_keras2_reads_ours")  # its file_structure() is what recor
 
 with open(FIXTURE, encoding="utf-8") as fh:
     RECORDED = json.load(fh)
+with open(SWEEP_FIXTURE, encoding="utf-8") as fh:
+    SWEEP = json.load(fh)
 
 TOL = RECORDED["tolerance"]
 
@@ -72,19 +80,52 @@ def test_the_fixture_covers_every_case_and_was_made_by_keras_2_3_1():
         assert needed in kinds, needed
 
 
+def test_the_sweep_fixture_covers_every_sweep_case_and_the_layer_types_keras_2_exports():
+    assert (SWEEP["keras"], SWEEP["backend"]) == ("2.3.1", "theano")
+    assert set(SWEEP["cases"]) == set(cases.SWEEP_CASES)
+
+    kinds = {layer[0] for doc in (SWEEP, RECORDED) for entry in doc["cases"].values()
+             for layer in entry["keras_layers"] or []}  # [class, name, weights] of each layer Keras built
+    for needed in ("MaxPooling1D", "MaxPooling2D", "MaxPooling3D", "AveragePooling1D", "AveragePooling2D",
+                   "AveragePooling3D", "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
+                   "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
+                   "LocallyConnected1D", "LocallyConnected2D", "ConvLSTM2D", "LeakyReLU", "PReLU", "ELU",
+                   "ThresholdedReLU", "Softmax", "ReLU", "GaussianNoise", "GaussianDropout", "AlphaDropout",
+                   "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D", "Reshape", "Permute",
+                   "RepeatVector", "Masking", "ActivityRegularization", "Activation", "Cropping1D",
+                   "Cropping2D", "Cropping3D", "UpSampling1D", "UpSampling2D", "UpSampling3D",
+                   "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D", "Subtract", "Multiply", "Average",
+                   "Maximum", "Minimum"):
+        assert needed in kinds, needed
+
+
 @pytest.fixture(scope="module")
 def built():
     """Every case built as the recording run built them (same order, so the same auto names)."""
     return cases.build_all()
 
 
+@pytest.fixture(scope="module")
+def built_sweep():
+    return cases.build_all(sweep=True)
+
+
 @pytest.mark.parametrize("name", list(cases.CASES))
 def test_our_file_is_what_keras_read_and_predicts_what_keras_computed(name, built, tmp_path):
-    recorded = RECORDED["cases"][name]
-    model, xs = built[0][name]
+    _our_file_is_what_keras_read(name, built[0][name], RECORDED["cases"][name], cases.CASES[name], tmp_path)
+
+
+@pytest.mark.parametrize("name", list(cases.SWEEP_CASES))
+def test_sweep_file_is_what_keras_read_and_predicts_what_keras_computed(name, built_sweep, tmp_path):
+    _our_file_is_what_keras_read(name, built_sweep[0][name], SWEEP["cases"][name], cases.SWEEP_CASES[name],
+                                 tmp_path)
+
+
+def _our_file_is_what_keras_read(name, model_xs, recorded, case, tmp_path):
+    model, xs = model_xs
     for x, want in zip(xs, recorded["inputs"], strict=True):
         np.testing.assert_array_equal(x, np.asarray(want, dtype=x.dtype))
-    compiled = cases.CASES[name][2] is not None
+    compiled = case[2] is not None
     if compiled:
         cases.compile_and_step(model, name, xs)
     ys = model.predict(cases.feed(xs), verbose=0)
@@ -100,12 +141,21 @@ def test_our_file_is_what_keras_read_and_predicts_what_keras_computed(name, buil
     assert in_file == in_keras  # Keras pairs layers with weights in order: same names, same shapes
 
     # arignote's reloads predict what Keras 2.3.1 computed from the same file
-    loaded = load_model(path)
+    spec = json.loads(model.to_json())
+    rebuilt = keras_config.model_from_keras(spec)[1].channels_first
+    if rebuilt:  # load_model would rebuild it channels-last (for Theano-era files): rebuild it as saved
+        loaded = _as_saved(spec)
+        loaded.load_weights(path)
+    else:
+        loaded = load_model(path)
     _close(loaded.predict(cases.feed(xs), verbose=0), recorded["load_model"], f"{name}: load_model")
     for how, kwargs in (("load_weights", {}), ("load_weights_by_name", {"by_name": True})):
-        fresh = model_from_json(model.to_json())  # same layer names (by_name pairs them), fresh weights
+        # same layer names (by_name pairs them), fresh weights
+        fresh = _as_saved(spec) if rebuilt else model_from_json(model.to_json())
         fresh.load_weights(wpath, **kwargs)
-        _close(fresh.predict(cases.feed(xs), verbose=0), recorded[how], f"{name}: {how}")
+        # (a recording leaves out what equals load_model's)
+        _close(fresh.predict(cases.feed(xs), verbose=0), recorded.get(how, recorded["load_model"]),
+               f"{name}: {how}")
 
     # the next training step from the file's optimizer state lands where Keras's did
     if compiled:
@@ -116,6 +166,14 @@ def test_our_file_is_what_keras_read_and_predicts_what_keras_computed(name, buil
                rtol=STEP_RTOL if has_bn else 0.0)
     else:
         assert "after_step" not in recorded
+
+
+def _as_saved(spec):
+    """The model of a Keras 2 ``to_json`` spec with its channels_first layers kept as they are (what
+    the loader does when a channels-last rebuild would not reproduce the model), fresh weights."""
+    config, _ = keras_config.model_from_keras(spec, kept=["(kept as saved)"])
+    cls = Sequential if config["class_name"] == "Sequential" else Model
+    return cls.from_config(config["config"])
 
 
 @pytest.mark.parametrize("name", list(cases.CUDNN_CASES))

@@ -268,6 +268,8 @@ def test_locally_connected_1d_and_2d_match_numpy():
             ref[:, r, c] = patch.reshape(2, -1) @ k[r * 3 + c]
         y = run(l2, data)
         y = y if fmt == "channels_last" else y.transpose(0, 2, 3, 1)
+        if fmt == "channels_first":  # Keras 2's bias_add reshapes (rows, cols, filters) to (filters, ...)
+            b = b.reshape(3, 3, 3).transpose(1, 2, 0)
         np.testing.assert_allclose(y, ref + b, rtol=1e-4, atol=1e-4)
     with pytest.raises(ValueError, match='only "valid"'):
         LocallyConnected1D(2, 3, padding="same")

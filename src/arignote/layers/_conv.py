@@ -3,6 +3,9 @@
 Keras 2 arguments and defaults; ``data_format`` ``channels_last`` or ``channels_first`` (``None`` =
 ``backend.image_data_format()``; ``Conv1D`` defaults to ``channels_last`` as in Keras 2).
 ``padding='same'`` pads like TensorFlow (the odd pixel after), ``'causal'`` (Conv1D) pads on the left.
+A layer whose weights come from a Theano-backend file pads as Keras 2's Theano backend did instead
+(``layer.theano_same_padding``, set by the loader and written back to files: see
+:func:`theano_same_pads`).
 
 Weights (torch tensor -> Keras weight, in ``layer.weights`` order):
 
@@ -59,6 +62,27 @@ __all__ = [
 
 _CONV = {1: F.conv1d, 2: F.conv2d, 3: F.conv3d}
 _CONV_T = {1: F.conv_transpose1d, 2: F.conv_transpose2d, 3: F.conv_transpose3d}
+
+
+def theano_same_pads(n: int | None, k: int, s: int, d: int = 1) -> tuple[int, int]:
+    """Keras 2's Theano ``'same'`` padding of one axis as ``(before, after)``: border mode ``'half'``
+    (``ke // 2`` zeros each side, ``ke`` the dilated kernel), cropped to ``ceil(n / s)`` outputs. So the
+    windows start at ``i * s - ke // 2``: an even kernel has its odd zero *before* the input, and with
+    strides an odd kernel is anchored one step earlier than TensorFlow's (``n=4, k=3, s=2``).
+
+    Example::
+
+        >>> theano_same_pads(5, 2, 1), same_pads(5, 2, 1)
+        ((1, 0), (0, 1))
+        >>> theano_same_pads(4, 3, 2), same_pads(4, 3, 2)
+        ((1, 0), (0, 1))
+    """
+    ke = (k - 1) * d + 1
+    before = ke // 2
+    if n is None:
+        return before, ke - 1 - before
+    out = -(-n // s)
+    return before, max(0, (out - 1) * s + ke - n - before)  # a negative rest: input past the last window
 
 
 def pad_arg(pads: list[tuple[int, int]]) -> tuple[int, ...]:
@@ -132,6 +156,16 @@ class _Conv(KerasLayer, Layer):
         self.kernel_constraint = constraint_arg(kernel_constraint)
         self.bias_constraint = constraint_arg(bias_constraint)
         self.bias = None
+        self.theano_same_padding = False  # see pad_as_theano
+        self._spatial: tuple | None = None
+
+    def pad_as_theano(self, on: bool = True) -> None:
+        """Pad ``'same'`` as Keras 2's Theano backend (:func:`theano_same_pads`) instead of as TensorFlow:
+        what weights trained in a Theano-backend Keras expect. The loader sets it for a Theano file's
+        layers, and ``save`` records it (the file's ``backend``), so predictions survive a round trip."""
+        self.theano_same_padding = bool(on)
+        if self._spatial is not None:
+            self._plan(self._spatial)
 
     def _in_channels(self, input_shape: tuple) -> int:
         where = f"{type(self).__name__} '{self.name}'"
@@ -167,18 +201,21 @@ class _Conv(KerasLayer, Layer):
 
     def _plan(self, spatial: tuple) -> None:
         # explicit pads when 'same'/'causal' are asymmetric; symmetric ones go to the kernel call
+        self._spatial = tuple(spatial)
         pads = []
         for i, n in enumerate(spatial):
             k, s, d = self.kernel_size[i], self.strides[i], self.dilation_rate[i]
             if self.padding == "causal":
                 pads.append(((k - 1) * d, 0))
             elif self.padding == "same":
-                if n is None:
-                    if s != 1:
-                        raise ValueError(
-                            f"{type(self).__name__} '{self.name}': padding='same' with strides "
-                            "needs known spatial sizes"
-                        )
+                if n is None and s != 1:
+                    raise ValueError(
+                        f"{type(self).__name__} '{self.name}': padding='same' with strides "
+                        "needs known spatial sizes"
+                    )
+                if self.theano_same_padding:
+                    pads.append(theano_same_pads(n, k, s, d))
+                elif n is None:
                     total = (k - 1) * d
                     pads.append((total // 2, total - total // 2))
                 else:
@@ -346,7 +383,12 @@ class _ConvTranspose(_Conv):
         for i, n in enumerate(x.shape[2:]):
             k, s, d = self.kernel_size[i], self.strides[i], self.dilation_rate[i]
             length = deconv_length(int(n), s, k, self.padding, ops[i], d)
-            start = same_pads(length, k, s, d)[0] if self.padding == "same" else 0
+            if self.padding != "same":
+                start = 0
+            elif self.theano_same_padding:  # the input gradient of Theano's 'half' convolution
+                start = ((k - 1) * d + 1) // 2
+            else:
+                start = same_pads(length, k, s, d)[0]
             pads.append((-start, start + length - full.shape[2 + i]))
         y = F.pad(full, pad_arg(pads))
         if self.bias is not None:

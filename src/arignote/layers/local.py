@@ -3,7 +3,10 @@
 Weights are Keras's own layout (no permutation): ``kernel`` ``(output_positions, k * in, filters)``
 with each patch flattened as Keras 2 flattens it (``(k, in)`` for 1-D; ``(kh, kw, in)`` for
 channels_last and ``(in, kh, kw)`` for channels_first 2-D), ``bias`` ``(output_length, filters)`` or
-``(out_rows, out_cols, filters)``. Only ``padding='valid'``, as in Keras 2.
+``(out_rows, out_cols, filters)``. Only ``padding='valid'``, as in Keras 2. A channels_first
+``LocallyConnected2D`` adds its bias as Keras 2's ``bias_add`` does, reshaped (not transposed) to
+``(filters, out_rows, out_cols)``; ``LocallyConnected1D`` reads ``(steps, channels)`` whatever its
+``data_format`` says, as Keras 2.3.1's (which neither uses nor saves it).
 
 Example::
 
@@ -20,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote.layers._conv import _Conv
-from arignote.layers._util import conv_output_length, spatial_of, with_spatial
+from arignote.layers._util import conv_output_length, normalize_data_format, spatial_of, with_spatial
 
 __all__ = ["LocallyConnected1D", "LocallyConnected2D"]
 
@@ -89,10 +92,12 @@ class _Local(_Conv):
     def call(self, x: torch.Tensor) -> torch.Tensor:
         y = torch.einsum("nlf,lfo->nlo", self._patches(x), self.weight)
         y = y.reshape(x.shape[0], *self._out, self.filters)
-        if self.bias is not None:
-            y = y + self.bias
         if self.rank == 2 and self.data_format == "channels_first":
             y = y.permute(0, 3, 1, 2)
+            if self.bias is not None:  # Keras 2's bias_add: the (rows, cols, filters) array reshaped
+                y = y + self.bias.reshape(self.filters, *self._out)
+        elif self.bias is not None:
+            y = y + self.bias
         return self._activity(self.activation(y))
 
     def output_shape_keras(self, input_shape: tuple) -> tuple:
@@ -105,9 +110,11 @@ class _Local(_Conv):
 
 
 class LocallyConnected1D(_Local):
-    """Unshared-weight 1-D convolution over ``(steps, channels)``."""
+    """Unshared-weight 1-D convolution over ``(steps, channels)`` (``data_format`` is accepted and
+    ignored, as in Keras 2.3.1)."""
 
     rank = 1
+    _config_keys = tuple(k for k in _Local._config_keys if k != "data_format")
 
     def __init__(
         self,
@@ -118,14 +125,8 @@ class LocallyConnected1D(_Local):
         data_format: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(
-            filters,
-            kernel_size,
-            strides,
-            padding,
-            "channels_last" if data_format is None else data_format,
-            **kwargs,
-        )
+        normalize_data_format(data_format, f"LocallyConnected1D '{kwargs.get('name', '?')}'")  # checked only
+        super().__init__(filters, kernel_size, strides, padding, "channels_last", **kwargs)
 
 
 class LocallyConnected2D(_Local):

@@ -2,7 +2,9 @@
 
 ``padding='same'`` pads like TensorFlow; average pooling then divides by the number of real
 (unpadded) elements in each window, as TensorFlow does. ``data_format`` as in the convolutions
-(1-D layers default to ``channels_last``). No weights.
+(1-D layers default to ``channels_last``). No weights. A layer of a model loaded from a
+Theano-backend file pads as Keras 2's Theano backend did (``layer.theano_same_padding``, see
+:func:`theano_pool_pads`), and a model saved from it records that in the file's ``backend``.
 
 Example::
 
@@ -68,6 +70,23 @@ _MAX = {1: F.max_pool1d, 2: F.max_pool2d, 3: F.max_pool3d}
 _AVG = {1: F.avg_pool1d, 2: F.avg_pool2d, 3: F.avg_pool3d}
 
 
+def theano_pool_pads(n: int, k: int, s: int, rank: int) -> tuple[int, int]:
+    """Keras 2's Theano ``'same'`` pooling of one axis as ``(before, after)`` pads (which the window
+    never counts: max ignores them, average divides by the real elements): Theano pads ``k - 1``
+    before (``k - 2`` for an odd ``k > 2``; 3-D: for any odd ``k``), then Keras keeps the first
+    ``ceil(n / s)`` windows. A 2x2 pool of 4 values gives ``(x0, max(x1, x2))``, not TensorFlow's
+    ``(max(x0, x1), max(x2, x3))``.
+
+    Example::
+
+        >>> theano_pool_pads(4, 2, 2, 2), same_pads(4, 2, 2)
+        ((1, 0), (0, 0))
+    """
+    before = max(k - 2 if k % 2 == 1 and (k > 2 or rank == 3) else k - 1, 0)
+    out = -(-n // s)
+    return before, max(0, (out - 1) * s + k - n - before)
+
+
 class _Pooling(KerasLayer, Layer):
     rank = 2
     _config_keys = ("pool_size", "padding", "strides", "data_format")
@@ -83,6 +102,11 @@ class _Pooling(KerasLayer, Layer):
         )
         self.padding = normalize_padding(padding, where)
         self.data_format = normalize_data_format(data_format, where)
+        self.theano_same_padding = False  # see pad_as_theano
+
+    def pad_as_theano(self, on: bool = True) -> None:
+        """Pool ``'same'`` as Keras 2's Theano backend (:func:`theano_pool_pads`), not as TensorFlow."""
+        self.theano_same_padding = bool(on)
 
     def build_keras(self, input_shape: tuple) -> None:
         self.output_shape_keras(input_shape)
@@ -103,7 +127,11 @@ class _Pooling(KerasLayer, Layer):
     def _pads(self, x: torch.Tensor) -> tuple[int, ...] | None:
         if self.padding != "same":
             return None
-        pads = [same_pads(int(n), self.pool_size[i], self.strides[i]) for i, n in enumerate(x.shape[2:])]
+        if self.theano_same_padding:
+            pads = [theano_pool_pads(int(n), self.pool_size[i], self.strides[i], self.rank)
+                    for i, n in enumerate(x.shape[2:])]
+        else:
+            pads = [same_pads(int(n), self.pool_size[i], self.strides[i]) for i, n in enumerate(x.shape[2:])]
         return None if all(p == (0, 0) for p in pads) else pad_arg(pads)
 
     def call(self, x: torch.Tensor) -> torch.Tensor:

@@ -4,8 +4,9 @@
 :mod:`~arignote.saving.layouts` is the per-layer-type table (weight names, Theano kernel flips,
 CuDNN RNN weights, Dense-after-Flatten reordering); :mod:`~arignote.saving.keras_config` turns
 Keras 2 ``model_config`` JSON into arignote layers and back; :mod:`~arignote.saving.optimizer_state`
-maps ``optimizer_weights``. ``model.save(path)`` / ``load_model`` / ``save_weights`` /
-``load_weights`` choose this format by extension (``.h5``, ``.hdf5``, ``.keras``); see
+maps ``optimizer_weights``; :mod:`~arignote.saving.theano_padding` keeps Keras 2's Theano
+``padding='same'`` from a file through the model and back. ``model.save(path)`` / ``load_model`` /
+``save_weights`` / ``load_weights`` choose this format by extension (``.h5``, ``.hdf5``, ``.keras``); see
 :mod:`arignote.models.saving`.
 
 Example::

@@ -6,7 +6,9 @@ a Flatten of channels-first maps gets its kernel rows reordered. A layer that re
 channels-first maps any other way would compute something else on the rebuilt maps, silently:
 ``Concatenate`` (any axis), ``Reshape``, ``Permute``, ``Lambda``, a ``Dense`` on the maps themselves,
 ``Bidirectional(merge_mode='concat')`` around a channels_first layer (Keras joins the last axis: the
-columns), ``TimeDistributed(Dense)`` behind ``TimeDistributed(Flatten())``... :func:`channels_first_blockers`
+columns), ``TimeDistributed(Dense)`` behind ``TimeDistributed(Flatten())``, a channels_first
+``LocallyConnected2D`` itself (its kernel flattens each patch channels first, and Keras's ``bias_add``
+reshapes its ``(rows, cols, filters)`` bias to ``(filters, rows, cols)``)... :func:`channels_first_blockers`
 names them; a model with any keeps ``channels_first`` as saved (arignote's layers take it too), and
 then computes exactly what Keras computed, on the same channels-first arrays.
 
@@ -38,6 +40,9 @@ _ELEMENTWISE = {
 _POOLED = {"GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D", "GlobalMaxPooling1D",
            "GlobalMaxPooling2D", "GlobalMaxPooling3D", "Flatten"}
 
+# channels_first layers whose weights a channels-last rebuild would have to re-lay (see the module doc)
+_KEPT_AS_SAVED = {"LocallyConnected2D"}
+
 MAPS, FLAT = "maps", "flat"  # channels-first maps; a channels-last Flatten of them (Dense reorders it)
 
 
@@ -61,6 +66,8 @@ def _is_cf(spec: dict) -> bool:
 def _after(spec: dict, states: list[str | None], dense_ok: bool) -> tuple[str | None, bool]:
     """``(output state, reproduced)`` of a layer given its inputs' states (see :data:`MAPS`)."""
     cls, config = spec.get("class_name"), spec.get("config") or {}
+    if cls in _KEPT_AS_SAVED and _is_cf(spec):
+        return MAPS, False
     if cls in _MODELS:  # judged on its own; what it gives is taken as maps if it holds channels_first layers
         return (MAPS if '"channels_first"' in json.dumps(config) else None), True
     if not any(states):

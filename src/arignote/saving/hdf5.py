@@ -7,8 +7,11 @@ layer name; each layer's arrays go through :func:`arignote.saving.layouts.from_f
 kernel flips, CuDNN RNN weights, wrappers). A Theano-backend or ``channels_first`` model is
 converted automatically and one line says what was done.
 
-We write ``backend="tensorflow"``: Keras 2 reads that attribute only to decide whether kernels
-must be flipped, and arignote's convolutions are correlations, like TensorFlow's.
+We write ``backend="tensorflow"`` (Keras 2 reads that attribute to decide whether kernels must be
+flipped, and arignote's convolutions are correlations, like TensorFlow's), but for a model whose
+``'same'`` layers pad as Keras 2's Theano backend did (loaded from a Theano file):
+``backend="theano"``, kernels flipped, as Keras on Theano would have written it (see
+:mod:`arignote.saving.theano_padding`).
 
 Example::
 
@@ -33,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from arignote import losses, metrics, optimizers
-from arignote.saving import h5file, keras_config, layouts, optimizer_state
+from arignote.saving import h5file, keras_config, layouts, optimizer_state, theano_padding
 from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
@@ -103,13 +106,19 @@ def _feed_hint(conversion: keras_config.Conversion) -> str:
 # ------------------------------------------------------------------------------------------ writing
 
 
-def _write_weights(group: Any, layers: list[Any]) -> None:
+def _write_weights(group: Any, layers: list[Any], path: str) -> str:
+    """The weights group; returns the ``backend`` it records (see the module doc)."""
+    backend, tensorflow_padded = theano_padding.file_backend(layers)
+    theano_padding.warn_mixed(path, tensorflow_padded)
     h5file.write_names(group, "layer_names", [layer.name for layer in layers])
-    h5file.write_str(group, "backend", WRITTEN_BACKEND)
+    h5file.write_str(group, "backend", backend)
     h5file.write_str(group, "keras_version", KERAS_VERSION)
+    if tensorflow_padded:
+        h5file.write_names(group, theano_padding.TENSORFLOW_PADDED, tensorflow_padded)
     for layer in layers:
-        names, arrays = layouts.to_file(layer)
+        names, arrays = layouts.to_file(layer, convolving=backend == "theano")
         h5file.write_layer_group(group, layer.name, names, arrays)
+    return backend
 
 
 def save_weights(model: Any, filepath: str) -> None:
@@ -117,7 +126,7 @@ def save_weights(model: Any, filepath: str) -> None:
     layers = _layers_of(model, str(filepath))
     model._ensure_built(None)
     with h5file.open_for_write(filepath) as f:
-        _write_weights(f, layers)
+        _write_weights(f, layers, str(filepath))
 
 
 def model_config(model: Any, for_file: bool = False) -> dict:
@@ -202,12 +211,12 @@ def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> Non
     training = _training_config(model) if include_optimizer else None
     with h5file.open_for_write(filepath) as f:
         h5file.write_str(f, "keras_version", KERAS_VERSION)
-        h5file.write_str(f, "backend", WRITTEN_BACKEND)
         h5file.write_str(f, "model_config", config)
-        _write_weights(f.create_group("model_weights"), layers)
+        backend = _write_weights(f.create_group("model_weights"), layers, str(filepath))
+        h5file.write_str(f, "backend", backend)
         if training is not None:
             h5file.write_str(f, "training_config", json.dumps(training))
-            names_arrays = optimizer_state.to_keras(model)
+            names_arrays = optimizer_state.to_keras(model, convolving=backend == "theano")
             if names_arrays:
                 group = f.create_group("optimizer_weights")
                 names, arrays = names_arrays
@@ -241,7 +250,6 @@ def _apply(
             return False
         raise ValueError(message)
     layer.set_weights([a.astype(o.dtype, copy=False) for a, o in zip(arrays, current)])
-    layouts.theano_same_padding(layer, origin)
     return True
 
 
@@ -261,6 +269,7 @@ def _load_group(
         )
     names = h5file.read_names(group, "layer_names")
     stored = [(name, *h5file.read_layer_group(group, name, where)) for name in names]
+    keep = set(h5file.read_names(group, theano_padding.TENSORFLOW_PADDED))
     if by_name:
         index: dict[str, list[Any]] = {}
         for layer in layers:
@@ -268,6 +277,7 @@ def _load_group(
         for name, _, arrays in stored:
             for layer in index.get(name, []):
                 _apply(layer, _fix(layer, arrays, dense_fix), origin, where, skip_mismatch)
+        theano_padding.apply([layer for layer in layers if layer.name in set(names)], origin, keep)
         return origin
     if skip_mismatch:
         raise ValueError("load_weights: skip_mismatch=True needs by_name=True (as in Keras 2)")
@@ -282,6 +292,7 @@ def _load_group(
         )
     for layer, (_name, _names, arrays) in zip(with_weights, stored):
         _apply(layer, _fix(layer, arrays, dense_fix), origin, where)
+    theano_padding.apply(layers, origin, keep)
     return origin
 
 
@@ -365,7 +376,8 @@ def load_model(
             if "optimizer_weights" in f:
                 group = f["optimizer_weights"]
                 names = h5file.read_names(group, "weight_names")
-                optimizer_state.from_keras(model, [np.asarray(group[n]) for n in names], path)
+                optimizer_state.from_keras(model, [np.asarray(group[n]) for n in names], path,
+                                           convolving=origin.flips_kernels)
     announce(path, origin, conversion)
     return model
 

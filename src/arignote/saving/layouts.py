@@ -30,8 +30,7 @@ from typing import Any
 import numpy as np
 
 __all__ = ["Origin", "weight_names", "from_file", "to_file", "flip_kernel", "CONV_FLIP", "WEIGHT_NAMES",
-           "reorder_dense_after_flatten", "keras_order", "cudnn_to_plain", "plain_to_cudnn",
-           "theano_same_padding"]  # fmt: skip
+           "reorder_dense_after_flatten", "keras_order", "cudnn_to_plain", "plain_to_cudnn"]  # fmt: skip
 
 
 # Keras 2 weight names, in get_weights() order, for layers whose set is fixed (None: optional bias)
@@ -326,6 +325,21 @@ def _convert(layer: Any, weights: list[np.ndarray], origin: Origin) -> list[np.n
     return weights
 
 
+def convolved(layer: Any) -> list[int]:
+    """Positions, in ``layer.get_weights()``, of the kernels a Theano file stores for convolution
+    (what :func:`from_file` flips), inside wrappers and nested models too: their optimizer slots
+    are flipped alike (:mod:`arignote.saving.optimizer_state`)."""
+    parts = _parts(layer)
+    if parts is not None:
+        out: list[int] = []
+        offset = 0
+        for sub in parts:
+            out += [offset + i for i in convolved(sub)]
+            offset += len(sub.get_weights())
+        return out
+    return list(CONV_FLIP.get(class_name(layer), ()) or _cell_kernels(layer, layer.get_weights()))
+
+
 # the weights of a convolutional cell (a user's cell in ConvRNN2D) that its K.conv2d calls convolve with
 _CELL_CONV_KERNELS = ("kernel", "recurrent_kernel")
 
@@ -346,60 +360,35 @@ def _cell_kernels(layer: Any, weights: list[np.ndarray]) -> tuple[int, ...]:
     )
 
 
-def theano_same_padding(layer: Any, origin: Origin) -> None:
-    """Make a built conv layer pad as Keras 2's Theano backend did for ``padding='same'``.
-
-    With an even kernel, Theano's ``'same'`` (border mode ``'half'``, then cropped) puts the extra
-    row/column of zeros *before* the input where TensorFlow (and arignote) put it after, so
-    Theano-trained weights see the image shifted by one pixel unless the padding is mirrored.
-    With ``strides=1`` mirroring is exact; with larger strides the file's alignment cannot be
-    reproduced and the one-line message says so.
-    """
-    if not origin.flips_kernels:
-        return
-    inner = _wrapped(layer) or _nested(layer)  # Bidirectional(ConvLSTM2D), TimeDistributed(Conv2D), models
-    if inner is not None:
-        for sub in inner:
-            theano_same_padding(sub, origin)
-        return
-    if class_name(layer) not in CONV_FLIP:
-        return
-    kernel = np.atleast_1d(getattr(layer, "kernel_size", ()))
-    dilation = np.atleast_1d(getattr(layer, "dilation_rate", 1))
-    even = np.any((dilation * (kernel - 1) + 1) % 2 == 0)
-    cell = getattr(layer, "cell", None)
-    if hasattr(cell, "theano_same_padding"):  # ConvLSTM2D: its recurrent convolution is always 'same'
-        if even or np.any(kernel % 2 == 0):
-            cell.theano_same_padding = True
-            origin.note("'same' padding of even kernels mirrored as Theano padded")
-            if layer.padding == "same" and even and np.any(np.atleast_1d(layer.strides) != 1):
-                origin.note(
-                    f"layer '{layer.name}': Theano's 'same' padding with an even kernel and strides > 1 is "
-                    "not reproduced (outputs differ at the borders)"
-                )
-        return
-    if getattr(layer, "padding", None) != "same" or not even:
-        return
-    if np.any(np.atleast_1d(getattr(layer, "strides", 1)) != 1):
-        origin.note(
-            f"layer '{layer.name}': Theano's 'same' padding with an even kernel and strides > 1 is not "
-            "reproduced (outputs differ at the borders)"
-        )
-        return
-    pad = getattr(layer, "_pad", None)
-    if pad is None:
-        return  # symmetric padding: nothing to mirror
-    pad = tuple(pad)
-    layer._pad = tuple(v for i in range(0, len(pad), 2) for v in (pad[i + 1], pad[i]))
-    origin.note("'same' padding of even kernels mirrored as Theano padded")
-
-
-def to_file(layer: Any) -> tuple[list[str], list[np.ndarray]]:
-    """``(weight_names, arrays)`` to write for ``layer`` (Keras 2 layout and order, correlation kernels)."""
+def to_file(layer: Any, convolving: bool = False) -> tuple[list[str], list[np.ndarray]]:
+    """``(weight_names, arrays)`` to write for ``layer`` (Keras 2 layout and order): correlation
+    kernels, or with ``convolving`` (a file whose ``backend`` is Theano) kernels flipped for convolution."""
     arrays = [np.asarray(w) for w in layer.get_weights()]
-    names = weight_names(layer, len(arrays))
+    if convolving:
+        arrays = _convert(layer, arrays, Origin(backend="theano"))  # a flip is its own inverse
+    names = _unique(weight_names(layer, len(arrays)))
     order = [i for i, _ in keras_order(layer)]
     return [names[i] for i in order], [arrays[i] for i in order]
+
+
+def _unique(names: list[str]) -> list[str]:
+    """Names as TensorFlow makes variable names unique (``rnn_1/kernel:0``, ``rnn_1/kernel_1:0``): the
+    cells of a stacked ``RNN`` name their weights alike, and each is a dataset of the layer's group.
+
+    Example::
+
+        >>> _unique(["r/kernel:0", "r/bias:0", "r/kernel:0"])
+        ['r/kernel:0', 'r/bias:0', 'r/kernel_1:0']
+    """
+    seen: dict[str, int] = {}
+    out = []
+    for name in names:
+        base, colon, index = name.rpartition(":")
+        stem = base if colon else name
+        count = seen.get(stem, 0)
+        seen[stem] = count + 1
+        out.append(name if count == 0 else f"{stem}_{count}{colon}{index}")
+    return out
 
 
 def reorder_dense_after_flatten(kernel: np.ndarray, feature_map: tuple[int, ...]) -> np.ndarray:

@@ -10,7 +10,10 @@ layer's Keras weight is a view of one torch parameter (Dense, convolutions, Embe
 BatchNormalization, LSTM kernels ...), the same view maps the slot. Where it is not (an LSTM bias is
 the sum of torch's two biases, a GRU reorders its gates), the state has no Keras layout: saving then
 leaves ``optimizer_weights`` out and loading starts a fresh optimizer, each with a warning naming
-the layer (as Keras 2 warns when it cannot restore an optimizer).
+the layer (as Keras 2 warns when it cannot restore an optimizer). A Theano file stores its conv
+kernels flipped for convolution, and their slots with them (Keras's updates are elementwise): they
+are flipped on the way in and out as the kernels are (Keras 2 itself never converts slots between
+backends).
 
 Example::
 
@@ -29,6 +32,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from arignote.saving import layouts
 
 __all__ = ["to_keras", "from_keras", "SLOTS"]
 
@@ -51,9 +56,10 @@ class _Unmappable(Exception):
     pass
 
 
-def _views(model: Any) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
-    """``(parameter, keras_view)`` per trainable Keras weight, in Keras's model order (a nested
-    model contributes its layers' weights in their order)."""
+def _views(model: Any) -> list[tuple[torch.nn.Parameter, torch.Tensor, bool]]:
+    """``(parameter, keras_view, convolved)`` per trainable Keras weight, in Keras's model order (a
+    nested model contributes its layers' weights in their order); ``convolved``: a kernel a Theano
+    file stores flipped, and its slots with it."""
     out = []
     for layer in model.layers:
         if getattr(layer, "layers", None) is not None and not hasattr(layer, "_keras_weights"):
@@ -63,8 +69,9 @@ def _views(model: Any) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
         if not params:
             continue
         keras = list(layer._keras_weights())
+        flipped = set(layouts.convolved(layer))
         covered: set[int] = set()
-        for view in keras:
+        for position, view in enumerate(keras):
             owner = [
                 p
                 for p in params
@@ -74,7 +81,7 @@ def _views(model: Any) -> list[tuple[torch.nn.Parameter, torch.Tensor]]:
             ]
             if not owner:
                 continue  # a buffer (moving statistics) or a computed array
-            out.append((owner[0], view))
+            out.append((owner[0], view, position in flipped))
             covered.add(id(owner[0]))
         missing = [p for p in params if id(p) not in covered]
         if missing:
@@ -111,8 +118,9 @@ def _sgd_scale(optimizer: Any) -> float:
     return float(optimizer._lr / (1.0 + optimizer.decay * done))
 
 
-def to_keras(model: Any) -> tuple[list[str], list[np.ndarray]] | None:
-    """``(weight_names, arrays)`` for the ``optimizer_weights`` group, or None when there is no state."""
+def to_keras(model: Any, convolving: bool = False) -> tuple[list[str], list[np.ndarray]] | None:
+    """``(weight_names, arrays)`` for the ``optimizer_weights`` group, or None when there is no state;
+    ``convolving``: for a Theano file (conv kernels' slots flipped as the kernels)."""
     opt = model.optimizer
     kind = _kind(opt)
     if kind is None or getattr(opt, "torch", None) is None or not opt.iterations:
@@ -133,7 +141,7 @@ def to_keras(model: Any) -> tuple[list[str], list[np.ndarray]] | None:
         names.append(f"{name}/{scalar}:0")
         arrays.append(np.array(float(state[key]) if key in state else 1.0, dtype=np.float32))
     for slot, key in SLOTS[kind]:
-        for i, (param, view) in enumerate(views):
+        for i, (param, view, flip) in enumerate(views):
             state = opt.torch.state.get(param, {})
             if slot == "vhat" and not getattr(opt, "amsgrad", False):
                 value = np.zeros((1,), dtype=np.float32)
@@ -141,6 +149,8 @@ def to_keras(model: Any) -> tuple[list[str], list[np.ndarray]] | None:
                 value = _to_keras_layout(state[key], param, view)
                 if kind == "SGD":
                     value = -_sgd_scale(opt) * value
+                if flip and convolving:
+                    value = layouts.flip_kernel(value)
             else:
                 value = np.zeros(tuple(view.shape), dtype=np.float32)
             names.append(f"training/{name}/{slot}_{i}:0")
@@ -148,8 +158,9 @@ def to_keras(model: Any) -> tuple[list[str], list[np.ndarray]] | None:
     return names, arrays
 
 
-def from_keras(model: Any, arrays: list[np.ndarray], where: str) -> None:
-    """Load a file's ``optimizer_weights`` into ``model.optimizer`` (applied when the model is placed)."""
+def from_keras(model: Any, arrays: list[np.ndarray], where: str, convolving: bool = False) -> None:
+    """Load a file's ``optimizer_weights`` into ``model.optimizer`` (applied when the model is placed);
+    ``convolving``: a Theano file, whose conv kernels' slots are flipped as the kernels are."""
     opt = model.optimizer
     kind = _kind(opt)
     if kind is None:
@@ -187,8 +198,10 @@ def from_keras(model: Any, arrays: list[np.ndarray], where: str) -> None:
     opt.iterations = iterations
     opt._last_step_lr = None
     for j, (slot, key) in enumerate(slots):
-        for i, (param, view) in enumerate(views):
+        for i, (param, view, flip) in enumerate(views):
             value = np.asarray(arrays[1 + j * n + i])
+            if flip and convolving and value.ndim > 2:
+                value = layouts.flip_kernel(value)
             if slot == "vhat" and not getattr(opt, "amsgrad", False):
                 continue
             if kind == "SGD" and not getattr(opt, "momentum", 0.0):
