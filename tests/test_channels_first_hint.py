@@ -64,3 +64,27 @@ def test_the_input_check_suggests_the_transpose_for_sequences_of_images():
         check_input_shape(np.zeros((2, 5, 3, 8, 8)), (5, 8, 8, 3))
     with pytest.raises(ValueError, match=r"clips\.transpose\(0, 2, 3, 4, 1\)$"):
         check_input_shape(np.zeros((2, 3, 5, 8, 8)), (5, 8, 8, 3), "clips")
+
+
+def test_a_script_working_channels_first_gets_the_file_as_saved(capsys):
+    """While the configured image_data_format is channels_first (K.set_image_dim_ordering('th'), the
+    flag or keras.json), a channels_first file loads as saved, as in Keras 2: no rebuild, no
+    transpose, no notice about it; load_model and model_from_json alike. Otherwise it is rebuilt."""
+    from arignote import backend as K
+    from arignote.models import model_from_json
+
+    path = os.path.join(FIX, "th_cf_conv.h5")
+    x = np.random.default_rng(0).random((2, *load_model(path).input_shape[1:]), dtype=np.float32)
+    rebuilt = load_model(path).predict(x)
+    assert "rebuilt channels_last" in capsys.readouterr().out
+    K.set_image_dim_ordering("th")
+    try:
+        kept = load_model(path)
+        assert "channels_last" not in capsys.readouterr().out
+        assert kept.input_shape[1:] == (x.shape[3], *x.shape[1:3])  # (C, H, W)
+        np.testing.assert_allclose(kept.predict(x.transpose(0, 3, 1, 2)), rebuilt, rtol=1e-5, atol=1e-6)
+        again = model_from_json(kept.to_json())  # refused while rebuilt: its weights need converting
+        again.set_weights(kept.get_weights())
+        np.testing.assert_allclose(again.predict(x.transpose(0, 3, 1, 2)), rebuilt, rtol=1e-5, atol=1e-6)
+    finally:
+        K.set_image_data_format("channels_last")

@@ -1,6 +1,8 @@
 """A Theano-era Keras 2 script: channels-first images set with K.set_image_data_format('channels_first'),
-a Conv2D model on (1, 28, 28) inputs, np_utils.to_categorical, model.summary(), K.floatx(), K.epsilon().
-(Keras 2.3.1 no longer has K.image_dim_ordering() / K.set_image_dim_ordering(), so neither does this.)
+a Conv2D model on (1, 28, 28) inputs, np_utils.to_categorical, model.summary(), K.floatx(), K.epsilon();
+saved and loaded back (load_model; to_json + save_weights, model_from_json + load_weights) while the
+script works channels-first: the model stays channels-first, as in Keras.
+(Keras 2.3.1 no longer exports K.set_image_dim_ordering(), which Keras 2.0-2.2 did, so this does not call it.)
 
 Checked on real Keras 2.3.1 (Theano backend) with scripts/run_keras2_scripts_on_keras.py.
 """
@@ -8,7 +10,7 @@ import numpy as np
 
 from arignote import backend as K
 from arignote.layers import Activation, Conv2D, Dense, Dropout, Flatten, MaxPooling2D
-from arignote.models import Sequential
+from arignote.models import Sequential, load_model, model_from_json
 from arignote.utils import np_utils
 
 K.set_image_data_format('channels_first')
@@ -62,5 +64,16 @@ print('Train score:', score[0], 'Train accuracy:', score[1])
 assert score[1] > 0.85, score
 classes = model.predict_classes(X_train[:10], verbose=0)
 assert (classes == y_train[:10]).mean() >= 0.7, (classes, y_train[:10])
+model.save('theano_habits.h5')
+again = load_model('theano_habits.h5')
+assert again.input_shape == (None, 1, img_rows, img_cols), again.input_shape
+assert np.allclose(again.predict(X_train[:10]), model.predict(X_train[:10]), atol=1e-5)
+with open('theano_habits.json', 'w') as f:
+    f.write(model.to_json())
+model.save_weights('theano_habits_weights.h5')
+with open('theano_habits.json') as f:
+    rebuilt = model_from_json(f.read())
+rebuilt.load_weights('theano_habits_weights.h5')
+assert np.allclose(rebuilt.predict(X_train[:10]), model.predict(X_train[:10]), atol=1e-5)
 K.set_image_data_format('channels_last')
 print('OK theano_habits', score)

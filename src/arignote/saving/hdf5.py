@@ -76,7 +76,7 @@ def announce(path: str, origin: layouts.Origin, conversion: keras_config.Convers
     notes = list(origin.notes)
     if conversion is not None and conversion.channels_first:
         notes.append("channels_first layers rebuilt channels_last (" + _feed_hint(conversion) + ")")
-    if conversion is not None and conversion.kept_channels_first:
+    if conversion is not None and conversion.kept_channels_first not in ([], [keras_config.AS_CONFIGURED]):
         notes.append("channels_first layers kept as saved, feed channels-first arrays as in Keras (a "
                      "channels-last rebuild would change what " + ", ".join(conversion.kept_channels_first)
                      + " compute)")

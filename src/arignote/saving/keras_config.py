@@ -14,7 +14,10 @@ features is recorded in ``Conversion.dense_after_flatten`` so its kernel rows ge
 A model the rebuild cannot reproduce stays channels-first as saved (arignote's layers take
 ``channels_first`` too) and ``Conversion.kept_channels_first`` names the layers why (a
 ``Concatenate``, ``Reshape`` or ``Bidirectional(merge_mode='concat')`` on channels-first maps...:
-:mod:`arignote.saving.channels_first`).
+:mod:`arignote.saving.channels_first`). So does every model while the configured
+``image_data_format`` is ``channels_first`` (a script that called ``K.set_image_dim_ordering('th')``,
+or ``keras.json`` / the flag say so): the script feeds channels-first arrays, as to Keras
+(``kept_channels_first`` is then ``[AS_CONFIGURED]``).
 
 Example::
 
@@ -31,11 +34,13 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
+from arignote.backend_common import image_data_format
 from arignote.layers import base as layer_base
 from arignote.saving.channels_first import channels_first_blockers, joins_columns
 from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
+    "AS_CONFIGURED",
     "Conversion",
     "layer_from_keras",
     "sequential_from_keras",
@@ -228,11 +233,17 @@ def _auto_input_layer(specs: list) -> bool:
     return first.get("name") == f"{second.get('name')}_input"
 
 
+# what kept_channels_first holds when the configured image_data_format keeps a model as saved
+AS_CONFIGURED = "(image_data_format is channels_first)"
+
+
 def _start(class_name: str, config: Any, source: str, kept: list[str] | None) -> Conversion:
-    """The conversion of a whole model (``kept`` None: look for blockers) or of a nested one (its
-    outer model's ``kept``)."""
+    """The conversion of a whole model (``kept`` None: look for blockers, or keep the layout when the
+    configured ``image_data_format`` is channels_first) or of a nested one (its outer model's ``kept``)."""
     if kept is None:
         kept = channels_first_blockers({"class_name": class_name, "config": config})
+        if not kept and image_data_format() == "channels_first":
+            kept = [AS_CONFIGURED]
     return Conversion(source=source, kept_channels_first=list(kept))
 
 
