@@ -326,3 +326,27 @@ def test_time_distributed_model_proxies_the_models_flag():
         _check(td, expected[state])
         assert inner.trainable is expected[state]["inner"]
         assert _keras_flags(inner) == expected[state]["layer_flags"]
+
+
+def test_a_users_layer_round_trips_through_hdf5_in_keras_order(tmp_path):
+    """The file's group lists ``layer.weights`` as Keras 2.3.1 writes it (trainable first), which is
+    now ``get_weights()``'s order too; loading puts each array back in its weight."""
+    import h5py
+
+    x = Input((2,), name="x")
+    model = Model(x, Scaled(name="scaled")(x))
+    values = [np.full(s, i + 1.0, "float32") for i, (_, s) in enumerate(FIXTURE["layers"]["scaled"]["W"])]
+    model.get_layer("scaled").set_weights(values)
+    path = str(tmp_path / "scaled.h5")
+    model.save_weights(path)
+    with h5py.File(path, "r") as f:
+        group = f["scaled"]
+        names = [n.decode() if isinstance(n, bytes) else n for n in group.attrs["weight_names"]]
+        stored = [np.asarray(group[n]) for n in names]
+    assert [list(a.shape) for a in stored] == [s for _, s in FIXTURE["layers"]["scaled"]["W"]]
+    assert [float(a.flat[0]) for a in stored] == [1.0, 2.0, 3.0]
+    x2 = Input((2,), name="x")
+    again = Model(x2, Scaled(name="scaled")(x2))
+    again.load_weights(path)
+    assert [float(w.flat[0]) for w in again.get_layer("scaled").get_weights()] == [1.0, 2.0, 3.0]
+    assert float(again.get_layer("scaled").steps.detach()[0]) == 3.0
