@@ -350,3 +350,22 @@ def test_a_users_layer_round_trips_through_hdf5_in_keras_order(tmp_path):
     again.load_weights(path)
     assert [float(w.flat[0]) for w in again.get_layer("scaled").get_weights()] == [1.0, 2.0, 3.0]
     assert float(again.get_layer("scaled").steps.detach()[0]) == 3.0
+
+
+def test_a_model_frozen_before_its_layers_are_built_trains_nothing():
+    """Keras 2.3.1: a frozen model's ``trainable_weights`` are ``[]`` whatever its layers' flags, also
+    for layers that create their weights later (a Sequential without an input shape, built by fit)."""
+    model = Sequential([Dense(4, name="a"), Dense(1, name="b")])
+    model.trainable = False
+    model.compile("sgd", "mse")
+    xs, ys = _data(8, 3), _data(8, 1)
+    model.fit(xs, ys, epochs=1, verbose=0)
+    assert [layer.trainable for layer in model.layers] == [True, True]
+    assert model.trainable_weights == [] and not any(p.requires_grad for p in model.module.parameters())
+    before = _snapshot(model)
+    model.fit(xs, ys, epochs=2, verbose=0)
+    assert not any(_changed(before, model).values())
+    model.trainable = True
+    model.compile("sgd", "mse")
+    model.fit(xs, ys, epochs=1, verbose=0)
+    assert all(_changed(before, model).values())

@@ -257,8 +257,7 @@ class Layer(nn.Module):
         self.built = True
         if self._built_input_shape is None:
             self._built_input_shape = input_shape
-        if not self._trainable:
-            self.trainable = False
+        _trainable.apply(self)  # its flags, and those of a model frozen before it was built
         if self._initial_weights is not None:
             weights, self._initial_weights = self._initial_weights, None
             self.set_weights(weights)
