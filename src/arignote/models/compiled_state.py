@@ -54,6 +54,10 @@ class CompiledState:
         """Within the block, the weights train as they did when this model was compiled (weights
         shared with another model may have been frozen or unfrozen since, through ``trainable``)."""
         compiled = getattr(self, "_trainable_at_compile", {})
+        if compiled is not None and isinstance(self.module, torch.nn.Module) and sum(
+                1 for _ in self.module.parameters()) != len(compiled):
+            # weights created since compile (a model built by its first fit): as the flags say now
+            compiled = self._trainable_at_compile = {**self._trainable_now(), **compiled}
         flip = [p for p, want in compiled.items() if p.requires_grad != want]
         for p, want in compiled.items():  # a gradient left by another model's step (the GAN's
             if not want and p.grad is not None:  # discriminator, unfrozen for its own) must not count
