@@ -351,7 +351,7 @@ def test_a_model_inside_a_sequential_and_model_trainable():
     expected = top.layers[1](base(torch.from_numpy(x))).detach().numpy()
     np.testing.assert_allclose(top.predict(x), expected, rtol=1e-6)
     base.trainable = False
-    assert not base.get_layer("base_dense").trainable
+    assert base.get_layer("base_dense").trainable and base.trainable_weights == []  # its own flag kept
     top.compile("sgd", "mse")
     frozen, head = base.get_weights()[0].copy(), top.layers[1].get_weights()[0].copy()
     top.fit(x, np.ones((8, 1), "float32"), epochs=2, batch_size=4, verbose=0)

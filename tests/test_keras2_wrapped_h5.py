@@ -117,9 +117,10 @@ def test_a_frozen_bidirectional_keeps_each_direction_s_order():
     assert [w for _, w in frozen] == ["kernel", "recurrent_kernel", "scale"] * 2  # each direction whole
     model = load_model(os.path.join(HERE, "bidir_frozen_cell.h5"), custom_objects=OBJECTS)
     orders = {layer.name: [i for i, _ in layouts.keras_order(layer)] for layer in model.layers}
-    # its get_weights(): scale, kernel, recurrent_kernel per direction (the cell's add_weight order)
-    assert orders["bi_live"] == [1, 2, 4, 5, 0, 3]
-    assert orders["bi_frozen"] == [1, 2, 0, 4, 5, 3]
+    # its get_weights(): kernel, recurrent_kernel, scale per direction (Keras's layer.weights of the
+    # cell, trainable first, though it adds scale first); the file: both directions' trainable first
+    assert orders["bi_live"] == [0, 1, 3, 4, 2, 5]
+    assert orders["bi_frozen"] == [0, 1, 2, 3, 4, 5]
 
 
 def test_a_bidirectional_concatenating_channels_first_maps_stays_channels_first(capsys):

@@ -33,6 +33,7 @@ from arignote.graph.model_losses import model_losses
 from arignote.graph.network import GraphModule, Packing, feed_inputs, topology
 from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
+from arignote.layers import _trainable
 from arignote.layers.base import Layer, auto_name
 
 __all__ = ["Functional", "construction_args", "model_losses", "forward_masks"]
@@ -131,20 +132,25 @@ class Functional:
 
     @property
     def trainable(self) -> bool:
-        """Keras ``model.trainable``: setting it (before compile) freezes or unfreezes every layer's
-        weights, e.g. a pretrained convolutional base inside a new model."""
+        """Keras ``model.trainable``: setting it (before compile) freezes or unfreezes the model's
+        weights, e.g. a pretrained convolutional base inside a new model, or the discriminator of a
+        GAN inside the combined model. As in Keras 2.3.1 the layers keep their own flags (``[]`` as
+        ``trainable_weights`` while the model is frozen), so freezing and unfreezing a model gives
+        back the per-layer freezing the user had."""
         return self.__dict__.get("_trainable", True)
 
     @trainable.setter
     def trainable(self, value: bool) -> None:
         self.__dict__["_trainable"] = bool(value)
-        if not self._is_graph and not isinstance(getattr(self, "module", None), _CallModule) and not hasattr(
-                self.module, "members"):  # a wrapped torch module: its parameters
+        if not self._has_layers():  # a wrapped torch module: its parameters
             for p in self.module.parameters():
                 p.requires_grad_(bool(value))
             return
-        for layer in self.layers:
-            layer.trainable = bool(value)
+        _trainable.apply(self)
+
+    def _has_layers(self) -> bool:
+        return self._is_graph or isinstance(getattr(self, "module", None), _CallModule) or hasattr(
+            self.module, "members")
 
     @property
     def batch_input_shape(self) -> tuple | None:
@@ -155,15 +161,23 @@ class Functional:
 
     @property
     def trainable_weights(self) -> list:
-        return [p for p in self.module.parameters() if p.requires_grad]
+        """Keras 2.3.1's ``Network.trainable_weights``: every layer's trainable weights, ``[]`` while
+        the model is frozen (a wrapped torch module: its parameters that require grad)."""
+        if not self._has_layers():
+            return [p for p in self.module.parameters() if p.requires_grad]
+        return _trainable.model_split(self)[0]
 
     @property
     def non_trainable_weights(self) -> list:
-        return [p for p in self.module.parameters() if not p.requires_grad]
+        if not self._has_layers():
+            return [p for p in self.module.parameters() if not p.requires_grad]
+        return _trainable.model_split(self)[1]
 
     @property
     def weights(self) -> list:
-        return [w for layer in self.layers for w in getattr(layer, "weights", [])]
+        """Keras 2.3.1's ``model.weights``: ``trainable_weights + non_trainable_weights`` (in Keras
+        layouts), every layer's trainable weights first; ``get_weights()`` keeps the layer order."""
+        return _trainable.model_weights(self)
 
     @property
     def losses(self) -> list:

@@ -1,13 +1,18 @@
-"""Which weights train, as Keras 2.3.1 decides it for layers that hold other layers (an RNN and its
-cell, ``StackedRNNCells``, the wrappers): from the ``trainable`` flags at every level, not from what
-the last ``trainable =`` assignment happened to set.
+"""Which weights train, as Keras 2.3.1 decides it for layers and models that hold other layers (an RNN
+and its cell, ``StackedRNNCells``, the wrappers, a user's layer holding Dense layers, a model and its
+layers, a model inside another): from the ``trainable`` flags at every level, not from what the last
+``trainable =`` assignment happened to set.
 
-Keras 2.3.1 (``keras/layers/recurrent.py``, ``wrappers.py``): ``RNN.trainable_weights`` is ``[]`` when
-the RNN is frozen, else its cell's trainable weights; its ``non_trainable_weights`` are the cell's,
-after the cell's trainable ones when the RNN is frozen. So freezing an RNN and unfreezing it again
-leaves a cell the user froze (or a cell weight created with ``trainable=False``) frozen. arignote
-keeps weights as torch parameters and trains those with ``requires_grad``: :func:`apply` sets it from
-:func:`keras_split`, so the two always agree.
+Keras 2.3.1 (``keras/engine/base_layer.py``, ``network.py``, ``layers/recurrent.py``, ``wrappers.py``):
+a layer's ``trainable_weights`` are its own trainable weights then its sublayers', ``[]`` while it is
+frozen; its ``non_trainable_weights`` the others likewise (frozen: its own weights, then each
+sublayer's ``weights``); ``weights`` is ``trainable_weights + non_trainable_weights``. A model lists
+its layers the same way and leaves their flags alone, so freezing a model (or an RNN) and unfreezing
+it again gives back the per-layer freezing the user had. arignote keeps weights as torch parameters
+and trains those with ``requires_grad``: :func:`apply` sets it from :func:`keras_split` and from the
+flags of every layer or model found holding this one, so a weight trains only while its own layer
+and every enclosing one are trainable (``compile`` then fixes, per model, what its ``fit`` trains:
+:mod:`arignote.models.compiled_state`).
 
 Example::
 
@@ -18,17 +23,24 @@ Example::
     >>> rnn.trainable = False; rnn.trainable = True  # the cell stays frozen, as in Keras
     >>> [p.requires_grad for p in rnn.parameters()], len(keras_split(rnn)[1])
     ([False, False, False], 3)
+    >>> rnn.cell.trainable = True; rnn.trainable = False; rnn.cell.trainable = True
+    >>> [p.requires_grad for p in rnn.parameters()]  # its RNN is frozen: the cell does not train
+    [False, False, False]
 """
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
 
-from arignote.layers.base import Layer
+__all__ = ["keras_split", "model_split", "keras_weights", "model_weights", "apply"]
 
-__all__ = ["keras_split", "apply"]
+
+def is_layer(obj: Any) -> bool:
+    """An arignote ``Layer`` (told by a class marker: ``layers.base`` imports this module)."""
+    return isinstance(obj, torch.nn.Module) and getattr(type(obj), "_keras_layer", False)
 
 
 def _parts(module: torch.nn.Module) -> tuple[list, list, list]:
@@ -37,7 +49,7 @@ def _parts(module: torch.nn.Module) -> tuple[list, list, list]:
     params, buffers = list(module.parameters(recurse=False)), list(module.buffers(recurse=False))
     layers: list = []
     for child in module.children():
-        if isinstance(child, Layer):
+        if is_layer(child):
             layers.append(child)
         else:
             p, b, sub = _parts(child)
@@ -52,7 +64,7 @@ def keras_split(layer: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     own = getattr(type(layer), "_keras_split", None)
     if own is not None:
         return layer._keras_split()
-    if not isinstance(layer, Layer):
+    if not is_layer(layer):
         if hasattr(layer, "trainable_weights"):  # a model used as a layer: what it lists
             return list(layer.trainable_weights), list(layer.non_trainable_weights)
         if isinstance(layer, torch.nn.Module):  # a plain torch module: no flags, all trainable
@@ -68,11 +80,117 @@ def keras_split(layer: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     return [], trainable + rest + [w for t, nt in subs for w in t + nt]
 
 
+def model_split(model: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """Keras 2.3.1's ``Network.trainable_weights`` / ``non_trainable_weights`` of a functional,
+    Sequential or subclassed model: every layer's trainable weights in layer order, then every other
+    one; frozen, none trainable (its layers' trainable weights first). The layers keep their flags."""
+    subs = [keras_split(layer) for layer in model.layers]
+    trainable = [w for t, _ in subs for w in t]
+    rest = [w for _, nt in subs for w in nt]
+    return (trainable, rest) if model.trainable else ([], trainable + rest)
+
+
+def keras_weights(layer: Any) -> list[torch.Tensor]:
+    """Keras 2.3.1's ``layer.weights`` of a layer without a weight table of its own (a user's layer),
+    as Keras-layout tensors: ``trainable_weights + non_trainable_weights`` (a weight created with
+    ``trainable=False`` after the trainable ones, whatever order ``build`` created them in; a sublayer's
+    weights in its own Keras layout). Non-persistent buffers are not weights."""
+    params, buffers, layers = _parts(layer)
+    buffers = [b for b in buffers if _persistent(layer, b)]
+    trainable = [p for p in params if id(p) not in layer._frozen]
+    rest = [p for p in params if id(p) in layer._frozen] + buffers
+    subs = [view_split(sub) for sub in layers]
+    if layer.trainable:
+        return trainable + [w for t, _ in subs for w in t] + rest + [w for _, nt in subs for w in nt]
+    return trainable + rest + [w for t, nt in subs for w in t + nt]
+
+
+def view_split(layer: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
+    """``layer.weights`` (Keras-layout tensors, Keras order) cut into its trainable part and the rest
+    (a model used as a layer: its ``weights``)."""
+    views = list(layer._keras_weights() if hasattr(layer, "_keras_weights") else layer.weights)
+    if not layer.trainable:
+        return [], views
+    t, nt = keras_split(layer)
+    # a weight computed from several parameters (CuDNN layouts): all counted trainable
+    n = len(t) if len(t) + len(nt) == len(views) else len(views)
+    return views[:n], views[n:]
+
+
+def model_weights(model: Any) -> list[torch.Tensor]:
+    """Keras 2.3.1's ``model.weights`` (``trainable_weights + non_trainable_weights``) as Keras-layout
+    tensors: every layer's trainable weights, then the others (frozen or not: a model keeps that order)."""
+    subs = [view_split(layer) for layer in model.layers]
+    return [w for t, _ in subs for w in t] + [w for _, nt in subs for w in nt]
+
+
+def _persistent(layer: torch.nn.Module, buffer: torch.Tensor) -> bool:
+    for module in layer.modules():
+        for name, b in module._buffers.items():
+            if b is buffer:
+                return name not in module._non_persistent_buffers_set
+    return True
+
+
+def children(holder: Any) -> list:
+    """The layers (or models) directly inside ``holder`` whose flags Keras 2.3.1 nests under its own."""
+    own = getattr(holder, "_keras_children", None)
+    if own is not None:
+        return own()
+    if is_layer(holder):
+        return _parts(holder)[2]
+    try:
+        return list(holder.layers)
+    except (AttributeError, TypeError):  # a model wrapping a plain torch module: no layers
+        return []
+
+
+# layer or model -> the layers and models found holding it (weak both ways, and outside the objects:
+# a layer pickles and deep-copies as before)
+_HELD_BY: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _holders(obj: Any) -> Any:
+    held = _HELD_BY.get(obj)
+    if held is None:
+        held = _HELD_BY[obj] = weakref.WeakSet()
+    return held
+
+
+def _record(holder: Any, seen: set[int]) -> None:
+    """Note ``holder`` in each layer inside it (at every depth), for :func:`enclosing_trainable`."""
+    if id(holder) in seen:
+        return
+    seen.add(id(holder))
+    for child in children(holder):
+        _holders(child).add(holder)
+        _record(child, seen)
+
+
+def enclosing_trainable(obj: Any, seen: frozenset = frozenset()) -> bool:
+    """Whether every layer or model known to hold ``obj`` (at every level up) is trainable."""
+    for holder in list(_HELD_BY.get(obj, ())):
+        if id(holder) in seen or not any(c is obj for c in children(holder)):
+            continue  # a cycle, or obj was taken out of it since
+        if not holder.trainable or not enclosing_trainable(holder, seen | {id(obj)}):
+            return False
+    return True
+
+
+def parameters(obj: Any) -> list[torch.Tensor]:
+    """The torch parameters of a layer or a model (its module's)."""
+    module = obj if isinstance(obj, torch.nn.Module) else getattr(obj, "module", None)
+    return list(module.parameters()) if isinstance(module, torch.nn.Module) else []
+
+
 def apply(layer: Any) -> None:
-    """Set ``requires_grad`` of every parameter of ``layer`` to whether :func:`keras_split` lists it
-    as trainable."""
-    trainable = {id(p) for p in keras_split(layer)[0]}
-    for p in layer.parameters():
+    """Set ``requires_grad`` of every parameter of ``layer`` (a layer or a model) to whether
+    :func:`keras_split` lists it as trainable and every layer or model holding ``layer`` is trainable;
+    note ``layer`` as the holder of the layers inside it."""
+    _record(layer, set())
+    on = enclosing_trainable(layer)
+    trainable = {id(p) for p in keras_split(layer)[0]} if on else set()
+    for p in parameters(layer):
         p.requires_grad_(id(p) in trainable)
 
 

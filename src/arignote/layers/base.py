@@ -52,6 +52,7 @@ from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
+from arignote.layers import _trainable
 from arignote.layers.activations import name_of
 from arignote.layers.input_spec import InputSpec, _check_spec
 from arignote.layers.layer_args import (  # noqa: F401
@@ -89,6 +90,10 @@ def _accepts(fn: Any, name: str) -> bool:
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
 
 
+class _FrozenNames(frozenset):
+    """``Layer._frozen`` while pickled: parameter names instead of ids."""
+
+
 class Layer(nn.Module):
     """Base of every arignote layer (the Keras 2 contract above).
 
@@ -96,6 +101,7 @@ class Layer(nn.Module):
     """
 
     device_context = None  # set by the placement engineer (arignote.parallel.placement)
+    _keras_layer = True  # what arignote.layers._trainable tells layers by
     supports_masking = False
     _config_keys: tuple[str, ...] = ()
     _output_dtype: str | None = None  # dtype of symbolic outputs (default floatX)
@@ -144,6 +150,18 @@ class Layer(nn.Module):
         cls._call_takes_training = "training" in inspect.signature(cls.call).parameters
         cls._declares_output_shape = cls.compute_output_shape is not Layer.compute_output_shape
 
+    def __getstate__(self) -> dict:
+        # the weights created with trainable=False by name: a copy (pickle, deepcopy) has new ids
+        state = self.__dict__.copy()
+        state["_frozen"] = _FrozenNames(n for n, p in self._parameters.items() if p is not None and id(p)
+                                        in self._frozen)
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        super().__setstate__(state)
+        if isinstance(self._frozen, _FrozenNames):
+            self._frozen = {id(self._parameters[n]) for n in self._frozen if n in self._parameters}
+
     def __getattr__(self, name: str) -> Any:
         try:
             return super().__getattr__(name)
@@ -167,14 +185,16 @@ class Layer(nn.Module):
 
     @property
     def trainable(self) -> bool:
-        """Keras ``layer.trainable``: setting it (before compile) freezes or unfreezes the weights."""
+        """Keras ``layer.trainable``: setting it (before compile) freezes or unfreezes the weights.
+        A weight trains while its own layer and every layer (and model) holding it are trainable:
+        unfreezing a layer leaves a sublayer the user froze frozen, and a layer inside a frozen one
+        stays frozen (:mod:`arignote.layers._trainable`)."""
         return self._trainable
 
     @trainable.setter
     def trainable(self, value: bool) -> None:
         self._trainable = bool(value)
-        for p in self.parameters():
-            p.requires_grad_(self._trainable and id(p) not in self._frozen)
+        _trainable.apply(self)
 
     # ---------------------------------------------------------------- calling
 
@@ -237,8 +257,7 @@ class Layer(nn.Module):
         self.built = True
         if self._built_input_shape is None:
             self._built_input_shape = input_shape
-        if not self._trainable:
-            self.trainable = False
+        _trainable.apply(self)  # its flags, and those of a model frozen before it was built
         if self._initial_weights is not None:
             weights, self._initial_weights = self._initial_weights, None
             self.set_weights(weights)
@@ -336,11 +355,13 @@ class Layer(nn.Module):
 
     @property
     def trainable_weights(self) -> list:
-        return [p for p in self.parameters() if p.requires_grad]
+        """Keras 2.3.1: this layer's trainable weights, then its sublayers'; none while it is frozen."""
+        return _trainable.keras_split(self)[0]
 
     @property
     def non_trainable_weights(self) -> list:
-        return [p for p in self.parameters() if not p.requires_grad] + list(self.buffers())
+        """Keras 2.3.1: the other weights (frozen: its own weights, then each sublayer's)."""
+        return _trainable.keras_split(self)[1]
 
     def count_trainable_params(self) -> int:
         """The trainable part of :meth:`count_params` (Keras layouts)."""
@@ -376,7 +397,8 @@ class Layer(nn.Module):
             self._set_keras_weights([torch.as_tensor(np.asarray(w)) for w in weights])
 
     def _keras_weights(self) -> list[torch.Tensor]:
-        return [*self.parameters(), *persistent_buffers(self)]
+        # Keras 2.3.1's layer.weights: trainable_weights + non_trainable_weights, at every level
+        return _trainable.keras_weights(self)
 
     def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
         for t, w in zip(self._keras_weights(), weights):

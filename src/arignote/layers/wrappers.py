@@ -56,28 +56,29 @@ class Wrapper(KerasLayer, Layer):
             self.wrapped_model = layer.module
         else:
             self.layer = layer
-        if not model or not self._trainable:  # Keras 2.3.1: the wrapper's flag (default True) is the layer's
-            self.trainable = self._trainable
+        self.trainable = self._trainable  # Keras 2.3.1: the wrapper's flag (default True) is the layer's
 
     def _inner(self) -> Any:
         return self._modules.get("layer", self.__dict__.get("layer"))
 
+    def _keras_children(self) -> list:
+        inner = self._inner()
+        return [] if inner is None else [inner]
+
     @property
     def trainable(self) -> bool:
-        """Keras 2.3.1's ``Wrapper.trainable``: the wrapped layer's flag (setting it sets the layer's).
-        A wrapped model keeps its own flag: the wrapper freezes or unfreezes its weights (arignote's
-        ``model.trainable`` sets every layer's flag, which Keras 2.3.1's does not)."""
+        """Keras 2.3.1's ``Wrapper.trainable``: the wrapped layer's (or model's) flag; setting it sets
+        theirs (a wrapped model keeps its layers' own flags, as ``model.trainable`` does)."""
         inner = self._inner()
-        return bool(inner.trainable) if isinstance(inner, Layer) else self._trainable
+        return self._trainable if inner is None else bool(inner.trainable)
 
     @trainable.setter
     def trainable(self, value: bool) -> None:
+        self._trainable = bool(value)
         inner = self._inner()
-        if isinstance(inner, Layer):
-            self._trainable = bool(value)
+        if inner is not None:
             inner.trainable = bool(value)
-        else:
-            Layer.trainable.fset(self, value)
+            _trainable.apply(self)  # the wrapper holds it: the flags of what holds the wrapper count
 
     def _keras_split(self) -> tuple[list, list]:
         return _trainable.keras_split(self._inner())
@@ -237,6 +238,11 @@ class Bidirectional(Wrapper):
         for name in ("forward_layer", "backward_layer"):
             if name in self._modules:
                 self._modules[name].trainable = bool(value)
+        if "forward_layer" in self._modules:
+            _trainable.apply(self)
+
+    def _keras_children(self) -> list:
+        return [self._modules[n] for n in ("forward_layer", "backward_layer") if n in self._modules]
 
     def _keras_split(self) -> tuple[list, list]:
         fwd = _trainable.keras_split(self.forward_layer)

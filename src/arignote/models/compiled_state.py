@@ -17,6 +17,8 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+import torch
+
 from arignote import weighting
 
 __all__ = ["CompiledState", "scaled_loss"]
@@ -27,6 +29,8 @@ class CompiledState:
 
     module: Any
     loss_fn: Any
+    trainable_weights: Any
+    _has_layers: Any
 
     def _mask_targets(self) -> Any:
         """``yb -> yb`` with the masks of the outputs from the module's last forward
@@ -50,7 +54,14 @@ class CompiledState:
         """Within the block, the weights train as they did when this model was compiled (weights
         shared with another model may have been frozen or unfrozen since, through ``trainable``)."""
         compiled = getattr(self, "_trainable_at_compile", {})
+        if compiled is not None and isinstance(self.module, torch.nn.Module) and sum(
+                1 for _ in self.module.parameters()) != len(compiled):
+            # weights created since compile (a model built by its first fit): as the flags say now
+            compiled = self._trainable_at_compile = {**self._trainable_now(), **compiled}
         flip = [p for p, want in compiled.items() if p.requires_grad != want]
+        for p, want in compiled.items():  # a gradient left by another model's step (the GAN's
+            if not want and p.grad is not None:  # discriminator, unfrozen for its own) must not count
+                p.grad = None
         for p in flip:  # a gradient left by the other model's step must not reach this optimizer
             p.requires_grad_(not p.requires_grad)
             p.grad = None
@@ -60,6 +71,18 @@ class CompiledState:
             for p in flip:
                 p.requires_grad_(not p.requires_grad)
                 p.grad = None
+
+    def _trainable_now(self) -> dict:
+        """``{parameter: trains}`` for this model as Keras 2.3.1's compile collects it: its own
+        ``trainable_weights`` (the flags of the model and of every layer inside it; not those of a
+        model that holds this one), or ``requires_grad`` for a wrapped torch module."""
+        module = self.module
+        if not isinstance(module, torch.nn.Module):
+            return {}
+        if not self._has_layers():
+            return {p: p.requires_grad for p in module.parameters()}
+        trainable = {id(p) for p in self.trainable_weights}
+        return {p: id(p) in trainable for p in module.parameters()}
 
     @property
     def compiled(self) -> bool:

@@ -237,8 +237,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
             self.optimizer.build(list(self.module.parameters()))
         # Keras 2 fixes here which weights train: `trainable` set after compile (the GAN recipe:
         # discriminator.trainable = False, then compile the combined model) waits for the next compile
-        self._trainable_at_compile = {p: p.requires_grad for p in self.module.parameters()} \
-            if isinstance(self.module, torch.nn.Module) else {}
+        self._trainable_at_compile = self._trainable_now()
 
     # ------------------------------------------------------------------ training API
 
