@@ -1,4 +1,4 @@
-"""Augmented assignments in user code behave as on Keras 2's immutable tensors (layers/value_semantics.py):
+"""Augmented assignments in user code behave as on Keras 2's immutable tensors (value_semantics.py):
 ``a *= b`` in a custom layer's ``call`` or a Lambda's function rebinds ``a`` instead of writing into a
 tensor autograd saved (the Kaggle ``Attention`` layer's ``a = K.exp(eij); a *= mask``) or into the
 caller's batch."""
@@ -11,8 +11,8 @@ import torch
 from arignote import backend as K
 from arignote.layers import Dense, Input, Lambda
 from arignote.layers.base import Layer
-from arignote.layers.value_semantics import is_user_layer, keras_value_semantics
 from arignote.models import Model
+from arignote.value_semantics import is_user_layer, keras_value_semantics
 
 
 class MaskedSoftPool(Layer):
@@ -98,3 +98,24 @@ def test_weights_and_explicit_in_place_calls_keep_their_meaning():
 
 def test_only_user_layers_run_under_the_mode():
     assert is_user_layer(Doubler()) and not is_user_layer(Dense(1))
+
+
+def test_custom_loss_augmented_assignment_trains_and_keeps_the_output():
+    # the widely copied weighted categorical cross-entropy gist: `y_pred /= K.sum(y_pred, ...)`
+    weights = K.variable(np.array([1.0, 2.0, 1.0]))
+
+    def loss(y_true, y_pred):
+        y_pred /= K.sum(y_pred, axis=-1, keepdims=True)
+        y_pred = K.clip(y_pred, K.epsilon(), 1 - K.epsilon())
+        return -K.sum(y_true * K.log(y_pred) * weights, -1)
+
+    rng = np.random.RandomState(2)
+    x = rng.rand(16, 4).astype("float32")
+    y = np.eye(3, dtype="float32")[rng.randint(0, 3, 16)]
+    inp = Input((4,))
+    model = Model(inp, Dense(3, activation="softmax")(inp))
+    model.compile("sgd", loss)
+    model.train_on_batch(x, y)  # raised "modified by an inplace operation" before
+    p = model.predict(x)
+    ref = -(y * np.log(np.clip(p / p.sum(-1, keepdims=True), 1e-7, 1 - 1e-7)) * [1.0, 2.0, 1.0]).sum(-1)
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), ref.mean(), rtol=1e-5)

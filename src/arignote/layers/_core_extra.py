@@ -32,7 +32,7 @@ from arignote._keras_objects import func_dump, func_load
 from arignote.graph import ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
-from arignote.layers.value_semantics import keras_value_semantics
+from arignote.value_semantics import keras_value_semantics
 
 __all__ = ["Lambda", "Masking", "ActivityRegularization"]
 

@@ -64,7 +64,7 @@ from arignote.layers.layer_args import (  # noqa: F401
 )
 from arignote.layers.layer_tensors import _initial_value, as_torch, persistent_buffers, shape_of
 from arignote.layers.serialization import _REGISTRY, deserialize, register_model_class, serialize  # noqa: F401
-from arignote.layers.value_semantics import is_user_layer, keras_value_semantics
+from arignote.value_semantics import is_user_layer, keras_value_semantics
 
 # (noqa F401) auto_name, positive_int and register_model_class stay importable from here: the layers,
 # the graph and the models import them from this module

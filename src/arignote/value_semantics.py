@@ -8,7 +8,8 @@ fails with "modified by an inplace operation"), or into the layer's input (the c
 
 :func:`keras_value_semantics` is a context that, while user code runs, turns the in-place arithmetic
 an augmented assignment makes (``+= -= *= /= //= **=``, detected from the caller's bytecode) into the
-out-of-place operation, so Python rebinds the name as with Keras. Explicit in-place calls
+out-of-place operation, so Python rebinds the name as with Keras. It is active in custom layers'
+``call``, Lambda functions and custom loss functions. Explicit in-place calls
 (``x.add_(y)``, ``K.update``, ``K.moving_average_update``) keep their meaning, and so do augmented
 assignments on a weight (an ``nn.Parameter``, e.g. a ``K.variable``) and any code inside arignote or
 torch.
@@ -25,13 +26,14 @@ torch.
 from __future__ import annotations
 
 import dis
+import functools
 import sys
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["keras_value_semantics", "is_user_layer"]
+__all__ = ["keras_value_semantics", "is_user_layer", "is_user_function", "with_value_semantics"]
 
 _T = torch.Tensor
 _OUT_OF_PLACE = {
@@ -72,3 +74,20 @@ def is_user_layer(layer: Any) -> bool:
     """Whether ``layer``'s class (its ``call``) was written outside arignote: a custom layer."""
     module = getattr(type(layer).call, "__module__", "") or ""
     return not (module == "arignote" or module.startswith("arignote."))
+
+
+def is_user_function(fn: Any) -> bool:
+    """Whether ``fn`` (a loss function) was written outside arignote and torch."""
+    module = getattr(fn, "__module__", None) or ""
+    return module.split(".", 1)[0] not in ("arignote", "torch")
+
+
+def with_value_semantics(fn: Any) -> Any:
+    """``fn`` run under :func:`keras_value_semantics` (a user's loss: ``y_pred /= K.sum(y_pred, ...)``
+    in the widely copied weighted categorical cross-entropy must not write into the model's output)."""
+    @functools.wraps(fn)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with _ValueSemantics():
+            return fn(*args, **kwargs)
+
+    return run
