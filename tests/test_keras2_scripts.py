@@ -14,7 +14,9 @@ hand-written F1 / precision / recall metrics, a triplet loss (K.maximum, a Lambd
 dummy targets), transfer learning on MobileNet(include_top=False) with a frozen base, then fine-tuning
 the top block after recompiling with a low learning rate, multi-step forecasting with an encoder-decoder
 LSTM and MinMaxScaler, custom attention layers (the Kaggle masked one and the short one) on recurrent
-layers with return_sequences=True. Each script asserts on what it learned and prints ``OK <name>``;
+layers with return_sequences=True, a hand-written grid search (a Sequence read by fit_generator with
+workers=2, a generator for validation_data with validation_steps, CSVLogger and TensorBoard per run,
+K.clear_session between models). Each script asserts on what it learned and prints ``OK <name>``;
 scripts/run_keras2_scripts_on_keras.py runs them on real Keras 2.3.1 (each script's docstring says
 whether it was checked there)."""
 
@@ -36,7 +38,8 @@ NAMES = ["siamese", "autoencoder", "vae", "seq2seq", "custom_layer", "callbacks_
          "theano_habits", "keras1_cnn", "keras1_text", "pima_mlp", "kfold_multiclass", "lstm_window",
          "imdb_cnn_lstm", "char_textgen", "save_load", "lr_schedules", "class_weight", "generators",
          "introspection", "bidirectional_gru", "gan_1d", "multilabel_f1", "triplet_loss",
-         "mobilenet_transfer", "multistep_forecast", "attention_lstm"]
+         "mobilenet_transfer", "multistep_forecast", "attention_lstm",
+         "grid_search_loop"]
 
 
 @pytest.mark.parametrize("name", NAMES)
