@@ -16,9 +16,10 @@ the top block after recompiling with a low learning rate, multi-step forecasting
 LSTM and MinMaxScaler, custom attention layers (the Kaggle masked one and the short one) on recurrent
 layers with return_sequences=True, a hand-written grid search (a Sequence read by fit_generator with
 workers=2, a generator for validation_data with validation_steps, CSVLogger and TensorBoard per run,
-K.clear_session between models). Each script asserts on what it learned and prints ``OK <name>``;
-scripts/run_keras2_scripts_on_keras.py runs them on real Keras 2.3.1 (each script's docstring says
-whether it was checked there)."""
+K.clear_session between models), an image-captioning merge model (photo features and an Embedding + LSTM
+joined by add, two inputs, greedy decoding). Each script asserts on what it learned and prints ``OK
+<name>``; scripts/run_keras2_scripts_on_keras.py runs them on real Keras 2.3.1 (each script's docstring
+says whether it was checked there)."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ NAMES = ["siamese", "autoencoder", "vae", "seq2seq", "custom_layer", "callbacks_
          "imdb_cnn_lstm", "char_textgen", "save_load", "lr_schedules", "class_weight", "generators",
          "introspection", "bidirectional_gru", "gan_1d", "multilabel_f1", "triplet_loss",
          "mobilenet_transfer", "multistep_forecast", "attention_lstm",
-         "grid_search_loop"]
+         "grid_search_loop", "caption_merge"]
 
 
 @pytest.mark.parametrize("name", NAMES)
