@@ -133,7 +133,7 @@ FLOORS = {
     "metric_classes": 4, "metric_base": 4, "optim_kernels": 4, "logit_losses": 4, "predictions": 4,
     "metric_hits": 4, "loss_functions": 4, "loss_classes": 4, "loss_names": 4, "loss_compile": 4,
     "loss_targets": 4, "metric_functions": 4, "metric_accumulators": 4, "metric_wrappers": 4,
-    "metric_lookup": 4,
+    "metric_lookup": 4, "value_semantics": 4,
     # 5 engine: strategies, callbacks, the training loop
     "parallel": 5, "callbacks": 5, "training": 5, "diagnostics": 5,
     # 6 models: what users build and fit

@@ -298,3 +298,17 @@ def test_crossentropy_from_logits_and_label_smoothing():
                                losses.binary_crossentropy(yb, torch.sigmoid(z)))
     torch.testing.assert_close(losses.binary_crossentropy(yb, torch.sigmoid(z), label_smoothing=0.2),
                                losses.binary_crossentropy(yb * 0.8 + 0.1, torch.sigmoid(z)))
+
+
+def test_check_targets_leaves_a_user_defined_loss_alone():
+    # Keras 2.3.1 (engine/training.py _standardize_user_data): a loss function that is not in
+    # keras.losses gets feed_output_shapes None, so the triplet-loss answers' dummy targets
+    # np.zeros((n, 1)) for a (n, 24) output train without complaint
+    def triplet_loss(y_true, y_pred):
+        return torch.zeros(y_pred.shape[0])
+
+    losses.check_targets(triplet_loss, np.zeros((4, 1)), (24,))
+    with pytest.raises(ValueError, match="NaN or Inf"):
+        losses.check_targets(triplet_loss, np.array([[np.nan]]), (24,))
+    with pytest.raises(ValueError, match="do not match the model output"):
+        losses.check_targets(losses.mean_squared_error, np.zeros((4, 1)), (24,))  # a built-in is checked

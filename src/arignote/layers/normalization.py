@@ -117,10 +117,13 @@ class BatchNormalization(KerasLayer, Layer):
 
     def call(self, x: torch.Tensor) -> torch.Tensor:
         t = x.movedim(self._dim, 1) if self._dim != 1 else x
+        # Keras 2.3.1: a frozen layer (trainable=False) still normalizes a training batch with the
+        # batch's statistics, but its updates are not collected: the moving statistics stay put
+        frozen = self.training and not self.trainable
         y = F.batch_norm(
             t,
-            self.moving_mean,
-            self.moving_variance,
+            None if frozen else self.moving_mean,
+            None if frozen else self.moving_variance,
             self.gamma,
             self.beta,
             self.training,
