@@ -20,7 +20,7 @@ MODULES = [
     "arignote.preprocessing.iterator", "arignote.preprocessing.transforms",
     "arignote.metric_base", "arignote.metrics", "arignote.utils.conv_utils",
     "arignote.losses", "arignote.loss_functions", "arignote.loss_classes", "arignote.loss_names",
-    "arignote.loss_compile", "arignote.loss_targets",
+    "arignote.loss_compile", "arignote.loss_targets", "arignote.value_semantics",
     "arignote.metric_functions", "arignote.metric_accumulators", "arignote.metric_wrappers",
     "arignote.metric_lookup",
     "arignote.layers.base", "arignote.layers.layer_args", "arignote.layers.input_spec",

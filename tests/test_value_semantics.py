@@ -119,3 +119,47 @@ def test_custom_loss_augmented_assignment_trains_and_keeps_the_output():
     p = model.predict(x)
     ref = -(y * np.log(np.clip(p / p.sum(-1, keepdims=True), 1e-7, 1 - 1e-7)) * [1.0, 2.0, 1.0]).sum(-1)
     np.testing.assert_allclose(model.evaluate(x, y, verbose=0), ref.mean(), rtol=1e-5)
+
+
+def test_the_mode_runs_only_around_code_with_an_augmented_assignment(monkeypatch):
+    """The mode makes every torch operation a Python call (about 2 us): layers, Lambdas and losses
+    whose code has no augmented assignment run without it (read once per code object or class)."""
+    import arignote.layers._core_extra as core_extra
+    import arignote.layers.base as layer_base
+    from arignote import value_semantics
+    from arignote.value_semantics import augments, layer_augments
+
+    class Plain(Layer):
+        def call(self, x):
+            return x * 2.0 + 1.0
+
+    class Helper(Layer):
+        def call(self, x):
+            return self._scaled(x)
+
+        def _scaled(self, x):
+            x *= 2.0
+            return x
+
+    def nested(x):
+        def inner(y):
+            y += 1
+            return y
+        return inner(x)
+
+    assert (layer_augments(Plain), layer_augments(Helper), layer_augments(Doubler)) == (False, True, True)
+    assert (augments(lambda x: x + 1), augments(nested)) == (False, True)
+    entered = []
+
+    def counting():
+        entered.append(1)
+        return value_semantics.keras_value_semantics()
+
+    monkeypatch.setattr(layer_base, "keras_value_semantics", counting)
+    monkeypatch.setattr(core_extra, "keras_value_semantics", counting)
+    x = torch.ones(2, 2)
+    Plain()(x)
+    Lambda(lambda t: t * 3)(x)
+    assert entered == []
+    assert torch.equal(Helper()(x), x * 2) and torch.equal(Lambda(nested)(x), x + 1)
+    assert entered == [1, 1] and torch.equal(x, torch.ones(2, 2))  # the caller's tensor untouched

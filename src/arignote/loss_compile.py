@@ -20,7 +20,7 @@ from arignote import logit_losses, weighting
 from arignote.loss_classes import Loss
 from arignote.loss_functions import _FORMS, _huber_mean, huber_loss
 from arignote.loss_names import deserialize, get, name_of
-from arignote.value_semantics import is_user_function, with_value_semantics
+from arignote.value_semantics import augments, is_user_function, with_value_semantics
 
 __all__ = ["per_sample", "batch_mean", "compiled", "from_logits"]
 
@@ -86,7 +86,7 @@ def compiled(loss: str | Callable) -> Callable:
     if isinstance(loss, Loss):
         return loss._compiled()
     fn = get(loss)
-    if is_user_function(fn):  # `y_pred /= K.sum(...)` rebinds y_pred, as on Keras 2's tensors
+    if is_user_function(fn) and augments(fn):  # `y_pred /= K.sum(...)` rebinds y_pred, as on Keras 2's
         fn = with_value_semantics(fn)
     return weighting.weighted_loss(per_sample(fn) or fn, batch_mean(fn), name_of(fn))
 

@@ -15,11 +15,10 @@ assignments on a weight (an ``nn.Parameter``, e.g. a ``K.variable``) and any cod
 torch.
 
     >>> import torch
-    >>> x = torch.ones(2)
+    >>> script = {"__name__": "a_users_script", "x": torch.ones(2)}  # user code: not arignote's
     >>> with keras_value_semantics():
-    ...     y = x
-    ...     y *= 3
-    >>> x.tolist(), y.tolist()
+    ...     exec("y = x; y *= 3", script)
+    >>> script["x"].tolist(), script["y"].tolist()
     ([1.0, 1.0], [3.0, 3.0])
 """
 
@@ -28,12 +27,14 @@ from __future__ import annotations
 import dis
 import functools
 import sys
+import types
 from typing import Any
 
 import torch
 from torch.overrides import TorchFunctionMode
 
-__all__ = ["keras_value_semantics", "is_user_layer", "is_user_function", "with_value_semantics"]
+__all__ = ["keras_value_semantics", "is_user_layer", "is_user_function", "with_value_semantics", "augments",
+           "layer_augments"]
 
 _T = torch.Tensor
 _OUT_OF_PLACE = {
@@ -63,6 +64,51 @@ class _ValueSemantics(TorchFunctionMode):
                 and _augmented_assignment(sys._getframe(1))):
             return out_of_place(*args, **kwargs)
         return func(*args, **kwargs)
+
+
+@functools.cache
+def _code_augments(code: types.CodeType) -> bool:
+    for ins in dis.get_instructions(code):
+        if ins.opname.startswith("INPLACE_") or (
+                ins.opname == "BINARY_OP" and ins.arg is not None and ins.arg >= _NB_INPLACE_FIRST):
+            return True
+    return any(_code_augments(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def augments(fn: Any) -> bool:
+    """Whether ``fn``'s code (nested functions and lambdas included) has an augmented assignment,
+    read once per code object: the mode (a Python call for every torch operation, about 2 us) runs
+    only around the user code that needs it. A callable whose code cannot be read counts as one.
+
+    >>> augments(lambda x: x * 2), augments(_scale_in_place)
+    (False, True)
+    """
+    target = getattr(fn, "__func__", fn)
+    code = getattr(target, "__code__", None)
+    if code is None:  # a callable object: its class's __call__
+        code = getattr(getattr(type(fn), "__call__", None), "__code__", None)  # noqa: B004
+    return True if code is None else _code_augments(code)
+
+
+def _scale_in_place(x: Any) -> Any:  # the doctest's example of user code that needs the mode
+    x *= 2
+    return x
+
+
+@functools.cache
+def layer_augments(cls: type) -> bool:
+    """Whether a custom layer class has an augmented assignment in any method written outside
+    arignote and torch (``call`` and the helpers it may call), read once per class."""
+    for klass in cls.__mro__:
+        module = getattr(klass, "__module__", "") or ""
+        if module.split(".", 1)[0] in ("arignote", "torch", "builtins"):
+            continue
+        for value in vars(klass).values():
+            value = getattr(value, "__func__", value)  # staticmethod / classmethod
+            parts = [value.fget, value.fset] if isinstance(value, property) else [value]
+            if any(isinstance(p, types.FunctionType) and augments(p) for p in parts):
+                return True
+    return False
 
 
 def keras_value_semantics() -> TorchFunctionMode:

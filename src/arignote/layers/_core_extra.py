@@ -32,7 +32,7 @@ from arignote._keras_objects import func_dump, func_load
 from arignote.graph import ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
-from arignote.value_semantics import keras_value_semantics
+from arignote.value_semantics import augments, keras_value_semantics
 
 __all__ = ["Lambda", "Masking", "ActivityRegularization"]
 
@@ -120,7 +120,10 @@ class Lambda(KerasLayer, Layer):
             self._declares_output_shape = False
 
     def call(self, inputs: Any, mask: Any = None) -> Any:
-        with keras_value_semantics():  # `x *= 2` in the function rebinds `x`, as on Keras 2's tensors
+        if augments(self.function):  # `x *= 2` in the function rebinds `x`, as on Keras 2's tensors
+            with keras_value_semantics():
+                out = self.function(inputs, **self.arguments)
+        else:  # (the mode costs a Python call per torch operation: only where the code needs it)
             out = self.function(inputs, **self.arguments)
         if isinstance(out, (list, tuple)) and len(out) == 1:  # Keras 2 unpacks a one-tensor list output
             return out[0]

@@ -65,7 +65,7 @@ from arignote.layers.layer_args import (  # noqa: F401
 )
 from arignote.layers.layer_tensors import _initial_value, as_torch, persistent_buffers, shape_of
 from arignote.layers.serialization import _REGISTRY, deserialize, register_model_class, serialize  # noqa: F401
-from arignote.value_semantics import is_user_layer, keras_value_semantics
+from arignote.value_semantics import is_user_layer, keras_value_semantics, layer_augments
 
 # (noqa F401) auto_name, positive_int and register_model_class stay importable from here: the layers,
 # the graph and the models import them from this module
@@ -217,7 +217,8 @@ class Layer(nn.Module):
             kwargs["training"] = self.training
         if self._call_losses:
             self._call_losses = []
-        if is_user_layer(self):  # a custom layer's `a *= mask` rebinds `a`, as on Keras 2's tensors
+        if is_user_layer(self) and layer_augments(type(self)):  # a custom layer's `a *= mask` rebinds `a`,
+            # as on Keras 2's tensors (only a class whose code has an augmented assignment pays the mode)
             with keras_value_semantics():
                 return self.call(inputs, *args, **kwargs)
         return self.call(inputs, *args, **kwargs)
