@@ -45,3 +45,33 @@ def test_trainable_batchnorm_still_updates_its_moving_statistics():
     model.train_on_batch(x, np.zeros((8, 1), "float32"))
     moving_mean = bn.get_weights()[2]
     np.testing.assert_allclose(moving_mean, 0.5 * x.mean(0), rtol=1e-5)  # momentum 0.5 from 0
+
+
+def test_batchnorm_in_a_frozen_discriminator_keeps_its_statistics_in_both_steps():
+    """The GAN tutorials' order: D compiled, ``D.trainable = False``, the combined model compiled;
+    Keras 2.3.1 collects a frozen network's updates as [] (``Network.updates``), so D's
+    BatchNormalization statistics stay put in D's own train_on_batch and in the combined one,
+    while D's weights still train in its own step (compile collected them)."""
+    from arignote.layers import BatchNormalization
+    from arignote.models import Sequential
+
+    d = Sequential([Dense(4, input_shape=(3,)), BatchNormalization(momentum=0.5, name="d_bn"),
+                    Dense(1, activation="sigmoid")])
+    d.compile("sgd", "binary_crossentropy")
+    d.trainable = False
+    g = Sequential([Dense(3, input_shape=(2,))])
+    z = Input((2,))
+    combined = Model(z, d(g(z)))
+    combined.compile("sgd", "binary_crossentropy")
+    bn = d.get_layer("d_bn")
+    stats = [w.copy() for w in bn.get_weights()[2:]]
+    kernel = d.layers[0].get_weights()[0].copy()
+    rng = np.random.RandomState(2)
+    d.train_on_batch(rng.randn(8, 3).astype("float32") + 3, np.ones((8, 1), "float32"))
+    combined.train_on_batch(rng.randn(8, 2).astype("float32"), np.ones((8, 1), "float32"))
+    for a, b in zip(stats, bn.get_weights()[2:]):
+        np.testing.assert_array_equal(a, b)
+    assert not np.array_equal(kernel, d.layers[0].get_weights()[0])  # D's own step trained D
+    d.trainable = True
+    d.train_on_batch(rng.randn(8, 3).astype("float32") + 3, np.ones((8, 1), "float32"))
+    assert not np.array_equal(stats[0], bn.get_weights()[2])  # unfrozen: the statistics move again

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from arignote.layers._trainable import enclosing_trainable
 from arignote.layers._util import KerasLayer, constraint_arg, initializer_arg, regularizer_arg
 from arignote.layers.base import Layer
 
@@ -117,9 +118,10 @@ class BatchNormalization(KerasLayer, Layer):
 
     def call(self, x: torch.Tensor) -> torch.Tensor:
         t = x.movedim(self._dim, 1) if self._dim != 1 else x
-        # Keras 2.3.1: a frozen layer (trainable=False) still normalizes a training batch with the
-        # batch's statistics, but its updates are not collected: the moving statistics stay put
-        frozen = self.training and not self.trainable
+        # Keras 2.3.1: a frozen layer (trainable=False, or inside a frozen model: Network.updates is
+        # [] then) still normalizes a training batch with the batch's statistics, but its updates
+        # are not collected: the moving statistics stay put
+        frozen = self.training and not (self.trainable and enclosing_trainable(self))
         y = F.batch_norm(
             t,
             None if frozen else self.moving_mean,
