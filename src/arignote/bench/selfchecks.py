@@ -28,6 +28,7 @@ from arignote.bench.selfchecks_compiled import compiled_optimizer_gpu, cuda_grap
 from arignote.bench.selfchecks_dp import (
     bf16_gpu,
     dp_out_of_memory,
+    dp_out_of_memory_in_sync,
     dp_preallocation_after_oom,
     dp_weights,
     dp_with_placement,
@@ -383,6 +384,8 @@ CHECKS = [
     Check("data-parallel-weights", 2, "NCCL data parallel ends with one process's weights", dp_weights),
     Check("data-parallel-oom", 2, "a real OOM on one of 2 GPUs: ranks agree, recover, same weights",
           dp_out_of_memory),
+    Check("data-parallel-oom-sync", 2, "a real OOM on one of 2 GPUs during the gradient sync: every rank "
+          "stops within a minute with one error naming it", dp_out_of_memory_in_sync),
     Check("mixed-bf16", 1, "training with precision=mixed-bf16 on a GPU", bf16_gpu),
     Check("preallocate-after-oom", 1, "memory.preallocate still held after an OOM recovery",
           dp_preallocation_after_oom),

@@ -15,7 +15,8 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["dp_weights", "dp_out_of_memory", "bf16_gpu", "dp_preallocation_after_oom", "dp_with_placement"]
+__all__ = ["dp_weights", "dp_out_of_memory", "dp_out_of_memory_in_sync", "sync_oom_job", "bf16_gpu",
+           "dp_preallocation_after_oom", "dp_with_placement"]
 
 
 def _expect(cond: bool, message: str) -> None:
@@ -106,6 +107,74 @@ def dp_out_of_memory() -> str:
     diff = _max_diff(one, two.get_weights())
     _expect(diff < 1e-4, f"after recovery the weights differ from one process's by {diff:.2e}")
     return f"rank 1 ran out, every rank went to k={guard.k}, weights = one process's (max diff {diff:.1e})"
+
+
+# A data-parallel job whose rank 1 runs out of memory in the backward of its 3rd step, while DDP is
+# reducing the gradients: ``allocate`` asks the device's allocator for 64 TiB there (a real
+# out-of-memory error from the CUDA caching allocator), ``raise`` raises torch's OutOfMemoryError
+# itself (for the CPU, whose allocator's failure is no out-of-memory error to arignote).
+SYNC_OOM_JOB = r"""
+import sys
+import numpy as np, torch
+from arignote import config
+from arignote.devices import rank
+from arignote.models import Model
+
+mode = sys.argv[1]
+config.configure(print_active_device=False)
+torch.manual_seed(0)
+net = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+calls = [0]
+
+
+def hook(grad):
+    calls[0] += 1
+    if rank() == 1 and calls[0] == 3:
+        if mode == "allocate":
+            torch.empty(1 << 46, dtype=torch.uint8, device=grad.device)
+        raise torch.OutOfMemoryError("out of memory (raised by the self-test during the gradient sync)")
+    return grad
+
+
+net[0].weight.register_hook(hook)
+m = Model(net)
+m.compile("sgd", "mse")
+x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+m.fit(x, x[:, :1], batch_size=16, epochs=2, verbose=0)
+"""
+
+
+def sync_oom_job(device: str, mode: str, timeout: float = 300.0) -> str:
+    """Run :data:`SYNC_OOM_JOB` as a plain ``python job.py`` with ``ARIGNOTE_FLAGS=device=<device>``
+    and check it ended the way it must: a non-zero exit within a minute (nobody waits for a
+    collective's timeout), with the one error naming rank 1 and where it ran out."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+    import time
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "sync_oom.py")
+        with open(path, "w") as fh:
+            fh.write(SYNC_OOM_JOB)
+        env = {**os.environ, "ARIGNOTE_FLAGS": f"device={device}"}
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, path, mode], env=env, capture_output=True, text=True,
+                              timeout=timeout, cwd=tmp)
+        seconds = time.monotonic() - started
+    _expect(proc.returncode != 0, "the job went on after rank 1 ran out of memory in the gradient sync")
+    wanted = "rank 1: out of memory in the backward pass while the gradients were being reduced"
+    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    _expect(wanted in proc.stderr, f"the job's error does not say so: {last}")
+    _expect(seconds < 60, f"the job took {seconds:.0f} s to stop: a rank waited for a collective's timeout")
+    return f"rank 1 ran out during the gradient sync: every rank stopped in {seconds:.0f} s with one error"
+
+
+def dp_out_of_memory_in_sync() -> str:
+    """A real out-of-memory on rank 1 of 2 GPUs in the backward while NCCL reduces the gradients:
+    the ranks cannot recover together from there, so every rank stops with one clear error."""
+    return sync_oom_job("cuda0,cuda1", "allocate")
 
 
 def bf16_gpu() -> str:
