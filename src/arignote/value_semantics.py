@@ -117,8 +117,10 @@ def keras_value_semantics() -> TorchFunctionMode:
 
 
 def is_user_layer(layer: Any) -> bool:
-    """Whether ``layer``'s class (its ``call``) was written outside arignote: a custom layer."""
-    module = getattr(type(layer).call, "__module__", "") or ""
+    """Whether ``layer``'s class (its ``call``; ``layer`` may be the class) was written outside
+    arignote: a custom layer."""
+    cls = layer if isinstance(layer, type) else type(layer)
+    module = getattr(cls.call, "__module__", "") or ""
     return not (module == "arignote" or module.startswith("arignote."))
 
 

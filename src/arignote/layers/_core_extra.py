@@ -110,6 +110,7 @@ class Lambda(KerasLayer, Layer):
         if not callable(function):
             raise ValueError(f"Lambda '{self.name}': `function` must be callable, got {function!r}")
         self.function = function
+        self._augments = augments(function)  # read once: the step (maybe compiled) reads a bool
         self.arguments = dict(arguments or {})
         if output_shape is not None and not callable(output_shape):
             output_shape = tuple(output_shape)
@@ -120,7 +121,7 @@ class Lambda(KerasLayer, Layer):
             self._declares_output_shape = False
 
     def call(self, inputs: Any, mask: Any = None) -> Any:
-        if augments(self.function):  # `x *= 2` in the function rebinds `x`, as on Keras 2's tensors
+        if self._augments:  # `x *= 2` in the function rebinds `x`, as on Keras 2's tensors
             with keras_value_semantics():
                 out = self.function(inputs, **self.arguments)
         else:  # (the mode costs a Python call per torch operation: only where the code needs it)

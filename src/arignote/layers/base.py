@@ -109,6 +109,7 @@ class Layer(nn.Module):
     _call_takes_mask = False
     _call_takes_training = False
     _declares_output_shape = False
+    _value_semantics = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
@@ -150,6 +151,9 @@ class Layer(nn.Module):
         cls._call_takes_mask = _accepts(entry, "mask")
         cls._call_takes_training = "training" in inspect.signature(cls.call).parameters
         cls._declares_output_shape = cls.compute_output_shape is not Layer.compute_output_shape
+        # a custom layer whose code has an augmented assignment runs under Keras's value semantics
+        # (decided here, once: a plain class attribute that torch.compile reads as a constant)
+        cls._value_semantics = layer_augments(cls) if is_user_layer(cls) else False
 
     def __getstate__(self) -> dict:
         # the weights created with trainable=False by name: a copy (pickle, deepcopy) has new ids
@@ -217,9 +221,8 @@ class Layer(nn.Module):
             kwargs["training"] = self.training
         if self._call_losses:
             self._call_losses = []
-        if is_user_layer(self) and layer_augments(type(self)):  # a custom layer's `a *= mask` rebinds `a`,
-            # as on Keras 2's tensors (only a class whose code has an augmented assignment pays the mode)
-            with keras_value_semantics():
+        if self._value_semantics:  # a custom layer's `a *= mask` rebinds `a`, as on Keras 2's tensors
+            with keras_value_semantics():  # (only a class whose code has one pays the mode)
                 return self.call(inputs, *args, **kwargs)
         return self.call(inputs, *args, **kwargs)
 
