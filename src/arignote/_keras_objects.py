@@ -20,6 +20,9 @@ import marshal
 import types
 from typing import Any
 
+from arignote.safe_mode import check_code, in_scope
+from arignote.safe_mode import scope as safe_mode_scope
+
 __all__ = ["serialize_object", "deserialize_object", "lookup", "serialize_keras_object",
            "deserialize_keras_object", "func_dump", "func_load"]
 
@@ -82,17 +85,26 @@ def deserialize_keras_object(
     module_objects: dict | None = None,
     custom_objects: dict | None = None,
     printable_module_name: str = "object",
+    safe_mode: bool | None = None,
 ) -> Any:
     """Keras 2 ``utils.generic_utils.deserialize_keras_object`` (which ``keras.layers`` re-exports).
 
     A config dict ``{"class_name", "config"}`` is rebuilt with the class's ``from_config`` (given
     ``custom_objects`` when it takes them, else with them registered for the call); a name is looked
     up (``custom_objects``, the global registry, ``module_objects``) and returned as it is.
+    ``safe_mode`` (None: the enclosing loading call's, else the ``saving.safe_mode`` flag, true by
+    default) refuses a function stored as bytecode (:mod:`arignote.safe_mode`).
 
     >>> deserialize_keras_object("relu", {"relu": abs}) is abs
     True
     """
-    module_objects = dict(module_objects or {})
+    with safe_mode_scope(safe_mode, "deserialize_keras_object"):
+        return _deserialize_keras_object(identifier, dict(module_objects or {}), custom_objects,
+                                         printable_module_name)
+
+
+def _deserialize_keras_object(identifier: Any, module_objects: dict, custom_objects: dict | None,
+                              printable_module_name: str) -> Any:
     if isinstance(identifier, dict):
         if "class_name" not in identifier or "config" not in identifier:
             raise ValueError(f"Improper config format for a {printable_module_name}: {identifier!r} "
@@ -119,8 +131,8 @@ def deserialize_keras_object(
     raise ValueError(f"Could not interpret serialized {printable_module_name}: {identifier!r}")
 
 
-# the global custom-object registry (Keras 2 ``get_custom_objects()``); here, in a module without
-# imports, so that layers.base can read it without loading arignote.utils
+# the global custom-object registry (Keras 2 ``get_custom_objects()``); here, on the settings floor (no
+# torch), so that layers.base can read it without loading arignote.utils
 GLOBAL_CUSTOM_OBJECTS: dict[str, Any] = {}
 
 
@@ -143,16 +155,31 @@ def func_load(code: Any, defaults: Any = None, closure: Any = None,
               globs: dict | None = None) -> types.FunctionType:
     """Keras 2 ``generic_utils.func_load``: the function :func:`func_dump` stored. ``code`` may be the
     whole ``(code, defaults, closure)`` triple (as a Keras 2 ``Lambda`` config keeps it, JSON turning
-    tuples into lists); ``globs`` are the globals the function sees (default: none but builtins)."""
+    tuples into lists), base64 text or (Keras < 2.1.2) the raw bytecode as text; ``globs`` are the
+    globals the function sees (default: none but builtins).
+
+    Calling it is asking to run the stored code; inside a loading call (``load_model`` ...) it obeys
+    that call's safe mode (:mod:`arignote.safe_mode`), which refuses it by default."""
+    if in_scope():
+        check_code("a Python function", "<the function's name>")
     if isinstance(code, (tuple, list)):
         code, defaults, closure = code
     try:
-        raw = base64.b64decode(code.encode("ascii"), validate=False)
-        bytecode = marshal.loads(raw)
+        bytecode = _unmarshal(code)
     except (UnicodeEncodeError, binascii.Error, ValueError, EOFError, TypeError) as err:
         raise ValueError("func_load: the stored function's bytecode cannot be read (it was marshalled by "
                          "another Python version, or is damaged); pass the function itself in "
                          f"custom_objects instead ({err})") from err
+    if not isinstance(bytecode, types.CodeType):
+        raise ValueError(f"func_load: the stored function is a {type(bytecode).__name__}, not bytecode")
     defaults = tuple(defaults) if defaults is not None else None
     cells = tuple(types.CellType(value) for value in closure) if closure is not None else None
     return types.FunctionType(bytecode, globs if globs is not None else {}, bytecode.co_name, defaults, cells)
+
+
+def _unmarshal(code: str) -> Any:
+    """The code object in base64 text, or (Keras < 2.1.2, its fallback) in raw text."""
+    try:
+        return marshal.loads(base64.b64decode(code.encode("ascii"), validate=False))
+    except (UnicodeEncodeError, binascii.Error, ValueError, EOFError):
+        return marshal.loads(code.encode("raw_unicode_escape"))

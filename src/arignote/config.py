@@ -43,6 +43,7 @@ __all__ = [
     "environ",
     "set_machine_check",
     "unchecked",
+    "enable_unsafe_deserialization",
 ]
 
 
@@ -139,6 +140,9 @@ _FLAG_LIST = [
          "or a torch.compile mode; compile(jit_compile=...) wins"),
     Flag("jit.backend", _t.choice("inductor", "aot_eager", "eager"), "inductor",
          "torch.compile backend of compiled steps: inductor generates kernels; aot_eager/eager to debug"),
+    Flag("saving.safe_mode", _t.parse_bool, True,
+         "loading a model never runs Python code stored in it (a Keras 2 Lambda's bytecode); false "
+         "trusts every file, as enable_unsafe_deserialization() (one call: load_model(safe_mode=False))"),
 ]
 
 FLAGS: dict[str, Flag] = {f.name: f for f in _FLAG_LIST}
@@ -494,6 +498,19 @@ def flags() -> list[FlagValue]:
         value, src = _read(flag.name)
         out.append(FlagValue(flag.name, value, src, flag.doc, flag.default, flag.kind))
     return out
+
+
+def enable_unsafe_deserialization() -> None:
+    """Trust every model file for the rest of the process: loading may run Python code stored in a
+    file (a Keras 2 ``Lambda``'s bytecode), as Keras 3's ``keras.config.enable_unsafe_deserialization()``.
+    Sets the flag ``saving.safe_mode`` to false (source ``code``); for one file prefer
+    ``load_model(path, safe_mode=False)``.
+
+    >>> with override(saving_safe_mode=True):
+    ...     get("saving.safe_mode")
+    True
+    """
+    configure(saving_safe_mode=False)
 
 
 @contextlib.contextmanager

@@ -4,16 +4,17 @@ Every one derives from :class:`ArignoteError` (catch that to catch them all) and
 builtin a caller would already catch for the same fault, so ``except ValueError`` around a bad flag
 or ``except OSError`` around a missing dataset keeps working.
 
-=================  ==========================  ==============================================
-class              also a                      raised for
-=================  ==========================  ==============================================
-ConfigError        ValueError                  a flag name or value arignote cannot use
-DeviceError        ConfigError                 a device spec that is malformed or not honourable
-CheckpointError    ValueError                  a checkpoint that cannot be read or written
-ShareError         RuntimeError                a GPU request that cannot be met now (leases)
-DatasetError       OSError                     a dataset missing, damaged or not downloadable
-KerasNameMissing   ImportError                 a Keras 2.3.1 public name arignote does not provide
-=================  ==========================  ==============================================
+==========================  ==========================  ==============================================
+class                       also a                      raised for
+==========================  ==========================  ==============================================
+ConfigError                 ValueError                  a flag name or value arignote cannot use
+DeviceError                 ConfigError                 a device spec that is malformed or not honourable
+CheckpointError             ValueError                  a checkpoint that cannot be read or written
+ShareError                  RuntimeError                a GPU request that cannot be met now (leases)
+DatasetError                OSError                     a dataset missing, damaged or not downloadable
+KerasNameMissing            ImportError                 a Keras 2.3.1 public name arignote does not provide
+UnsafeDeserializationError  ValueError                  stored Python code in a model file (safe mode)
+==========================  ==========================  ==============================================
 
 This module imports nothing of arignote, so every floor may import it.
 
@@ -29,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 __all__ = ["ArignoteError", "ConfigError", "DeviceError", "CheckpointError", "ShareError", "DatasetError",
-           "KerasNameMissing", "keras_names_missing"]
+           "KerasNameMissing", "UnsafeDeserializationError", "keras_names_missing"]
 
 
 class ArignoteError(Exception):
@@ -75,6 +76,13 @@ class DatasetError(ArignoteError, OSError):
 class KerasNameMissing(ArignoteError, ImportError):
     """A public name of a Keras 2.3.1 module that arignote does not provide (yet); the message says
     what to use instead. An ImportError, so ``from arignote.optimizers import Nadam`` shows it."""
+
+
+class UnsafeDeserializationError(ArignoteError, ValueError):
+    """A model file or config holds a Python function as bytecode (a Keras 2 ``Lambda``), which would
+    run as code when loaded; safe mode (the default) refuses it. The message names the file, the
+    layer, and the two ways in: ``safe_mode=False`` for the call, or the function by name in
+    ``custom_objects``. Not a :class:`CheckpointError`: the file is intact, only untrusted."""
 
 
 def keras_names_missing(module: str, missing: dict[str, str], *, deliberate: bool = False,

@@ -4,7 +4,7 @@
 ``function(inputs, **arguments)``. Without ``output_shape`` the shape is found by running the
 function once on a small zero batch. ``get_config`` stores a named function by name (module and
 qualified name) and a lambda as marshalled bytecode (as Keras 2 does, so it loads back only on the
-same Python version).
+same Python version, and only with ``safe_mode=False``: :mod:`arignote.safe_mode`).
 
 Example::
 
@@ -28,10 +28,12 @@ import numpy as np
 import torch
 
 from arignote import backend, regularizers
-from arignote._keras_objects import func_dump, func_load
+from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS, func_dump, func_load
 from arignote.graph import ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
+from arignote.safe_mode import check_code, code_allowed
+from arignote.safe_mode import scope as safe_mode_scope
 from arignote.value_semantics import augments, keras_value_semantics
 
 __all__ = ["Lambda", "Masking", "ActivityRegularization"]
@@ -54,17 +56,41 @@ def _dump(fn: Callable) -> tuple[Any, str, str | None]:
     return list(func_dump(fn)), "lambda", module
 
 
-def _load(value: Any, kind: str, module: str | None, custom_objects: dict | None) -> Callable:
+def _load(value: Any, kind: str, module: str | None, custom_objects: dict | None, what: str,
+          key: str) -> Callable:
+    """The function a Lambda config stores: ``function`` by name (``custom_objects``, the global
+    registry, then the module Keras recorded), or ``lambda`` as bytecode, which only passes the safe
+    mode gate (:mod:`arignote.safe_mode`) or is replaced by ``custom_objects[key]``."""
     if kind == "function":
-        if custom_objects and value in custom_objects:
-            return custom_objects[value]
-        if module is None:
-            raise ValueError(f"Lambda: cannot find function {value!r}; pass custom_objects={{{value!r}: fn}}")
-        obj: Any = importlib.import_module(module)
-        for part in value.split("."):
-            obj = getattr(obj, part)
-        return obj
+        return _by_name(value, module, custom_objects, what)
+    if kind != "lambda":
+        raise ValueError(f"{what}: unknown function type {kind!r} (Keras 2 writes 'function' or 'lambda')")
+    if custom_objects and key in custom_objects:  # the user's own function: the bytecode is never read
+        return custom_objects[key]
+    check_code(what, key)
     return func_load(value, globs=_lambda_globals(module, custom_objects))
+
+
+def _by_name(value: Any, module: str | None, custom_objects: dict | None, what: str) -> Callable:
+    """A function stored by name. In safe mode the recorded module must already be imported (as Keras
+    2.3.1, which looks only at loaded modules: importing one runs its code) and the name public."""
+    if not isinstance(value, str):
+        raise ValueError(f"{what}: a function stored by name needs a name, found {type(value).__name__}")
+    objects = {**GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
+    if value in objects:
+        return objects[value]
+    if module is None:
+        raise ValueError(f"{what}: cannot find function {value!r}; pass custom_objects={{{value!r}: fn}}")
+    if not code_allowed() and (module not in sys.modules or any(p.startswith("_") for p in value.split("."))):
+        raise ValueError(f"{what}: function {value!r} of module {module!r} is not among the loaded modules' "
+                         f"public names; import {module} before loading, or pass "
+                         f"custom_objects={{{value!r}: fn}}")
+    obj: Any = sys.modules[module] if module in sys.modules else importlib.import_module(module)
+    for part in value.split("."):
+        obj = getattr(obj, part)
+    if not callable(obj):
+        raise ValueError(f"{what}: {module}.{value} is not a function")
+    return obj
 
 
 def _lambda_globals(module: str | None, custom_objects: dict | None) -> dict:
@@ -168,19 +194,23 @@ class Lambda(KerasLayer, Layer):
         return cfg
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Lambda:
+    def from_config(cls, config: dict, custom_objects: dict | None = None,
+                    safe_mode: bool | None = None) -> Lambda:
+        """Rebuild from :meth:`get_config` (Keras 2's or ours). A function stored as bytecode is refused
+        unless ``safe_mode=False`` (None: the loading call's, else the ``saving.safe_mode`` flag) or
+        ``custom_objects`` gives it under the layer's name (``'<name>.output_shape'`` for its
+        ``output_shape``); see :mod:`arignote.safe_mode`."""
         config = dict(config)
-        fn = _load(
-            config.pop("function"),
-            config.pop("function_type", "function"),
-            config.pop("module", None),
-            custom_objects,
-        )
-        shape = config.pop("output_shape", None)
-        shape_kind = config.pop("output_shape_type", "raw")
-        shape_module = config.pop("output_shape_module", None)
-        if shape is not None and shape_kind != "raw":
-            shape = _load(shape, shape_kind, shape_module, custom_objects)
+        name = config.get("name", "lambda")
+        with safe_mode_scope(safe_mode, "Lambda.from_config"):
+            fn = _load(config.pop("function"), config.pop("function_type", "function"),
+                       config.pop("module", None), custom_objects, f"layer {name!r} (Lambda)", name)
+            shape = config.pop("output_shape", None)
+            shape_kind = config.pop("output_shape_type", "raw")
+            shape_module = config.pop("output_shape_module", None)
+            if shape is not None and shape_kind != "raw":
+                shape = _load(shape, shape_kind, shape_module, custom_objects,
+                              f"the output_shape function of layer {name!r} (Lambda)", f"{name}.output_shape")
         return cls(fn, output_shape=shape, **config)
 
 

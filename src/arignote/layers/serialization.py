@@ -18,6 +18,7 @@ import inspect
 from typing import Any
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
+from arignote.safe_mode import scope as safe_mode_scope
 
 __all__ = ["serialize", "deserialize", "register_model_class"]
 
@@ -45,8 +46,10 @@ def register_model_class(cls: type) -> type:
     return cls
 
 
-def deserialize(spec: dict, custom_objects: dict | None = None) -> Any:
-    """Rebuild a layer from :func:`serialize`'s output.
+def deserialize(spec: dict, custom_objects: dict | None = None, safe_mode: bool | None = None) -> Any:
+    """Rebuild a layer from :func:`serialize`'s output. ``safe_mode`` (None: the enclosing loading
+    call's, else the ``saving.safe_mode`` flag) refuses a function stored as bytecode
+    (:mod:`arignote.safe_mode`).
 
     Example::
 
@@ -67,6 +70,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None) -> Any:
         )
         raise ValueError(f"unknown layer class '{name}'.{hint}")
     config = dict(spec.get("config", {}))
-    if "custom_objects" in inspect.signature(cls.from_config).parameters:  # wrappers, Lambda, RNN cells
-        return cls.from_config(config, custom_objects=custom_objects)
-    return cls.from_config(config)
+    with safe_mode_scope(safe_mode, "deserialize"):
+        if "custom_objects" in inspect.signature(cls.from_config).parameters:  # wrappers, Lambda, RNN cells
+            return cls.from_config(config, custom_objects=custom_objects)
+        return cls.from_config(config)

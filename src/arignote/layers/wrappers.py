@@ -28,6 +28,7 @@ from arignote.layers._conv_rnn import ConvRNN2D
 from arignote.layers._rnn_base import with_extra_inputs
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
+from arignote.safe_mode import scope as safe_mode_scope
 
 __all__ = ["Wrapper", "TimeDistributed", "Bidirectional"]
 
@@ -214,7 +215,9 @@ class Bidirectional(Wrapper):
         config["go_backwards"] = not config["go_backwards"]
         config["name"] = "backward_" + layer.name
         # a user's cell is rebuilt by its class name: the classes inside the layer are known by theirs
-        with _known({type(m).__name__: type(m) for m in layer.modules()}):
+        # (a live layer's own config: any function in it is the user's, not a file's)
+        with _known({type(m).__name__: type(m) for m in layer.modules()}), \
+                safe_mode_scope(False, "Bidirectional"):
             backward = type(layer).from_config(config)
         layer.name = "forward_" + layer.name
         self.forward_layer, self.backward_layer = layer, backward

@@ -54,7 +54,8 @@ def clone_model(model: Model, input_tensors: Any = None) -> Model:
         raise ValueError(f"clone_model: expected a Sequential or functional Model, got "
                          f"{type(model).__name__}; a model around a torch.nn.Module or a subclassed Model "
                          "has no configuration to rebuild from: build a new instance in code")
-    clone = type(model).from_config(model.get_config(), custom_objects=_layer_classes(model))
+    # the live model's own config: its Lambdas' functions are the user's code, not a file's
+    clone = type(model).from_config(model.get_config(), custom_objects=_layer_classes(model), safe_mode=False)
     if input_tensors is None:
         return clone
     tensors = [x if isinstance(x, KerasTensor) else Input(tensor=x) for x in to_list(input_tensors)]

@@ -22,6 +22,7 @@ import os
 from typing import Any
 
 from arignote import checkpoint, optimizers, saving
+from arignote.errors import UnsafeDeserializationError
 from arignote.models.model import Model
 from arignote.models.saving import (
     _CONTENT_ERRORS,
@@ -33,6 +34,7 @@ from arignote.models.saving import (
     yaml_module,
 )
 from arignote.models.sequential import Sequential
+from arignote.safe_mode import scope as safe_mode_scope
 from arignote.saving import hdf5 as keras_hdf5
 
 __all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml"]
@@ -43,9 +45,15 @@ def _model_classes() -> dict:
     return {"Sequential": Sequential, "Model": Model}
 
 
-def load_model(filepath: str, custom_objects: dict | None = None, compile: bool = True) -> Any:
+def load_model(filepath: str, custom_objects: dict | None = None, compile: bool = True,
+               safe_mode: bool = True) -> Any:
     """Rebuild a model saved with ``model.save(filepath)`` or Keras 2: layers, weights, compile settings,
     optimizer state. ``custom_objects`` maps names in the file to your classes and functions.
+
+    ``safe_mode=True`` (Keras 3's default): a function stored as Python bytecode (a Keras 2
+    ``Lambda``) is not run but refused with :class:`~arignote.errors.UnsafeDeserializationError`
+    naming the layer; ``safe_mode=False`` trusts this file, ``custom_objects={layer_name: fn}`` gives
+    the function instead (:mod:`arignote.safe_mode`; the flag ``saving.safe_mode`` for the process).
 
     Every way the file can be unusable (missing, truncated, corrupt, a checksum that verifies over
     contents that do not make a model: bad JSON, an unknown layer or optimizer class, weights that
@@ -56,9 +64,14 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
     Example: ``model = arignote.models.load_model("model.h5")``.
     """
     path = os.fspath(filepath)
-    if saving.is_hdf5(path):
-        with _load_errors(path):
-            return saving.load_model(path, _model_classes(), custom_objects, compile)
+    with safe_mode_scope(safe_mode, "load_model", path):
+        if saving.is_hdf5(path):
+            with _load_errors(path):
+                return saving.load_model(path, _model_classes(), custom_objects, compile)
+        return _load_checkpoint(filepath, path, custom_objects, compile)
+
+
+def _load_checkpoint(filepath: str, path: str, custom_objects: dict | None, compile: bool) -> Any:
     _checkpoint_or_error(path)
     obj = _read(filepath)
     if obj["format"] == WEIGHTS_FORMAT:
@@ -79,6 +92,8 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
         raise _unusable(filepath, "its model config is not valid JSON", exc) from None
     try:
         model = Sequential.from_config(config, custom_objects)
+    except UnsafeDeserializationError:
+        raise
     except _CONTENT_ERRORS as exc:
         raise _unusable(filepath, "its model config does not rebuild a model", exc) from None
     try:
@@ -124,9 +139,9 @@ def _optimizer_from(spec: Any) -> Any:
                      "class_name/config dict")
 
 
-def model_from_config(config: dict, custom_objects: dict | None = None) -> Any:
+def model_from_config(config: dict, custom_objects: dict | None = None, safe_mode: bool = True) -> Any:
     """Keras 2's ``model_from_config``: an uncompiled model from ``{"class_name", "config"}`` (what
-    ``to_json`` holds, Keras 2's or ours).
+    ``to_json`` holds, Keras 2's or ours). ``safe_mode``: as :func:`load_model`'s.
 
     Example::
 
@@ -139,8 +154,9 @@ def model_from_config(config: dict, custom_objects: dict | None = None) -> Any:
     if isinstance(config, list):
         raise TypeError("model_from_config expects a dictionary, not a list; maybe you meant "
                         "Sequential.from_config(config)?")
-    model, conversion = keras_hdf5.model_from_config(config, custom_objects, "model_from_config",
-                                                      _model_classes())
+    with safe_mode_scope(safe_mode, "model_from_config"):
+        model, conversion = keras_hdf5.model_from_config(config, custom_objects, "model_from_config",
+                                                          _model_classes())
     if conversion.channels_first:
         raise ValueError("model_from_config: a channels_first model; arignote rebuilds it channels_last, "
                          "which needs its weights converted too: load the whole model from its .h5 file "
@@ -148,8 +164,9 @@ def model_from_config(config: dict, custom_objects: dict | None = None) -> Any:
     return model
 
 
-def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any:
+def model_from_json(json_string: str, custom_objects: dict | None = None, safe_mode: bool = True) -> Any:
     """Keras 2's ``model_from_json``: an uncompiled model from ``to_json()`` text (Keras 2's or ours).
+    ``safe_mode``: as :func:`load_model`'s (a Lambda's stored bytecode is refused by default).
 
     Example::
 
@@ -163,13 +180,15 @@ def model_from_json(json_string: str, custom_objects: dict | None = None) -> Any
         spec = json.loads(json_string)
     except json.JSONDecodeError as err:
         raise ValueError(f"model_from_json: not JSON ({err}); pass the text to_json() returned") from None
-    return model_from_config(spec, custom_objects)
+    with safe_mode_scope(safe_mode, "model_from_json", "the JSON text"):
+        return model_from_config(spec, custom_objects, safe_mode)
 
 
-def model_from_yaml(yaml_string: str, custom_objects: dict | None = None) -> Any:
+def model_from_yaml(yaml_string: str, custom_objects: dict | None = None, safe_mode: bool = True) -> Any:
     """Keras 2's ``model_from_yaml``: an uncompiled model from ``to_yaml()`` text (Keras 2's or ours).
     Keras 2 wrote tuples as ``!!python/tuple``; they are read as lists by a safe loader that
-    builds nothing else of Python's (needs PyYAML: ``pip install arignote[yaml]``)."""
+    builds nothing else of Python's (needs PyYAML: ``pip install arignote[yaml]``). ``safe_mode``: as
+    :func:`load_model`'s (a Lambda's stored bytecode is refused by default)."""
     yaml = yaml_module()
 
     class _KerasYamlLoader(yaml.SafeLoader):
@@ -182,4 +201,5 @@ def model_from_yaml(yaml_string: str, custom_objects: dict | None = None) -> Any
     except yaml.YAMLError as err:
         raise ValueError(f"model_from_yaml: not YAML arignote can read ({err}); pass the text to_yaml() "
                          "returned") from None
-    return model_from_config(spec, custom_objects)
+    with safe_mode_scope(safe_mode, "model_from_yaml", "the YAML text"):
+        return model_from_config(spec, custom_objects, safe_mode)

@@ -51,6 +51,7 @@ from arignote.models.fit_setup import fit_callbacks, fit_facts
 from arignote.models.generators import GeneratorMethods
 from arignote.models.trainer_setup import TrainerSetup
 from arignote.models.weights_and_saving import WeightsAndSaving
+from arignote.safe_mode import scope as safe_mode_scope
 from arignote.training import compiled as compiled_steps
 from arignote.training import inputs, sample_weights
 from arignote.training.checks import check_steps
@@ -390,12 +391,16 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Model:
-        """Rebuild a functional model from :meth:`get_config` (Keras 2 ``model_config`` layout)."""
+    def from_config(cls, config: dict, custom_objects: dict | None = None,
+                    safe_mode: bool | None = None) -> Model:
+        """Rebuild a functional model from :meth:`get_config` (Keras 2 ``model_config`` layout);
+        ``safe_mode`` (None: the enclosing loading call's, else the ``saving.safe_mode`` flag) refuses
+        a function stored as bytecode (:mod:`arignote.safe_mode`)."""
         if not isinstance(config, dict) or "layers" not in config or "input_layers" not in config:
             raise ValueError("Model.from_config takes a functional model config (name, layers, input_layers, "
                              "output_layers) as get_config() returns it")
-        return cls._functional_from_config(config, custom_objects)
+        with safe_mode_scope(safe_mode, "Model.from_config"):
+            return cls._functional_from_config(config, custom_objects)
 
 
 register_model_class(Model)  # a model met as a layer (TimeDistributed(vision_model)) is rebuilt by its class

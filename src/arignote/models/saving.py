@@ -42,6 +42,7 @@ from typing import Any
 import torch
 
 from arignote import checkpoint, losses, saving
+from arignote.errors import UnsafeDeserializationError
 from arignote.saving import hdf5 as keras_hdf5
 from arignote.utils import io_utils
 
@@ -121,7 +122,7 @@ def _load_errors(path: str) -> Iterator[None]:
     failure is a CheckpointError)."""
     try:
         yield
-    except checkpoint.CheckpointError:
+    except (checkpoint.CheckpointError, UnsafeDeserializationError):  # (the file is intact: untrusted)
         raise
     except (ValueError, KeyError, TypeError, AttributeError, IndexError, OSError, RuntimeError) as exc:
         lines = str(exc).strip().splitlines()

@@ -36,6 +36,7 @@ from arignote.layers.input_layer import Input, InputLayer
 from arignote.models import summary as summary_table
 from arignote.models.model import Model
 from arignote.parallel import placement
+from arignote.safe_mode import scope as safe_mode_scope
 from arignote.saving.keras_config import with_batch_input_shape
 
 __all__ = ["Sequential"]
@@ -348,7 +349,15 @@ class Sequential(Model):
         return config
 
     @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Sequential:
+    def from_config(cls, config: dict, custom_objects: dict | None = None,
+                    safe_mode: bool | None = None) -> Sequential:
+        """Rebuild from :meth:`get_config` (Keras 2's or ours); ``safe_mode`` (None: the enclosing
+        loading call's, else the ``saving.safe_mode`` flag) refuses a function stored as bytecode."""
+        with safe_mode_scope(safe_mode, "Sequential.from_config"):
+            return cls._from_config(config, custom_objects)
+
+    @classmethod
+    def _from_config(cls, config: dict, custom_objects: dict | None) -> Sequential:
         model = cls(name=config.get("name"))
         layers = config["layers"] if isinstance(config, dict) else config  # Keras 2.0-2.2: a bare list
         for i, spec in enumerate(layers):
