@@ -38,7 +38,8 @@ import numpy as np
 from arignote import checkpoint
 
 __all__ = ["HDF5_SIGNATURE", "is_hdf5", "open_for_read", "open_for_write", "read_str", "write_str",
-           "read_names", "write_names", "write_layer_group", "read_layer_group", "HEADER_LIMIT"]  # fmt: skip
+           "read_names", "write_names", "write_layer_group", "read_layer_group", "read_array",
+           "HEADER_LIMIT"]  # fmt: skip
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 HEADER_LIMIT = 64512  # bytes an HDF5 object header can hold for attributes (Keras's limit)
@@ -159,5 +160,38 @@ def read_layer_group(parent: Any, layer_name: str, where: str) -> tuple[list[str
     for name in names:
         if name not in group:
             raise ValueError(f"{where}: weight '{name}' of layer '{layer_name}' is listed but missing")
-        arrays.append(np.asarray(group[name]))
+        arrays.append(read_array(group[name], f"{where}: weight '{name}' of layer '{layer_name}'"))
     return names, arrays
+
+
+# a compressed dataset may declare this many times the bytes it stores (gzip's best is ~1000x)
+_MAX_COMPRESSION = 1024
+
+
+def read_array(obj: Any, what: str) -> np.ndarray:
+    """A numeric dataset's data, read only after its declared size is checked against the bytes the
+    file stores for it: a damaged or forged file declaring a 1 GiB (or 4 TiB) shape over no data
+    would otherwise have h5py allocate and fill it. ``what`` names it in the ValueError.
+
+    >>> import h5py, io
+    >>> with h5py.File(io.BytesIO(), "w") as f:
+    ...     ok = read_array(f.create_dataset("w", data=np.ones(3)), "w").tolist()
+    ...     huge = f.create_dataset("huge", shape=(1 << 20, 1 << 20), dtype="f4", chunks=(64, 64))
+    ...     try:
+    ...         read_array(huge, "huge")
+    ...     except ValueError as err:
+    ...         print(ok, str(err)[:48])
+    [1.0, 1.0, 1.0] huge declares a (1048576, 1048576) float32 array
+    """
+    if not isinstance(obj, h5py.Dataset):
+        raise ValueError(f"{what} is an HDF5 {type(obj).__name__}, not a dataset of numbers")
+    if obj.dtype.kind not in "fiub":
+        raise ValueError(f"{what} holds {obj.dtype} data, not numbers")
+    declared = int(obj.size) * obj.dtype.itemsize
+    stored = int(obj.id.get_storage_size())
+    compressed = obj.compression is not None or bool(obj.chunks and obj.id.get_create_plist().get_nfilters())
+    allowed = stored * (_MAX_COMPRESSION if compressed else 1)
+    if declared > allowed and obj.size > 1:
+        raise ValueError(f"{what} declares a {obj.shape} {obj.dtype} array ({declared} bytes) but the file "
+                         f"stores {stored} bytes for it: the file is truncated or damaged")
+    return np.asarray(obj)
