@@ -33,6 +33,7 @@ from arignote.models import (
     model_from_json,
     model_from_yaml,
 )
+from arignote.utils import generic_utils
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "keras2")
 KERAS_H5 = os.path.join(HERE, "lambda_marker.h5")  # written by real Keras 2.3.1
@@ -254,6 +255,7 @@ def test_every_entry_takes_safe_mode(marker):
     }
     if marker.exists():
         marker.unlink()  # (building the functional model above ran its lambda)
+    assert generic_utils.deserialize_keras_object is deserialize_keras_object  # the same entry
     for name, entry in entries.items():
         with pytest.raises(UnsafeDeserializationError, match="layer 'lam'"):
             entry()
