@@ -1,5 +1,6 @@
 """Fault suite: damaged Keras ``.h5`` model files (issue 30). Truncated files, flipped bytes, wrong
-HDF5 types, huge declared shapes and a ``model_config`` that is not JSON each end in one
+HDF5 types, huge declared shapes, weights read from outside the file (an external link, external
+storage, a virtual dataset) and a ``model_config`` that is not JSON each end in one
 ``CheckpointError`` naming the file, within a second of CPU; nothing is allocated from a declared
 shape before it is checked against the data the file holds (a 1 GiB dataset declared over no data
 allocates nothing: tracemalloc sees numpy's allocations).
@@ -144,6 +145,28 @@ def _huge_gzip(group):
 @pytest.mark.parametrize("damage", list(HUGE))
 def test_huge_declared_shapes_allocate_nothing(good, tmp_path, damage):
     assert _refused(_rewrite(good, tmp_path, HUGE[damage])) == "error"
+
+
+def _outside(f, how, other):
+    """The kernel of d1 (3, 4) read from outside the file: what a forged file could point at."""
+    group = f["model_weights/d1/d1"]
+    del group["kernel:0"]
+    if how == "external link":
+        group["kernel:0"] = h5py.ExternalLink(str(other), "/secret")
+    elif how == "external storage":
+        group.create_dataset("kernel:0", shape=(3, 4), dtype="f4", external=[("/dev/zero", 0, 48)])
+    else:
+        layout = h5py.VirtualLayout(shape=(3, 4), dtype="f4")
+        layout[:] = h5py.VirtualSource(str(other), "secret", shape=(3, 4))
+        group.create_virtual_dataset("kernel:0", layout)
+
+
+@pytest.mark.parametrize("how", ["external link", "external storage", "virtual dataset"])
+def test_a_weight_read_from_another_file_is_refused(good, tmp_path, how):
+    other = tmp_path / "secret.h5"
+    with h5py.File(other, "w") as f:
+        f["secret"] = np.full((3, 4), 7.0, "f4")  # stands for a file of the user's the model should not read
+    assert _refused(_rewrite(good, tmp_path, lambda f: _outside(f, how, other))) == "error"
 
 
 NOT_JSON = {

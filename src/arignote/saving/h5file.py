@@ -160,7 +160,7 @@ def read_layer_group(parent: Any, layer_name: str, where: str) -> tuple[list[str
     for name in names:
         if name not in group:
             raise ValueError(f"{where}: weight '{name}' of layer '{layer_name}' is listed but missing")
-        arrays.append(read_array(group[name], f"{where}: weight '{name}' of layer '{layer_name}'"))
+        arrays.append(read_array(group, name, f"{where}: weight '{name}' of layer '{layer_name}'"))
     return names, arrays
 
 
@@ -168,28 +168,38 @@ def read_layer_group(parent: Any, layer_name: str, where: str) -> tuple[list[str
 _MAX_COMPRESSION = 1024
 
 
-def read_array(obj: Any, what: str) -> np.ndarray:
-    """A numeric dataset's data, read only after its declared size is checked against the bytes the
-    file stores for it: a damaged or forged file declaring a 1 GiB (or 4 TiB) shape over no data
-    would otherwise have h5py allocate and fill it. ``what`` names it in the ValueError.
+def read_array(group: Any, name: str, what: str) -> np.ndarray:
+    """The numeric dataset ``group[name]``, read only after checks: it lives in this file (no external
+    link, external storage or virtual dataset, which would read another file on this machine, e.g.
+    ``/dev/zero`` or a private key, into the weights), and its declared size fits the bytes the file
+    stores for it (a damaged or forged file declaring a 1 GiB, or 4 TiB, shape over no data would
+    have h5py allocate and fill it). ``what`` names it in the ValueError.
 
     >>> import h5py, io
     >>> with h5py.File(io.BytesIO(), "w") as f:
-    ...     ok = read_array(f.create_dataset("w", data=np.ones(3)), "w").tolist()
-    ...     huge = f.create_dataset("huge", shape=(1 << 20, 1 << 20), dtype="f4", chunks=(64, 64))
+    ...     ok = read_array(f, f.create_dataset("w", data=np.ones(3)).name, "w").tolist()
+    ...     _ = f.create_dataset("huge", shape=(1 << 20, 1 << 20), dtype="f4", chunks=(64, 64))
     ...     try:
-    ...         read_array(huge, "huge")
+    ...         read_array(f, "huge", "huge")
     ...     except ValueError as err:
     ...         print(ok, str(err)[:48])
     [1.0, 1.0, 1.0] huge declares a (1048576, 1048576) float32 array
     """
+    if isinstance(group.get(name, getlink=True), h5py.ExternalLink):
+        raise ValueError(f"{what} is a link to another file, which a Keras file never holds")
+    obj = group[name]
     if not isinstance(obj, h5py.Dataset):
         raise ValueError(f"{what} is an HDF5 {type(obj).__name__}, not a dataset of numbers")
     if obj.dtype.kind not in "fiub":
         raise ValueError(f"{what} holds {obj.dtype} data, not numbers")
+    plist = obj.id.get_create_plist()
+    if plist.get_external_count() or plist.get_layout() not in (h5py.h5d.COMPACT, h5py.h5d.CONTIGUOUS,
+                                                                h5py.h5d.CHUNKED):
+        raise ValueError(f"{what} reads its data from outside the file (external or virtual storage), "
+                         "which a Keras file never does")
     declared = int(obj.size) * obj.dtype.itemsize
     stored = int(obj.id.get_storage_size())
-    compressed = obj.compression is not None or bool(obj.chunks and obj.id.get_create_plist().get_nfilters())
+    compressed = obj.compression is not None or bool(obj.chunks and plist.get_nfilters())
     allowed = stored * (_MAX_COMPRESSION if compressed else 1)
     if declared > allowed and obj.size > 1:
         raise ValueError(f"{what} declares a {obj.shape} {obj.dtype} array ({declared} bytes) but the file "

@@ -376,7 +376,7 @@ def load_model(
             if "optimizer_weights" in f:
                 group = f["optimizer_weights"]
                 names = h5file.read_names(group, "weight_names")
-                arrays = [h5file.read_array(group[n], f"{path}: optimizer weight '{n}'") for n in names]
+                arrays = [h5file.read_array(group, n, f"{path}: optimizer weight '{n}'") for n in names]
                 optimizer_state.from_keras(model, arrays, path,
                                            convolving=origin.flips_kernels)
     announce(path, origin, conversion)
