@@ -33,7 +33,7 @@ from arignote.models import (
     model_from_json,
     model_from_yaml,
 )
-from arignote.utils import generic_utils
+from arignote.utils import CustomObjectScope, generic_utils
 
 HERE = os.path.join(os.path.dirname(__file__), "fixtures", "keras2")
 KERAS_H5 = os.path.join(HERE, "lambda_marker.h5")  # written by real Keras 2.3.1
@@ -146,6 +146,9 @@ def test_the_function_given_in_custom_objects_loads_in_safe_mode(ours, marker, k
     model_out = model.predict(data)
     marker.unlink()
     np.testing.assert_allclose(again.predict(data), model_out, rtol=1e-6)
+    with CustomObjectScope({"touch": lambda t: t * 2.0}):  # the global registry serves it as well
+        _load_ours(kind, paths, model)
+    assert not marker.exists()
 
 
 # --------------------------------------------------------------------------- real Keras 2.3.1 files

@@ -65,8 +65,9 @@ def _load(value: Any, kind: str, module: str | None, custom_objects: dict | None
         return _by_name(value, module, custom_objects, what)
     if kind != "lambda":
         raise ValueError(f"{what}: unknown function type {kind!r} (Keras 2 writes 'function' or 'lambda')")
-    if custom_objects and key in custom_objects:  # the user's own function: the bytecode is never read
-        return custom_objects[key]
+    objects = {**GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}  # (also a CustomObjectScope's)
+    if key in objects:  # the user's own function: the bytecode is never read
+        return objects[key]
     check_code(what, key)
     return func_load(value, globs=_lambda_globals(module, custom_objects))
 
