@@ -60,8 +60,9 @@ from typing import Any
 import torch
 
 from arignote.optim_kernels import _has_step_hooks, run_step
+from arignote.training.compiled_grads import is_static, mark_static
 
-__all__ = ["UpdatePlan", "plan_update", "CompiledUpdate"]
+__all__ = ["UpdatePlan", "plan_update", "CompiledUpdate", "settle_state"]
 
 # torch optimizer classes whose step reads Python numbers out of tensors each step (``float(t)``):
 # a graph break under Dynamo and, with a tensor lr, a host sync per step on a GPU
@@ -122,6 +123,35 @@ def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bo
                       static_lr=cudagraphs and where.type == "cuda",
                       during=(("capturable", True), *_DURING.get(optimizer, ())),
                       tensors=_TENSORS.get(optimizer, ("lr",)))
+
+
+def settle_state(opt: torch.optim.Optimizer) -> int:
+    """Under CUDA graphs, after a compiled update: copy every optimizer state tensor that is not a
+    static address yet out of the graph's memory, mark it static, and mark the gradients static
+    (DDP's bucket views replace the trainer's buffers at the first reduction); returns the copies.
+
+    Why: a state tensor the update created (SGD's momentum buffer, made from the first gradient
+    inside ``_single/_multi_tensor_sgd``, not in ``_init_group``) is an output of the update's graph,
+    allocated in the CUDA-graph pool; the next compiled call (the next forward) starts a new
+    generation and frees it (``cudagraph_trees.py``, ``dealloc_current_path_weakrefs``), and the
+    next update would read freed memory. A non-static gradient is copied into the graph's memory
+    at every replay (``_dynamo/variables/optimizer.py``). Once every tensor is static this is a scan.
+
+    >>> w = torch.nn.Parameter(torch.ones(1)); opt = torch.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> w.grad = torch.ones(1); opt.step(); settle_state(opt), settle_state(opt)
+    (1, 0)
+    """
+    copied = 0
+    for p, state in opt.state.items():
+        grad = getattr(p, "grad", None)
+        if grad is not None and not is_static(grad):
+            mark_static(grad)
+        for key, value in state.items():
+            if isinstance(value, torch.Tensor) and not is_static(value):
+                state[key] = value.clone()
+                mark_static(state[key])
+                copied += 1
+    return copied
 
 
 def _hooked(opt: torch.optim.Optimizer) -> bool:
@@ -215,6 +245,10 @@ class CompiledUpdate:
             self.eager_calls += 1
         else:
             self.compiled_calls += 1
+            if self.cudagraphs:
+                self.copied_out += settle_state(opt)
+
+    copied_out = 0  # state tensors copied out of a CUDA graph's memory (settle_state)
 
     def _put_back(self, groups: list[dict]) -> None:
         for group, saved in zip(groups, self._saved):

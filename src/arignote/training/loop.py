@@ -41,6 +41,7 @@ from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
 from arignote.training import compiled, fused_head
+from arignote.training.compiled_grads import StableGrads
 from arignote.training.data import ArrayData
 from arignote.training.oom import STOPPED, OOMGuard, StepFns, batch_len
 
@@ -84,6 +85,10 @@ class Trainer:
         self._train_fn, self._eval_fn, self._predict_fn = self._loss_and_pred, self._eval_loss, self._predict
         self._keep = _same
         self._torch_step = None  # the torch optimizer's own step
+        # a finished step's gradients are released (set to None) before the next backward; under CUDA
+        # graphs they stay in stable buffers instead (training/compiled_grads.py: accumulation)
+        self._release_grads, self._settle_grads, self._unsettle_grads = self._zero_grad, _nothing, _nothing
+        self.stable_grads: StableGrads | None = None
         if plan is not None:
             steps = compiled.CompiledSteps(plan, self._train_fn, self._eval_fn, self._predict_fn,
                                            model.optimizer)
@@ -91,6 +96,10 @@ class Trainer:
             self._train_fn, self._eval_fn, self._predict_fn = steps.train, steps.evaluate, steps.predict
             self._keep, self._torch_step = steps.keep, steps.optimizer_step
             compiled.announce(plan, notes, self.device, strategy.is_main)
+            if plan.cudagraphs:
+                grads = self.stable_grads = StableGrads(self._trained_params)
+                self._release_grads, self._settle_grads = self._zero_stable_grads, grads.settle
+                self._unsettle_grads = grads.unsettle
         self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
                             no_sync=lambda: strategy.no_sync(self.net),
                             arm=self._arm,
@@ -207,11 +216,12 @@ class Trainer:
             # the previous step's gradients are released here, just before the backward that
             # allocates new ones, so the allocator hands their memory straight back (releasing
             # them after the step instead let the forward take it: 5-10 % slower on the CPU CNN)
-            self._zero_grad()
+            self._release_grads()
         if self._poison:
             loss = _poisoned(loss)
         if loss.requires_grad:  # not when nothing is trained (model.trainable = False): Keras 2 then
             self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()  # updates nothing
+            self._settle_grads()
         return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
 
     def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
@@ -227,6 +237,17 @@ class Trainer:
         for group in built.param_groups if built is not None else ():
             for p in group["params"]:
                 p.grad = None
+        self._stale_grads = False
+        self._unsettle_grads()
+
+    def _trained_params(self) -> Iterator[torch.Tensor]:
+        built = self.model.optimizer.torch
+        for group in built.param_groups if built is not None else ():
+            yield from group["params"]
+
+    def _zero_stable_grads(self) -> None:
+        """Under CUDA graphs: the finished step's gradients zeroed in their stable buffers."""
+        self.stable_grads.zero()
         self._stale_grads = False
 
     def _optimizer_step(self) -> None:
@@ -534,6 +555,10 @@ def _poisoned(loss: torch.Tensor) -> torch.Tensor:
 
 def _same(tensor: Any) -> Any:
     return tensor
+
+
+def _nothing() -> None:
+    return None
 
 
 def _f64(device: torch.device) -> torch.dtype:

@@ -1,0 +1,218 @@
+"""Gradient accumulation under CUDA graphs (``jit=on`` = reduce-overhead on a GPU), tested on the CPU
+with a fake of inductor's CUDA-graph trees (issue 28, C1/C2).
+
+The fake keeps the contract of ``torch/_inductor/cudagraph_trees.py`` (torch 2.13) that matters here:
+
+* a compiled call in a new Dynamo generation (``GenerationTracker.generation``, bumped by every
+  ``torch.compile`` call: ``_dynamo/mutation_guard.py`` ``install_generation_tagging_init``) starts
+  a new generation unless a forward waits for its backward (``CUDAGraphTreeManager.
+  can_start_new_generation``, ``running_forwards_with_pending_backwards``: set by a FORWARD run,
+  cleared by a BACKWARD run; INFERENCE leaves it);
+* starting one frees the previous path's output storages that are still alive (``dealloc_current_
+  path_weakrefs`` over ``path_live_weakrefs``: storage weak references, since ``AccumulateGrad``'s
+  steal keeps the storage under a new tensor, ``new_grad.detach()``). On a GPU torch then poisons
+  their storage ("accessing gradient tensor output of CUDAGraphs that has been overwritten by a
+  subsequent run"); a CPU build has no such hook (``torch._C._set_storage_access_error_msg`` is
+  CUDA-only), so the fake does what the memory reuse
+  does: it overwrites them (NaN), and counts them.
+
+The backward's outputs are the gradients; ``AccumulateGrad`` steals one when ``p.grad`` is None
+(``autograd/functions/accumulate_grad.h`` case 1.1), so without stable buffers a second micro-batch,
+or the compiled optimizer update, reads a freed gradient.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch._dynamo.backends.common import aot_autograd
+from torch._dynamo.mutation_guard import GenerationTracker
+from torch._functorch.aot_autograd import make_boxed_func
+from torch.multiprocessing.reductions import StorageWeakRef
+
+from arignote import config
+from arignote.callbacks import Callback
+from arignote.layers import Dense
+from arignote.models import Sequential
+from arignote.optimizers import SGD, Adam, RMSprop
+from arignote.training import compiled, compiled_update
+from arignote.training.compiled_grads import StableGrads, is_static
+
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(64, 8)).astype("float32")  # batch 16: 4 full batches
+Y = RNG.normal(size=(64, 3)).astype("float32")
+
+
+class FakeTrees:
+    """The part of ``CUDAGraphTreeManager`` described in the module doc."""
+
+    def __init__(self) -> None:
+        self.current_gen = None
+        self.pending_backward = False
+        self.path: list[tuple[StorageWeakRef, torch.dtype]] = []
+        self.freed_alive = 0  # outputs still referenced when their generation ended
+        self.generations = 0
+
+    def run(self, mode: str, fn, args):
+        if self.current_gen != GenerationTracker.generation and not self.pending_backward:
+            for ref, dtype in self.path:  # dealloc_current_path_weakrefs: storages, not tensor objects
+                if not ref.expired():
+                    self.freed_alive += 1
+                    storage = torch.UntypedStorage._new_with_weak_ptr(ref.cdata)
+                    size = storage.nbytes() // dtype.itemsize
+                    torch.empty(0, dtype=dtype).set_(storage, 0, (size,)).fill_(float("nan"))  # reused
+            self.path = []
+            self.generations += 1
+        self.current_gen = GenerationTracker.generation
+        given = {a.untyped_storage().data_ptr() for a in args if isinstance(a, torch.Tensor)}
+        outs = fn(args)
+        # the pool holds what the graph allocated: an output aliasing an input (a saved input) is not its
+        self.path.extend((StorageWeakRef(o.untyped_storage()), o.dtype) for o in outs
+                         if isinstance(o, torch.Tensor) and o.untyped_storage().data_ptr() not in given)
+        if mode == "forward":
+            self.pending_backward = True
+        elif mode == "backward":
+            self.pending_backward = False
+        return outs
+
+    def backend(self):
+        def compiler(mode):
+            def compile_graph(gm, example_inputs):
+                inner = make_boxed_func(gm)
+
+                def run(args):
+                    return self.run(mode, inner, args)
+
+                run._boxed_call = True
+                return run
+            return compile_graph
+
+        return aot_autograd(fw_compiler=compiler("forward"), bw_compiler=compiler("backward"),
+                            inference_compiler=compiler("inference"))
+
+
+@pytest.fixture
+def trees(monkeypatch):
+    """jit=on with the fake trees as Dynamo's backend, the plan saying 'CUDA graphs'."""
+    fake = FakeTrees()
+    monkeypatch.setattr(compiled, "_Counting", lambda name: _Named(fake.backend()))
+    monkeypatch.setattr(compiled.JitPlan, "cudagraphs", property(lambda self: True))
+    # foreach: the traced update a GPU runs without fused kernels (Adam on a CPU is fused by default)
+    with config.override(print_active_device=False, jit_backend="aot_eager", optimizer_impl="foreach"):
+        yield fake
+
+
+class _Named:
+    def __init__(self, inner):
+        self.inner, self.graphs = inner, 0
+
+    def __call__(self, gm, example_inputs):
+        self.graphs += 1
+        return self.inner(gm, example_inputs)
+
+
+def _mlp(optimizer, jit):
+    torch.manual_seed(0)
+    m = Sequential([Dense(16, activation="relu", input_dim=8), Dense(3)])
+    m.compile(optimizer, "mse", jit_compile=jit)
+    return m
+
+
+def _fit_pair(make, trees, **fit):
+    eager = make(False)
+    eager.fit(X, Y, batch_size=16, epochs=2, verbose=0, shuffle=False, **fit)
+    jit = make(True)
+    jit.fit(X, Y, batch_size=16, epochs=2, verbose=0, shuffle=False, **fit)
+    return eager, jit
+
+
+def _same(a, b):
+    for p, q in zip(a.get_weights(), b.get_weights()):
+        assert np.isfinite(q).all()
+        np.testing.assert_allclose(p, q, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("fit", [{"accumulate": 2}, {}], ids=["accumulate=2", "accumulate=1"])
+def test_stable_grads_survive_new_generations(trees, fit):
+    eager, jit = _fit_pair(lambda j: _mlp(Adam(lr=0.01), j), trees, **fit)
+    _same(eager, jit)
+    trainer = jit._trainer
+    assert trees.generations > 8  # every micro-batch's forward and every update began one
+    assert trainer.stable_grads.copied == 4  # 2 weights + 2 biases, copied out once
+    assert trainer.compiled.update.compiled_calls == 8  # the update ran compiled, on stable grads
+    seen = Buffers()
+    jit.fit(X, Y, batch_size=16, epochs=1, verbose=0, shuffle=False, callbacks=[seen], **fit)
+    assert len(set(seen.addresses)) == 1 and seen.static == [True] * 4  # the same buffers every step
+
+
+class Buffers(Callback):
+    """The gradients' addresses after each step, and whether they were static addresses."""
+
+    def __init__(self):
+        super().__init__()
+        self.addresses, self.static = [], []
+
+    def on_train_batch_end(self, batch, logs=None):
+        grads = [p.grad for p in self.model.module.parameters()]
+        self.addresses.append(tuple(g.data_ptr() for g in grads))
+        self.static.append(all(is_static(g) for g in grads))
+
+
+def test_oom_split_at_first_real_oom_keeps_the_buffers(trees):
+    with config.override(memory_oom_inject_above=5):  # 16 -> 4 micro-batches of 4
+        eager, jit = _fit_pair(lambda j: _mlp(SGD(lr=0.05, momentum=0.9), j), trees)
+    _same(eager, jit)
+    assert jit._trainer.oom.k == 4
+
+
+@pytest.mark.parametrize("optimizer", [lambda: RMSprop(lr=0.005), "adagrad", "adadelta", "nadam"])
+def test_compiled_update_of_other_optimizers_reads_live_grads(trees, optimizer):
+    """C2: RMSprop, Adagrad, Adadelta, Nadam run a compiled update that is a second compiled call."""
+    eager, jit = _fit_pair(lambda j: _mlp(optimizer() if callable(optimizer) else optimizer, j), trees)
+    _same(eager, jit)
+
+
+@pytest.mark.parametrize("stable", [True, False], ids=["fixed", "broken"])
+def test_stolen_gradients_are_freed_by_the_next_generation_unless_copied_out(stable):
+    """The broken outcome the fix exists for: ``AccumulateGrad`` steals the backward's output as
+    ``p.grad`` (case 1.1), the next compiled call frees it; with StableGrads the second backward
+    adds into a buffer of ours, which nothing frees."""
+    trees = FakeTrees()
+    holder = {}
+    grads = StableGrads(lambda: list(holder["lin"].parameters())) if stable else None
+    torch.manual_seed(0)
+    lin = holder["lin"] = torch.nn.Linear(4, 2)
+    step = torch.compile(lambda x: lin(x).sum(), backend=trees.backend())
+    for x in (torch.ones(3, 4), 2 * torch.ones(3, 4)):
+        step(x).backward()
+        if grads is not None:
+            grads.settle()
+    step(torch.zeros(3, 4))  # the next compiled call (next forward, or the update): a new generation
+    expected = [torch.full((2, 4), 9.0), torch.full((2,), 6.0)]  # 3 rows of 1, then 3 rows of 2
+    if stable:
+        assert trees.freed_alive == 0
+        for p, e in zip(lin.parameters(), expected):
+            torch.testing.assert_close(p.grad, e)
+    else:
+        assert trees.freed_alive > 0 and not torch.isfinite(lin.weight.grad).all()
+
+
+def test_sgd_momentum_buffers_made_by_the_update_are_copied_out(trees, monkeypatch):
+    """SGD's momentum buffers are outputs of the first compiled update (made from the gradient in
+    ``_multi_tensor_sgd``): in the pool, freed by the next forward unless copied out."""
+    eager, jit = _fit_pair(lambda j: _mlp(SGD(lr=0.05, momentum=0.9), j), trees)
+    _same(eager, jit)
+    assert jit._trainer.compiled.update.copied_out == 4
+    monkeypatch.setattr(compiled_update, "settle_state", lambda opt: 0)
+    broken = _mlp(SGD(lr=0.05, momentum=0.9), True)
+    broken.fit(X, Y, batch_size=16, epochs=1, verbose=0, shuffle=False)
+    assert not all(np.isfinite(w).all() for w in broken.get_weights())
+
+
+def test_plain_runs_release_grads_to_none():
+    with config.override(print_active_device=False, jit_backend="aot_eager"):
+        m = _mlp(Adam(lr=0.01), True)
+        m.fit(X, Y, batch_size=16, epochs=1, verbose=0)
+        assert m._trainer.stable_grads is None  # CPU: no CUDA graphs, gradients set to None as before
+        assert all(p.grad is None for p in m.module.parameters())
