@@ -358,3 +358,37 @@ def test_a_gpu_checkpoint_s_step_counters_load_where_eager_torch_keeps_them():
         _fit(eager, 1)
         eager.optimizer.load_state_dict(state)
         assert all(not s["step"].is_cuda for s in eager.optimizer.torch.state.values())
+
+
+def test_step_hooks_run_around_the_compiled_update_not_instead_of_it():
+    """Issue 28 S1: the data-parallel heartbeat registers a global step post-hook
+    (parallel/heartbeat.py), which made every update run eagerly. torch's wrapper
+    (``Optimizer.profile_hook_step``) calls the hooks around the step in Python: the compiled
+    update does the same, global pre-hooks first and global post-hooks last."""
+    from torch.optim.optimizer import register_optimizer_step_post_hook, register_optimizer_step_pre_hook
+
+    calls = []
+    pre = register_optimizer_step_pre_hook(lambda opt, args, kwargs: calls.append("global-pre"))
+    post = register_optimizer_step_post_hook(lambda opt, args, kwargs: calls.append("global-post"))
+    try:
+        with config.override(optimizer_impl="foreach"):
+            eager, jit = _mlp(SGD(lr=0.05, momentum=0.9), False), _mlp(SGD(lr=0.05, momentum=0.9), True)
+            _fit(eager, 2)
+            _fit(jit, 1)
+            assert calls == ["global-pre", "global-post"] * 12  # eager: 8 steps, then 4 compiled
+            jit.optimizer.torch.register_step_post_hook(lambda opt, args, kwargs: calls.append("own-post"))
+            calls.clear()
+            _fit(jit, 1)
+    finally:
+        pre.remove()
+        post.remove()
+    update = jit._trainer.compiled.update
+    assert (update.compiled_calls, update.eager_calls, update.route.how) == (8, 0, "compiled")
+    assert calls == ["global-pre", "own-post", "global-post"] * 4
+    _assert_same(eager, jit)
+    bad = register_optimizer_step_pre_hook(lambda opt, args, kwargs: ((opt,), {}))
+    try:
+        with pytest.raises(RuntimeError, match="must return None"):
+            _fit(jit, 1)
+    finally:
+        bad.remove()

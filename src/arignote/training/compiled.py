@@ -52,9 +52,10 @@ from typing import Any
 import torch
 
 from arignote import config
+from arignote.errors import ConfigError
 from arignote.training.compiled_update import CompiledUpdate
 
-__all__ = ["MODES", "JitPlan", "CompiledSteps", "check_jit_compile", "resolve"]
+__all__ = ["MODES", "JitPlan", "CompiledSteps", "check_jit_compile", "check_graphs_allocator", "resolve"]
 
 # torch.compile's modes, as the `jit` flag and compile(jit_compile=...) accept them
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -129,10 +130,34 @@ def resolve(jit_compile: Any, device: torch.device) -> tuple[JitPlan | None, lis
         notes.append(f"note: jit mode {mode} replays CUDA graphs, on GPUs only; on {device} the steps "
                      f"compile as mode {_NO_GRAPHS[mode]}")
         mode = _NO_GRAPHS[mode]
+    check_graphs_allocator(JitPlan(mode, backend, source), device)
     if not torch._dynamo.is_dynamo_supported():
         raise RuntimeError(f"jit_compile ({source}) needs torch.compile, which this Python/platform does "
                            "not support (torch._dynamo.is_dynamo_supported() is False); turn it off")
     return JitPlan(mode, backend, source), notes
+
+
+def check_graphs_allocator(plan: JitPlan, device: torch.device) -> None:
+    """Refuse CUDA graphs (``plan``'s mode on a GPU) with the caching allocator off
+    (``memory.preallocate < 0``): uncached memory is taken with ``cudaMalloc`` itself, which may not
+    run while a CUDA graph is captured (CUDA refuses it: ``cudaErrorStreamCaptureUnsupported``), and
+    torch records its graphs through the caching allocator's private pools
+    (``torch.cuda.graphs.graph_pool_handle``, ``_use_cuda_memory_pool_manager`` in
+    ``_inductor/cudagraph_trees.py``), which a disabled cache bypasses.
+
+    >>> with config.override(memory_preallocate=-1):
+    ...     check_graphs_allocator(JitPlan("reduce-overhead", "inductor", "jit flag"), torch.device("cuda:0"))
+    Traceback (most recent call last):
+    arignote.errors.ConfigError: jit mode reduce-overhead (jit flag) replays CUDA graphs, ...
+    """
+    if not (plan.cudagraphs and device.type == "cuda") or config.get("memory.preallocate") >= 0:
+        return
+    raise ConfigError(
+        f"jit mode {plan.mode} ({plan.source}) replays CUDA graphs, which torch records in the caching "
+        f"allocator's pools, but memory.preallocate={config.get('memory.preallocate'):g} (from "
+        f"{config.source('memory.preallocate')}) turns the cache off, and uncached cudaMalloc cannot run "
+        "while a graph is captured. Use memory.preallocate=0 (grow on demand) or a size with jit, or "
+        "jit=default / jit=max-autotune-no-cudagraphs (no CUDA graphs) with memory.preallocate<0")
 
 
 class _CountingInductor(torch._TorchCompileInductorWrapper):

@@ -54,10 +54,13 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
+from itertools import chain
 from dataclasses import dataclass
 from typing import Any
 
 import torch
+
+import torch.optim.optimizer as _torch_optimizer
 
 from arignote.optim_kernels import _has_step_hooks, run_step
 from arignote.training.compiled_grads import is_static, mark_static
@@ -100,8 +103,9 @@ def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bo
                 cudagraphs: bool) -> UpdatePlan:
     """The plan for torch optimizer class ``optimizer`` over parameters on ``device`` (``'cpu'``,
     ``'cuda:1'``, ...) of ``param_dtype``; ``fused``: its groups run torch's fused kernel;
-    ``hooked``: step hooks are registered (or ``step`` is patched on the instance, as torch's LR
-    schedulers do); ``cudagraphs``: the steps replay CUDA graphs (``reduce-overhead``).
+    ``hooked``: ``step`` is patched on the instance (as torch's LR schedulers did); step hooks
+    (``register_step_pre/post_hook``, torch's global ones: the data-parallel heartbeat's) do not count:
+    :class:`CompiledUpdate` runs them around the compiled step, eagerly, as torch's wrapper does; ``cudagraphs``: the steps replay CUDA graphs (``reduce-overhead``).
 
     The lr tensor goes on the parameters' device (on a GPU: no copy to the device each step, and no
     CPU input that would keep inductor from CUDA graphs), float64 for float64 parameters and float32
@@ -113,7 +117,8 @@ def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bo
     if fused:
         return UpdatePlan("fused", "torch's fused kernel: one kernel already, which Dynamo does not trace")
     if hooked:
-        return UpdatePlan("eager", "step hooks are registered: torch's step() runs them, eagerly")
+        return UpdatePlan("eager", "step() is patched on the optimizer (a torch LR scheduler's hook): "
+                          "it runs eagerly")
     if optimizer in _HOST_SCALAR_STEPS:
         return UpdatePlan("eager", f"{optimizer}.step reads its step count and lr as Python floats "
                           "(a graph break)")
@@ -155,7 +160,24 @@ def settle_state(opt: torch.optim.Optimizer) -> int:
 
 
 def _hooked(opt: torch.optim.Optimizer) -> bool:
-    return "step" in vars(opt) or _has_step_hooks(opt)
+    return "step" in vars(opt)
+
+
+def _pre_hooks(opt: torch.optim.Optimizer) -> None:
+    """The step pre-hooks, global first, as ``Optimizer.profile_hook_step`` (torch/optim/optimizer.py)
+    calls them; ``step`` takes no argument here (no closure), so a hook's new arguments have nowhere
+    to go: one is refused with torch's error."""
+    for hook in chain(_torch_optimizer._global_optimizer_pre_hooks.values(), opt._optimizer_step_pre_hooks.values()):
+        result = hook(opt, (opt,), {})
+        if result is not None:
+            raise RuntimeError(f"{hook} returned {result!r}: a step pre-hook of a compiled update (jit_compile) "
+                               "must return None (its step() takes no arguments)")
+
+
+def _post_hooks(opt: torch.optim.Optimizer) -> None:
+    """The step post-hooks, the optimizer's first, as ``profile_hook_step`` calls them."""
+    for hook in chain(opt._optimizer_step_post_hooks.values(), _torch_optimizer._global_optimizer_post_hooks.values()):
+        hook(opt, (opt,), {})
 
 
 class CompiledUpdate:
@@ -236,11 +258,16 @@ class CompiledUpdate:
                 if key in group:
                     group[key] = value
         self._fell_back = False
+        hooks = _has_step_hooks(opt)
+        if hooks:
+            _pre_hooks(opt)
         try:
             with torch.no_grad():
                 self._run(opt, self._raw)
         finally:
             self._put_back(groups)
+        if hooks:
+            _post_hooks(opt)
         if self._fell_back:
             self.eager_calls += 1
         else:
