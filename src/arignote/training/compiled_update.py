@@ -54,12 +54,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from itertools import chain
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import torch
-
 import torch.optim.optimizer as _torch_optimizer
 
 from arignote.optim_kernels import _has_step_hooks, run_step
@@ -105,7 +104,8 @@ def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bo
     ``'cuda:1'``, ...) of ``param_dtype``; ``fused``: its groups run torch's fused kernel;
     ``hooked``: ``step`` is patched on the instance (as torch's LR schedulers did); step hooks
     (``register_step_pre/post_hook``, torch's global ones: the data-parallel heartbeat's) do not count:
-    :class:`CompiledUpdate` runs them around the compiled step, eagerly, as torch's wrapper does; ``cudagraphs``: the steps replay CUDA graphs (``reduce-overhead``).
+    :class:`CompiledUpdate` runs them around the compiled step, eagerly, as torch's wrapper
+    does; ``cudagraphs``: the steps replay CUDA graphs (``reduce-overhead``).
 
     The lr tensor goes on the parameters' device (on a GPU: no copy to the device each step, and no
     CPU input that would keep inductor from CUDA graphs), float64 for float64 parameters and float32
@@ -167,16 +167,20 @@ def _pre_hooks(opt: torch.optim.Optimizer) -> None:
     """The step pre-hooks, global first, as ``Optimizer.profile_hook_step`` (torch/optim/optimizer.py)
     calls them; ``step`` takes no argument here (no closure), so a hook's new arguments have nowhere
     to go: one is refused with torch's error."""
-    for hook in chain(_torch_optimizer._global_optimizer_pre_hooks.values(), opt._optimizer_step_pre_hooks.values()):
+    torch_hooks = _torch_optimizer._global_optimizer_pre_hooks
+    hooks = chain(torch_hooks.values(), opt._optimizer_step_pre_hooks.values())
+    for hook in hooks:
         result = hook(opt, (opt,), {})
         if result is not None:
-            raise RuntimeError(f"{hook} returned {result!r}: a step pre-hook of a compiled update (jit_compile) "
-                               "must return None (its step() takes no arguments)")
+            raise RuntimeError(f"{hook} returned {result!r}: a step pre-hook of a compiled update "
+                               "(jit_compile) must return None (its step() takes no arguments)")
 
 
 def _post_hooks(opt: torch.optim.Optimizer) -> None:
     """The step post-hooks, the optimizer's first, as ``profile_hook_step`` calls them."""
-    for hook in chain(opt._optimizer_step_post_hooks.values(), _torch_optimizer._global_optimizer_post_hooks.values()):
+    torch_hooks = _torch_optimizer._global_optimizer_post_hooks
+    hooks = chain(opt._optimizer_step_post_hooks.values(), torch_hooks.values())
+    for hook in hooks:
         hook(opt, (opt,), {})
 
 
