@@ -66,9 +66,9 @@ def check() -> tuple[list[str], list[str]]:
 def jit_plan(chosen: list) -> None:
     """The ``jit`` flag resolved as ``fit`` resolves it for the first chosen device (its refusals:
     CUDA graphs with the caching allocator off)."""
-    import torch
+    import torch  # why: torch stays off `arignote --help` and `config --from-theano`
 
-    from arignote.training import compiled
+    from arignote.training import compiled  # why: imports torch (as above)
 
     compiled.resolve(None, torch.device("cuda" if chosen[0].is_cuda else "cpu"))
 
