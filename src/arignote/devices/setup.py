@@ -177,7 +177,6 @@ def fast_paths(facts: fastpaths.FitFacts, inventory: Inventory | None = None) ->
     'fast paths: cuDNN autotune off (no cuDNN on cpu), channels-last (conv model)'
     """
     if facts.device_kind == "cuda":
-        from arignote.devices import cuda  # why: devices/cuda.py imports torch; CPU-only callers skip it
 
         inv = inventory if inventory is not None else current_inventory()
         index = int(facts.device.partition(":")[2] or 0)
