@@ -468,7 +468,7 @@ def test_tf32_switches_leave_torchs_legacy_readers_working(restore_switches, mat
         assert torch.backends.cuda.matmul.fp32_precision == ("tf32" if matmul else "ieee")
 
 
-def test_switches_follow_the_flags_at_each_device_and_fit_and_the_banner_says_so(monkeypatch, restore_switches):
+def test_switches_follow_the_flags_at_each_device_and_fit_and_banners_say_so(monkeypatch, restore_switches):
     """Issue 28 W7: dnn.enabled, dnn.deterministic and tf32 were applied at the first GPU's prepare
     only while each banner rendered from the flags as they are then: a second GPU's banner could say
     "TF32 on" while TF32 stayed off. Each prepare of a new device and each fit applies them now."""
