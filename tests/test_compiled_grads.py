@@ -216,3 +216,54 @@ def test_plain_runs_release_grads_to_none():
         m.fit(X, Y, batch_size=16, epochs=1, verbose=0)
         assert m._trainer.stable_grads is None  # CPU: no CUDA graphs, gradients set to None as before
         assert all(p.grad is None for p in m.module.parameters())
+
+
+# ------------------------------------------------------------------ one CUDA graph per batch size (S5)
+
+X70 = RNG.normal(size=(70, 8)).astype("float32")  # batch 16: 56 train rows (16, 16, 16, 8), 14 validation
+Y70 = RNG.normal(size=(70, 3)).astype("float32")
+
+
+def test_partial_batches_run_eagerly_under_cuda_graphs(trees):
+    """Issue 28 S5: inductor records a CUDA graph per distinct batch size (cudagraph_trees.
+    cudagraphify_impl keys them on the graph's int inputs). The last, partial batch of a fit, an
+    evaluation or a prediction runs the eager step; the sizes recorded are counted."""
+    eager, jit = _mlp(Adam(lr=0.01), False), _mlp(Adam(lr=0.01), True)
+    for m in (eager, jit):
+        m.fit(X70, Y70, batch_size=16, epochs=2, verbose=0, shuffle=False, validation_split=0.2)
+    _same(eager, jit)
+    sizes = jit._trainer.sizes
+    assert sizes.recorded == {"train": {16}, "evaluate": {14}}
+    assert sizes.eager_batches == 2  # the 8-row batch of each epoch
+    out = jit.predict(X70, batch_size=32)
+    np.testing.assert_allclose(out, eager.predict(X70, batch_size=32), rtol=1e-4, atol=1e-5)
+    assert sizes.recorded["predict"] == {32} and sizes.eager_batches == 3  # 70 = 32 + 32 + 6
+
+
+def test_oom_micro_batches_are_recorded_the_partial_batch_is_not(trees):
+    with config.override(memory_oom_inject_above=5):  # 16 -> 4 x 4; the partial 8 -> 4 x 2, eagerly
+        eager, jit = _mlp(SGD(lr=0.05), False), _mlp(SGD(lr=0.05), True)
+        for m in (eager, jit):
+            m.fit(X70[:56], Y70[:56], batch_size=16, epochs=2, verbose=0, shuffle=False)
+    _same(eager, jit)
+    assert jit._trainer.sizes.recorded == {"train": {4}} and jit._trainer.sizes.eager_batches == 2
+
+
+def test_batch_size_search_trials_run_eagerly_under_cuda_graphs(trees):
+    jit = _mlp(Adam(lr=0.01), True)
+    jit.fit(X70[:32], Y70[:32], batch_size=16, epochs=1, verbose=0)
+    trainer = jit._trainer
+    graphs = trainer.compiled.graphs
+    for n in (2, 4, 8):  # the search's trial steps (diagnostics/batch_size.py calls this)
+        xb, yb = torch.as_tensor(X70[:n]), torch.as_tensor(Y70[:n])
+        trainer._forward_backward(xb, yb, 1.0)
+        trainer._zero_grad()
+    assert trainer.compiled.graphs == graphs and trainer.sizes.recorded == {"train": {16}}
+
+
+def test_without_cuda_graphs_every_size_runs_compiled():
+    with config.override(print_active_device=False, jit_backend="aot_eager"):
+        m = _mlp(Adam(lr=0.01), True)
+        m.fit(X70, Y70, batch_size=16, epochs=1, verbose=0)
+    assert isinstance(m._trainer.sizes, compiled.AllSizes) and m._trainer.sizes.eager_batches == 0
+    assert m._trainer.compiled.graphs == 2  # the full batch, then the symbolic graph for the 6 rows

@@ -83,8 +83,10 @@ class Trainer:
         plan, notes = compiled.resolve(getattr(model, "jit_compile", None), self.device)
         self.compiled: compiled.CompiledSteps | None = None
         self._train_fn, self._eval_fn, self._predict_fn = self._loss_and_pred, self._eval_loss, self._predict
+        self._train_now = self._train_fn  # this step's training forward (see train_step)
         self._keep = _same
         self._torch_step = None  # the torch optimizer's own step
+        self.sizes: compiled.AllSizes = compiled.AllSizes()  # under CUDA graphs: which batches run compiled
         # a finished step's gradients are released (set to None) before the next backward; under CUDA
         # graphs they stay in stable buffers instead (training/compiled_grads.py: accumulation)
         self._release_grads, self._settle_grads, self._unsettle_grads = self._zero_grad, _nothing, _nothing
@@ -95,6 +97,7 @@ class Trainer:
             self.compiled = steps
             self._train_fn, self._eval_fn, self._predict_fn = steps.train, steps.evaluate, steps.predict
             self._keep, self._torch_step = steps.keep, steps.optimizer_step
+            self.sizes = steps.sizes
             compiled.announce(plan, notes, self.device, strategy.is_main)
             if plan.cudagraphs:
                 grads = self.stable_grads = StableGrads(self._trained_params)
@@ -179,7 +182,7 @@ class Trainer:
     # ------------------------------------------------------------------ steps
 
     def _forward(self, xb: Any, yb: Any) -> tuple:
-        loss, y_pred = self._train_fn(xb, yb)
+        loss, y_pred = self._train_now(xb, yb)
         return loss, self._with_masks(yb), y_pred, batch_len(xb)
 
     def _loss_and_pred(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
@@ -225,7 +228,9 @@ class Trainer:
         return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
 
     def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
-        """One (micro-)batch, forward and backward (the batch-size search's trial step)."""
+        """One (micro-)batch, forward and backward (the batch-size search's trial step: eager under
+        CUDA graphs, where each trial size would record a graph)."""
+        self._train_now = self.sizes.trial(self._train_fn, self._loss_and_pred)
         return self._backward(self._forward(xb, yb), weight)
 
     def _zero_grad(self) -> None:
@@ -288,6 +293,7 @@ class Trainer:
         self._fns.finite = self._grads_finite if check else None
         self._poison = check
         share = None if global_rows is None else (self.world if rows else 0, global_rows)
+        self._train_now = self.sizes.pick("train", batch_len(xb), self._train_fn, self._loss_and_pred)
         records = self.oom.step(xb, yb, None, fns=self._fns, share=share)
         if records is STOPPED:
             return False
@@ -304,13 +310,13 @@ class Trainer:
     def test_step(self, xb: Any, yb: Any) -> tuple:
         """One evaluation batch, recorded; returns its record (loss, targets, predictions, rows)."""
         # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
-        loss, y_pred = self._eval_fn(xb, yb)
+        loss, y_pred = self.sizes.pick("evaluate", batch_len(xb), self._eval_fn, self._eval_loss)(xb, yb)
         record = (loss, self._with_masks(yb), y_pred, batch_len(xb))
         self._record(*record)
         return record
 
     def predict_step(self, xb: Any) -> torch.Tensor:
-        return self._keep(self._predict_fn(xb))
+        return self._keep(self.sizes.pick("predict", batch_len(xb), self._predict_fn, self._predict)(xb))
 
     # ------------------------------------------------------------------ batches
 
@@ -382,6 +388,7 @@ class Trainer:
         # on_train_begin) wins over initial_epoch, once
         start = model.resume_epoch if model.resume_epoch is not None else initial_epoch
         model.resume_epoch = None
+        self.sizes.begin("train")
         keys = self.metric_names
         single = self.world == 1
         logs: dict[str, float] = {}
@@ -446,6 +453,7 @@ class Trainer:
         was_training = module.training
         module.eval()
         self.reset_state()
+        self.sizes.begin("evaluate")
         listen = callbacks is not None and callbacks.has_batch_hooks("test")
         keys = self.metric_names
         try:
@@ -474,6 +482,7 @@ class Trainer:
         was_training = module.training
         module.eval()
         outs, totals = [], []
+        self.sizes.begin("predict")
         listen = callbacks is not None and callbacks.has_batch_hooks("predict")
         try:
             with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
