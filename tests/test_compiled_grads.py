@@ -267,3 +267,79 @@ def test_without_cuda_graphs_every_size_runs_compiled():
         m.fit(X70, Y70, batch_size=16, epochs=1, verbose=0)
     assert isinstance(m._trainer.sizes, compiled.AllSizes) and m._trainer.sizes.eager_batches == 0
     assert m._trainer.compiled.graphs == 2  # the full batch, then the symbolic graph for the 6 rows
+
+
+# ------------------------------------------------------------------ under DDP's no_sync (C1), hooks (S1)
+
+DDP_SCRIPT = r'''
+import json, os, sys
+sys.path.insert(0, sys.argv[4])
+import numpy as np, torch
+import torch.optim.optimizer as topt
+import arignote
+import arignote.callbacks
+from arignote.layers import Dense
+from arignote.models import Sequential
+from arignote.training import compiled
+from test_compiled_grads import FakeTrees, _Named
+
+out, mode = sys.argv[1], sys.argv[3]
+if mode == "jit":  # every rank: the fake CUDA-graph trees, the plan saying "CUDA graphs"
+    fake = FakeTrees()
+    compiled._Counting = lambda name: _Named(fake.backend())
+    compiled.JitPlan.cudagraphs = property(lambda self: True)
+arignote.configure(device="cpu", cpu_processes=int(sys.argv[2]), print_active_device=False,
+                   jit_backend="aot_eager", optimizer_impl="foreach")
+rng = np.random.default_rng(0)
+x = rng.normal(size=(64, 6)).astype("float32")
+y = rng.normal(size=(64, 2)).astype("float32")
+torch.manual_seed(0)
+m = Sequential([Dense(16, activation="tanh", input_dim=6), Dense(2)])
+m.compile("adam", "mse", jit_compile=mode == "jit")
+
+
+class Hooks(arignote.callbacks.Callback):
+    seen = 0
+
+    def on_train_batch_end(self, batch, logs=None):  # global step post-hooks while fit runs
+        Hooks.seen = max(Hooks.seen, len(topt._global_optimizer_post_hooks))
+
+
+hooks = Hooks()
+m.fit(x, y, batch_size=16, epochs=2, shuffle=False, accumulate=2, verbose=0, callbacks=[hooks])
+t = m._trainer
+result = {"weights": [w.tolist() for w in m.get_weights()]}
+if mode == "jit":
+    result.update(compiled_calls=t.compiled.update.compiled_calls, eager_calls=t.compiled.update.eager_calls,
+                  freed_alive=fake.freed_alive, generations=fake.generations, copied=t.stable_grads.copied,
+                  global_hooks=hooks.seen)
+rank = int(os.environ.get("RANK", "0"))
+with open(os.path.join(out, f"{mode}{rank}.json"), "w") as fh:
+    json.dump(result, fh)
+'''
+
+
+@pytest.mark.multiproc
+@pytest.mark.slow
+def test_ddp_no_sync_micro_batches_under_fake_cuda_graphs(tmp_path):
+    """2 gloo ranks, accumulate=2 (the first micro-batch under DDP's no_sync, the second reduced),
+    jit with the fake trees: the eager DDP weights on both ranks, every update compiled (the
+    heartbeat's global step hook is registered in these processes: S1)."""
+    import json
+    from pathlib import Path
+
+    from parallel_helpers import _run, _write
+
+    script = _write(tmp_path, "train.py", DDP_SCRIPT)
+    for mode in ("eager", "jit"):
+        r = _run([str(script), str(tmp_path), "2", mode, str(Path(__file__).parent)], timeout=600)
+        assert r.returncode == 0, r.stderr[-3000:]
+    runs = {f"{m}{k}": json.loads((tmp_path / f"{m}{k}.json").read_text())
+            for m in ("eager", "jit") for k in (0, 1)}
+    for rank in (0, 1):
+        jit = runs[f"jit{rank}"]
+        for a, b in zip(runs["eager0"]["weights"], jit["weights"]):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+        assert (jit["compiled_calls"], jit["eager_calls"]) == (8, 0)  # 4 steps an epoch, 2 epochs
+        assert jit["global_hooks"] >= 1  # the heartbeat's (parallel/heartbeat.py), registered here too
+        assert jit["generations"] > 8 and jit["copied"] > 0
