@@ -495,9 +495,10 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
     assert line.split()[:2] == ["SKIP", "data-parallel-nccl"]
     assert line.endswith("not tested: needs 2 GPUs, this machine has 1")
     assert "SKIP  placement" in out
-    # + mixed-bf16, preallocate-after-oom, the 5 fast-path items, compiled-cuda-graphs, compiled-optimizer;
-    # 4 DP items not tested (weights, oom, oom-sync, placement + data parallel) besides nccl and placement
-    assert "24 passed, 1 failed, 6 not tested" in out
+    # + mixed-bf16, preallocate-after-oom, the 5 fast-path items, compiled-cuda-graphs, compiled-optimizer,
+    # compiled-accumulate; 5 DP items not tested (weights, oom, oom-sync, placement + data parallel,
+    # compiled-data-parallel) besides nccl and placement
+    assert "25 passed, 1 failed, 7 not tested" in out
     assert cli.main(["selftest", "--only", "nope"]) == 2
 
 

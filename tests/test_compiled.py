@@ -283,8 +283,37 @@ def test_selftest_probe_on_cpu_sees_no_replay_and_fewer_launches():
 
 @pytest.mark.gpu
 def test_cuda_graphs_replayed_on_gpu():
-    from arignote.bench import selfchecks_compiled
+    from arignote.bench import selfchecks
 
-    with config.override(jit_backend="inductor"):
-        detail = selfchecks_compiled.cuda_graphs_gpu()
-    assert "CUDA graph" in detail
+    ok, detail = selfchecks.run_in_process("compiled-cuda-graphs", timeout=900)
+    assert ok and "CUDA graph" in detail, detail
+
+
+def test_cuda_graphs_refused_with_the_caching_allocator_off():
+    """Issue 28 C4: memory.preallocate<0 (no caching: cudaMalloc itself) cannot run under CUDA-graph
+    capture; the pair is refused naming both flags and the ways out, by fit and `arignote config`."""
+    from types import SimpleNamespace
+
+    from arignote.commands import config_cmd
+    from arignote.errors import ConfigError
+
+    gpu = torch.device("cuda:0")
+    with config.override(memory_preallocate=-1, jit="on", jit_backend="inductor"):
+        with pytest.raises(ConfigError) as err:
+            compiled.resolve(None, gpu)
+        text = str(err.value)
+        assert "memory.preallocate=-1" in text and "jit mode reduce-overhead (jit flag)" in text
+        assert "memory.preallocate=0" in text and "max-autotune-no-cudagraphs" in text
+        with pytest.raises(ConfigError, match=r"compile\(jit_compile=...\)"):
+            compiled.resolve("max-autotune", gpu)
+        with pytest.raises(ConfigError, match="memory.preallocate"):
+            config_cmd.jit_plan([SimpleNamespace(is_cuda=True)])
+        # no CUDA graphs, no refusal: the CPU, the default mode, jit off
+        assert compiled.resolve(None, torch.device("cpu"))[0].mode == "default"
+        assert compiled.resolve("default", gpu)[0].mode == "default"
+        assert compiled.resolve("max-autotune-no-cudagraphs", gpu)[0].cudagraphs is False
+        assert compiled.resolve("off", gpu) == (None, [])
+        config_cmd.jit_plan([SimpleNamespace(is_cuda=False)])
+    with config.override(memory_preallocate=0, jit="on", jit_backend="inductor"):
+        assert compiled.resolve(None, gpu)[0].cudagraphs
+        config_cmd.jit_plan([SimpleNamespace(is_cuda=True)])

@@ -250,7 +250,10 @@ def test_device_order_too_late_after_is_available_though_torch_is_not_initialise
     env = {}
     found = order.set_pci_bus_order(env, _FakeTorch(False), libcuda)
     assert libcuda.calls == 1 and found.too_late and "CUDA driver is initialised" in found.too_late_reason
-    assert env["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"  # set anyway: child processes still get it
+    # the order this process has (CUDA read the variable at cuInit): the processes it starts, data-
+    # parallel ranks 1..N among them, number the GPUs as rank 0 does (issue 28 W8; with PCI_BUS_ID
+    # here they numbered them by PCI bus and took rank 0's fastest-first indices for other GPUs)
+    assert env["CUDA_DEVICE_ORDER"] == "FASTEST_FIRST"
     assert "may differ from nvidia-smi" in found.note() and "import arignote first" in found.note()
 
 

@@ -466,3 +466,31 @@ def test_tf32_switches_leave_torchs_legacy_readers_working(restore_switches, mat
     assert cuda.tf32_state() == (matmul, conv)
     if cuda._new_tf32_api():
         assert torch.backends.cuda.matmul.fp32_precision == ("tf32" if matmul else "ieee")
+
+
+def test_switches_follow_the_flags_at_each_device_and_fit_and_banners_say_so(monkeypatch, restore_switches):
+    """Issue 28 W7: dnn.enabled, dnn.deterministic and tf32 were applied at the first GPU's prepare
+    only while each banner rendered from the flags as they are then: a second GPU's banner could say
+    "TF32 on" while TF32 stayed off. Each prepare of a new device and each fit applies them now."""
+    from arignote import memory
+
+    monkeypatch.setattr(cuda, "cudnn_available", lambda: True)  # a GPU inventory, on a CPU build
+    monkeypatch.setattr(memory, "plan_for", lambda dev: None)
+    monkeypatch.setattr(memory, "apply", lambda plan, dev: None)
+    setup.reset()
+    a100 = GPUInfo(1, "NVIDIA A100-SXM4-40GB", "0000:19:00.0", 40960 << 20, 40000 << 20, (8, 0), "u1")
+    inventory = Inventory(gpus=(H100, a100), cpu_name="EPYC", cpu_threads=2)
+    out = io.StringIO()
+    with config.override(print_active_device=True), contextlib.redirect_stdout(out):
+        with config.override(tf32="off", dnn_deterministic=True):
+            setup.prepare("cuda0", inventory)
+            assert cuda.tf32_state() == (False, False) and cuda.cudnn_flags()[2] is True
+        with config.override(tf32="on", dnn_enabled="false"):
+            setup.prepare("cuda1", inventory)
+            assert cuda.tf32_state() == (True, True)  # the banner printed for cuda1 says so: true
+            assert cuda.cudnn_flags()[0] is False and cuda.cudnn_flags()[2] is False
+            with config.override(tf32="off"):  # changed between fits, on a prepared device
+                setup.fast_paths(FitFacts(device="cuda:0", has_conv=True, fixed_shapes=True), inventory)
+                assert cuda.tf32_state() == (False, False) and cuda.cudnn_flags()[1] is False
+    text = out.getvalue()
+    assert text.index("TF32 off") < text.index("TF32 on: float32 matmuls and convolutions")

@@ -277,3 +277,19 @@ def test_the_inherited_cuda_visible_devices_is_read_as_cuda_reads_it():
     assert given(None) is None and given("") == [] and given("-1") == []
     assert given("0,-1,2") == ["0"]  # CUDA ignores everything after an invalid entry
     assert given(" 1, 3 ") == ["1", "3"]
+
+
+def test_inherited_indices_under_a_fastest_first_order_are_refused(lease_dir, tmp_path, capfd, monkeypatch):
+    """Issue 28 W8: CUDA reads CUDA_VISIBLE_DEVICES' indices in the CUDA_DEVICE_ORDER numbering; under
+    FASTEST_FIRST that is not nvidia-smi's (NVML, PCI bus order), so index 2 may be another GPU."""
+    inv = write(tmp_path / "inv.json", snap(gpu(0), gpu(1), gpu(2), gpu(3)))
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "FASTEST_FIRST")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    show = [sys.executable, "-c", SHOW_ENV, "0"]
+    code = cli.main(["run", "--gpus", "1", "--inventory", str(inv), "--", *show])
+    _, err = capfd.readouterr()
+    assert code == 2 and "CUDA_DEVICE_ORDER=FASTEST_FIRST" in err and "GPU-" in err and "PCI_BUS_ID" in err
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "GPU-test-0002")  # UUIDs mean the same GPU in any order
+    code = cli.main(["run", "--gpus", "1", "--inventory", str(inv), "--", *show])
+    out, _ = capfd.readouterr()
+    assert code == 0 and json.loads(out)["CUDA_VISIBLE_DEVICES"] == "2"

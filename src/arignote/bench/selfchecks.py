@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from arignote.bench.selfchecks_compiled import compiled_optimizer_gpu, cuda_graphs_gpu
+from arignote.bench import selfchecks_compiled as jit
 from arignote.bench.selfchecks_dp import (
     bf16_gpu,
     dp_out_of_memory,
@@ -397,10 +397,16 @@ CHECKS = [
     Check("fast-channels-last", 1, "every conv2d output of a CNN fit is channels-last", channels_last_gpu),
     Check("fast-fused-optimizer", 1, "Adam runs torch's fused kernel on the GPU", fused_optimizer_gpu),
     Check("fast-tf32", 1, "TF32 switches as the tf32 flag asks", tf32_gpu),
-    Check("compiled-cuda-graphs", 1, "jit=on: the step replays CUDA graphs, no recompile per epoch",
-          cuda_graphs_gpu),
+    # run + judge (bench/selfchecks_compiled.py), through jit.legacy until the selftest protocol is merged
+    Check("compiled-cuda-graphs", 1, "jit=on: the step replays CUDA graphs, no recompile per epoch, eager's "
+          "weights and losses", jit.legacy(jit.run_cuda_graphs, jit.judge_cuda_graphs)),
     Check("compiled-optimizer", 1, "jit=on, foreach updates: eager weights under lr changes and a reload, "
-          "no host sync", compiled_optimizer_gpu),
+          "no host sync", jit.legacy(jit.run_optimizer, jit.judge_optimizer)),
+    Check("compiled-accumulate", 1, "jit=on with accumulate=2 and an OOM split: eager weights, updates "
+          "compiled, gradients out of the CUDA-graph pool",
+          jit.legacy(jit.run_accumulate, jit.judge_accumulate)),
+    Check("compiled-data-parallel", 2, "jit=on under NCCL data parallel with accumulate=2: every update "
+          "compiled on each rank", jit.legacy(jit.run_data_parallel, jit.judge_data_parallel)),
     Check("no-host-sync", 1, "steps 2..N of a fit under torch.cuda.set_sync_debug_mode('error')",
           no_host_sync_gpu),
 ]

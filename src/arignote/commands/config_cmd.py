@@ -54,12 +54,23 @@ def check() -> tuple[list[str], list[str]]:
     steps = [lambda: check_layout(chosen)]
     steps += [lambda d=d: Precision.from_config(d) for d in chosen]
     steps += [lambda d=d: memory.plan_for(d) for d in chosen if d.is_cuda]
+    steps += [lambda: jit_plan(chosen)]
     for step in steps:
         try:
             step()
         except ConfigError as exc:
             errors.append(str(exc))
     return errors, banner.setting_notes(chosen, config.get)
+
+
+def jit_plan(chosen: list) -> None:
+    """The ``jit`` flag resolved as ``fit`` resolves it for the first chosen device (its refusals:
+    CUDA graphs with the caching allocator off)."""
+    import torch  # why: torch stays off `arignote --help` and `config --from-theano`
+
+    from arignote.training import compiled  # why: imports torch (as above)
+
+    compiled.resolve(None, torch.device("cuda" if chosen[0].is_cuda else "cpu"))
 
 
 def _from_theano(args) -> int:

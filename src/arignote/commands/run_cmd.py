@@ -30,6 +30,7 @@ from arignote import config
 from arignote.devices import nvml
 from arignote.devices.identity import GPUIdentity, VisibleEntry, parse_visible_devices
 from arignote.devices.nvml import SnapshotFormatError
+from arignote.errors import ConfigError
 from arignote.share import NoFreeGPUError, ShareError, acquire, parse_size, queue
 
 HELP = "lease N free GPUs and run a command on them (CUDA_VISIBLE_DEVICES set), optionally waiting"
@@ -110,7 +111,7 @@ def _snapshot_source(args, given: tuple[VisibleEntry, ...] | None):
 def _lease(args, command: list[str]):
     """Acquire, telling the user once when it has to wait. Raises NoFreeGPUError/ShareError."""
     visible = config.environ("CUDA_VISIBLE_DEVICES")
-    given = parse_visible_devices(visible)
+    given = parse_visible_devices(visible, config.environ("CUDA_DEVICE_ORDER"))
     if given is not None and len(given) < args.gpus:
         raise ShareError(f"--gpus {args.gpus}: this job was given {len(given)} GPU(s) "
                          f"(CUDA_VISIBLE_DEVICES={visible!r}, inherited); arignote run leases only among "
@@ -169,6 +170,8 @@ def run(args) -> int:
     except (NoFreeGPUError, ShareError) as exc:
         print(f"arignote run: {exc}", file=sys.stderr)
         return 1
+    except ConfigError as exc:  # indices in CUDA_VISIBLE_DEVICES under a fastest-first order (identity.py)
+        return _bad(str(exc))
     with lease:
         env = dict(os.environ)  # the child's environment: ours plus the leased GPUs
         env.update(lease.environment())

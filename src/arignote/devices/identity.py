@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from arignote.errors import ConfigError
+
 __all__ = ["GPUIdentity", "VisibleEntry", "uuid_key", "pci_key", "parse_visible_devices"]
 
 
@@ -93,23 +95,36 @@ class VisibleEntry:
         return self.text
 
     def names(self, gpu: GPUIdentity) -> bool:
-        """Whether this entry selects ``gpu`` (an NVML-side identity: indices are NVML's). A MIG
-        instance of the new form names no whole GPU this can tell."""
+        """Whether this entry selects ``gpu`` (an NVML-side identity: indices are NVML's, which they
+        are under ``CUDA_DEVICE_ORDER=PCI_BUS_ID``: :func:`parse_visible_devices` refuses them under
+        FASTEST_FIRST). A MIG instance of the new form names no whole GPU this can tell."""
         if self.index is not None:
             return gpu.index == self.index
         return bool(self.uuid) and gpu.uuid.startswith(self.uuid)
 
 
-def parse_visible_devices(value: str | None) -> tuple[VisibleEntry, ...] | None:
+def parse_visible_devices(value: str | None, order: str | None = None) -> tuple[VisibleEntry, ...] | None:
     """The entries of ``CUDA_VISIBLE_DEVICES`` as CUDA reads them: None when unset; CUDA stops at the
     first invalid entry (a negative index, ``-1``, or text that is neither an index nor a ``GPU-`` /
     ``MIG-`` name), so the entries after it are not returned. ``""`` gives none.
 
+    An index is NVML's (nvidia-smi's, PCI bus order) only when CUDA numbers by PCI bus: with ``order``
+    (the ``CUDA_DEVICE_ORDER`` in force) ``FASTEST_FIRST`` CUDA reads it in its own fastest-first
+    numbering, which no NVML reading gives, so index entries are refused (ConfigError naming the fix).
+
     >>> [e.mig for e in parse_visible_devices("MIG-4b2c, MIG-GPU-8a1f/2/0")]
     ['4b2c', 'GPU-8a1f/2/0']
+    >>> parse_visible_devices("1", order="FASTEST_FIRST")
+    Traceback (most recent call last):
+    arignote.errors.ConfigError: CUDA_VISIBLE_DEVICES='1' names GPUs by index while CUDA_DEVICE_ORDER=...
     """
     if value is None:
         return None
+    if order == "FASTEST_FIRST" and any(t.strip().lstrip("-").isdigit() for t in value.split(",")):
+        raise ConfigError(
+            f"CUDA_VISIBLE_DEVICES={value!r} names GPUs by index while CUDA_DEVICE_ORDER=FASTEST_FIRST: CUDA "
+            "then counts them fastest first, nvidia-smi (NVML) by PCI bus, so which GPU an index means "
+            "cannot be told; name them by UUID (GPU-..., nvidia-smi -L) or set CUDA_DEVICE_ORDER=PCI_BUS_ID")
     out = []
     for raw in value.split(","):
         text = raw.strip()

@@ -53,14 +53,15 @@ class DeviceOrder:
 
         >>> print(DeviceOrder(False, "torch.cuda is initialised").note())
         note: CUDA_DEVICE_ORDER=PCI_BUS_ID came too late (torch.cuda is initialised before arignote was \
-imported): GPU numbers follow CUDA's fastest-first order and may differ from nvidia-smi; import arignote \
-first, or set CUDA_DEVICE_ORDER yourself
+imported): GPU numbers follow CUDA's fastest-first order (so do the processes it starts) and may differ \
+from nvidia-smi; import arignote first, or set CUDA_DEVICE_ORDER yourself
         """
         if self.too_late_reason is None:
             return None
         return (f"note: CUDA_DEVICE_ORDER=PCI_BUS_ID came too late ({self.too_late_reason} before arignote "
-                "was imported): GPU numbers follow CUDA's fastest-first order and may differ from "
-                "nvidia-smi; import arignote first, or set CUDA_DEVICE_ORDER yourself")
+                "was imported): GPU numbers follow CUDA's fastest-first order (so do the processes it "
+                "starts) and may differ from nvidia-smi; import arignote first, or set CUDA_DEVICE_ORDER "
+                "yourself")
 
 
 def loaded_libcuda() -> Any:
@@ -98,11 +99,26 @@ def driver_initialised(torch_module: Any, libcuda: Any) -> str | None:
 
 def set_pci_bus_order(environ: MutableMapping[str, str], torch_module: Any, libcuda: Any) -> DeviceOrder:
     """Set ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` in ``environ`` unless the user chose an order; say whether the
-    driver had initialised before, when the setting no longer changes CUDA's numbering."""
+    driver had initialised before, when the setting no longer changes CUDA's numbering.
+
+    When it had, ``environ`` gets the order this process really has, ``FASTEST_FIRST``: the processes
+    it starts inherit ``environ`` and import arignote before CUDA, so with ``PCI_BUS_ID`` they would
+    number the GPUs by PCI bus while this one numbers them fastest-first (CUDA reads the variable at
+    ``cuInit`` only), and a data-parallel rank reading rank 0's indices would take another GPU on a
+    box of mixed models.
+
+    >>> class Up:
+    ...     class cuda:
+    ...         is_initialized = staticmethod(lambda: True)
+    >>> env = {}; set_pci_bus_order(env, Up, None).too_late, env
+    (True, {'CUDA_DEVICE_ORDER': 'FASTEST_FIRST'})
+    """
     if "CUDA_DEVICE_ORDER" in environ:
         return DeviceOrder(set_by_user=True)
     reason = driver_initialised(torch_module, libcuda)
-    environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+    # too late: this process numbers GPUs fastest-first (CUDA's default, read once at cuInit), and so
+    # must the processes it starts (data-parallel ranks 1..N read rank 0's indices, devices/setup.py)
+    environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID" if reason is None else "FASTEST_FIRST"
     return DeviceOrder(set_by_user=False, too_late_reason=reason)
 
 

@@ -123,11 +123,12 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
     if dev.is_cuda:
         cudnn_on = _cudnn_enabled()
         tf32 = fastpaths.tf32(config.get, _capability(dev))
-        if not _state["cudnn_set"]:
-            # dnn.benchmark=auto: off until a fit decides (fast_paths)
-            cuda.set_cudnn(cudnn_on, config.get("dnn.benchmark") is True, config.get("dnn.deterministic"))
-            cuda.set_tf32(*tf32.value)
-            _state["cudnn_set"] = True
+        # process-wide switches, applied at each new device from the flags as they are now, so the
+        # banner below says what is in force (applied at the first GPU only, a later banner could say
+        # "TF32 off" while TF32 was on); dnn.benchmark=auto: off until a fit decides (fast_paths)
+        benchmark = config.get("dnn.benchmark") is True if not _state["cudnn_set"] else None
+        _apply_switches(cudnn_on, tf32, benchmark)
+        _state["cudnn_set"] = True
         plan = memory.plan_for(dev)
         memory.apply(plan, dev)
     _state["prepared"][key] = plan
@@ -151,6 +152,14 @@ def prepare(device: Device | str, inventory: Inventory | None = None, layout: st
     return plan
 
 
+def _apply_switches(cudnn_on: bool, tf32: fastpaths.Choice, benchmark: bool | None) -> None:
+    """``dnn.enabled``, ``dnn.deterministic`` and the TF32 choice into torch's switches; cuDNN
+    autotuning to ``benchmark`` (None: left as it is, a fit's choice)."""
+    keep = cuda.cudnn_flags()[1] if benchmark is None else benchmark
+    cuda.set_cudnn(cudnn_on, keep, config.get("dnn.deterministic"))
+    cuda.set_tf32(*tf32.value)
+
+
 def _capability(dev: Device) -> tuple[int, int] | None:
     return getattr(dev.info, "capability", None) if dev.is_cuda else None
 
@@ -158,7 +167,8 @@ def _capability(dev: Device) -> tuple[int, int] | None:
 def fast_paths(facts: fastpaths.FitFacts, inventory: Inventory | None = None) -> str:
     """Apply one fit's fast paths and return its banner line (:func:`fastpaths.fit_line`).
 
-    Switches cuDNN autotuning for this fit (process-wide in torch, so each fit sets it) and prints
+    Switches cuDNN autotuning for this fit, and ``dnn.enabled``, ``dnn.deterministic`` and ``tf32``
+    as the flags are now (process-wide in torch, so each fit sets them), and prints
     the line on rank 0 when ``print_active_device`` is on, on a GPU, each time it changes. ``facts``
     may leave ``capability`` and ``cudnn_enabled`` out: they are read here.
 
@@ -167,7 +177,6 @@ def fast_paths(facts: fastpaths.FitFacts, inventory: Inventory | None = None) ->
     'fast paths: cuDNN autotune off (no cuDNN on cpu), channels-last (conv model)'
     """
     if facts.device_kind == "cuda":
-        from arignote.devices import cuda  # why: devices/cuda.py imports torch; CPU-only callers skip it
 
         inv = inventory if inventory is not None else current_inventory()
         index = int(facts.device.partition(":")[2] or 0)
@@ -175,7 +184,8 @@ def fast_paths(facts: fastpaths.FitFacts, inventory: Inventory | None = None) ->
         facts = replace(facts, capability=gpu.capability if gpu else facts.capability,
                         cudnn_enabled=_cudnn_enabled())
         tune = fastpaths.autotune(config.get, "cuda", facts.cudnn_enabled, facts.has_conv, facts.fixed_shapes)
-        cuda.set_benchmark(tune.value)
+        # every fit applies the flags as they are now (a configure() between fits takes effect)
+        _apply_switches(facts.cudnn_enabled, fastpaths.tf32(config.get, facts.capability), tune.value)
     line = fastpaths.fit_line(config.get, facts)
     if (facts.device_kind == "cuda" and line != _state["fast_line"] and config.get("print_active_device")
             and rank() == 0):

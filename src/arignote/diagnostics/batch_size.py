@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from arignote.diagnostics.memory_plan import rng_devices
 from arignote.training.oom import UnsplittableOOMError, free_memory, memory_figures
 
 __all__ = ["SearchResult", "search_batch_size", "auto_batch_size", "TrainingSnapshot"]
@@ -107,18 +108,26 @@ class TrainingSnapshot:
     >>> snap = TrainingSnapshot(module, optimizer); ...; snap.restore()
     """
 
-    def __init__(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer | None) -> None:
+    def __init__(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer | None,
+                 device: torch.device | str | None = None) -> None:
         self.module = module
         self.optimizer = optimizer
         self.module_state = {k: v.detach().to("cpu", copy=True) for k, v in module.state_dict().items()}
         self.optim_state = copy.deepcopy(_to_cpu(optimizer.state_dict())) if optimizer is not None else None
         self.rng = torch.random.get_rng_state()
+        # the trial steps' dropout draws from the device's generator too: saved and put back as
+        # torch.random.fork_rng does (get_rng_state(index) / set_rng_state(state, index))
+        where = torch.device(device) if device is not None else torch.device("cpu")
+        self.device_module = torch.get_device_module(where.type) if where.type != "cpu" else None
+        self.device_rng = [(i, self.device_module.get_rng_state(i)) for i in rng_devices(where)]
 
     def restore(self) -> None:
         self.module.load_state_dict(self.module_state)
         if self.optimizer is not None:
             self.optimizer.load_state_dict(self.optim_state)
         torch.random.set_rng_state(self.rng)
+        for index, state in self.device_rng:
+            self.device_module.set_rng_state(state, index)
 
 
 def _to_cpu(obj: Any) -> Any:
@@ -149,7 +158,7 @@ def auto_batch_size(
     With a data-parallel ``strategy``, ``n_samples`` is this rank's share and every rank adopts the
     smallest batch any rank found (``strategy.agree``, a maximum, on the negated value).
     """
-    snapshot = TrainingSnapshot(module, optimizer)
+    snapshot = TrainingSnapshot(module, optimizer, device)
 
     def clear() -> None:
         zero_grad()

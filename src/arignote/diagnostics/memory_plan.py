@@ -315,14 +315,30 @@ def with_activations(plan: MemoryPlan, module: torch.nn.Module, x: Any, y: Any =
     return replace(plan, activations_per_sample=per_sample, activations_fixed=fixed, measured=True)
 
 
+def rng_devices(device: torch.device) -> list[int]:
+    """The device indices whose random-number state ``torch.random.fork_rng(devices=...)`` must fork
+    besides the CPU's, for work on ``device``: none on the CPU, the device's own on a GPU (a measuring
+    forward's dropout draws from it: forking the CPU state only, ``devices=[]``, left a seeded GPU
+    run with other masks at verbose=1, which measures, than at verbose=0).
+
+    >>> rng_devices(torch.device("cpu")), rng_devices(torch.device("cuda:1"))
+    ([], [1])
+    """
+    if device.type == "cpu":
+        return []
+    if device.index is not None:
+        return [device.index]
+    return [torch.get_device_module(device.type).current_device()]
+
+
 def _activations(module: torch.nn.Module, saved: Callable[[int], int], n: int,
                  device: torch.device) -> tuple[float, int]:
     """(bytes per sample, fixed bytes) saved for backward, from ``saved(m)`` at two sizes; buffers,
     the random-number state and stateful RNNs' states are put back afterwards."""
     buffers = [b.detach().clone() for b in module.buffers()]
     try:
-        with torch.random.fork_rng(devices=[], device_type=device.type), torch.enable_grad(), \
-                states_set_aside(module) as clear_states:
+        forked = torch.random.fork_rng(devices=rng_devices(device), device_type=device.type)
+        with forked, torch.enable_grad(), states_set_aside(module) as clear_states:
 
             def fresh(m: int) -> int:  # each probe starts from zero RNN states at its own batch size
                 clear_states()

@@ -21,13 +21,21 @@ What is compiled, per model (per :class:`~arignote.training.loop.Trainer`):
 The loop's control stays in Python between them: the out-of-memory guard, DDP's arming and the
 ranks' agreement, the metric sums on the device.
 
-Shapes: the first batch size is compiled with static shapes (the fastest kernels, and CUDA graphs
-in ``reduce-overhead``); the first *other* size (the last, partial batch of an epoch, an out-of-memory
-micro-batch, a validation batch) makes Dynamo compile once more with the batch dimension symbolic
-("automatic dynamic shapes"), and that graph serves every further size. So an epoch with a partial
-last batch costs two graphs in its first epoch and none after (a batch of exactly 1 sample is a
-third: Dynamo specializes sizes 0 and 1). Padding the batch instead would put padded rows into
-BatchNorm's statistics; a graph per size would recompile for every new remainder.
+Shapes: the first batch size is compiled with static shapes (the fastest kernels); the first *other*
+size (the last, partial batch of an epoch, an out-of-memory micro-batch, a validation batch) makes
+Dynamo compile once more with the batch dimension symbolic ("automatic dynamic shapes"), and that
+graph serves every further size. So an epoch with a partial last batch costs two Dynamo graphs in its
+first epoch and none after (a batch of exactly 1 sample is a third: Dynamo specializes sizes 0 and 1).
+
+Under CUDA graphs (``reduce-overhead`` on a GPU) that is not the whole cost: inductor records one CUDA
+graph per distinct size the symbolic graph meets (``cudagraph_trees.cudagraphify_impl`` keys its
+recordings on the graph's integer inputs; ``cudagraph_dynamic_shape_warn_limit``, 8, warns beyond),
+each a recording and memory in the graph pool. So under CUDA graphs (:class:`SteadySizes`) a batch
+smaller than the largest met in the same fit, evaluate or predict call (the last, partial batch) runs
+the eager step, and ``batch_size="auto"``'s trial sizes run eagerly: what is recorded is the batch
+size, its out-of-memory micro-batches (at most two sizes per split), the validation batch size.
+``CompiledSteps.sizes.recorded`` counts them per step; ``SteadySizes.eager_batches`` the batches run
+eagerly. Padding the batch instead would put padded rows into BatchNorm's statistics.
 
 Each trainer compiles its own copies of the step functions (a fresh code object per trainer): Dynamo
 keeps its cache and its recompile limit per code object, so many models in one process (a test
@@ -39,10 +47,12 @@ Example (a model, arrays ``x``, ``y`` whose length is not a multiple of the batc
     model.compile("adam", "mse", jit_compile=True)      # or: arignote.configure(jit="on")
     model.fit(x, y, epochs=3)                           # graphs: 2 (full batch, then any size)
     model._trainer.compiled.graphs                      # 2 after epoch 1, still 2 after epoch 3
+    model._trainer.compiled.sizes.recorded              # on a GPU: {'train': {32}} (partial: eager)
 """
 
 from __future__ import annotations
 
+import functools
 import sys
 import types
 from collections.abc import Callable
@@ -52,9 +62,11 @@ from typing import Any
 import torch
 
 from arignote import config
+from arignote.errors import ConfigError
 from arignote.training.compiled_update import CompiledUpdate
 
-__all__ = ["MODES", "JitPlan", "CompiledSteps", "check_jit_compile", "resolve"]
+__all__ = ["MODES", "JitPlan", "CompiledSteps", "AllSizes", "SteadySizes", "check_jit_compile",
+           "check_graphs_allocator", "resolve"]
 
 # torch.compile's modes, as the `jit` flag and compile(jit_compile=...) accept them
 MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -129,10 +141,97 @@ def resolve(jit_compile: Any, device: torch.device) -> tuple[JitPlan | None, lis
         notes.append(f"note: jit mode {mode} replays CUDA graphs, on GPUs only; on {device} the steps "
                      f"compile as mode {_NO_GRAPHS[mode]}")
         mode = _NO_GRAPHS[mode]
+    check_graphs_allocator(JitPlan(mode, backend, source), device)
     if not torch._dynamo.is_dynamo_supported():
         raise RuntimeError(f"jit_compile ({source}) needs torch.compile, which this Python/platform does "
                            "not support (torch._dynamo.is_dynamo_supported() is False); turn it off")
     return JitPlan(mode, backend, source), notes
+
+
+def check_graphs_allocator(plan: JitPlan, device: torch.device) -> None:
+    """Refuse CUDA graphs (``plan``'s mode on a GPU) with the caching allocator off
+    (``memory.preallocate < 0``): uncached memory is taken with ``cudaMalloc`` itself, which may not
+    run while a CUDA graph is captured (CUDA refuses it: ``cudaErrorStreamCaptureUnsupported``), and
+    torch records its graphs through the caching allocator's private pools
+    (``torch.cuda.graphs.graph_pool_handle``, ``_use_cuda_memory_pool_manager`` in
+    ``_inductor/cudagraph_trees.py``), which a disabled cache bypasses.
+
+    >>> with config.override(memory_preallocate=-1):
+    ...     check_graphs_allocator(JitPlan("reduce-overhead", "inductor", "jit flag"), torch.device("cuda:0"))
+    Traceback (most recent call last):
+    arignote.errors.ConfigError: jit mode reduce-overhead (jit flag) replays CUDA graphs, ...
+    """
+    if not (plan.cudagraphs and device.type == "cuda") or config.get("memory.preallocate") >= 0:
+        return
+    raise ConfigError(
+        f"jit mode {plan.mode} ({plan.source}) replays CUDA graphs, which torch records in the caching "
+        f"allocator's pools, but memory.preallocate={config.get('memory.preallocate'):g} (from "
+        f"{config.source('memory.preallocate')}) turns the cache off, and uncached cudaMalloc cannot run "
+        "while a graph is captured. Use memory.preallocate=0 (grow on demand) or a size with jit, or "
+        "jit=default / jit=max-autotune-no-cudagraphs (no CUDA graphs) with memory.preallocate<0")
+
+
+class AllSizes:
+    """Every batch through the compiled step (no CUDA graphs: one symbolic graph serves all sizes)."""
+
+    recorded: dict[str, set[int]] = {}
+    eager_batches = 0
+
+    def begin(self, kind: str) -> None:
+        """A new fit, evaluate or predict pass of ``kind`` begins."""
+
+    def pick(self, kind: str, n: int, compiled: Callable, eager: Callable) -> Callable:
+        """The function to run a batch of ``n`` rows of ``kind`` with."""
+        return compiled
+
+    def trial(self, compiled: Callable, eager: Callable) -> Callable:
+        """The function for a trial step of ``batch_size="auto"``."""
+        return compiled
+
+
+class SteadySizes(AllSizes):
+    """Under CUDA graphs, which batches go through the compiled step (each new size there is a CUDA
+    graph recorded and kept): a batch as large as the largest met in this pass of its ``kind``
+    (``train``, ``evaluate``, ``predict``); a smaller one (the last, partial batch) and a trial step run
+    the eager function. ``recorded`` holds the sizes each kind gave the compiled step (out-of-memory
+    micro-batches included).
+
+    >>> gate = SteadySizes(); gate.begin("train")
+    >>> run, eager = (lambda x: "compiled"), (lambda x: "eager")
+    >>> [gate.pick("train", len(x), run, eager)(x) for x in map(torch.zeros, (32, 32, 8))]
+    ['compiled', 'compiled', 'eager']
+    >>> gate.recorded, gate.eager_batches
+    ({'train': {32}}, 1)
+    """
+
+    def __init__(self) -> None:
+        self.largest: dict[str, int] = {}
+        self.recorded = {}
+        self.eager_batches = 0
+
+    def begin(self, kind: str) -> None:
+        self.largest[kind] = 0
+
+    def pick(self, kind: str, n: int, compiled: Callable, eager: Callable) -> Callable:
+        if n < self.largest.get(kind, 0):
+            self.eager_batches += 1
+            return eager
+        self.largest[kind] = n
+        return functools.partial(self._counted, self.recorded.setdefault(kind, set()), compiled)
+
+    @staticmethod
+    def _counted(sizes: set[int], compiled: Callable, x: Any, *rest: Any) -> Any:
+        sizes.add(_rows(x))  # the batch, or an out-of-memory micro-batch of it
+        return compiled(x, *rest)
+
+    def trial(self, compiled: Callable, eager: Callable) -> Callable:
+        return eager
+
+
+def _rows(x: Any) -> int:
+    while isinstance(x, (tuple, list, dict)):
+        x = next(iter(x.values())) if isinstance(x, dict) else x[0]
+    return len(x)
 
 
 class _CountingInductor(torch._TorchCompileInductorWrapper):
@@ -187,6 +286,7 @@ class CompiledSteps:
         self.predict = self._compile(predict, "arignote_predict_step")
         self.optimizer = optimizer
         self.update = None if optimizer is None else CompiledUpdate(optimizer, self._compile, plan.cudagraphs)
+        self.sizes = SteadySizes() if plan.cudagraphs else AllSizes()
 
     def optimizer_step(self) -> None:
         """The torch optimizer's step (what ``Optimizer.step(torch_step)`` calls): see

@@ -55,13 +55,16 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import torch
+import torch.optim.optimizer as _torch_optimizer
 
 from arignote.optim_kernels import _has_step_hooks, run_step
+from arignote.training.compiled_grads import is_static, mark_static
 
-__all__ = ["UpdatePlan", "plan_update", "CompiledUpdate"]
+__all__ = ["UpdatePlan", "plan_update", "CompiledUpdate", "settle_state"]
 
 # torch optimizer classes whose step reads Python numbers out of tensors each step (``float(t)``):
 # a graph break under Dynamo and, with a tensor lr, a host sync per step on a GPU
@@ -99,8 +102,10 @@ def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bo
                 cudagraphs: bool) -> UpdatePlan:
     """The plan for torch optimizer class ``optimizer`` over parameters on ``device`` (``'cpu'``,
     ``'cuda:1'``, ...) of ``param_dtype``; ``fused``: its groups run torch's fused kernel;
-    ``hooked``: step hooks are registered (or ``step`` is patched on the instance, as torch's LR
-    schedulers do); ``cudagraphs``: the steps replay CUDA graphs (``reduce-overhead``).
+    ``hooked``: ``step`` is patched on the instance (as torch's LR schedulers did); step hooks
+    (``register_step_pre/post_hook``, torch's global ones: the data-parallel heartbeat's) do not count:
+    :class:`CompiledUpdate` runs them around the compiled step, eagerly, as torch's wrapper
+    does; ``cudagraphs``: the steps replay CUDA graphs (``reduce-overhead``).
 
     The lr tensor goes on the parameters' device (on a GPU: no copy to the device each step, and no
     CPU input that would keep inductor from CUDA graphs), float64 for float64 parameters and float32
@@ -112,7 +117,8 @@ def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bo
     if fused:
         return UpdatePlan("fused", "torch's fused kernel: one kernel already, which Dynamo does not trace")
     if hooked:
-        return UpdatePlan("eager", "step hooks are registered: torch's step() runs them, eagerly")
+        return UpdatePlan("eager", "step() is patched on the optimizer (a torch LR scheduler's hook): "
+                          "it runs eagerly")
     if optimizer in _HOST_SCALAR_STEPS:
         return UpdatePlan("eager", f"{optimizer}.step reads its step count and lr as Python floats "
                           "(a graph break)")
@@ -124,8 +130,58 @@ def plan_update(optimizer: str, device: str, param_dtype: torch.dtype, fused: bo
                       tensors=_TENSORS.get(optimizer, ("lr",)))
 
 
+def settle_state(opt: torch.optim.Optimizer) -> int:
+    """Under CUDA graphs, after a compiled update: copy every optimizer state tensor that is not a
+    static address yet out of the graph's memory, mark it static, and mark the gradients static
+    (DDP's bucket views replace the trainer's buffers at the first reduction); returns the copies.
+
+    Why: a state tensor the update created (SGD's momentum buffer, made from the first gradient
+    inside ``_single/_multi_tensor_sgd``, not in ``_init_group``) is an output of the update's graph,
+    allocated in the CUDA-graph pool; the next compiled call (the next forward) starts a new
+    generation and frees it (``cudagraph_trees.py``, ``dealloc_current_path_weakrefs``), and the
+    next update would read freed memory. A non-static gradient is copied into the graph's memory
+    at every replay (``_dynamo/variables/optimizer.py``). Once every tensor is static this is a scan.
+
+    >>> w = torch.nn.Parameter(torch.ones(1)); opt = torch.optim.SGD([w], lr=0.1, momentum=0.9)
+    >>> w.grad = torch.ones(1); opt.step(); settle_state(opt), settle_state(opt)
+    (1, 0)
+    """
+    copied = 0
+    for p, state in opt.state.items():
+        grad = getattr(p, "grad", None)
+        if grad is not None and not is_static(grad):
+            mark_static(grad)
+        for key, value in state.items():
+            if isinstance(value, torch.Tensor) and not is_static(value):
+                state[key] = value.clone()
+                mark_static(state[key])
+                copied += 1
+    return copied
+
+
 def _hooked(opt: torch.optim.Optimizer) -> bool:
-    return "step" in vars(opt) or _has_step_hooks(opt)
+    return "step" in vars(opt)
+
+
+def _pre_hooks(opt: torch.optim.Optimizer) -> None:
+    """The step pre-hooks, global first, as ``Optimizer.profile_hook_step`` (torch/optim/optimizer.py)
+    calls them; ``step`` takes no argument here (no closure), so a hook's new arguments have nowhere
+    to go: one is refused with torch's error."""
+    torch_hooks = _torch_optimizer._global_optimizer_pre_hooks
+    hooks = chain(torch_hooks.values(), opt._optimizer_step_pre_hooks.values())
+    for hook in hooks:
+        result = hook(opt, (opt,), {})
+        if result is not None:
+            raise RuntimeError(f"{hook} returned {result!r}: a step pre-hook of a compiled update "
+                               "(jit_compile) must return None (its step() takes no arguments)")
+
+
+def _post_hooks(opt: torch.optim.Optimizer) -> None:
+    """The step post-hooks, the optimizer's first, as ``profile_hook_step`` calls them."""
+    torch_hooks = _torch_optimizer._global_optimizer_post_hooks
+    hooks = chain(opt._optimizer_step_post_hooks.values(), torch_hooks.values())
+    for hook in hooks:
+        hook(opt, (opt,), {})
 
 
 class CompiledUpdate:
@@ -206,15 +262,24 @@ class CompiledUpdate:
                 if key in group:
                     group[key] = value
         self._fell_back = False
+        hooks = _has_step_hooks(opt)
+        if hooks:
+            _pre_hooks(opt)
         try:
             with torch.no_grad():
                 self._run(opt, self._raw)
         finally:
             self._put_back(groups)
+        if hooks:
+            _post_hooks(opt)
         if self._fell_back:
             self.eager_calls += 1
         else:
             self.compiled_calls += 1
+            if self.cudagraphs:
+                self.copied_out += settle_state(opt)
+
+    copied_out = 0  # state tensors copied out of a CUDA graph's memory (settle_state)
 
     def _put_back(self, groups: list[dict]) -> None:
         for group, saved in zip(groups, self._saved):

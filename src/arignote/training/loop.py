@@ -41,6 +41,7 @@ from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
 from arignote.training import compiled, fused_head
+from arignote.training.compiled_grads import StableGrads
 from arignote.training.data import ArrayData
 from arignote.training.oom import STOPPED, OOMGuard, StepFns, batch_len
 
@@ -82,15 +83,26 @@ class Trainer:
         plan, notes = compiled.resolve(getattr(model, "jit_compile", None), self.device)
         self.compiled: compiled.CompiledSteps | None = None
         self._train_fn, self._eval_fn, self._predict_fn = self._loss_and_pred, self._eval_loss, self._predict
+        self._train_now = self._train_fn  # this step's training forward (see train_step)
         self._keep = _same
         self._torch_step = None  # the torch optimizer's own step
+        self.sizes: compiled.AllSizes = compiled.AllSizes()  # under CUDA graphs: which batches run compiled
+        # a finished step's gradients are released (set to None) before the next backward; under CUDA
+        # graphs they stay in stable buffers instead (training/compiled_grads.py: accumulation)
+        self._release_grads, self._settle_grads, self._unsettle_grads = self._zero_grad, _nothing, _nothing
+        self.stable_grads: StableGrads | None = None
         if plan is not None:
             steps = compiled.CompiledSteps(plan, self._train_fn, self._eval_fn, self._predict_fn,
                                            model.optimizer)
             self.compiled = steps
             self._train_fn, self._eval_fn, self._predict_fn = steps.train, steps.evaluate, steps.predict
             self._keep, self._torch_step = steps.keep, steps.optimizer_step
+            self.sizes = steps.sizes
             compiled.announce(plan, notes, self.device, strategy.is_main)
+            if plan.cudagraphs:
+                grads = self.stable_grads = StableGrads(self._trained_params)
+                self._release_grads, self._settle_grads = self._zero_stable_grads, grads.settle
+                self._unsettle_grads = grads.unsettle
         self._fns = StepFns(self._forward, self._backward, self._optimizer_step, self._zero_grad,
                             no_sync=lambda: strategy.no_sync(self.net),
                             arm=self._arm,
@@ -170,7 +182,7 @@ class Trainer:
     # ------------------------------------------------------------------ steps
 
     def _forward(self, xb: Any, yb: Any) -> tuple:
-        loss, y_pred = self._train_fn(xb, yb)
+        loss, y_pred = self._train_now(xb, yb)
         return loss, self._with_masks(yb), y_pred, batch_len(xb)
 
     def _loss_and_pred(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
@@ -207,15 +219,18 @@ class Trainer:
             # the previous step's gradients are released here, just before the backward that
             # allocates new ones, so the allocator hands their memory straight back (releasing
             # them after the step instead let the forward take it: 5-10 % slower on the CPU CNN)
-            self._zero_grad()
+            self._release_grads()
         if self._poison:
             loss = _poisoned(loss)
         if loss.requires_grad:  # not when nothing is trained (model.trainable = False): Keras 2 then
             self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()  # updates nothing
+            self._settle_grads()
         return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
 
     def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
-        """One (micro-)batch, forward and backward (the batch-size search's trial step)."""
+        """One (micro-)batch, forward and backward (the batch-size search's trial step: eager under
+        CUDA graphs, where each trial size would record a graph)."""
+        self._train_now = self.sizes.trial(self._train_fn, self._loss_and_pred)
         return self._backward(self._forward(xb, yb), weight)
 
     def _zero_grad(self) -> None:
@@ -227,6 +242,17 @@ class Trainer:
         for group in built.param_groups if built is not None else ():
             for p in group["params"]:
                 p.grad = None
+        self._stale_grads = False
+        self._unsettle_grads()
+
+    def _trained_params(self) -> Iterator[torch.Tensor]:
+        built = self.model.optimizer.torch
+        for group in built.param_groups if built is not None else ():
+            yield from group["params"]
+
+    def _zero_stable_grads(self) -> None:
+        """Under CUDA graphs: the finished step's gradients zeroed in their stable buffers."""
+        self.stable_grads.zero()
         self._stale_grads = False
 
     def _optimizer_step(self) -> None:
@@ -267,6 +293,7 @@ class Trainer:
         self._fns.finite = self._grads_finite if check else None
         self._poison = check
         share = None if global_rows is None else (self.world if rows else 0, global_rows)
+        self._train_now = self.sizes.pick("train", batch_len(xb), self._train_fn, self._loss_and_pred)
         records = self.oom.step(xb, yb, None, fns=self._fns, share=share)
         if records is STOPPED:
             return False
@@ -283,13 +310,13 @@ class Trainer:
     def test_step(self, xb: Any, yb: Any) -> tuple:
         """One evaluation batch, recorded; returns its record (loss, targets, predictions, rows)."""
         # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
-        loss, y_pred = self._eval_fn(xb, yb)
+        loss, y_pred = self.sizes.pick("evaluate", batch_len(xb), self._eval_fn, self._eval_loss)(xb, yb)
         record = (loss, self._with_masks(yb), y_pred, batch_len(xb))
         self._record(*record)
         return record
 
     def predict_step(self, xb: Any) -> torch.Tensor:
-        return self._keep(self._predict_fn(xb))
+        return self._keep(self.sizes.pick("predict", batch_len(xb), self._predict_fn, self._predict)(xb))
 
     # ------------------------------------------------------------------ batches
 
@@ -361,6 +388,7 @@ class Trainer:
         # on_train_begin) wins over initial_epoch, once
         start = model.resume_epoch if model.resume_epoch is not None else initial_epoch
         model.resume_epoch = None
+        self.sizes.begin("train")
         keys = self.metric_names
         single = self.world == 1
         logs: dict[str, float] = {}
@@ -425,6 +453,7 @@ class Trainer:
         was_training = module.training
         module.eval()
         self.reset_state()
+        self.sizes.begin("evaluate")
         listen = callbacks is not None and callbacks.has_batch_hooks("test")
         keys = self.metric_names
         try:
@@ -453,6 +482,7 @@ class Trainer:
         was_training = module.training
         module.eval()
         outs, totals = [], []
+        self.sizes.begin("predict")
         listen = callbacks is not None and callbacks.has_batch_hooks("predict")
         try:
             with torch.no_grad():  # not inference_mode: metric buffers created here are reused in training
@@ -534,6 +564,10 @@ def _poisoned(loss: torch.Tensor) -> torch.Tensor:
 
 def _same(tensor: Any) -> Any:
     return tensor
+
+
+def _nothing() -> None:
+    return None
 
 
 def _f64(device: torch.device) -> torch.dtype:
