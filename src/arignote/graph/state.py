@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["phase", "set_phase", "force_phase", "live_value", "live_values", "NeedsAutograd", "probing",
-           "is_probing"]
+           "is_probing", "remember_forward", "forward_value"]
 
 
 class NeedsAutograd(ValueError):
@@ -35,6 +35,7 @@ _PHASE = [0]
 _FORCED: list[Any] = [None]
 _LIVE: list[dict | None] = [None]
 _PROBING = [False]
+_LAST_FORWARD: list[dict | None] = [None]
 
 
 def phase() -> int:
@@ -59,6 +60,22 @@ def live_value(tensor: Any) -> Any:
     """The value of symbolic ``tensor`` in the graph run in progress, or None."""
     live = _LIVE[0]
     return None if live is None else live.get(id(tensor))
+
+
+def remember_forward(values: dict | None) -> None:
+    """Keep the values of the last forward of a graph compiled with a custom loss (``{id(symbolic
+    tensor): torch value}``): what ``K.gradients`` inside that loss differentiates against wherever
+    the loss is evaluated (the total loss, or one output's loss reported as a metric)."""
+    _LAST_FORWARD[0] = values
+
+
+def forward_value(tensor: Any) -> Any:
+    """The value of symbolic ``tensor`` in the graph run in progress, else in the last remembered
+    forward, or None."""
+    value = live_value(tensor)
+    if value is None and _LAST_FORWARD[0] is not None:
+        value = _LAST_FORWARD[0].get(id(tensor))
+    return value
 
 
 @contextmanager

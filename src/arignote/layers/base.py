@@ -305,7 +305,8 @@ class Layer(nn.Module):
                     return x * self.gamma
         """
         shape = () if shape is None else tuple(int(d) for d in shape)
-        attr = re.sub(r"\W", "_", name or f"weight_{len(list(self.parameters(recurse=False)))}")
+        default = f"weight_{len(list(self.parameters(recurse=False)))}"
+        attr = self._weight_attr(re.sub(r"\W", "_", name or default))
         if dtype is None:
             torch_dtype = self._param_dtype()
         else:
@@ -321,6 +322,22 @@ class Layer(nn.Module):
         if constraint is not None:
             self.constraints[attr] = constraints.get(constraint)
         return param
+
+    def _weight_attr(self, attr: str) -> str:
+        """Where ``add_weight`` registers a weight named ``attr``: under that name unless it is taken.
+        A placeholder ``self.gamma = None`` from ``__init__`` makes way (the Keras idiom); a name
+        already used by another weight, attribute or the class (Keras allows two weights called
+        ``'w'``) gets a suffix, ``w_1``."""
+        if self.__dict__.get(attr, 0) is None:
+            del self.__dict__[attr]
+        taken = (*self.__dict__, *self._parameters, *self._buffers, *self._modules,
+                 *(n for cls in type(self).__mro__ for n in vars(cls)))
+        if attr not in taken:
+            return attr
+        i = 1
+        while f"{attr}_{i}" in taken:
+            i += 1
+        return f"{attr}_{i}"
 
     def _param_dtype(self) -> torch.dtype:
         return getattr(torch, self.dtype)

@@ -94,8 +94,20 @@ def _broadcast(a: tuple, b: tuple, where: str) -> tuple:
 
 
 class _Merge(KerasLayer, Layer):
+    """Keras 2's base of the merge layers: a subclass defines ``_merge_function(inputs)`` on the list
+    of input tensors (how published code writes a custom merge, e.g. WGAN-GP's random average)::
+
+        class RandomWeightedAverage(_Merge):
+            def _merge_function(self, inputs):
+                alpha = K.random_uniform((32, 1))
+                return alpha * inputs[0] + (1 - alpha) * inputs[1]
+    """
+
     supports_masking = True
     _exactly: int | None = None
+
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
+        raise NotImplementedError(f"{self._where()}: a _Merge subclass defines _merge_function(inputs)")
 
     def _where(self) -> str:
         return f"{type(self).__name__} '{self.name}'"
@@ -123,7 +135,7 @@ class _Merge(KerasLayer, Layer):
         return [x.reshape(x.shape[0], *([1] * (rank - x.dim())), *x.shape[1:]) for x in xs]
 
     def call(self, inputs: Any, mask: Any = None) -> torch.Tensor:
-        return self._merge(self._inputs(inputs))
+        return self._merge_function(self._inputs(inputs))
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if mask is None or all(m is None for m in mask):
@@ -134,7 +146,7 @@ class _Merge(KerasLayer, Layer):
 class Add(_Merge):
     """Element-wise sum of the inputs."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         out = xs[0]
         for x in xs[1:]:
             out = out + x
@@ -146,14 +158,14 @@ class Subtract(_Merge):
 
     _exactly = 2
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         return xs[0] - xs[1]
 
 
 class Multiply(_Merge):
     """Element-wise product."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         out = xs[0]
         for x in xs[1:]:
             out = out * x
@@ -163,14 +175,14 @@ class Multiply(_Merge):
 class Average(Add):
     """Element-wise mean."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
-        return super()._merge(xs) / len(xs)
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
+        return super()._merge_function(xs) / len(xs)
 
 
 class Maximum(_Merge):
     """Element-wise maximum."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         out = xs[0]
         for x in xs[1:]:
             out = torch.maximum(out, x)
@@ -180,7 +192,7 @@ class Maximum(_Merge):
 class Minimum(_Merge):
     """Element-wise minimum."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         out = xs[0]
         for x in xs[1:]:
             out = torch.minimum(out, x)

@@ -116,19 +116,21 @@ class BatchNormalization(KerasLayer, Layer):
         self.new_weight("moving_mean", (n,), self.moving_mean_initializer, buffer=True)
         self.new_weight("moving_variance", (n,), self.moving_variance_initializer, buffer=True)
 
-    def call(self, x: torch.Tensor) -> torch.Tensor:
+    def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
         t = x.movedim(self._dim, 1) if self._dim != 1 else x
         # Keras 2.3.1: a frozen layer (trainable=False, or inside a frozen model: Network.updates is
         # [] then) still normalizes a training batch with the batch's statistics, but its updates
-        # are not collected: the moving statistics stay put
-        frozen = self.training and not (self.trainable and enclosing_trainable(self))
+        # are not collected: the moving statistics stay put. `layer(x, training=True)` normalizes
+        # with the batch's statistics in predict too; only a training step moves the averages.
+        batch_stats = bool(training)
+        updating = batch_stats and self.training and self.trainable and enclosing_trainable(self)
         y = F.batch_norm(
             t,
-            None if frozen else self.moving_mean,
-            None if frozen else self.moving_variance,
+            self.moving_mean if updating or not batch_stats else None,
+            self.moving_variance if updating or not batch_stats else None,
             self.gamma,
             self.beta,
-            self.training,
+            batch_stats,
             1.0 - self.momentum,
             self.epsilon,
         )
