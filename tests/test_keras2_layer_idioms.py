@@ -206,3 +206,78 @@ def test_wgan_gp_gradient_penalty_trains():
     for _ in range(30):
         after = model.train_on_batch(data, y)
     assert after[0] < before[0]
+
+
+class ClippedDense(Layer):
+    """A weight constrained by an expression written in build (WGAN critics, binarized nets)."""
+
+    def __init__(self, units, clip, **kwargs):
+        super().__init__(**kwargs)
+        self.units, self.clip = units, clip
+
+    def build(self, input_shape):
+        self.kernel = self.add_weight(name="kernel", shape=(input_shape[-1], self.units),
+                                      initializer="ones")
+        self.kernel = K.clip(self.kernel, -self.clip, self.clip)
+        self.kernel_t = K.transpose(self.kernel) * 2  # an expression of an expression
+        super().build(input_shape)
+
+    def call(self, x):
+        return K.dot(x, self.kernel)
+
+
+def test_build_expression_of_a_weight_is_evaluated_at_every_call():
+    x = Input((3,))
+    layer = ClippedDense(2, 0.5)
+    model = Model(x, layer(x))
+    assert len(layer.trainable_weights) == 1 and layer.trainable_weights[0].shape == (3, 2)
+    np.testing.assert_allclose(model.predict(np.ones((1, 3), "float32")), [[1.5, 1.5]])
+    layer.set_weights([np.full((3, 2), 0.1, "float32")])  # the expression follows the weight
+    np.testing.assert_allclose(model.predict(np.ones((1, 3), "float32")), [[0.3, 0.3]], rtol=1e-6)
+    np.testing.assert_allclose(K.get_value(layer.kernel_t), np.full((2, 3), 0.2), rtol=1e-6)
+    model.compile("sgd", "mse")
+    before = layer.get_weights()[0].copy()
+    for _ in range(2):  # differentiable, twice (a tensor computed once in build would fail the 2nd time)
+        model.train_on_batch(np.ones((4, 3), "float32"), np.zeros((4, 2), "float32"))
+    assert (layer.get_weights()[0] < before).all()
+
+
+class Positional(Layer):
+    """A constant made in build stays a constant (not computed again at every call)."""
+
+    def build(self, input_shape):
+        self.table = K.random_normal((input_shape[-1],))
+        super().build(input_shape)
+
+    def call(self, x):
+        return x + self.table
+
+
+def test_build_constant_is_computed_once():
+    layer = Positional()
+    first = layer(torch.zeros(1, 4))
+    assert torch.equal(first, layer(torch.zeros(1, 4)))
+
+
+def _classifier():
+    x = Input((3,))
+    model = Model(x, Dense(2, activation="softmax", kernel_initializer="ones", name="out")(x))
+    model.compile("sgd", "categorical_crossentropy")
+    return model
+
+
+def test_class_weight_list_on_one_output_model():
+    """Keras 2.3.1 (measured in /work/k2venv): a list of one dict weighs by that dict; a list or array
+    of numbers (sklearn's compute_class_weight passed as is) weighs nothing."""
+    x = np.random.RandomState(0).rand(8, 3).astype("float32")
+    y = np.eye(2)[[0, 1, 0, 1, 1, 1, 0, 1]]
+    plain = _classifier().train_on_batch(x, y)
+    by_dict = _classifier().train_on_batch(x, y, class_weight={0: 1.0, 1: 5.0})
+    assert _classifier().train_on_batch(x, y, class_weight=[{0: 1.0, 1: 5.0}]) == pytest.approx(by_dict)
+    assert by_dict == pytest.approx(2.4260151, rel=1e-5)  # Keras 2.3.1's number for this batch
+    for numbers in ([1.0, 5.0], np.array([1.0, 5.0])):
+        with pytest.warns(UserWarning, match=r"dict\(enumerate\(weights\)\)"):
+            model = _classifier()
+            model.fit(x, y, class_weight=numbers, batch_size=8, verbose=0)
+        with pytest.warns(UserWarning):
+            assert _classifier().train_on_batch(x, y, class_weight=numbers) == pytest.approx(plain)

@@ -556,7 +556,7 @@ def variable(value: Any, dtype: Any = None, name: str | None = None, constraint:
     """A torch tensor holding ``value`` (Keras ``K.variable``), trainable when it is a float one; read it
     with ``K.get_value``. An integer variable (a custom optimizer's ``iterations``) is a counter::
 
-        >>> v = variable(0, dtype="int64"); update_add(v, 1); (int(v), v.requires_grad)
+        >>> v = variable(0, dtype="int64"); _ = update_add(v, 1); (int(v), v.requires_grad)
         (1, False)
     """
     # np.array copies: a reversed view (img[..., ::-1], RGB to BGR) has negative strides torch refuses

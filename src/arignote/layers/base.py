@@ -52,7 +52,7 @@ from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
-from arignote.layers import _trainable
+from arignote.layers import _trainable, derived_weights
 from arignote.layers.activations import name_of
 from arignote.layers.input_spec import InputSpec, _check_spec
 from arignote.layers.layer_args import (  # noqa: F401
@@ -110,6 +110,7 @@ class Layer(nn.Module):
     _call_takes_training = False
     _declares_output_shape = False
     _value_semantics = False
+    _user_layer = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
@@ -153,7 +154,8 @@ class Layer(nn.Module):
         cls._declares_output_shape = cls.compute_output_shape is not Layer.compute_output_shape
         # a custom layer whose code has an augmented assignment runs under Keras's value semantics
         # (decided here, once: a plain class attribute that torch.compile reads as a constant)
-        cls._value_semantics = layer_augments(cls) if is_user_layer(cls) else False
+        cls._user_layer = is_user_layer(cls)
+        cls._value_semantics = layer_augments(cls) if cls._user_layer else False
 
     def __getstate__(self) -> dict:
         # the weights created with trainable=False by name: a copy (pickle, deepcopy) has new ids
@@ -167,7 +169,31 @@ class Layer(nn.Module):
         if isinstance(self._frozen, _FrozenNames):
             self._frozen = {id(self._parameters[n]) for n in self._frozen if n in self._parameters}
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        derived = self.__dict__.get("_derived")
+        if derived is not None and name in derived:
+            del derived[name]
+        if (isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter)
+                and "_parameters" in self.__dict__ and name not in self._buffers):
+            recipe = derived_weights.recipe_of(value, derived_weights.current_tape())
+            if name in self._parameters or recipe.reads_weights():
+                self._derive(name, recipe)
+                return
+        super().__setattr__(name, value)
+
+    def _derive(self, name: str, recipe: Any) -> None:
+        """``self.kernel = K.clip(self.kernel, -c, c)`` in ``build`` (or any tensor stored over a weight's
+        name): the attribute is computed again from the weights at each read, as Keras 2's graph does
+        (:mod:`arignote.layers.derived_weights`); the weight stays a weight."""
+        param = self._parameters.get(name)
+        if param is not None and any(p is param for n, p in self._parameters.items() if n != name):
+            del self._parameters[name]  # only an alias of a weight registered under its add_weight name
+        self.__dict__.setdefault("_derived", {})[name] = recipe
+
     def __getattr__(self, name: str) -> Any:
+        derived = self.__dict__.get("_derived")
+        if derived is not None and name in derived:
+            return derived[name].value()
         try:
             return super().__getattr__(name)
         except AttributeError:
@@ -261,7 +287,11 @@ class Layer(nn.Module):
                     d is not None and s is not None and d != s for d, s in zip(declared, input_shape[1:])):
                 raise ValueError(f"layer '{self.name}' declares input_shape={declared} but is called on "
                                  f"input of shape {input_shape}")
-        self.build(input_shape)
+        if self._user_layer:  # a tensor `build` derives from the weights stays an expression of them
+            with derived_weights.recording():
+                self.build(input_shape)
+        else:
+            self.build(input_shape)
         self.built = True
         if self._built_input_shape is None:
             self._built_input_shape = input_shape
