@@ -58,6 +58,10 @@ class Dropout(KerasLayer, Layer):
             return None
         return tuple(x.shape[i] if d is None else int(d) for i, d in enumerate(self.noise_shape))
 
+    @property
+    def uses_learning_phase(self) -> bool:
+        return 0.0 < self.rate < 1.0
+
     def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
         if not training or self.rate == 0.0:
             return x

@@ -52,7 +52,7 @@ from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
-from arignote.layers import _trainable, derived_weights
+from arignote.layers import _trainable, conditional, derived_weights
 from arignote.layers.activations import name_of
 from arignote.layers.input_spec import InputSpec, _check_spec
 from arignote.layers.layer_args import (  # noqa: F401
@@ -122,6 +122,8 @@ class Layer(nn.Module):
         self._regularizers: list[tuple[Any, Any]] = []
         self.constraints: dict[str, Any] = {}  # weight name -> constraint (applied after each update)
         self._added_losses: list[Any] = []
+        self._updates: list[tuple] = []  # (update, inputs key): Keras's bookkeeping (layers.conditional)
+        self._loss_inputs: list[tuple] = []  # (loss, inputs key) of add_loss, for get_losses_for
         self._call_losses: list[Any] = []
         self.trainable = bool(kwargs.get("trainable", True))
         self.dtype_name = kwargs.get("dtype") or kwargs.get("input_dtype")
@@ -374,7 +376,9 @@ class Layer(nn.Module):
 
     def add_loss(self, losses: Any, inputs: Any = None) -> None:
         """Keras 2 ``add_loss``: a tensor (or list) added to the training loss. Inside ``call`` it counts
-        for that call; a callable (or a tensor given outside ``call``) is kept."""
+        for that call; a callable (or a tensor given outside ``call``) is kept. ``inputs``: what the
+        loss depends on (``get_losses_for``)."""
+        conditional.record(self._loss_inputs, losses, inputs)
         for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
             if loss is None:
                 continue
@@ -385,7 +389,38 @@ class Layer(nn.Module):
 
     def add_update(self, updates: Any, inputs: Any = None) -> None:
         """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
-        to schedule; kept so Keras 2 layers run."""
+        to schedule; what is added outside a forward is listed by ``updates`` / ``get_updates_for``
+        (:mod:`arignote.layers.conditional`)."""
+        conditional.record(self._updates, updates, inputs)
+
+    def get_updates_for(self, inputs: Any) -> list:
+        """Keras 2: the updates that depend on ``inputs`` (None: the unconditional ones), this layer's
+        and its sublayers'; none while the layer is frozen."""
+        if not self.trainable:
+            return []
+        return [u for m in self._layer_tree() for u in conditional.select(m._updates, inputs)]
+
+    def get_losses_for(self, inputs: Any) -> list:
+        """Keras 2: the losses added for ``inputs`` (None: the unconditional ones, weight penalties
+        included), this layer's and its sublayers'."""
+        out = []
+        for m in self._layer_tree():
+            if inputs is None:
+                out += [fn(p) for p, fn in m._regularizers]
+            out += conditional.select(m._loss_inputs, inputs)
+        return out
+
+    def _after_symbolic_call(self, inputs: Any, kwargs: dict) -> None:
+        conditional.symbolic_updates(self, inputs, kwargs)
+
+    def _layer_tree(self) -> list:
+        return [m for m in self.modules() if isinstance(m, Layer)]
+
+    @property
+    def uses_learning_phase(self) -> bool:
+        """Keras 2: whether the output depends on the learning phase (dropout, noise, BatchNormalization;
+        a custom layer whose ``call`` takes ``training``)."""
+        return self._user_layer and self._call_takes_training
 
     def _own_losses(self) -> list:
         """This layer's own losses (not its sublayers'): what a model sums over its modules."""
@@ -396,7 +431,10 @@ class Layer(nn.Module):
 
     @property
     def updates(self) -> list:
-        return []
+        """Keras 2 ``layer.updates``: this layer's and its sublayers' (none while frozen)."""
+        if not self.trainable:
+            return []
+        return [u for m in self._layer_tree() for u, _ in m._updates]
 
     @property
     def losses(self) -> list:

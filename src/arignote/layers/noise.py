@@ -41,6 +41,8 @@ class GaussianNoise(KerasLayer, Layer):
     def build_keras(self, input_shape: Any) -> None:
         random_state.follow_numpy()  # Keras 2 drew the noise's seed from numpy when the layer was called
 
+    uses_learning_phase = True
+
     def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
         return x + torch.randn_like(x) * self.stddev if training else x
 
@@ -58,6 +60,10 @@ class GaussianDropout(KerasLayer, Layer):
     def build_keras(self, input_shape: Any) -> None:
         if 0 < self.rate < 1:
             random_state.follow_numpy()  # as GaussianNoise
+
+    @property
+    def uses_learning_phase(self) -> bool:
+        return 0 < self.rate < 1
 
     def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
         if not training or not 0 < self.rate < 1:
@@ -83,6 +89,10 @@ class AlphaDropout(KerasLayer, Layer):
     def build_keras(self, input_shape: Any) -> None:
         if 0 < self.rate < 1 and self.seed is None:
             random_state.follow_numpy()  # as GaussianNoise
+
+    @property
+    def uses_learning_phase(self) -> bool:
+        return 0 < self.rate < 1
 
     def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
         if not training or not 0 < self.rate < 1:

@@ -235,7 +235,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
             self._compile_args["weighted_metrics"] = weighted_metrics
         self._trainer = None
         if self._placed:
-            self.optimizer.build(list(self.module.parameters()))
+            self.optimizer.build(list(self.module.parameters()) or [{"params": []}])
         # Keras 2 fixes here which weights train: `trainable` set after compile (the GAN recipe:
         # discriminator.trainable = False, then compile the combined model) waits for the next compile
         self._trainable_at_compile = self._trainable_now()
