@@ -87,3 +87,55 @@ def test_batchnorm_one_value_per_channel_trains():
     data = np.arange(4, dtype="float32").reshape(1, 4, 1)
     assert model.train_on_batch(data, data) == pytest.approx(3.5)  # the output is beta (0)
     np.testing.assert_allclose(bn.get_weights()[2], [0.0, 0.1, 0.2, 0.3], rtol=1e-6)
+
+
+def test_shared_layer_activity_penalty_counts_every_call():
+    """Keras 2.3.1 (measured in /work/k2venv): a layer called twice adds its activity penalty twice,
+    and a model whose only loss is an activity penalty compiles with loss=None."""
+    from arignote import backend as K
+    from arignote.layers import add
+
+    a, b = Input(shape=(2,)), Input(shape=(2,))
+    dense = Dense(2, kernel_initializer="ones", use_bias=False, activity_regularizer=lambda x: K.sum(x))
+    model = Model([a, b], add([dense(a), dense(b)]))
+    model.compile("sgd", loss=None)
+    assert model.evaluate([np.ones((1, 2)), 2 * np.ones((1, 2))], verbose=0) == pytest.approx(12.0)
+
+
+def test_model_rejects_redundant_inputs_and_non_tensors():
+    a, b = Input(shape=(3,)), Input(shape=(3,))
+    model = Model([a, b], [Dense(2)(a), Dense(2)(b)])
+    j, k = Input(shape=(3,)), Input(shape=(3,))
+    m, n = model([j, k])
+    with pytest.raises(ValueError, match="redundant"):
+        Model([j, k, j], [m, n])
+    with pytest.raises(ValueError):
+        Model([j, k], [m, n, 0])
+    Model([j, k], [m, n, n])  # a repeated output is fine
+
+
+def test_from_config_with_a_layer_shared_at_different_depths():
+    """keras-team/keras#11159: a layer's calls are rebuilt in their own order."""
+    from arignote.layers import Reshape
+
+    x = Input(shape=(1, 12))
+    shared = Dense(12, name="layer_a")
+    out1 = shared(Reshape((12,))(x))
+    out2 = shared(Reshape((12,))(shared(x)))
+    model = Model(x, Dense(2)(concatenate([out2, out1])))
+    data = np.random.RandomState(0).rand(4, 1, 12).astype("float32")
+    copy = Model.from_config(model.get_config())
+    copy.set_weights(model.get_weights())
+    np.testing.assert_allclose(copy.predict(data), model.predict(data), atol=1e-6)
+
+
+def test_integer_weight_of_an_integer_layer():
+    from arignote import backend as K
+    from arignote.layers import Layer
+
+    class Counter(Layer):
+        def __init__(self):
+            super().__init__(dtype="int64")
+            self.w = self.add_weight("w", [], initializer="ones")
+
+    assert K.dtype(Counter().w) == "int64"

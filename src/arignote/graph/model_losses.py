@@ -58,6 +58,7 @@ def has_losses(model: Any) -> bool:
     if not isinstance(module, nn.Module):
         return False
     return any(m._added_losses or m._call_losses or m._regularizers
+               or getattr(m, "activity_regularizer", None) is not None  # adds its loss at each call
                for m in module.modules() if isinstance(m, Layer))
 
 

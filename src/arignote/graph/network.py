@@ -40,6 +40,9 @@ __all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed", "cas
 
 def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[list, list]:
     """``(nodes in execution order, layers in Keras order)``; raises Keras 2's graph errors."""
+    if len({id(x) for x in inputs}) != len(inputs):
+        raise ValueError("The list of inputs passed to the model is redundant. All inputs should only appear "
+                         f"once. Found: {inputs}")
     for x in inputs:
         layer = x._keras_history[0] if x._keras_history else None
         if layer is None or type(layer).__name__ != "InputLayer" or x._keras_history[1] != 0:
@@ -341,15 +344,20 @@ class GraphModule(nn.Module):
         A graph whose layers take gradients in their forward (``K.gradients`` in a ``Lambda``) runs
         with autograd on even under ``torch.no_grad()`` (predict, validation), its outputs detached.
         """
-        if not self.needs_autograd:
-            try:
-                return self._forward(x, packed, mask)
-            except state.NeedsAutograd:
-                self.needs_autograd = True
-        outer = torch.is_grad_enabled()
-        with torch.enable_grad():  # gradients may be asked for with respect to the inputs too
-            out = self._forward(_tracked(x), packed, mask)
-        return out if outer else _detached(out)
+        state.model_forward_begin()
+        try:
+            if not self.needs_autograd:
+                try:
+                    return self._forward(x, packed, mask)
+                except state.NeedsAutograd:
+                    self.needs_autograd = True
+                    state.model_forward_restart()  # the losses of the abandoned run go
+            outer = torch.is_grad_enabled()
+            with torch.enable_grad():  # gradients may be asked for with respect to the inputs too
+                out = self._forward(_tracked(x), packed, mask)
+            return out if outer else _detached(out)
+        finally:
+            state.model_forward_end()
 
     def _forward(self, x: Any, packed: bool | None, mask: Any = None) -> Any:
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers

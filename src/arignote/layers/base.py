@@ -125,6 +125,7 @@ class Layer(nn.Module):
         self._updates: list[tuple] = []  # (update, inputs key): Keras's bookkeeping (layers.conditional)
         self._loss_inputs: list[tuple] = []  # (loss, inputs key) of add_loss, for get_losses_for
         self._call_losses: list[Any] = []
+        self._losses_forward: int | None = None  # the model forward that made _call_losses
         self.trainable = bool(kwargs.get("trainable", True))
         self.dtype_name = kwargs.get("dtype") or kwargs.get("input_dtype")
         self.built = False
@@ -247,8 +248,10 @@ class Layer(nn.Module):
         state.set_phase(self.training)
         if self._call_takes_training and kwargs.get("training") is None:
             kwargs["training"] = self.training
-        if self._call_losses:
-            self._call_losses = []
+        if self._call_losses:  # a new forward: the losses of the last one go (not those of this one,
+            forward_id = state.model_forward_id()  # when the layer is shared)
+            if forward_id is None or forward_id != self._losses_forward:
+                self._call_losses = []
         if self._value_semantics:  # a custom layer's `a *= mask` rebinds `a`, as on Keras 2's tensors
             with keras_value_semantics():  # (only a class whose code has one pays the mode)
                 return self.call(inputs, *args, **kwargs)
@@ -345,7 +348,8 @@ class Layer(nn.Module):
             torch_dtype = dtype if isinstance(dtype, torch.dtype) else getattr(torch, str(dtype))
         where = f"{self.name}: initializer of weight '{name}'"
         value = _initial_value(initializer, shape, torch_dtype, where)
-        param = nn.Parameter(value, requires_grad=bool(trainable) and self.trainable)
+        trains = bool(trainable) and self.trainable and (value.is_floating_point() or value.is_complex())
+        param = nn.Parameter(value, requires_grad=trains)  # an integer weight is a counter
         self.register_parameter(attr, param)
         if not trainable:
             self._frozen.add(id(param))
@@ -386,6 +390,7 @@ class Layer(nn.Module):
                 self._added_losses.append(loss)
             else:
                 self._call_losses.append(loss)
+                self._losses_forward = state.model_forward_id()
 
     def add_update(self, updates: Any, inputs: Any = None) -> None:
         """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
