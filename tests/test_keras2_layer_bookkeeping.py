@@ -139,3 +139,25 @@ def test_integer_weight_of_an_integer_layer():
             self.w = self.add_weight("w", [], initializer="ones")
 
     assert K.dtype(Counter().w) == "int64"
+
+
+def test_merge_masks_and_a_list_that_grows_after_the_call():
+    from arignote import backend as K
+    from arignote.layers import Add
+
+    i1, i2 = Input(shape=(4, 5)), Input(shape=(4, 5))
+    add = Add()
+    add([i1, i2])
+    ones = np.ones((2, 4, 5), "float32")
+    assert bool(K.eval(add.compute_mask([i1, i2], [K.variable(ones), K.variable(ones)])).all())
+    with pytest.raises(ValueError):
+        add.compute_mask([i1, i2], ones)
+    with pytest.raises(ValueError):
+        add.compute_mask([i1, i2], [None])
+    x_i = Input(shape=(None, None))
+    x_list, x = [x_i], x_i
+    for _ in range(3):
+        x_list.append(x)
+        x = concatenate(x_list, axis=1)  # x_list grows after each call
+    model = Model(x_i, x)
+    assert model.predict(np.ones((1, 1, 1), "float32")).shape == (1, 8, 1)

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote.graph import ops
+from arignote.graph.tensor import is_symbolic
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
 
@@ -46,10 +47,23 @@ __all__ = [
 
 
 def _all_masks(masks: list) -> torch.Tensor:
-    out = masks[0]
+    out = masks[0].to(torch.bool)
     for m in masks[1:]:
-        out = out & m
+        out = out & m.to(torch.bool)
     return out
+
+
+def _check_masks(inputs: Any, mask: Any) -> bool:
+    """Keras 2's checks of ``compute_mask(inputs, mask)`` on a merge; whether any mask is given."""
+    if mask is None:
+        return False
+    if not isinstance(mask, (list, tuple)):
+        raise ValueError("`mask` should be a list.")
+    if not isinstance(inputs, (list, tuple)):
+        raise ValueError("`inputs` should be a list.")
+    if len(mask) != len(inputs):
+        raise ValueError("The lists `inputs` and `mask` should have the same length.")
+    return any(m is not None for m in mask)
 
 
 def _concat_masks(inputs: list, masks: list, axis: int) -> torch.Tensor:
@@ -138,7 +152,7 @@ class _Merge(KerasLayer, Layer):
         return self._merge_function(self._inputs(inputs))
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        if mask is None or all(m is None for m in mask):
+        if not _check_masks(inputs, mask):
             return None
         return ops.apply("merge_masks", _all_masks, [m for m in mask if m is not None])
 
@@ -233,8 +247,12 @@ class Concatenate(_Merge):
         return torch.cat(list(inputs), dim=self.axis)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        if mask is None or all(m is None for m in mask):
+        if not _check_masks(inputs, mask):
             return None
+        if is_symbolic(inputs) and not is_symbolic(mask) and all(m is not None for m in mask):
+            # concrete masks of symbolic inputs (Keras 2 evaluates them): the inputs only lend shapes
+            inputs = [torch.empty((*m.shape, x.shape[-1]) if m.dim() < len(x.shape) else m.shape,
+                                  device=m.device) for x, m in zip(inputs, mask)]
         return ops.apply("concatenate_masks", _concat_masks, list(inputs), list(mask), self.axis)
 
 
