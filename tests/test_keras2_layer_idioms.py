@@ -281,3 +281,35 @@ def test_class_weight_list_on_one_output_model():
             model.fit(x, y, class_weight=numbers, batch_size=8, verbose=0)
         with pytest.warns(UserWarning):
             assert _classifier().train_on_batch(x, y, class_weight=numbers) == pytest.approx(plain)
+
+
+class WithSubnetwork(Layer):
+    """A custom layer holding a Dense, a Sequential and a functional model (Keras 2 tracks all three)."""
+
+    def __init__(self):
+        super().__init__()
+        self.dense = Dense(3)
+        self.sequential = Sequential([Dense(5), Dense(1)], name="seq")
+        inputs = Input((1,))
+        self.functional = Model(inputs, Dense(1)(inputs), name="func")
+        self.w1 = K.variable(0.0)
+
+    def build(self, input_shape):
+        self.w3 = self.add_weight("w3", shape=(), trainable=False, initializer="zeros")
+        super().build(input_shape)
+
+    def call(self, inputs):
+        return self.functional(self.sequential(self.dense(inputs))) + self.w1 + self.w3
+
+
+def test_layer_holding_models_owns_their_weights_and_trains_them():
+    layer = WithSubnetwork()
+    assert [type(s).__name__ for s in layer._layers] == ["Dense", "Sequential", "Model"]
+    x = Input((2,))
+    model = Model(x, layer(x))
+    assert len(layer.weights) == 2 + 4 + 2 + 2
+    assert layer._trainable_weights == [layer.w1] and layer._non_trainable_weights == [layer.w3]
+    model.compile("sgd", "mse")
+    before = layer.functional.get_weights()[0].copy()
+    model.train_on_batch(np.ones((4, 2), "float32"), np.full((4, 1), 5.0, "float32"))
+    assert not np.allclose(layer.functional.get_weights()[0], before)  # the held model trained

@@ -54,6 +54,7 @@ from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers import _trainable, conditional, derived_weights
 from arignote.layers.activations import name_of
+from arignote.layers.bookkeeping import Bookkeeping, is_model
 from arignote.layers.input_spec import InputSpec, _check_spec
 from arignote.layers.layer_args import (  # noqa: F401
     _auto_name,
@@ -95,7 +96,7 @@ class _FrozenNames(frozenset):
     """``Layer._frozen`` while pickled: parameter names instead of ids."""
 
 
-class Layer(nn.Module):
+class Layer(Bookkeeping, nn.Module):
     """Base of every arignote layer (the Keras 2 contract above).
 
     Built-in layers list their constructor arguments in ``_config_keys`` for ``get_config``.
@@ -173,6 +174,13 @@ class Layer(nn.Module):
             self._frozen = {id(self._parameters[n]) for n in self._frozen if n in self._parameters}
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Layer) or is_model(value):
+            self.__dict__.setdefault("_sublayer_names", {})[name] = None  # Keras's _layers, in order
+            if not isinstance(value, nn.Module) and "_modules" in self.__dict__:
+                # a model held by a custom layer: its weights are the layer's (Keras 2 tracks it)
+                self._modules[f"_model_{name}"] = value.module
+                object.__setattr__(self, name, value)
+                return
         derived = self.__dict__.get("_derived")
         if derived is not None and name in derived:
             del derived[name]
@@ -392,54 +400,12 @@ class Layer(nn.Module):
                 self._call_losses.append(loss)
                 self._losses_forward = state.model_forward_id()
 
-    def add_update(self, updates: Any, inputs: Any = None) -> None:
-        """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
-        to schedule; what is added outside a forward is listed by ``updates`` / ``get_updates_for``
-        (:mod:`arignote.layers.conditional`)."""
-        conditional.record(self._updates, updates, inputs)
-
-    def get_updates_for(self, inputs: Any) -> list:
-        """Keras 2: the updates that depend on ``inputs`` (None: the unconditional ones), this layer's
-        and its sublayers'; none while the layer is frozen."""
-        if not self.trainable:
-            return []
-        return [u for m in self._layer_tree() for u in conditional.select(m._updates, inputs)]
-
-    def get_losses_for(self, inputs: Any) -> list:
-        """Keras 2: the losses added for ``inputs`` (None: the unconditional ones, weight penalties
-        included), this layer's and its sublayers'."""
-        out = []
-        for m in self._layer_tree():
-            if inputs is None:
-                out += [fn(p) for p, fn in m._regularizers]
-            out += conditional.select(m._loss_inputs, inputs)
-        return out
-
-    def _after_symbolic_call(self, inputs: Any, kwargs: dict) -> None:
-        conditional.symbolic_updates(self, inputs, kwargs)
-
-    def _layer_tree(self) -> list:
-        return [m for m in self.modules() if isinstance(m, Layer)]
-
-    @property
-    def uses_learning_phase(self) -> bool:
-        """Keras 2: whether the output depends on the learning phase (dropout, noise, BatchNormalization;
-        a custom layer whose ``call`` takes ``training``)."""
-        return self._user_layer and self._call_takes_training
-
     def _own_losses(self) -> list:
         """This layer's own losses (not its sublayers'): what a model sums over its modules."""
         out = [fn(p) for p, fn in self._regularizers]
         out += [loss() if callable(loss) else loss for loss in self._added_losses
                 if not isinstance(loss, KerasTensor)]
         return out + self._call_losses
-
-    @property
-    def updates(self) -> list:
-        """Keras 2 ``layer.updates``: this layer's and its sublayers' (none while frozen)."""
-        if not self.trainable:
-            return []
-        return [u for m in self._layer_tree() for u, _ in m._updates]
 
     @property
     def losses(self) -> list:
