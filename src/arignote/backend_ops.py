@@ -41,6 +41,8 @@ def _t(x: Any) -> torch.Tensor:
 def _dims(x: torch.Tensor, axis: Any) -> Any:
     if axis is None:
         return None
+    if isinstance(axis, np.ndarray):  # WGAN-GP's K.sum(..., axis=np.arange(1, ndim))
+        axis = axis.tolist()
     if isinstance(axis, (list, tuple)):
         return tuple(int(a) % x.dim() for a in axis)
     return int(axis)
@@ -551,10 +553,15 @@ def random_binomial(shape: Any, p: float = 0.0, dtype: Any = None, seed: Any = N
 
 
 def variable(value: Any, dtype: Any = None, name: str | None = None, constraint: Any = None) -> torch.Tensor:  # noqa: A002
-    """A trainable torch tensor holding ``value`` (Keras ``K.variable``); read it with ``K.get_value``."""
+    """A torch tensor holding ``value`` (Keras ``K.variable``), trainable when it is a float one; read it
+    with ``K.get_value``. An integer variable (a custom optimizer's ``iterations``) is a counter::
+
+        >>> v = variable(0, dtype="int64"); _ = update_add(v, 1); (int(v), v.requires_grad)
+        (1, False)
+    """
     # np.array copies: a reversed view (img[..., ::-1], RGB to BGR) has negative strides torch refuses
     t = torch.as_tensor(np.array(value), dtype=getattr(torch, dtype or config.get("floatX")))
-    return torch.nn.Parameter(t)
+    return torch.nn.Parameter(t, requires_grad=t.is_floating_point() or t.is_complex())
 
 
 def constant(value: Any, dtype: Any = None, shape: Any = None, name: str | None = None) -> torch.Tensor:  # noqa: A002

@@ -150,10 +150,12 @@ class Optimizer:
         return {}
 
     def build(self, params: Iterable[torch.Tensor]) -> Optimizer:
-        """Create the torch optimizer over ``params`` (tensors or param-group dicts); returns self."""
+        """Create the torch optimizer over ``params`` (tensors or param-group dicts); returns self.
+        A model without weights passes one empty group (``[{"params": []}]``): Keras 2 trains such a
+        model (a Dropout or noise layer alone), updating nothing."""
         params = list(params)
         flat = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
-        if not flat:
+        if not params:
             raise ValueError(f"{type(self).__name__}: the model has no trainable parameters to optimize")
         self._params = [p for p in flat if p.requires_grad]
         kwargs = {**self._torch_kwargs(), **_impl_kwargs(self._torch_cls, flat)}

@@ -184,6 +184,52 @@ class Functional:
         """Keras ``model.losses``: regularization penalties and added losses (current values)."""
         return model_losses(self)
 
+    @property
+    def updates(self) -> list:
+        """Keras 2.3.1's ``Network.updates``: each layer's updates for its calls inside this model and
+        its unconditional ones (BatchNormalization's moving averages: two per call); ``[]`` while the
+        model is frozen (torch runs them in place in the training step: this is the bookkeeping)."""
+        if not self.trainable or not self._has_layers():
+            return []
+        ours = {id(n) for n in self._order} if self._is_graph else None
+        out: list = []
+        for layer in self.layers:
+            if not hasattr(layer, "get_updates_for"):
+                continue
+            if ours is None or not isinstance(layer, Layer):  # a Sequential's layers, a nested model
+                inside = ours is None or any(id(n) in ours for n in layer._inbound_nodes)
+                out += layer.updates if inside else []
+                continue
+            for node in layer._inbound_nodes:
+                if id(node) in ours:
+                    out += layer.get_updates_for(node.input_tensors)
+            out += layer.get_updates_for(None)
+        return out
+
+    def get_updates_for(self, inputs: Any) -> list:
+        """Keras 2: the model's updates that depend on ``inputs``; unconditional ones for None."""
+        return self.updates if inputs is None else []
+
+    def get_losses_for(self, inputs: Any) -> list:
+        """Keras 2: the losses that depend on ``inputs`` (None: the unconditional ones)."""
+        return [loss for layer in self.layers if hasattr(layer, "get_losses_for")
+                for loss in layer.get_losses_for(inputs)]
+
+    @property
+    def uses_learning_phase(self) -> bool:
+        """Keras 2: whether an output depends on the learning phase (a dropout or noise layer on the
+        way, called without a fixed ``training=``)."""
+        return any(t._uses_learning_phase for t in self.outputs)
+
+    @property
+    def _input_layers(self) -> list:
+        """Keras 2 bookkeeping: the InputLayer of each input."""
+        return [t._keras_history[0] for t in self.inputs]
+
+    @property
+    def _output_layers(self) -> list:
+        return [t._keras_history[0] for t in self.outputs]
+
     def add_loss(self, losses: Any, inputs: Any = None) -> None:
         """Keras 2 ``model.add_loss``: a symbolic tensor of the graph (the VAE's KL term), a tensor or a
         callable, added to the training loss."""

@@ -93,7 +93,9 @@ def gradients(loss: Any, variables: Any) -> list:
 
 
 def _eager_gradients(loss: torch.Tensor, variables: Any) -> list:
-    wrt = list(variables) if isinstance(variables, (list, tuple)) else [variables]
+    # a symbolic tensor of the graph a custom loss closes over (WGAN-GP's averaged samples): its value
+    # in the forward that computed the loss (what Keras 2's one graph connected it to)
+    wrt = [_live(v) for v in (variables if isinstance(variables, (list, tuple)) else [variables])]
     if not all(isinstance(v, torch.Tensor) for v in wrt):
         raise ValueError("K.gradients: the loss is a torch tensor, so the variables must be torch tensors "
                          f"too, got {[type(v).__name__ for v in wrt]}")
@@ -103,6 +105,21 @@ def _eager_gradients(loss: torch.Tensor, variables: Any) -> list:
     total = loss.sum() if loss.dim() else loss
     grads = torch.autograd.grad(total, wrt, create_graph=True, allow_unused=True)
     return [torch.zeros_like(v) if g is None else g for g, v in zip(grads, wrt)]
+
+
+def _live(v: Any) -> Any:
+    if not isinstance(v, KerasTensor):
+        return v
+    value = state.forward_value(v)
+    if value is None:
+        raise ValueError(f"K.gradients: the symbolic tensor {v.name!r} is not part of the forward pass that "
+                         "computed the loss; take gradients with respect to tensors of the model being "
+                         "trained (a loss passed to its compile), or build a K.function for them")
+    if not value.requires_grad:
+        raise ValueError(f"K.gradients: autograd did not track {v.name!r} in this forward pass; pass the "
+                         "tensor to the loss through functools.partial, a closure or a default argument so "
+                         "compile() sees it")
+    return value
 
 
 def function(inputs: Any, outputs: Any, updates: Any = None, **kwargs: Any) -> Any:

@@ -86,17 +86,23 @@ def graph_from_config(cls: Any, config: dict, custom_objects: dict | None = None
                                 custom_objects)
         created[spec["name"]] = layer
         pending += [(layer, node) for node in spec.get("inbound_nodes", [])]
-    # call the layers in an order where their inputs exist (Keras 2 re-runs until all are done)
+    # call the layers in an order where their inputs exist (Keras 2 re-runs until all are done); a
+    # layer's calls keep their order, so its node k is the config's node k (a layer shared at
+    # different depths: keras-team/keras#11159)
     while pending:
         progress = False
-        rest = []
+        rest: list = []
+        blocked: set = set()
         for layer, node in pending:
+            if id(layer) in blocked:
+                rest.append((layer, node))
+                continue
             try:
-                args = [created[n[0]].get_output_at(n[1]) if not hasattr(created[n[0]], "_order")
-                        else created[n[0]].get_output_at(n[1]) for n in node]
+                args = [created[n[0]].get_output_at(n[1]) for n in node]
                 args = [a[item[2]] if isinstance(a, list) else a for a, item in zip(args, node)]
             except (IndexError, ValueError, AttributeError):
                 rest.append((layer, node))
+                blocked.add(id(layer))
                 continue
             kwargs = node[0][3] if node and len(node[0]) > 3 else {}
             layer(args[0] if len(args) == 1 else args, **kwargs)

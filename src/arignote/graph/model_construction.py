@@ -26,6 +26,11 @@ from arignote.layers.base import Layer
 __all__ = ["construction_args"]
 
 
+
+class NotSymbolic(TypeError, ValueError):
+    """``Model(inputs, outputs)`` given something else than symbolic tensors: a TypeError, and the
+    ValueError Keras 2 raised (``except ValueError`` in Keras 2 code catches it)."""
+
 def _is_tensors(x: Any) -> bool:
     leaves = flatten(x) if isinstance(x, (list, tuple, dict)) else [x]
     return bool(leaves) and all(isinstance(t, KerasTensor) for t in leaves)
@@ -69,7 +74,7 @@ def construction_args(args: tuple, kwargs: dict) -> tuple[str, dict]:
         return "empty", {"name": name}
     if inputs is None or outputs is None or not _is_tensors(inputs) or not _is_tensors(outputs):
         what = inputs if inputs is not None else outputs
-        raise TypeError("Model(inputs, outputs) takes the symbolic tensors of the functional API (from "
+        raise NotSymbolic("Model(inputs, outputs) takes the symbolic tensors of the functional API (from "
                         f"arignote.layers.Input and layers called on them), got {type(what).__name__}; "
                         "to train a torch.nn.Module use Model(my_module), for a layer stack "
                         "Sequential([...])")

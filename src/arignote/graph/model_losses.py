@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import torch
@@ -27,7 +28,8 @@ from arignote.graph.network import GraphModule
 from arignote.graph.tensor import KerasTensor
 from arignote.layers.base import Layer
 
-__all__ = ["model_losses", "has_losses", "with_model_losses", "is_custom_loss"]
+__all__ = ["model_losses", "has_losses", "with_model_losses", "is_custom_loss", "any_custom_loss",
+           "captured_tensors"]
 
 
 def model_losses(model: Any) -> list:
@@ -56,6 +58,7 @@ def has_losses(model: Any) -> bool:
     if not isinstance(module, nn.Module):
         return False
     return any(m._added_losses or m._call_losses or m._regularizers
+               or getattr(m, "activity_regularizer", None) is not None  # adds its loss at each call
                for m in module.modules() if isinstance(m, Layer))
 
 
@@ -101,3 +104,58 @@ def is_custom_loss(loss: Any) -> bool:
     """Whether ``loss`` is the user's own function (not a name, a built-in or a loss module)."""
     return (callable(loss) and not isinstance(loss, (str, nn.Module))
             and loss not in losses_mod._NAMES.values())
+
+
+def _losses_of(loss: Any) -> list:
+    if isinstance(loss, dict):
+        return list(loss.values())
+    return list(loss) if isinstance(loss, (list, tuple)) else [loss]
+
+
+def any_custom_loss(loss: Any) -> bool:
+    """Whether ``loss`` (one, or a list/dict per output) has a user function among it."""
+    return any(is_custom_loss(fn) for fn in _losses_of(loss))
+
+
+def captured_tensors(loss: Any) -> list[KerasTensor]:
+    """The symbolic tensors custom losses close over: ``functools.partial`` arguments, closure cells,
+    defaults and the module globals they name (WGAN-GP's ``partial(gradient_penalty_loss,
+    averaged_samples=averaged)``). ``K.gradients`` inside the loss differentiates with respect to them,
+    so the forward tracks them.
+
+    Example::
+
+        >>> from arignote.layers import Input
+        >>> x = Input(shape=(2,))
+        >>> [t is x for t in captured_tensors(functools.partial(lambda y_true, y_pred, s: y_pred, s=x))]
+        [True]
+    """
+    found: dict[int, KerasTensor] = {}
+
+    def visit(value: Any, depth: int) -> None:
+        if isinstance(value, KerasTensor):
+            found[id(value)] = value
+        elif isinstance(value, (list, tuple)) and depth < 2:
+            for v in value:
+                visit(v, depth + 1)
+        elif isinstance(value, functools.partial) and depth < 2:
+            for v in (value.func, *value.args, *value.keywords.values()):
+                visit(v, depth + 1)
+        elif callable(value) and hasattr(value, "__code__") and depth < 2:
+            cells = [c.cell_contents for c in value.__closure__ or () if _filled(c)]
+            names = value.__code__.co_names
+            globs = [value.__globals__[n] for n in names if n in value.__globals__]
+            for v in (*cells, *(value.__defaults__ or ()), *(value.__kwdefaults__ or {}).values(), *globs):
+                visit(v, depth + 1)
+
+    for fn in _losses_of(loss):
+        if is_custom_loss(fn):
+            visit(fn, 0)
+    return list(found.values())
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        return cell.cell_contents is not cell  # reading an empty cell raises
+    except ValueError:
+        return False

@@ -25,6 +25,7 @@ import torch
 from arignote import losses as losses_mod
 from arignote import metrics as metrics_mod
 from arignote import weighting
+from arignote.graph import state
 
 __all__ = ["per_output", "compile_outputs"]
 
@@ -85,21 +86,26 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
             trues = [weighting.Weighted((t, wi, mi)) for t, wi, mi in zip(trues, ws, ms)]
         return trues, model.module.packed_outputs().unpack(y_pred)
 
+    computed: dict = {}  # (output, its prediction's storage) -> that output's loss in the total
+
     def fn(y_true: Any, y_pred: Any) -> Any:
         trues, preds = split(y_true, y_pred)
         total = None
-        for f, w, t, p in zip(fns, weights, trues, preds):
+        computed.clear()
+        for i, (f, w, t, p) in enumerate(zip(fns, weights, trues, preds)):
             if f is None:
                 continue
             value = f(t, p)
             value = value.mean() if value.dim() else value
+            computed[(i, p.data_ptr(), tuple(p.shape))] = value.detach()
             total = value * w if total is None else total + value * w
         return total
 
     objs: list = []
     for i, (name, f) in enumerate(zip(names, fns)):
         if f is not None:
-            objs.append(metrics_mod.FunctionMean(_picked(f, i, split), name=f"{name}_loss", select=_whole))
+            objs.append(metrics_mod.FunctionMean(_picked(f, i, split, computed), name=f"{name}_loss",
+                                                 select=_whole))
     taken = ["loss", *[m.name for m in objs]]
     pairs = zip(per_metrics(metrics), per_metrics(weighted_metrics))
     for i, (name, (plain, weighted)) in enumerate(zip(names, pairs)):
@@ -128,10 +134,17 @@ def _output(i: int, split: Any) -> Any:
     return select
 
 
-def _picked(f: Any, i: int, split: Any) -> Any:
+def _picked(f: Any, i: int, split: Any, computed: dict | None = None) -> Any:
     def on_output(y_true: Any, y_pred: Any) -> Any:
         trues, preds = split(y_true, y_pred)
-        return f(trues[i], preds[i])
+        try:
+            return f(trues[i], preds[i])
+        except state.NeedsAutograd:  # a loss taking K.gradients (WGAN-GP's penalty) on the detached
+            # prediction: the value it had in the total loss of the same forward, as Keras reports it
+            key = (i, preds[i].data_ptr(), tuple(preds[i].shape))
+            if computed is None or key not in computed:
+                raise
+            return computed[key]
 
     on_output.__name__ = getattr(f, "__name__", "metric")
     return on_output

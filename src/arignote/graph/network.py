@@ -35,11 +35,14 @@ from arignote.graph import state
 from arignote.graph.node import nest_like, runtime_module
 from arignote.graph.tensor import KerasTensor
 
-__all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed"]
+__all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed", "cast_input", "float_dtype"]
 
 
 def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[list, list]:
     """``(nodes in execution order, layers in Keras order)``; raises Keras 2's graph errors."""
+    if len({id(x) for x in inputs}) != len(inputs):
+        raise ValueError("The list of inputs passed to the model is redundant. All inputs should only appear "
+                         f"once. Found: {inputs}")
     for x in inputs:
         layer = x._keras_history[0] if x._keras_history else None
         if layer is None or type(layer).__name__ != "InputLayer" or x._keras_history[1] != 0:
@@ -253,6 +256,10 @@ class GraphModule(nn.Module):
         object.__setattr__(self, "_plan", plan)
         self.n_slots = len(slots)
         self.n_inputs = len(fed)
+        # Keras 2 feeds every array through its placeholder's dtype: integer data into a float Input
+        # is cast (None: the Input is not a float one, or nothing to cast)
+        casts = [float_dtype(x.dtype) for x in fed]
+        self.input_casts = casts if any(c is not None for c in casts) else None
         self.fixed_inputs = nn.ModuleList([layer for _, layer in fixed])  # their tensors move with the module
         self.fixed_slots = [slot for slot, _ in fixed]
         self.out_slots = [slots[id(t)] for t in outputs]
@@ -270,6 +277,7 @@ class GraphModule(nn.Module):
         self.output_layout: Packing | None = None  # output_packing of the last packed forward
         self.extra_losses: list[torch.Tensor] = []
         self.keep_values = False
+        self.grad_slots: frozenset[int] = frozenset()  # slots a custom loss differentiates against
         self.needs_autograd = False  # a layer takes gradients in the forward (see forward)
         self.live: dict | None = None
         object.__setattr__(self, "_slot_tensors", {slot: t for t, slot in
@@ -336,15 +344,20 @@ class GraphModule(nn.Module):
         A graph whose layers take gradients in their forward (``K.gradients`` in a ``Lambda``) runs
         with autograd on even under ``torch.no_grad()`` (predict, validation), its outputs detached.
         """
-        if not self.needs_autograd:
-            try:
-                return self._forward(x, packed, mask)
-            except state.NeedsAutograd:
-                self.needs_autograd = True
-        outer = torch.is_grad_enabled()
-        with torch.enable_grad():  # gradients may be asked for with respect to the inputs too
-            out = self._forward(_tracked(x), packed, mask)
-        return out if outer else _detached(out)
+        state.model_forward_begin()
+        try:
+            if not self.needs_autograd:
+                try:
+                    return self._forward(x, packed, mask)
+                except state.NeedsAutograd:
+                    self.needs_autograd = True
+                    state.model_forward_restart()  # the losses of the abandoned run go
+            outer = torch.is_grad_enabled()
+            with torch.enable_grad():  # gradients may be asked for with respect to the inputs too
+                out = self._forward(_tracked(x), packed, mask)
+            return out if outer else _detached(out)
+        finally:
+            state.model_forward_end()
 
     def _forward(self, x: Any, packed: bool | None, mask: Any = None) -> Any:
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
@@ -353,13 +366,17 @@ class GraphModule(nn.Module):
         if chain is not None and not self.keep_values and seeds is None:  # the Sequential-like fast path
             if not isinstance(x, torch.Tensor):
                 x = self._inputs(x)[0]
+            if self.input_casts is not None:
+                x = cast_input(x, self.input_casts[0])
             for module in chain:
                 x = module(x)
             return x if self.output_structure is None else nest_like(self.output_structure, [x])
-        values: list = [None] * self.n_slots
+        values: list = _Tracking(self.n_slots, self.grad_slots) if self.grad_slots else [None] * self.n_slots
         if packed is None:
             packed = isinstance(x, torch.Tensor)
-        values[:self.n_inputs] = self._inputs(x)
+        casts = self.input_casts or [None] * self.n_inputs
+        for i, v in enumerate(self._inputs(x)):
+            values[i] = cast_input(v, casts[i])
         for slot, layer in zip(self.fixed_slots, self.fixed_inputs):
             values[slot] = layer.constant
         if self.live_forward:
@@ -374,6 +391,7 @@ class GraphModule(nn.Module):
         if self.keep_values:
             tensors = self._slot_tensors
             self.live = {id(tensors[i]): v for i, v in enumerate(values) if i in tensors}
+            state.remember_forward(self.live)
         outs = [values[i] for i in self.out_slots]
         if packed and self.output_packing is not None and len(outs) > 1:
             if self.output_packing.variable:  # None dims: remember this call's layout for unpacking
@@ -430,6 +448,12 @@ class GraphModule(nn.Module):
                     masks[slot] = v
         return masks
 
+    def track_gradients(self, tensors: list[KerasTensor]) -> None:
+        """Make autograd track the values of ``tensors`` (those of this graph) in every forward, so a
+        custom loss can take ``K.gradients(y_pred, tensor)`` (Keras 2: one graph holds both)."""
+        ids = {id(t) for t in tensors}
+        self.grad_slots = frozenset(slot for slot, tid in self._slot_ids.items() if tid in ids)
+
     def live_values(self) -> Any:
         """A context exposing the last forward's values to backend functions (custom losses)."""
         return state.live_values(self.live)
@@ -443,6 +467,39 @@ def _seed_masks(mask: Any, n_inputs: int) -> list | None:
     if len(seeds) != n_inputs:
         raise ValueError(f"a graph of {n_inputs} inputs got {len(seeds)} input masks")
     return seeds if any(m is not None for m in seeds) else None
+
+
+def float_dtype(name: Any) -> torch.dtype | None:
+    dtype = getattr(torch, str(name), None) if name is not None else None
+    return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else None
+
+
+def cast_input(x: Any, dtype: torch.dtype | None) -> Any:
+    """``x`` as ``dtype`` when it is integer or boolean data fed to a float Input (Keras 2 casts every
+    array to its placeholder's dtype), else ``x`` itself.
+
+        >>> cast_input(torch.tensor([1, 2]), torch.float32).dtype
+        torch.float32
+    """
+    if dtype is None or not isinstance(x, torch.Tensor) or x.is_floating_point() or x.is_complex():
+        return x
+    return x.to(dtype)
+
+
+class _Tracking(list):
+    """The slot list of a forward whose ``tracked`` slots autograd must follow: a value stored there
+    that autograd does not track yet (data, a parameter-free layer's output) becomes a leaf that
+    requires a gradient."""
+
+    def __init__(self, n: int, tracked: frozenset[int]) -> None:
+        super().__init__([None] * n)
+        self.tracked = tracked
+
+    def __setitem__(self, index: Any, value: Any) -> None:
+        if (isinstance(index, int) and index in self.tracked and isinstance(value, torch.Tensor)
+                and value.is_floating_point() and not value.requires_grad and torch.is_grad_enabled()):
+            value = value.detach().requires_grad_()
+        super().__setitem__(index, value)
 
 
 class _LiveSlots:

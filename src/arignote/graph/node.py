@@ -236,8 +236,19 @@ def symbolic_call(layer: Any, inputs: Any, kwargs: dict) -> Any:
     for t, m in zip(outputs, mask_leaves):
         t._keras_mask = m
     arguments = {k: v for k, v in kwargs.items() if k != "mask"}
+    # the input structure as a copy: the caller's list may grow afterwards (Keras's own test appends to
+    # the list it concatenated)
     Node(layer, leaves, outputs, masks, mask_leaves, arguments,
-         input_structure=inputs if not single else None,
+         input_structure=nest_like(inputs, leaves) if not single else None,
          output_structure=structure if isinstance(structure, (list, tuple)) else None)
+    # Keras 2: an output depends on the learning phase when an input does, or when the layer uses it
+    # and the call does not fix `training`
+    uses = any(t._uses_learning_phase for t in leaves) or (
+        kwargs.get("training") is None and getattr(layer, "uses_learning_phase", False))
+    for t in outputs:
+        t._uses_learning_phase = uses
+    hook = getattr(layer, "_after_symbolic_call", None)
+    if hook is not None:
+        hook(inputs, kwargs)
     return out_struct
 

@@ -24,7 +24,8 @@ from contextlib import contextmanager
 from typing import Any
 
 __all__ = ["phase", "set_phase", "force_phase", "live_value", "live_values", "NeedsAutograd", "probing",
-           "is_probing"]
+           "is_probing", "remember_forward", "forward_value", "model_forward_begin", "model_forward_end",
+           "model_forward_id", "model_forward_restart"]
 
 
 class NeedsAutograd(ValueError):
@@ -35,6 +36,8 @@ _PHASE = [0]
 _FORCED: list[Any] = [None]
 _LIVE: list[dict | None] = [None]
 _PROBING = [False]
+_LAST_FORWARD: list[dict | None] = [None]
+_MODEL_FORWARD = [0, 0]  # [depth of model forwards in progress, number of outermost ones begun]
 
 
 def phase() -> int:
@@ -59,6 +62,44 @@ def live_value(tensor: Any) -> Any:
     """The value of symbolic ``tensor`` in the graph run in progress, or None."""
     live = _LIVE[0]
     return None if live is None else live.get(id(tensor))
+
+
+def model_forward_begin() -> None:
+    """A model's forward starts (a graph or a layer stack; nested ones count once)."""
+    if _MODEL_FORWARD[0] == 0:
+        _MODEL_FORWARD[1] += 1
+    _MODEL_FORWARD[0] += 1
+
+
+def model_forward_end() -> None:
+    _MODEL_FORWARD[0] -= 1
+
+
+def model_forward_restart() -> None:
+    """The outermost forward runs again from the start (what its layers added so far is void)."""
+    _MODEL_FORWARD[1] += 1
+
+
+def model_forward_id() -> int | None:
+    """The number of the outermost model forward in progress, None outside any: a layer called
+    twice in one forward (shared) keeps the losses of both calls (Keras 2 counts each call)."""
+    return _MODEL_FORWARD[1] if _MODEL_FORWARD[0] else None
+
+
+def remember_forward(values: dict | None) -> None:
+    """Keep the values of the last forward of a graph compiled with a custom loss (``{id(symbolic
+    tensor): torch value}``): what ``K.gradients`` inside that loss differentiates against wherever
+    the loss is evaluated (the total loss, or one output's loss reported as a metric)."""
+    _LAST_FORWARD[0] = values
+
+
+def forward_value(tensor: Any) -> Any:
+    """The value of symbolic ``tensor`` in the graph run in progress, else in the last remembered
+    forward, or None."""
+    value = live_value(tensor)
+    if value is None and _LAST_FORWARD[0] is not None:
+        value = _LAST_FORWARD[0].get(id(tensor))
+    return value
 
 
 @contextmanager

@@ -39,6 +39,8 @@ class KerasTensor:
 
     __array_priority__ = 1000  # numpy scalars on the left defer to our operators
 
+    _uses_learning_phase = False  # Keras 2: set on the outputs of layers that read the phase
+
     def __init__(self, shape: Any, dtype: str = "float32", name: str | None = None,
                  history: tuple | None = None) -> None:
         self.shape = tuple(None if d is None else int(d) for d in shape)

@@ -33,7 +33,8 @@ def _rate(rate: Any, where: str) -> float:
 
 
 class Dropout(KerasLayer, Layer):
-    """Zeroes a fraction ``rate`` of the inputs while training (the rest scaled by ``1 / (1 - rate)``).
+    """Zeroes a fraction ``rate`` of the inputs while training (the rest scaled by ``1 / (1 - rate)``);
+    ``layer(x, training=True)`` drops at inference too (Keras 2: Monte Carlo dropout).
 
     ``noise_shape`` (batch first, ``None`` = the input's size) shares one draw along axes of size 1;
     ``seed`` fixes the draws of this layer."""
@@ -57,8 +58,12 @@ class Dropout(KerasLayer, Layer):
             return None
         return tuple(x.shape[i] if d is None else int(d) for i, d in enumerate(self.noise_shape))
 
-    def call(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or self.rate == 0.0:
+    @property
+    def uses_learning_phase(self) -> bool:
+        return 0.0 < self.rate < 1.0
+
+    def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
+        if not training or self.rate == 0.0:
             return x
         shape = self._noise_shape(x)
         if shape is None and self.seed is None:

@@ -52,8 +52,9 @@ from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
-from arignote.layers import _trainable
+from arignote.layers import _trainable, conditional, derived_weights
 from arignote.layers.activations import name_of
+from arignote.layers.bookkeeping import Bookkeeping, is_model
 from arignote.layers.input_spec import InputSpec, _check_spec
 from arignote.layers.layer_args import (  # noqa: F401
     _auto_name,
@@ -95,7 +96,7 @@ class _FrozenNames(frozenset):
     """``Layer._frozen`` while pickled: parameter names instead of ids."""
 
 
-class Layer(nn.Module):
+class Layer(Bookkeeping, nn.Module):
     """Base of every arignote layer (the Keras 2 contract above).
 
     Built-in layers list their constructor arguments in ``_config_keys`` for ``get_config``.
@@ -110,6 +111,7 @@ class Layer(nn.Module):
     _call_takes_training = False
     _declares_output_shape = False
     _value_semantics = False
+    _user_layer = False
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__()
@@ -121,7 +123,10 @@ class Layer(nn.Module):
         self._regularizers: list[tuple[Any, Any]] = []
         self.constraints: dict[str, Any] = {}  # weight name -> constraint (applied after each update)
         self._added_losses: list[Any] = []
+        self._updates: list[tuple] = []  # (update, inputs key): Keras's bookkeeping (layers.conditional)
+        self._loss_inputs: list[tuple] = []  # (loss, inputs key) of add_loss, for get_losses_for
         self._call_losses: list[Any] = []
+        self._losses_forward: int | None = None  # the model forward that made _call_losses
         self.trainable = bool(kwargs.get("trainable", True))
         self.dtype_name = kwargs.get("dtype") or kwargs.get("input_dtype")
         self.built = False
@@ -153,7 +158,8 @@ class Layer(nn.Module):
         cls._declares_output_shape = cls.compute_output_shape is not Layer.compute_output_shape
         # a custom layer whose code has an augmented assignment runs under Keras's value semantics
         # (decided here, once: a plain class attribute that torch.compile reads as a constant)
-        cls._value_semantics = layer_augments(cls) if is_user_layer(cls) else False
+        cls._user_layer = is_user_layer(cls)
+        cls._value_semantics = layer_augments(cls) if cls._user_layer else False
 
     def __getstate__(self) -> dict:
         # the weights created with trainable=False by name: a copy (pickle, deepcopy) has new ids
@@ -167,7 +173,38 @@ class Layer(nn.Module):
         if isinstance(self._frozen, _FrozenNames):
             self._frozen = {id(self._parameters[n]) for n in self._frozen if n in self._parameters}
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        if isinstance(value, Layer) or is_model(value):
+            self.__dict__.setdefault("_sublayer_names", {})[name] = None  # Keras's _layers, in order
+            if not isinstance(value, nn.Module) and "_modules" in self.__dict__:
+                # a model held by a custom layer: its weights are the layer's (Keras 2 tracks it)
+                self._modules[f"_model_{name}"] = value.module
+                object.__setattr__(self, name, value)
+                return
+        derived = self.__dict__.get("_derived")
+        if derived is not None and name in derived:
+            del derived[name]
+        if (isinstance(value, torch.Tensor) and not isinstance(value, nn.Parameter)
+                and "_parameters" in self.__dict__ and name not in self._buffers):
+            recipe = derived_weights.recipe_of(value, derived_weights.current_tape())
+            if name in self._parameters or recipe.reads_weights():
+                self._derive(name, recipe)
+                return
+        super().__setattr__(name, value)
+
+    def _derive(self, name: str, recipe: Any) -> None:
+        """``self.kernel = K.clip(self.kernel, -c, c)`` in ``build`` (or any tensor stored over a weight's
+        name): the attribute is computed again from the weights at each read, as Keras 2's graph does
+        (:mod:`arignote.layers.derived_weights`); the weight stays a weight."""
+        param = self._parameters.get(name)
+        if param is not None and any(p is param for n, p in self._parameters.items() if n != name):
+            del self._parameters[name]  # only an alias of a weight registered under its add_weight name
+        self.__dict__.setdefault("_derived", {})[name] = recipe
+
     def __getattr__(self, name: str) -> Any:
+        derived = self.__dict__.get("_derived")
+        if derived is not None and name in derived:
+            return derived[name].value()
         try:
             return super().__getattr__(name)
         except AttributeError:
@@ -219,8 +256,10 @@ class Layer(nn.Module):
         state.set_phase(self.training)
         if self._call_takes_training and kwargs.get("training") is None:
             kwargs["training"] = self.training
-        if self._call_losses:
-            self._call_losses = []
+        if self._call_losses:  # a new forward: the losses of the last one go (not those of this one,
+            forward_id = state.model_forward_id()  # when the layer is shared)
+            if forward_id is None or forward_id != self._losses_forward:
+                self._call_losses = []
         if self._value_semantics:  # a custom layer's `a *= mask` rebinds `a`, as on Keras 2's tensors
             with keras_value_semantics():  # (only a class whose code has one pays the mode)
                 return self.call(inputs, *args, **kwargs)
@@ -261,7 +300,11 @@ class Layer(nn.Module):
                     d is not None and s is not None and d != s for d, s in zip(declared, input_shape[1:])):
                 raise ValueError(f"layer '{self.name}' declares input_shape={declared} but is called on "
                                  f"input of shape {input_shape}")
-        self.build(input_shape)
+        if self._user_layer:  # a tensor `build` derives from the weights stays an expression of them
+            with derived_weights.recording():
+                self.build(input_shape)
+        else:
+            self.build(input_shape)
         self.built = True
         if self._built_input_shape is None:
             self._built_input_shape = input_shape
@@ -305,14 +348,16 @@ class Layer(nn.Module):
                     return x * self.gamma
         """
         shape = () if shape is None else tuple(int(d) for d in shape)
-        attr = re.sub(r"\W", "_", name or f"weight_{len(list(self.parameters(recurse=False)))}")
+        default = f"weight_{len(list(self.parameters(recurse=False)))}"
+        attr = self._weight_attr(re.sub(r"\W", "_", name or default))
         if dtype is None:
             torch_dtype = self._param_dtype()
         else:
             torch_dtype = dtype if isinstance(dtype, torch.dtype) else getattr(torch, str(dtype))
         where = f"{self.name}: initializer of weight '{name}'"
         value = _initial_value(initializer, shape, torch_dtype, where)
-        param = nn.Parameter(value, requires_grad=bool(trainable) and self.trainable)
+        trains = bool(trainable) and self.trainable and (value.is_floating_point() or value.is_complex())
+        param = nn.Parameter(value, requires_grad=trains)  # an integer weight is a counter
         self.register_parameter(attr, param)
         if not trainable:
             self._frozen.add(id(param))
@@ -322,12 +367,30 @@ class Layer(nn.Module):
             self.constraints[attr] = constraints.get(constraint)
         return param
 
+    def _weight_attr(self, attr: str) -> str:
+        """Where ``add_weight`` registers a weight named ``attr``: under that name unless it is taken.
+        A placeholder ``self.gamma = None`` from ``__init__`` makes way (the Keras idiom); a name
+        already used by another weight, attribute or the class (Keras allows two weights called
+        ``'w'``) gets a suffix, ``w_1``."""
+        if self.__dict__.get(attr, 0) is None:
+            del self.__dict__[attr]
+        taken = (*self.__dict__, *self._parameters, *self._buffers, *self._modules,
+                 *(n for cls in type(self).__mro__ for n in vars(cls)))
+        if attr not in taken:
+            return attr
+        i = 1
+        while f"{attr}_{i}" in taken:
+            i += 1
+        return f"{attr}_{i}"
+
     def _param_dtype(self) -> torch.dtype:
         return getattr(torch, self.dtype)
 
     def add_loss(self, losses: Any, inputs: Any = None) -> None:
         """Keras 2 ``add_loss``: a tensor (or list) added to the training loss. Inside ``call`` it counts
-        for that call; a callable (or a tensor given outside ``call``) is kept."""
+        for that call; a callable (or a tensor given outside ``call``) is kept. ``inputs``: what the
+        loss depends on (``get_losses_for``)."""
+        conditional.record(self._loss_inputs, losses, inputs)
         for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
             if loss is None:
                 continue
@@ -335,10 +398,7 @@ class Layer(nn.Module):
                 self._added_losses.append(loss)
             else:
                 self._call_losses.append(loss)
-
-    def add_update(self, updates: Any, inputs: Any = None) -> None:
-        """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
-        to schedule; kept so Keras 2 layers run."""
+                self._losses_forward = state.model_forward_id()
 
     def _own_losses(self) -> list:
         """This layer's own losses (not its sublayers'): what a model sums over its modules."""
@@ -346,10 +406,6 @@ class Layer(nn.Module):
         out += [loss() if callable(loss) else loss for loss in self._added_losses
                 if not isinstance(loss, KerasTensor)]
         return out + self._call_losses
-
-    @property
-    def updates(self) -> list:
-        return []
 
     @property
     def losses(self) -> list:

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote.graph import ops
+from arignote.graph.tensor import is_symbolic
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
 
@@ -46,10 +47,23 @@ __all__ = [
 
 
 def _all_masks(masks: list) -> torch.Tensor:
-    out = masks[0]
+    out = masks[0].to(torch.bool)
     for m in masks[1:]:
-        out = out & m
+        out = out & m.to(torch.bool)
     return out
+
+
+def _check_masks(inputs: Any, mask: Any) -> bool:
+    """Keras 2's checks of ``compute_mask(inputs, mask)`` on a merge; whether any mask is given."""
+    if mask is None:
+        return False
+    if not isinstance(mask, (list, tuple)):
+        raise ValueError("`mask` should be a list.")
+    if not isinstance(inputs, (list, tuple)):
+        raise ValueError("`inputs` should be a list.")
+    if len(mask) != len(inputs):
+        raise ValueError("The lists `inputs` and `mask` should have the same length.")
+    return any(m is not None for m in mask)
 
 
 def _concat_masks(inputs: list, masks: list, axis: int) -> torch.Tensor:
@@ -94,8 +108,20 @@ def _broadcast(a: tuple, b: tuple, where: str) -> tuple:
 
 
 class _Merge(KerasLayer, Layer):
+    """Keras 2's base of the merge layers: a subclass defines ``_merge_function(inputs)`` on the list
+    of input tensors (how published code writes a custom merge, e.g. WGAN-GP's random average)::
+
+        class RandomWeightedAverage(_Merge):
+            def _merge_function(self, inputs):
+                alpha = K.random_uniform((32, 1))
+                return alpha * inputs[0] + (1 - alpha) * inputs[1]
+    """
+
     supports_masking = True
     _exactly: int | None = None
+
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
+        raise NotImplementedError(f"{self._where()}: a _Merge subclass defines _merge_function(inputs)")
 
     def _where(self) -> str:
         return f"{type(self).__name__} '{self.name}'"
@@ -123,10 +149,10 @@ class _Merge(KerasLayer, Layer):
         return [x.reshape(x.shape[0], *([1] * (rank - x.dim())), *x.shape[1:]) for x in xs]
 
     def call(self, inputs: Any, mask: Any = None) -> torch.Tensor:
-        return self._merge(self._inputs(inputs))
+        return self._merge_function(self._inputs(inputs))
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        if mask is None or all(m is None for m in mask):
+        if not _check_masks(inputs, mask):
             return None
         return ops.apply("merge_masks", _all_masks, [m for m in mask if m is not None])
 
@@ -134,7 +160,7 @@ class _Merge(KerasLayer, Layer):
 class Add(_Merge):
     """Element-wise sum of the inputs."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         out = xs[0]
         for x in xs[1:]:
             out = out + x
@@ -146,14 +172,14 @@ class Subtract(_Merge):
 
     _exactly = 2
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         return xs[0] - xs[1]
 
 
 class Multiply(_Merge):
     """Element-wise product."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         out = xs[0]
         for x in xs[1:]:
             out = out * x
@@ -163,14 +189,14 @@ class Multiply(_Merge):
 class Average(Add):
     """Element-wise mean."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
-        return super()._merge(xs) / len(xs)
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
+        return super()._merge_function(xs) / len(xs)
 
 
 class Maximum(_Merge):
     """Element-wise maximum."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         out = xs[0]
         for x in xs[1:]:
             out = torch.maximum(out, x)
@@ -180,7 +206,7 @@ class Maximum(_Merge):
 class Minimum(_Merge):
     """Element-wise minimum."""
 
-    def _merge(self, xs: list[torch.Tensor]) -> torch.Tensor:
+    def _merge_function(self, xs: list[torch.Tensor]) -> torch.Tensor:
         out = xs[0]
         for x in xs[1:]:
             out = torch.minimum(out, x)
@@ -221,8 +247,12 @@ class Concatenate(_Merge):
         return torch.cat(list(inputs), dim=self.axis)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        if mask is None or all(m is None for m in mask):
+        if not _check_masks(inputs, mask):
             return None
+        if is_symbolic(inputs) and not is_symbolic(mask) and all(m is not None for m in mask):
+            # concrete masks of symbolic inputs (Keras 2 evaluates them): the inputs only lend shapes
+            inputs = [torch.empty((*m.shape, x.shape[-1]) if m.dim() < len(x.shape) else m.shape,
+                                  device=m.device) for x, m in zip(inputs, mask)]
         return ops.apply("concatenate_masks", _concat_masks, list(inputs), list(mask), self.axis)
 
 

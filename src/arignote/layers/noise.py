@@ -1,5 +1,6 @@
 """Noise layers (Keras 2 ``keras.layers.noise``): ``GaussianNoise``, ``GaussianDropout``,
-``AlphaDropout``. Active only while training; identity otherwise. No weights.
+``AlphaDropout``. Active only while training (or when called with ``training=True``, as Keras 2
+allows); identity otherwise. No weights.
 
 Example::
 
@@ -40,8 +41,10 @@ class GaussianNoise(KerasLayer, Layer):
     def build_keras(self, input_shape: Any) -> None:
         random_state.follow_numpy()  # Keras 2 drew the noise's seed from numpy when the layer was called
 
-    def call(self, x: torch.Tensor) -> torch.Tensor:
-        return x + torch.randn_like(x) * self.stddev if self.training else x
+    uses_learning_phase = True
+
+    def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
+        return x + torch.randn_like(x) * self.stddev if training else x
 
 
 class GaussianDropout(KerasLayer, Layer):
@@ -58,8 +61,12 @@ class GaussianDropout(KerasLayer, Layer):
         if 0 < self.rate < 1:
             random_state.follow_numpy()  # as GaussianNoise
 
-    def call(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or not 0 < self.rate < 1:
+    @property
+    def uses_learning_phase(self) -> bool:
+        return 0 < self.rate < 1
+
+    def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
+        if not training or not 0 < self.rate < 1:
             return x
         return x * (1.0 + torch.randn_like(x) * math.sqrt(self.rate / (1.0 - self.rate)))
 
@@ -83,8 +90,12 @@ class AlphaDropout(KerasLayer, Layer):
         if 0 < self.rate < 1 and self.seed is None:
             random_state.follow_numpy()  # as GaussianNoise
 
-    def call(self, x: torch.Tensor) -> torch.Tensor:
-        if not self.training or not 0 < self.rate < 1:
+    @property
+    def uses_learning_phase(self) -> bool:
+        return 0 < self.rate < 1
+
+    def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
+        if not training or not 0 < self.rate < 1:
             return x
         shape = (
             tuple(x.shape)

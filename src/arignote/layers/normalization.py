@@ -116,20 +116,43 @@ class BatchNormalization(KerasLayer, Layer):
         self.new_weight("moving_mean", (n,), self.moving_mean_initializer, buffer=True)
         self.new_weight("moving_variance", (n,), self.moving_variance_initializer, buffer=True)
 
-    def call(self, x: torch.Tensor) -> torch.Tensor:
+    uses_learning_phase = True
+
+    def _updates_per_call(self) -> list:
+        """Keras 2: each call adds the two moving-average updates (``layer.updates``)."""
+        return [(self.moving_mean, "moving_average"), (self.moving_variance, "moving_average")]
+
+    def call(self, x: torch.Tensor, training: Any = None) -> torch.Tensor:
         t = x.movedim(self._dim, 1) if self._dim != 1 else x
         # Keras 2.3.1: a frozen layer (trainable=False, or inside a frozen model: Network.updates is
         # [] then) still normalizes a training batch with the batch's statistics, but its updates
-        # are not collected: the moving statistics stay put
-        frozen = self.training and not (self.trainable and enclosing_trainable(self))
+        # are not collected: the moving statistics stay put. `layer(x, training=True)` normalizes
+        # with the batch's statistics in predict too; only a training step moves the averages.
+        batch_stats = bool(training)
+        updating = batch_stats and self.training and self.trainable and enclosing_trainable(self)
+        if batch_stats and t.numel() == t.shape[1]:  # one value per channel: torch refuses, Keras 2 goes on
+            y = self._single_value_batch(t, updating)
+            return y.movedim(1, self._dim) if self._dim != 1 else y
         y = F.batch_norm(
             t,
-            None if frozen else self.moving_mean,
-            None if frozen else self.moving_variance,
+            self.moving_mean if updating or not batch_stats else None,
+            self.moving_variance if updating or not batch_stats else None,
             self.gamma,
             self.beta,
-            self.training,
+            batch_stats,
             1.0 - self.momentum,
             self.epsilon,
         )
         return y.movedim(1, self._dim) if self._dim != 1 else y
+
+    def _single_value_batch(self, t: torch.Tensor, updating: bool) -> torch.Tensor:
+        """Keras 2 on a batch with one value per channel: its mean is that value and its variance 0,
+        so the output is ``beta`` (0 without ``center``); the moving averages take them in."""
+        shape = (1, -1) + (1,) * (t.dim() - 2)
+        mean = t.detach().reshape(-1)
+        if updating:
+            with torch.no_grad():
+                self.moving_mean.mul_(self.momentum).add_(mean, alpha=1.0 - self.momentum)
+                self.moving_variance.mul_(self.momentum)
+        y = (t - t) * (self.gamma.reshape(shape) if self.gamma is not None else 1.0)
+        return y + self.beta.reshape(shape) if self.beta is not None else y

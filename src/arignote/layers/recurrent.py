@@ -30,6 +30,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from arignote import backend as K
 from arignote.layers._left_out import legacy_getattr
 from arignote.layers._rnn_base import RNN, StackedRNNCells
 from arignote.layers._rnn_base import delegate as _delegate
@@ -289,3 +290,21 @@ class LSTM(_Wrapped):
             implementation=implementation,
             **kwargs,
         )
+
+
+def _generate_dropout_mask(ones: Any, rate: float, training: Any = None, count: int = 1) -> Any:
+    """Keras 2's helper that custom cells copied from its ``LSTMCell`` import: ``count`` dropout masks
+    shaped like ``ones`` (``K.ones_like(inputs)``) while training, ``ones`` itself otherwise
+    (``training=None``: the learning phase). One mask when ``count`` is 1, else a list.
+
+    Example::
+
+        >>> import torch
+        >>> _generate_dropout_mask(torch.ones(2, 3), 0.5, training=False).tolist()
+        [[1.0, 1.0, 1.0], [1.0, 1.0, 1.0]]
+    """
+    def dropped() -> Any:
+        return K.dropout(ones, rate)
+
+    masks = [K.in_train_phase(dropped, ones, training=training) for _ in range(count)]
+    return masks if count > 1 else masks[0]

@@ -121,8 +121,8 @@ def _load_checkpoint(filepath: str, path: str, custom_objects: dict | None, comp
             state = obj.get("optimizer")
             if state is not None:
                 try:  # checked now on a scratch optimizer, not at the first fit (where it is applied)
-                    _optimizer_from(spec["optimizer"]).build(list(model.module.parameters())) \
-                        .load_state_dict(state)
+                    weights = list(model.module.parameters()) or [{"params": []}]
+                    _optimizer_from(spec["optimizer"]).build(weights).load_state_dict(state)
                 except _CONTENT_ERRORS as exc:
                     raise _unusable(filepath, "its optimizer state does not fit the model; "
                                     "load_model(path, compile=False) skips it", exc) from None

@@ -40,7 +40,7 @@ from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import functional
 from arignote.graph.functional import Functional
 from arignote.graph.model_construction import construction_args
-from arignote.graph.model_losses import has_losses, is_custom_loss, with_model_losses
+from arignote.graph.model_losses import any_custom_loss, captured_tensors, has_losses, with_model_losses
 from arignote.graph.multi_output import compile_outputs
 from arignote.layers.base import register_model_class
 from arignote.models import compile_args, summary
@@ -221,7 +221,8 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                                 + [(m, True) for m in weighted_metrics or []])
             self.metrics_list = metrics_mod.resolve(self._metric_ids, loss)
         if self._is_graph:
-            self.module.keep_values = is_custom_loss(loss)  # a custom loss may read graph tensors
+            self.module.keep_values = any_custom_loss(loss)  # a custom loss may read graph tensors
+            self.module.track_gradients(captured_tensors(loss))  # and take K.gradients with respect to them
         needs_wrapper = self._is_graph or bool(self._model_losses)
         self.loss_fn = with_model_losses(self, base) if needs_wrapper else base
         self.metrics_names = ["loss", *[m.name for m in self.metrics_list]]
@@ -235,7 +236,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
             self._compile_args["weighted_metrics"] = weighted_metrics
         self._trainer = None
         if self._placed:
-            self.optimizer.build(list(self.module.parameters()))
+            self.optimizer.build(list(self.module.parameters()) or [{"params": []}])
         # Keras 2 fixes here which weights train: `trainable` set after compile (the GAN recipe:
         # discriminator.trainable = False, then compile the combined model) waits for the next compile
         self._trainable_at_compile = self._trainable_now()

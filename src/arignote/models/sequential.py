@@ -28,11 +28,13 @@ from torch import nn
 from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import state
 from arignote.graph.functional import forward_masks
+from arignote.graph.network import cast_input, float_dtype
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
 from arignote.layers import deserialize, serialize
 from arignote.layers.base import Layer, auto_name, register_model_class
 from arignote.layers.input_layer import Input, InputLayer
+from arignote.layers.layer_args import _shape_tuple
 from arignote.models import summary as summary_table
 from arignote.models.model import Model
 from arignote.parallel import placement
@@ -52,6 +54,7 @@ class _Stack(nn.Module):
         self.members: list[Any] = []  # what the user added: layers, or models used as layers
         self.mask_plan: list[bool] | None = None  # per layer: does its output carry a mask
         self.output_masks: list | None = None  # [the last forward's output mask] when it has one
+        self.input_dtype: torch.dtype | None = None  # a float Input's dtype: integer data is cast to it
 
     def append(self, member: Any) -> None:
         self.layers.append(runtime_module(member))
@@ -65,6 +68,8 @@ class _Stack(nn.Module):
         """The stack on ``x``; ``mask``: the mask of ``x`` when the model is a layer of a graph that
         hands masks on (its layers then take and pass it on as Keras 2's at run time)."""
         state.set_phase(self.training)  # K.learning_phase() inside Lambda / custom layers
+        if self.input_dtype is not None:
+            x = cast_input(x, self.input_dtype)
         plan = self.mask_plan
         if plan is None and mask is None:
             for layer in self.members:
@@ -193,6 +198,7 @@ class Sequential(Model):
             dtype = getattr(self.layers[0], "dtype_name", "float32")
             x = Input(batch_shape=shape, name=f"{self.layers[0].name}_input", dtype=dtype)
         inp = x
+        self.module.input_dtype = float_dtype(x.dtype)
         self.module.mask_plan = None
         for i, layer in enumerate(self.layers):
             x = self._append_call(layer, x, i)
@@ -233,6 +239,30 @@ class Sequential(Model):
                              "first layer, or call fit/predict with data first")
         if self._graph is None or not all(layer.built for layer in self.layers):
             self._build(shape)
+
+    def build(self, input_shape: Any = None) -> None:
+        """Keras 2 ``Sequential.build``: build every layer for the batch shape ``input_shape``; without
+        it, for the shape the first layer (or the ``Input``) declares. A model already built keeps its
+        graph (Keras 2.3.1 builds from ``input_shape`` only while the model has no inputs).
+
+        Example::
+
+            >>> from arignote.layers import Dense
+            >>> m = Sequential([Dense(2)]); m.build((None, 3)); m.output_shape
+            (None, 2)
+        """
+        if not self.layers:
+            raise ValueError("the Sequential model has no layers: add some with model.add(...) before "
+                             "build()")
+        if self._graph is not None:
+            return
+        if input_shape is not None:
+            self._build(_shape_tuple(input_shape, "input_shape"))
+        elif self._batch_input_shape() is not None:
+            self._build(self._batch_input_shape())
+        else:
+            raise ValueError("Sequential.build() needs input_shape=(batch, ...) when the first layer "
+                             "declares no input_shape")
 
     def _sample_output_shape(self) -> tuple | None:
         shape = self.output_shape

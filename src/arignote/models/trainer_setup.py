@@ -101,7 +101,7 @@ class TrainerSetup:
             # the optimizer takes the weights that trained at compile: a model compiled, then frozen
             # for another model (the GAN's discriminator), first placed by its own train_on_batch
             with self._trainable_as_compiled():
-                self.optimizer.build(list(self.module.parameters()))
+                self.optimizer.build(list(self.module.parameters()) or [{"params": []}])
             if self._pending_optimizer_state is not None:
                 self.optimizer.load_state_dict(self._pending_optimizer_state)
                 self._pending_optimizer_state = None

@@ -18,6 +18,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -92,18 +93,35 @@ def per_output(value: Any, names: list[str], what: str) -> list[Any]:
 
 
 def check_class_weight(class_weight: Any, names: list[str]) -> list[dict | None]:
-    """``class_weight`` per output, each a ``{class: weight}`` dict or None (else a TypeError).
+    """``class_weight`` per output, each a ``{class: weight}`` dict or None (else a ValueError).
+
+    A one-output model given a list of one dict uses that dict; given a list or array of numbers
+    (``sklearn``'s ``compute_class_weight`` result passed as is) it trains unweighted, as Keras 2.3.1
+    did (it weighs by dicts only), with a warning naming the fix.
 
     >>> check_class_weight({0: 1.0, 1: 3.0}, ["out"])
     [{0: 1.0, 1: 3.0}]
+    >>> check_class_weight([{0: 1.0, 1: 3.0}], ["out"])
+    [{0: 1.0, 1: 3.0}]
     """
     per = per_output(class_weight, names, "class_weight")
+    if len(names) == 1 and per[0] is not None and not isinstance(per[0], dict) and _numbers(per[0]):
+        warnings.warn(f"class_weight={per[0]!r} is not a dict, so it weighs nothing (Keras 2.3.1 ignored it "
+                      "too); pass class_weight=dict(enumerate(weights)) to weigh the classes", stacklevel=4)
+        return [None]
     for name, cw in zip(names, per):
         if cw is not None and not isinstance(cw, dict):
             where = f" of output '{name}'" if len(names) > 1 else ""
             raise ValueError(f"class_weight{where} must be a dict {{class index: weight}}, got "
                             f"{type(cw).__name__} {cw!r}")
     return per
+
+
+def _numbers(value: Any) -> bool:
+    try:
+        return np.asarray(value).dtype.kind in "biuf"
+    except (TypeError, ValueError):
+        return False
 
 
 def _numpy(a: Any) -> np.ndarray:

@@ -1,0 +1,99 @@
+"""Keras 2's bookkeeping on a layer (a mixin of :class:`arignote.layers.base.Layer`): updates and
+losses conditional on inputs (``add_update``, ``updates``, ``get_updates_for``, ``get_losses_for``:
+:mod:`arignote.layers.conditional`), ``uses_learning_phase``, and the tracking attributes Keras's
+own tests read (``_layers``, ``_trainable_weights``, ``_non_trainable_weights``).
+
+Example::
+
+    >>> from arignote.layers import BatchNormalization, Input
+    >>> bn = BatchNormalization()
+    >>> _ = bn(Input(shape=(3,)))
+    >>> len(bn.updates), bn.uses_learning_phase
+    (2, True)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import nn
+
+from arignote.layers import conditional
+from arignote.layers._trainable import is_layer
+
+__all__ = ["Bookkeeping", "is_model"]
+
+
+def is_model(value: Any) -> bool:
+    """An arignote model (a functional or Sequential ``Model``: not an ``nn.Module`` itself, it runs
+    its ``module``)."""
+    return (not isinstance(value, nn.Module) and isinstance(getattr(value, "module", None), nn.Module)
+            and hasattr(type(value), "layers"))
+
+
+class Bookkeeping:
+    """The methods (``self`` is a ``Layer``: ``_updates``, ``_loss_inputs``, ``_regularizers``,
+    ``_frozen``, ``trainable`` come from it)."""
+
+    _user_layer = False
+    _call_takes_training = False
+
+    def add_update(self, updates: Any, inputs: Any = None) -> None:
+        """Keras 2 ``add_update``: torch updates happen in place when ``call`` runs, so nothing is left
+        to schedule; what is added outside a forward is listed by ``updates`` / ``get_updates_for``
+        (:mod:`arignote.layers.conditional`)."""
+        conditional.record(self._updates, updates, inputs)
+
+    def get_updates_for(self, inputs: Any) -> list:
+        """Keras 2: the updates that depend on ``inputs`` (None: the unconditional ones), this layer's
+        and its sublayers'; none while the layer is frozen."""
+        if not self.trainable:
+            return []
+        return [u for m in self._layer_tree() for u in conditional.select(m._updates, inputs)]
+
+    def get_losses_for(self, inputs: Any) -> list:
+        """Keras 2: the losses added for ``inputs`` (None: the unconditional ones, weight penalties
+        included), this layer's and its sublayers'."""
+        out = []
+        for m in self._layer_tree():
+            if inputs is None:
+                out += [fn(p) for p, fn in m._regularizers]
+            out += conditional.select(m._loss_inputs, inputs)
+        return out
+
+    def _after_symbolic_call(self, inputs: Any, kwargs: dict) -> None:
+        conditional.symbolic_updates(self, inputs, kwargs)
+
+    @property
+    def _layers(self) -> list:
+        """Keras 2: the layers and models this layer holds as attributes, in assignment order."""
+        names = self.__dict__.get("_sublayer_names", {})
+        found = [getattr(self, n, None) for n in names]
+        return [v for v in found if is_layer(v) or is_model(v)]
+
+    @property
+    def _trainable_weights(self) -> list:
+        """Keras 2: this layer's own trainable weights (not its sublayers')."""
+        return [p for p in self.parameters(recurse=False) if id(p) not in self._frozen]
+
+    @property
+    def _non_trainable_weights(self) -> list:
+        """Keras 2: this layer's own other weights (created with trainable=False, and its buffers)."""
+        return [p for p in self.parameters(recurse=False) if id(p) in self._frozen] + list(
+            self.buffers(recurse=False))
+
+    def _layer_tree(self) -> list:
+        return [m for m in self.modules() if is_layer(m)]
+
+    @property
+    def uses_learning_phase(self) -> bool:
+        """Keras 2: whether the output depends on the learning phase (dropout, noise, BatchNormalization;
+        a custom layer whose ``call`` takes ``training``)."""
+        return self._user_layer and self._call_takes_training
+
+    @property
+    def updates(self) -> list:
+        """Keras 2 ``layer.updates``: this layer's and its sublayers' (none while frozen)."""
+        if not self.trainable:
+            return []
+        return [u for m in self._layer_tree() for u, _ in m._updates]

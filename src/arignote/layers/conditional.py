@@ -1,0 +1,64 @@
+"""Keras 2's updates and losses "conditional on inputs": what ``layer.updates``,
+``get_updates_for(inputs)`` and ``get_losses_for(inputs)`` read.
+
+torch runs an update (BatchNormalization's moving averages) in place while the layer computes, so
+nothing is left to schedule; what Keras 2 code inspects is the bookkeeping: which updates a layer
+has, and on which of its inputs each depends (``None``: unconditional). A built-in layer whose call
+updates state tells :func:`symbolic_updates` what it adds for one symbolic call; ``add_update`` /
+``add_loss`` record what the user adds outside a running forward (symbolic inputs or plain values;
+a torch tensor made during a forward was applied already and is not kept, so nothing grows batch
+after batch).
+
+Example::
+
+    >>> from arignote.layers import Dense, Input
+    >>> a = Input(shape=(2,))
+    >>> layer = Dense(1)
+    >>> layer.add_update("u", inputs=a); layer.add_update("v")
+    >>> layer.get_updates_for(a), layer.get_updates_for(None)
+    (['u'], ['v'])
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from arignote.graph.tensor import flatten, is_symbolic
+
+__all__ = ["inputs_key", "record", "select", "symbolic_updates"]
+
+
+def inputs_key(inputs: Any) -> tuple | None:
+    """Keras's ``object_list_uid``: the identities of the input tensors (None: unconditional)."""
+    if inputs is None:
+        return None
+    leaves = flatten(inputs) if isinstance(inputs, (list, tuple, dict)) else [inputs]
+    return tuple(id(t) for t in leaves) or None
+
+
+def record(store: list, items: Any, inputs: Any) -> None:
+    """Append ``items`` (one or a list) to ``store`` as ``(item, inputs_key)``, unless they are torch
+    tensors of a running forward (see the module doc)."""
+    items = list(items) if isinstance(items, (list, tuple)) else [items]
+    key = inputs_key(inputs)
+    for item in items:
+        if item is None or (isinstance(item, torch.Tensor) and not is_symbolic(inputs)):
+            continue
+        store.append((item, key))
+
+
+def select(store: list, inputs: Any) -> list:
+    """The items of ``store`` that depend on exactly ``inputs`` (None: the unconditional ones)."""
+    key = inputs_key(inputs)
+    return [item for item, k in store if k == key]
+
+
+def symbolic_updates(layer: Any, inputs: Any, kwargs: dict) -> None:
+    """After ``layer`` was called on symbolic ``inputs``: record the updates that call adds
+    (``layer._updates_per_call``: a method giving them, or None), unless ``training=False``."""
+    make = getattr(layer, "_updates_per_call", None)
+    if make is None or kwargs.get("training") in (False, 0):
+        return
+    record(layer._updates, make(), inputs)
