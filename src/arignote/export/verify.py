@@ -12,7 +12,9 @@ Example::
     >>> model = Sequential([Dense(3, input_shape=(4,))])
     >>> path = os.path.join(tempfile.mkdtemp(), "m.pt2")
     >>> export_model(model, path, "torch")
-    >>> check = compare(model, path, "torch", batches=sample_batches(model))
+    >>> import contextlib, io
+    >>> with contextlib.redirect_stdout(io.StringIO()):  # the device banner of a first predict
+    ...     check = compare(model, path, "torch", batches=sample_batches(model))
     >>> check.max_diff < 1e-6
     True
 """
@@ -33,7 +35,8 @@ import torch
 from arignote.export.onnx_file import require
 from arignote.export.signature import ExportError, input_specs, output_names, sample_inputs
 
-__all__ = ["DEFAULT_ATOL", "Check", "sample_batches", "reference", "run_exported", "compare"]
+__all__ = ["DEFAULT_ATOL", "Check", "sample_batches", "reference", "run_exported", "compare", "run_keras3",
+           "keras3_python"]
 
 # float32 rounding differs between kernels (fused ONNX ops, another GEMM order): 1e-4 of absolute slack
 DEFAULT_ATOL = {"float16": 1e-2, "bfloat16": 1e-2, "float32": 1e-4, "float64": 1e-8}
@@ -92,16 +95,21 @@ def _run_program(path: str, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
 
 _KERAS3_RUNNER = """
-import json, os, sys
+import json, os, sys, traceback
 os.environ["KERAS_BACKEND"] = "torch"
 import numpy as np, keras
-args = json.loads(sys.argv[1])
-model = keras.saving.load_model(args["model"])
-data = np.load(args["inputs"])
-xs = [data[f"x{i}"] for i in range(len(data.files))]
-out = model.predict(xs if len(xs) > 1 else xs[0], verbose=0)
-out = out if isinstance(out, (list, tuple)) else [out]
-np.savez(args["outputs"], *[np.asarray(o) for o in out])
+for job in json.loads(sys.argv[1]):
+    try:
+        model = keras.saving.load_model(job["model"])
+        for xin, xout in job["batches"]:
+            data = np.load(xin)
+            xs = [data[f"x{i}"] for i in range(len(data.files))]
+            out = model.predict(xs if len(xs) > 1 else xs[0], verbose=0)
+            out = out if isinstance(out, (list, tuple)) else [out]
+            np.savez(xout, *[np.asarray(o) for o in out])
+    except Exception as exc:
+        with open(job["error"], "w") as f:
+            f.write(traceback.format_exception_only(type(exc), exc)[-1].strip())
 """
 
 
@@ -116,19 +124,49 @@ def keras3_python() -> str | None:
     return sys.executable if int(metadata.version("keras").split(".")[0]) >= 3 else None
 
 
-def _run_keras(path: str, inputs: list[np.ndarray], python: str) -> list[np.ndarray]:
+def run_keras3(jobs: list[tuple[str, list[list[np.ndarray]]]], python: str) -> list:
+    """Load each ``.keras`` file of ``jobs`` (``(path, [inputs per batch])``) in Keras 3 (torch backend) in
+    ``python``, one process for all, and predict: per job, a list of outputs per batch, or the error text."""
     with tempfile.TemporaryDirectory() as tmp:
-        xin, xout = os.path.join(tmp, "in.npz"), os.path.join(tmp, "out.npz")
-        np.savez(xin, **{f"x{i}": a for i, a in enumerate(inputs)})
+        spec = []
+        for j, (path, batches) in enumerate(jobs):
+            pairs = []
+            for b, inputs in enumerate(batches):
+                xin, xout = os.path.join(tmp, f"in{j}_{b}.npz"), os.path.join(tmp, f"out{j}_{b}.npz")
+                np.savez(xin, **{f"x{i}": a for i, a in enumerate(inputs)})
+                pairs.append((xin, xout))
+            spec.append({"model": os.path.abspath(path), "batches": pairs,
+                         "error": os.path.join(tmp, f"error{j}.txt")})
         env = dict(os.environ, KERAS_BACKEND="torch")
-        done = subprocess.run([python, "-c", _KERAS3_RUNNER, json.dumps({"model": os.path.abspath(path),
-                               "inputs": xin, "outputs": xout})], capture_output=True, text=True, env=env,
-                              timeout=600)
+        done = subprocess.run([python, "-c", _KERAS3_RUNNER, json.dumps(spec)], capture_output=True,
+                              text=True, env=env, timeout=1200)
         if done.returncode != 0:
             tail = done.stderr.strip().splitlines()[-1:] or ["(no message)"]
-            raise ExportError(f"Keras 3 ({python}) could not load or run {path}: {tail[0]}")
-        data = np.load(xout)
-        return [data[f"arr_{i}"] for i in range(len(data.files))]
+            raise ExportError(f"Keras 3 ({python}) did not run: {tail[0]}")
+        results = []
+        for job in spec:
+            if os.path.exists(job["error"]):
+                with open(job["error"], encoding="utf-8") as f:
+                    results.append(f.read())
+                continue
+            outs = []
+            for _, xout in job["batches"]:
+                data = np.load(xout)
+                outs.append([data[f"arr_{i}"] for i in range(len(data.files))])
+            results.append(outs)
+        return results
+
+
+def _keras_outputs(path: str, batches: list[list[np.ndarray]], python: str | None) -> list[list[np.ndarray]]:
+    python = python or keras3_python()
+    if python is None:
+        raise ExportError("verifying a .keras file needs Keras 3: give a Python that has it "
+                          "(--keras-python /path/to/venv/bin/python; scripts/setup-keras3-venv.sh builds "
+                          "one)")
+    result = run_keras3([(path, batches)], python)[0]
+    if isinstance(result, str):
+        raise ExportError(f"Keras 3 ({python}) could not load or run {path}: {result}")
+    return result
 
 
 def run_exported(path: str, fmt: str, inputs: list[np.ndarray], names: list[str] | None = None,
@@ -139,12 +177,7 @@ def run_exported(path: str, fmt: str, inputs: list[np.ndarray], names: list[str]
     if fmt == "torch":
         return _run_program(path, inputs)
     if fmt == "keras":
-        python = keras_python or keras3_python()
-        if python is None:
-            raise ExportError("verifying a .keras file needs Keras 3: give a Python that has it "
-                              "(--keras-python /path/to/venv/bin/python; scripts/setup-keras3-venv.sh builds "
-                              "one)")
-        return _run_keras(path, inputs, python)
+        return _keras_outputs(path, [inputs], keras_python)[0]
     raise ExportError(f"no runner for format {fmt!r}")
 
 
@@ -153,10 +186,13 @@ def compare(model: Any, path: str, fmt: str, batches: list[tuple[str, list[np.nd
     """Run ``path`` and ``model`` on every batch; the largest absolute difference per output."""
     names = output_names(model)
     check = Check(outputs=names, diffs=[0.0] * len(names))
-    for label, inputs in batches:
+    if fmt == "keras":  # one Keras 3 process for every batch (it takes seconds to start)
+        outputs = _keras_outputs(path, [inputs for _, inputs in batches], keras_python)
+    else:
+        outputs = [run_exported(path, fmt, inputs) for _, inputs in batches]
+    for (label, inputs), got in zip(batches, outputs):
         want = reference(model, inputs)
         check.dtype = str(want[0].dtype)
-        got = run_exported(path, fmt, inputs, keras_python=keras_python)
         if len(got) != len(want):
             raise ExportError(f"{path} gives {len(got)} outputs, the model {len(want)} ({label})")
         for i, (g, w) in enumerate(zip(got, want)):
