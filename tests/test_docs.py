@@ -35,6 +35,9 @@ NOT_RUN = {
     "arignote bench --batch-size 32,128 --vs torch,keras,lightning --out bench-out": "the full benchmark",
     "arignote selftest": "exercises GPUs; tests/test_bench.py runs it on the CPU",
     "arignote dash": "serves a web page until stopped; tests/test_dash*.py",
+    "pip install 'arignote[export]'": "installs packages; the dev extra has them",
+    "arignote convert old_theano_model.h5 model.onnx": "needs the user's file; tests/test_convert_cmd.py "
+                                                        "converts the Keras 2 fixtures",
     "torchrun --nnodes=2 --nproc-per-node=4 --rdzv-backend=c10d "
     "--rdzv-endpoint=node0.example.org:29400 --rdzv-id=cifar-job train.py": "two machines with 4 GPUs each",
 }

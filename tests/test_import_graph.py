@@ -138,7 +138,7 @@ FLOORS = {
     # 5 engine: strategies, callbacks, the training loop
     "parallel": 5, "callbacks": 5, "training": 5, "diagnostics": 5,
     # 6 models: what users build and fit
-    "models": 6, "wrappers": 6, "engine": 6, "applications": 6,
+    "models": 6, "wrappers": 6, "engine": 6, "applications": 6, "export": 6,
     # 7 tools: monitoring, dashboard, benchmarks and self-tests
     "monitor": 7, "dash": 7, "bench": 7,
     # 8 entry points

@@ -37,6 +37,7 @@ COMMANDS = {
     "bench": "bench_cmd",
     "demo": "demo_cmd",
     "selftest": "selftest_cmd",
+    "convert": "convert_cmd",
 }
 # commands that show the flags and the machine: a device this machine lacks (device=cuda7) is what they
 # report, so their config reads do not raise it (config.unchecked); the others fail at the first read

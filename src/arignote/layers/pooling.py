@@ -150,12 +150,9 @@ class _AveragePooling(_Pooling):
     def _pool(self, x: torch.Tensor, pads: tuple | None) -> torch.Tensor:
         if pads is None:
             return _AVG[self.rank](x, self.pool_size, self.strides)
-        # TensorFlow 'same': the mean over the real elements of each window only
-        summed = (
-            _AVG[self.rank](F.pad(x, pads), self.pool_size, self.strides, divisor_override=1)
-            if self.rank > 1
-            else _AVG[1](F.pad(x, pads), self.pool_size, self.strides) * self.pool_size[0]
-        )
+        # TensorFlow 'same': the mean over the real elements of each window only. The window sums are
+        # means times the window size (not divisor_override=1, which ONNX's AveragePool has no form of)
+        summed = _AVG[self.rank](F.pad(x, pads), self.pool_size, self.strides) * math.prod(self.pool_size)
         ones = torch.ones((1, 1, *x.shape[2:]), dtype=x.dtype, device=x.device)
         count = _AVG[self.rank](F.pad(ones, pads), self.pool_size, self.strides) * math.prod(self.pool_size)
         return summed / count

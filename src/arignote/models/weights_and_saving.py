@@ -102,6 +102,18 @@ class WeightsAndSaving:
         names, arignote's checkpoint for any other (Keras 2's argument order: ``overwrite`` second)."""
         saving.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
+    def export(self, filepath: str, format: str | None = None, verbose: bool | None = None,
+               input_shapes: list[tuple] | None = None) -> None:
+        """Keras 3's ``model.export``: the inference graph as ``format="onnx"``, ``"torch"`` (a
+        ``torch.export`` ``.pt2``) or ``"keras"`` (a Keras 3 ``.keras`` file); default from the suffix.
+        ``input_shapes`` (without the batch) fix open dimensions. See :mod:`arignote.export`."""
+        from arignote import export  # a floor beside models; torch.onnx and its kin load only when exporting
+
+        self._ensure_built(None)
+        export.export_model(self, filepath, format, input_shapes)
+        if verbose:
+            print(f"Saved artifact at '{filepath}'.")
+
     def to_json(self, **kwargs: Any) -> str:
         """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
         return saving.to_json(self, **kwargs)
