@@ -359,6 +359,11 @@ def render(results: list[Result], command: str, tag: str) -> str:
         "python scripts/keras2_conformance.py --keras-repo /path/to/keras.git",
         "```",
         "",
+        "`--src DIR` tests another checkout's `src`, `--files 'tests/keras/layers/*_test.py'` a subset "
+        "(written only where `--out` / `--json` say), `--timeout S` the per-test limit. It needs the "
+        "project's `dev` extra (Keras's tests import six, pandas, scipy, Pillow, h5py); a full run takes "
+        "a few minutes on 2 cores.",
+        "",
         f"**Public-behaviour tests passed: {t['public_passed']} / {t['public']} "
         f"({t['percent']}%).** {t['tests']} tests in all; "
         + ", ".join(f"{k} {v}" for k, v in sorted(t["outcomes"].items())) + ".",

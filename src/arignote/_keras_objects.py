@@ -143,13 +143,26 @@ def func_load(code: Any, defaults: Any = None, closure: Any = None,
               globs: dict | None = None) -> types.FunctionType:
     """Keras 2 ``generic_utils.func_load``: the function :func:`func_dump` stored. ``code`` may be the
     whole ``(code, defaults, closure)`` triple (as a Keras 2 ``Lambda`` config keeps it, JSON turning
-    tuples into lists); ``globs`` are the globals the function sees (default: none but builtins)."""
+    tuples into lists), and base64 text (Keras 2.1.2 on) or, as Keras before 2.1.2 wrote it, the
+    marshalled bytes as ``raw_unicode_escape`` text; ``globs`` are the globals the function sees
+    (default: none but builtins).
+
+    >>> import marshal
+    >>> old = marshal.dumps((lambda x: x + 1).__code__).decode("raw_unicode_escape")
+    >>> func_load(old)(1)
+    2
+    """
     if isinstance(code, (tuple, list)):
         code, defaults, closure = code
     try:
-        raw = base64.b64decode(code.encode("ascii"), validate=False)
-        bytecode = marshal.loads(raw)
-    except (UnicodeEncodeError, binascii.Error, ValueError, EOFError, TypeError) as err:
+        try:
+            bytecode = marshal.loads(base64.b64decode(code.encode("ascii"), validate=False))
+        except (UnicodeEncodeError, binascii.Error, ValueError, EOFError):
+            # Keras before 2.1.2 stored the marshalled bytes as text (raw_unicode_escape), not base64
+            bytecode = marshal.loads(code.encode("raw_unicode_escape"))
+        if not isinstance(bytecode, types.CodeType):
+            raise ValueError(f"it holds a {type(bytecode).__name__}, not a function's code")
+    except (UnicodeEncodeError, binascii.Error, ValueError, EOFError, TypeError, AttributeError) as err:
         raise ValueError("func_load: the stored function's bytecode cannot be read (it was marshalled by "
                          "another Python version, or is damaged); pass the function itself in "
                          f"custom_objects instead ({err})") from err
