@@ -192,7 +192,7 @@ def test_load_weights_by_name_and_skip_mismatch():
 
 def test_load_weights_in_order_counts_layers():
     model = Sequential([Dense(5, input_shape=(4,)), Dense(3), Dense(2)])
-    with pytest.raises(ValueError, match="containing 2 layers with weights into a model with 3"):
+    with pytest.raises(ValueError, match="containing 2 layers into a model with 3 layers"):
         model.load_weights(os.path.join(FIXTURES, "seq_dense_weights.h5"))
 
 

@@ -166,17 +166,21 @@ def test_sgd_state_dict_resume_with_decay_is_exact():
 
 
 def test_keras_defaults():
-    assert optimizers.SGD().get_config() == {"lr": 0.01, "decay": 0.0, "momentum": 0.0, "nesterov": False}
-    assert optimizers.RMSprop().get_config() == {"lr": 0.001, "decay": 0.0, "rho": 0.9, "epsilon": 1e-7}
+    # Keras 2.3.1's get_config: learning_rate, and float32 values for what it keeps in variables
+    # (tests/test_keras2_optimizer_configs.py checks every optimizer against real Keras 2.3.1)
+    assert optimizers.SGD().get_config() == {"learning_rate": 0.009999999776482582, "decay": 0.0,
+                                             "momentum": 0.0, "nesterov": False}
+    assert optimizers.RMSprop().get_config() == {"learning_rate": 0.0010000000474974513, "decay": 0.0,
+                                                 "rho": 0.8999999761581421, "epsilon": 1e-7}
     assert optimizers.Adam().get_config() == {
-        "lr": 0.001,
+        "learning_rate": 0.0010000000474974513,
         "decay": 0.0,
-        "beta_1": 0.9,
-        "beta_2": 0.999,
+        "beta_1": 0.8999999761581421,
+        "beta_2": 0.9990000128746033,
         "epsilon": 1e-7,
         "amsgrad": False,
     }
-    assert optimizers.Adadelta().get_config()["lr"] == 1.0 and optimizers.Adadelta().rho == 0.95
+    assert optimizers.Adadelta().get_config()["learning_rate"] == 1.0 and optimizers.Adadelta().rho == 0.95
     assert optimizers.Adagrad().lr == 0.01
 
 
@@ -218,7 +222,7 @@ def test_get_by_name_instance_dict_and_did_you_mean():
     inst = optimizers.SGD(lr=0.5)
     assert optimizers.get(inst) is inst
     clone = optimizers.get(optimizers.serialize(optimizers.Adam(lr=0.002, amsgrad=True)))
-    assert clone.get_config()["lr"] == 0.002 and clone.amsgrad
+    assert clone.get_config()["learning_rate"] == pytest.approx(0.002) and clone.amsgrad
     with pytest.raises(ValueError, match="Did you mean 'rmsprop'") as err:
         optimizers.get("rmsporp")
     assert "Valid optimizers: sgd, rmsprop, adam, adadelta, adagrad" in str(err.value)

@@ -155,18 +155,25 @@ def func_load(code: Any, defaults: Any = None, closure: Any = None,
               globs: dict | None = None) -> types.FunctionType:
     """Keras 2 ``generic_utils.func_load``: the function :func:`func_dump` stored. ``code`` may be the
     whole ``(code, defaults, closure)`` triple (as a Keras 2 ``Lambda`` config keeps it, JSON turning
-    tuples into lists), base64 text or (Keras < 2.1.2) the raw bytecode as text; ``globs`` are the
-    globals the function sees (default: none but builtins).
+    tuples into lists), and base64 text (Keras 2.1.2 on) or, as Keras before 2.1.2 wrote it, the
+    marshalled bytes as ``raw_unicode_escape`` text; ``globs`` are the globals the function sees
+    (default: none but builtins).
 
     Calling it is asking to run the stored code; inside a loading call (``load_model`` ...) it obeys
-    that call's safe mode (:mod:`arignote.safe_mode`), which refuses it by default."""
+    that call's safe mode (:mod:`arignote.safe_mode`), which refuses it by default.
+
+    >>> import marshal
+    >>> old = marshal.dumps((lambda x: x + 1).__code__).decode("raw_unicode_escape")
+    >>> func_load(old)(1)
+    2
+    """
     if in_scope():
         check_code("a Python function", "<the function's name>")
     if isinstance(code, (tuple, list)):
         code, defaults, closure = code
     try:
         bytecode = _unmarshal(code)
-    except (UnicodeEncodeError, binascii.Error, ValueError, EOFError, TypeError) as err:
+    except (UnicodeEncodeError, binascii.Error, ValueError, EOFError, TypeError, AttributeError) as err:
         raise ValueError("func_load: the stored function's bytecode cannot be read (it was marshalled by "
                          "another Python version, or is damaged); pass the function itself in "
                          f"custom_objects instead ({err})") from err

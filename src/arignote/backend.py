@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import importlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -153,6 +154,11 @@ _SESSION = ("arignote's memory flags (there is no TensorFlow session): config.gp
             "=0.4 is memory.limit=40%, and memory.preallocate=0.8 takes 80% up front; e.g. "
             "arignote.configure(memory_limit='40%') or ARIGNOTE_FLAGS=memory.limit=40%")
 NOT_PROVIDED: dict[str, str] = {"get_session": _SESSION, "set_session": _SESSION}
+
+#: Keras 2's ``keras.backend.load_backend`` (the module that read ``keras.json`` and picked one of three
+#: backends; published code and tests import it): here this module, the one backend there is
+#: (``load_backend.backend() == 'torch'``). Settings come from arignote's flags, not ``keras.json``.
+load_backend = sys.modules[__name__]
 
 
 #: The error a left-out backend name raises (kept under its old name; it is :class:`KerasNameMissing`).

@@ -82,6 +82,22 @@ def compute_fans(shape: tuple[int, ...]) -> tuple[float, float]:
     return root, root
 
 
+def _compute_fans(shape: tuple[int, ...], data_format: str = "channels_last") -> tuple[float, float]:
+    """Keras 2.3.1's ``initializers._compute_fans`` (published code imports it): ``(fan_in, fan_out)``
+    of a weight shape, its kernels channels-last or (``data_format='channels_first'``, Keras 1's
+    Theano layout) ``(filters, channels, *kernel)``.
+
+    >>> _compute_fans((3, 3, 4, 8)), _compute_fans((8, 4, 3, 3), "channels_first")
+    ((36.0, 72.0), (36.0, 72.0))
+    """
+    if data_format not in ("channels_last", "channels_first"):
+        raise ValueError(f"Invalid data_format: {data_format}")
+    if data_format == "channels_first" and len(shape) in (3, 4, 5):
+        receptive = math.prod(shape[2:])
+        return float(shape[1] * receptive), float(shape[0] * receptive)
+    return compute_fans(tuple(shape))
+
+
 class Initializer:
     """Base class: subclasses define ``__call__(shape, dtype=None)`` and ``get_config``."""
 

@@ -38,6 +38,7 @@ import numbers
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
 import torch
 
 from arignote import backend, config
@@ -110,6 +111,7 @@ class Optimizer:
 
     _torch_cls: type = torch.optim.SGD
     _keras_keys: tuple[str, ...] = ()
+    _variable_keys: tuple[str, ...] = ()  # of _keras_keys, those Keras 2.3.1 holds in float32 variables
 
     def __init__(
         self,
@@ -251,8 +253,21 @@ class Optimizer:
         self._set_group_lr(self._applied_lr)
 
     def get_config(self) -> dict:
-        """Keras ``get_config``: constructor arguments (``lr`` spelled as in Keras 2)."""
-        cfg = {"lr": self._lr, "decay": self.decay, **{k: getattr(self, k) for k in self._keras_keys}}
+        """Keras 2.3.1's ``get_config``: the constructor arguments, ``learning_rate`` spelled as 2.3.1
+        does, and the values Keras keeps in backend variables (``learning_rate``, ``decay`` and the
+        :attr:`_variable_keys`) read back as float32 numbers, e.g. ``lr=0.01`` gives
+        ``0.009999999776482582``, as in Keras 2.3.1 (``from_config`` takes either spelling)."""
+        cfg = self._exact_config()
+        for key in ("learning_rate", "decay", *self._variable_keys):
+            if key in cfg:
+                cfg[key] = _f32(cfg[key])
+        return cfg
+
+    def _exact_config(self) -> dict:
+        """:meth:`get_config` with the numbers as given (what arignote's files record: Keras 2.3.1
+        reads them either way)."""
+        cfg = {"learning_rate": self._lr, "decay": self.decay,
+               **{k: getattr(self, k) for k in self._keras_keys}}
         if self.clipnorm is not None:
             cfg["clipnorm"] = self.clipnorm
         if self.clipvalue is not None:
@@ -268,11 +283,17 @@ class Optimizer:
         return f"{type(self).__name__}({args})"
 
 
+def _f32(value: float) -> float:
+    """A number as Keras 2.3.1's ``K.get_value`` of a float32 variable returns it."""
+    return float(np.float32(value))
+
+
 class SGD(Optimizer):
     """Stochastic gradient descent: ``SGD(lr=0.01, momentum=0.0, decay=0.0, nesterov=False)``."""
 
     _torch_cls = torch.optim.SGD
     _keras_keys = ("momentum", "nesterov")
+    _variable_keys = ("momentum",)
     _default_lr = 0.01
 
     def __init__(
@@ -319,6 +340,7 @@ class RMSprop(Optimizer):
 
     _torch_cls = KerasRMSprop
     _keras_keys = ("rho", "epsilon")
+    _variable_keys = ("rho",)
     _default_lr = 0.001
 
     def __init__(
@@ -342,6 +364,7 @@ class Adam(Optimizer):
 
     _torch_cls = torch.optim.Adam
     _keras_keys = ("beta_1", "beta_2", "epsilon", "amsgrad")
+    _variable_keys = ("beta_1", "beta_2")
     _default_lr = 0.001
 
     def __init__(
@@ -416,6 +439,7 @@ class Adamax(Optimizer):
 
     _torch_cls = KerasAdamax
     _keras_keys = ("beta_1", "beta_2", "epsilon")
+    _variable_keys = ("beta_1", "beta_2")
     _default_lr = 0.002
 
     def __init__(
@@ -443,6 +467,7 @@ class Nadam(Optimizer):
 
     _torch_cls = torch.optim.NAdam
     _keras_keys = ("beta_1", "beta_2", "epsilon", "schedule_decay")
+    _variable_keys = ("beta_1", "beta_2")
     _default_lr = 0.002
 
     def __init__(
@@ -466,9 +491,9 @@ class Nadam(Optimizer):
         return {"betas": (self.beta_1, self.beta_2), "eps": self.epsilon,
                 "momentum_decay": self.schedule_decay}
 
-    def get_config(self) -> dict:
-        cfg = super().get_config()
-        cfg.pop("decay", None)
+    def _exact_config(self) -> dict:
+        cfg = super()._exact_config()
+        cfg.pop("decay", None)  # Keras 2.3.1's Nadam has no decay
         return cfg
 
 
@@ -529,10 +554,15 @@ def serialize(optimizer: Optimizer) -> dict:
 
 
 def deserialize(config: dict, custom_objects: dict | None = None) -> Optimizer:
-    """An optimizer from :func:`serialize`'s ``{"class_name", "config"}`` (``custom_objects`` first)."""
+    """An optimizer from :func:`serialize`'s ``{"class_name", "config"}`` (``custom_objects`` first).
+    As Keras 2.3.1's, it lowercases a built-in optimizer's ``class_name`` in the dict it is given
+    (``'SGD'`` -> ``'sgd'``, the name of its lowercase alias): code comparing configs after a
+    round trip relies on that."""
     name = config.get("class_name") if isinstance(config, dict) else None
     if custom_objects and name in custom_objects:
         return custom_objects[name].from_config(config.get("config", {}))
+    if isinstance(name, str) and name.lower() in _CLASSES:
+        config["class_name"] = name.lower()
     return get(config)
 
 

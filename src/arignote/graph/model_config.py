@@ -44,8 +44,10 @@ def graph_config(model: Any) -> dict:
             if id(node) in kept or not node.inbound_layers:
                 node_ids[id(node)] = k
                 k += 1
+    # an input no output depends on is still an input of the model (Keras 2.3.1 lists its layer too)
+    unused = [t._keras_history[0] for t in model.inputs if t._keras_history[0] not in model._layers]
     layers = []
-    for layer in model._layers:
+    for layer in [*unused, *model._layers]:
         spec = serialize(layer) if isinstance(layer, Layer) else {
             "class_name": "Model" if layer._is_graph else type(layer).__name__,
             "config": layer.get_config()}

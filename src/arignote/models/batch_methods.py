@@ -34,6 +34,17 @@ class BatchMethods:
     _is_graph: bool
     _feed_inputs: list
 
+    def _make_train_function(self) -> None:
+        """Keras 2 built its backend training function lazily here, and published code calls it (and
+        ``_make_predict_function``, the Flask-serving idiom) to build it ahead of time; arignote's
+        steps need no such preparation, so these three do nothing."""
+
+    def _make_test_function(self) -> None:
+        """See :meth:`_make_train_function`: nothing to prepare."""
+
+    def _make_predict_function(self) -> None:
+        """See :meth:`_make_train_function`: nothing to prepare."""
+
     def train_on_batch(self, x: Any, y: Any, sample_weight: Any = None, class_weight: Any = None) -> Any:
         """One optimizer step on one batch (the global batch: each rank runs its rows under data
         parallel); returns its loss (and metrics) like ``evaluate``. Weights as in :meth:`fit`."""

@@ -35,6 +35,7 @@ from arignote.models.saving import (
 )
 from arignote.models.sequential import Sequential
 from arignote.safe_mode import scope as safe_mode_scope
+from arignote.saving import h5file
 from arignote.saving import hdf5 as keras_hdf5
 
 __all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml"]
@@ -61,8 +62,15 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
     Layer and optimizer classes are looked up only among arignote's own (and ``custom_objects``),
     never by an arbitrary name from the file.
 
+    ``filepath`` may also be an open ``h5py.File``/``Group`` or a readable binary stream holding a
+    Keras 2 HDF5 file (an open file, ``BytesIO``), as in Keras 2.3.1.
+
     Example: ``model = arignote.models.load_model("model.h5")``.
     """
+    if h5file.is_h5_object(filepath) or h5file.is_stream(filepath, "read"):  # Keras 2.3.1 takes these too
+        where = h5file.describe(filepath)
+        with safe_mode_scope(safe_mode, "load_model", where), _load_errors(where):
+            return saving.load_model(filepath, _model_classes(), custom_objects, compile)
     path = os.fspath(filepath)
     with safe_mode_scope(safe_mode, "load_model", path):
         if saving.is_hdf5(path):

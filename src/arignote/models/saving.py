@@ -43,6 +43,7 @@ import torch
 
 from arignote import checkpoint, losses, saving
 from arignote.errors import UnsafeDeserializationError
+from arignote.saving import h5file
 from arignote.saving import hdf5 as keras_hdf5
 from arignote.utils import io_utils
 
@@ -140,8 +141,12 @@ def _checkpoint_or_error(path: str) -> None:
 
 def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimizer: bool = True) -> None:
     """Keras 2's ``save_model``: architecture, weights and (optionally) optimizer state in ``filepath``
-    (Keras 2 HDF5 for .h5/.hdf5/.keras names, arignote's checkpoint otherwise). With
+    (Keras 2 HDF5 for .h5/.hdf5/.keras names, an open ``h5py.File``/``Group`` or a writable binary
+    stream such as ``BytesIO``; arignote's checkpoint for other names). With
     ``overwrite=False`` an existing file is kept unless the user answers ``y`` at the prompt."""
+    if h5file.is_h5_object(filepath) or h5file.is_stream(filepath, "write"):
+        saving.save_model(model, filepath, include_optimizer=include_optimizer)  # Keras 2 HDF5, as Keras
+        return
     if not overwrite and isinstance(filepath, (str, os.PathLike)) and os.path.isfile(filepath):
         if not io_utils.ask_to_proceed_with_overwrite(os.fspath(filepath)):
             return
@@ -190,8 +195,12 @@ def _unusable(filepath: str, reason: str, exc: BaseException | None = None) -> c
 _CONTENT_ERRORS = (ValueError, TypeError, KeyError, AttributeError, IndexError, RuntimeError)
 
 
-def save_weights(model: Any, filepath: str) -> None:
-    """Write only the weights to ``filepath`` (Keras 2 HDF5 for .h5 names, else a state_dict checkpoint)."""
+def save_weights(model: Any, filepath: str, overwrite: bool = True) -> None:
+    """Write only the weights to ``filepath`` (Keras 2 HDF5 for .h5 names, else a state_dict checkpoint).
+    With ``overwrite=False`` an existing file is kept unless the user answers ``y`` at the prompt."""
+    if not overwrite and os.path.isfile(filepath) and not io_utils.ask_to_proceed_with_overwrite(
+            os.fspath(filepath)):
+        return
     if is_hdf5_name(filepath):
         saving.save_weights(model, filepath)
         return
@@ -199,7 +208,8 @@ def save_weights(model: Any, filepath: str) -> None:
     checkpoint.save(os.fspath(filepath), {"format": WEIGHTS_FORMAT, "weights": _cpu_state(model.module)})
 
 
-def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
+def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch: bool = False,
+                 reshape: bool = False) -> None:
     """Load weights written by ``save_weights`` or ``save`` (arignote's or Keras 2's) into ``model``.
 
     From a Keras HDF5 file, ``by_name=True`` matches layers by name and ``skip_mismatch=True`` (with
@@ -210,11 +220,12 @@ def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch
     path = os.fspath(filepath)
     if saving.is_hdf5(path):
         with _load_errors(path):
-            saving.load_weights(model, path, by_name=by_name, skip_mismatch=skip_mismatch)
+            saving.load_weights(model, path, by_name=by_name, skip_mismatch=skip_mismatch, reshape=reshape)
         return
     _checkpoint_or_error(path)
-    if by_name or skip_mismatch:
-        raise ValueError(f"{path}: by_name/skip_mismatch match Keras layer names in an HDF5 weights file; "
+    if by_name or skip_mismatch or reshape:
+        raise ValueError(f"{path}: by_name/skip_mismatch/reshape match Keras layer names in an HDF5 weights "
+                         "file; "
                          "this is an arignote checkpoint, which loads the whole model's weights")
     obj = _read(filepath)
     model._ensure_built(None)
@@ -244,7 +255,7 @@ def to_json(model: Any, **kwargs: Any) -> str:
     (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``)."""
     spec = keras_hdf5.model_config(model)
     spec.update(keras_version=keras_hdf5.KERAS_VERSION, backend=keras_hdf5.WRITTEN_BACKEND)
-    return json.dumps(spec, **kwargs)
+    return json.dumps(spec, default=keras_hdf5.json_default, **kwargs)
 
 
 def yaml_module() -> Any:

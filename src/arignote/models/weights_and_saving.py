@@ -88,14 +88,16 @@ class WeightsAndSaving:
             if getattr(layer, "stateful", False) and hasattr(layer, "reset_states"):
                 layer.reset_states()
 
-    def save_weights(self, filepath: str) -> None:
-        """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint."""
-        saving.save_weights(self, filepath)
+    def save_weights(self, filepath: str, overwrite: bool = True) -> None:
+        """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint;
+        ``overwrite=False`` asks before replacing a file (Keras 2's prompt)."""
+        saving.save_weights(self, filepath, overwrite=overwrite)
 
-    def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
+    def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False,
+                     reshape: bool = False) -> None:
         """Load weights written by :meth:`save_weights` or :meth:`save`, or by Keras 2 (HDF5; there also
-        ``by_name=True`` and ``skip_mismatch=True`` as in Keras 2)."""
-        saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch)
+        ``by_name=True``, ``skip_mismatch=True`` and ``reshape=True`` as in Keras 2)."""
+        saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch, reshape=reshape)
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Architecture + weights + optimizer state in one file: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``

@@ -68,6 +68,17 @@ def pad_sequences(sequences: Any, maxlen: int | None = None, dtype: Any = "int32
     return out
 
 
+def _remove_long_seq(maxlen: int, seq: list, label: list) -> tuple[list, list]:
+    """Keras 2.3.1's ``preprocessing.sequence._remove_long_seq`` (published dataset code imports it):
+    the sequences shorter than ``maxlen`` and their labels.
+
+    >>> _remove_long_seq(3, [[1], [1, 2, 3], [4, 5]], ["a", "b", "c"])
+    ([[1], [4, 5]], ['a', 'c'])
+    """
+    kept = [(x, y) for x, y in zip(seq, label) if len(x) < maxlen]
+    return [x for x, _ in kept], [y for _, y in kept]
+
+
 def make_sampling_table(size: int, sampling_factor: float = 1e-5) -> np.ndarray:
     """Probability of keeping the word of each rank (0..size-1) in :func:`skipgrams`: word2vec's
     ``min(1, sqrt(f / sampling_factor) / (f / sampling_factor))`` with Zipf's law for the frequency

@@ -37,9 +37,9 @@ import numpy as np
 
 from arignote import checkpoint
 
-__all__ = ["HDF5_SIGNATURE", "is_hdf5", "open_for_read", "open_for_write", "read_str", "write_str",
-           "read_names", "write_names", "write_layer_group", "read_layer_group", "read_array",
-           "HEADER_LIMIT"]  # fmt: skip
+__all__ = ["HDF5_SIGNATURE", "is_hdf5", "is_h5_object", "is_stream", "describe", "open_for_read",
+           "open_for_write", "read_str", "write_str", "read_names", "write_names", "write_layer_group",
+           "read_layer_group", "read_array", "HEADER_LIMIT"]  # fmt: skip
 
 HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
 HEADER_LIMIT = 64512  # bytes an HDF5 object header can hold for attributes (Keras's limit)
@@ -54,27 +54,63 @@ def is_hdf5(path: str) -> bool:
         return False
 
 
+def is_h5_object(target: Any) -> bool:
+    """True for an open ``h5py.File`` or ``h5py.Group`` (Keras 2.3.1's ``save_model``/``load_model``
+    also take those and write into / read from them)."""
+    return isinstance(target, h5py.Group)
+
+
+def is_stream(target: Any, method: str) -> bool:
+    """True for a file-like object with a callable ``method`` (``"write"`` or ``"read"``): an open
+    binary file or a ``BytesIO``, which Keras 2.3.1 also takes (the HDF5 image as bytes)."""
+    return not isinstance(target, (str, bytes, os.PathLike)) and callable(getattr(target, method, None))
+
+
+def describe(target: Any) -> str:
+    """How a file, group or stream is named in messages."""
+    if is_h5_object(target):
+        return f"{target.file.filename}:{target.name}"
+    if is_stream(target, "read") or is_stream(target, "write"):
+        return getattr(target, "name", None) if isinstance(getattr(target, "name", None), str) else \
+            f"<{type(target).__name__} stream>"
+    return os.fspath(target)
+
+
 @contextlib.contextmanager
-def open_for_read(path: str) -> Iterator[h5py.File]:
-    """Open an HDF5 file; one h5py can't open (truncated, corrupt) is a ValueError naming it."""
+def open_for_read(path: Any) -> Iterator[h5py.Group]:
+    """Open an HDF5 file; one h5py can't open (truncated, corrupt) is a ValueError naming it. An open
+    ``h5py.File``/``Group`` is read as it is (and left open); a binary stream is read to its end and
+    opened in memory."""
+    if is_h5_object(path):
+        yield path
+        return
+    source = io.BytesIO(path.read()) if is_stream(path, "read") else path
     try:
-        f = h5py.File(path, "r")
+        f = h5py.File(source, "r")
     except OSError as err:
-        raise ValueError(f"{path}: an HDF5 file that h5py cannot open ({err}); it may be truncated or "
-                         "corrupt") from None
+        raise ValueError(f"{describe(path)}: an HDF5 file that h5py cannot open ({err}); it may be "
+                         "truncated or corrupt") from None
     with f:
         yield f
 
 
 @contextlib.contextmanager
-def open_for_write(path: str) -> Iterator[h5py.File]:
+def open_for_write(path: Any) -> Iterator[h5py.Group]:
     """Build the file in memory, then write it with :func:`arignote.checkpoint.atomic_write_bytes`
     (temporary file beside ``path``, fsync, rename): a failed save leaves the previous file intact
-    and raises :class:`arignote.checkpoint.CheckpointSaveError` with the cause."""
+    and raises :class:`arignote.checkpoint.CheckpointSaveError` with the cause. An open
+    ``h5py.File``/``Group`` is written into as it is (Keras 2.3.1's layout at that group, left
+    open); a binary stream gets the finished file's bytes (``stream.write``)."""
+    if is_h5_object(path):
+        yield path
+        return
     buffer = io.BytesIO()
     with h5py.File(buffer, "w") as f:
         yield f
-    checkpoint.atomic_write_bytes(os.fspath(path), buffer.getvalue())
+    if is_stream(path, "write"):
+        path.write(buffer.getvalue())
+    else:
+        checkpoint.atomic_write_bytes(os.fspath(path), buffer.getvalue())
 
 
 def _text(value: Any) -> str:
@@ -84,9 +120,12 @@ def _text(value: Any) -> str:
 
 
 def read_str(obj: Any, name: str) -> str | None:
-    """A string attribute (bytes or str in the file), or None when absent."""
+    """A string attribute (bytes or str in the file), or None when absent; one written in numbered
+    chunks (``name0``, ``name1``, ... : see :func:`write_str`) is joined back."""
     if name not in obj.attrs:
-        return None
+        if f"{name}0" not in obj.attrs:
+            return None
+        return "".join(read_names(obj, name))
     value = obj.attrs[name]
     if isinstance(value, np.ndarray) and value.shape == ():
         value = value[()]
@@ -94,13 +133,23 @@ def read_str(obj: Any, name: str) -> str | None:
 
 
 def write_str(obj: Any, name: str, value: str) -> None:
+    """A fixed-length byte string as Keras 2 wrote it. One over HDF5's attribute limit (a model whose
+    layer names are huge) is cut into pieces at character boundaries and stored as numbered chunks
+    ``name0``, ``name1``, ... (Keras 2.3.1's scheme for long name lists; Keras 2.3.1 itself cannot
+    write such a ``model_config`` at all, and reads only the unchunked form)."""
     data = value.encode("utf8")
-    if len(data) > HEADER_LIMIT:
-        raise ValueError(
-            f"the {name} attribute is {len(data)} bytes, more than HDF5's {HEADER_LIMIT}-byte "
-            "attribute limit (the model's configuration is too large for a Keras 2 HDF5 file)"
-        )
-    obj.attrs[name] = np.bytes_(data)
+    _clear(obj, name)
+    if len(data) <= HEADER_LIMIT:
+        obj.attrs[name] = np.bytes_(data)
+        return
+    pieces, piece = [], ""
+    for char in value:  # greedy, by encoded size, never splitting a character
+        if len((piece + char).encode("utf8")) > HEADER_LIMIT // 2:
+            pieces.append(piece)
+            piece = ""
+        piece += char
+    pieces.append(piece)
+    write_names(obj, name, pieces, chunk_always=True)
 
 
 def read_names(obj: Any, name: str) -> list[str]:
@@ -115,12 +164,24 @@ def read_names(obj: Any, name: str) -> list[str]:
     return out
 
 
-def write_names(obj: Any, name: str, names: list[str]) -> None:
-    """Fixed-length byte strings as Keras 2 wrote them; chunked past the header limit."""
+def _clear(obj: Any, name: str) -> None:
+    """Drop ``name`` and its chunks ``name0``, ``name1``, ... (a group written into a second time)."""
+    if name in obj.attrs:
+        del obj.attrs[name]
+    i = 0
+    while f"{name}{i}" in obj.attrs:
+        del obj.attrs[f"{name}{i}"]
+        i += 1
+
+
+def write_names(obj: Any, name: str, names: list[str], chunk_always: bool = False) -> None:
+    """Fixed-length byte strings as Keras 2 wrote them; chunked past the header limit (as Keras
+    2.3.1's ``save_attributes_to_hdf5_group``: ``name0``, ``name1``, ... each under the limit)."""
     encoded = [n.encode("utf8") for n in names]
     too_long = [n for n in names if len(n.encode("utf8")) > HEADER_LIMIT]
     if too_long:
         raise ValueError(f"names longer than {HEADER_LIMIT} bytes cannot be stored: {too_long[:3]}")
+    _clear(obj, name)
     if not encoded:
         obj.attrs[name] = np.array([], dtype=np.float64)  # what Keras 2 wrote for a layer without weights
         return
@@ -130,7 +191,7 @@ def write_names(obj: Any, name: str, names: list[str]) -> None:
     while any(p.nbytes > HEADER_LIMIT for p in parts):
         chunks += 1
         parts = np.array_split(data, chunks)
-    if chunks == 1:
+    if chunks == 1 and not chunk_always:
         obj.attrs[name] = data
     else:
         for i, part in enumerate(parts):

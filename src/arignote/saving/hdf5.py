@@ -37,7 +37,7 @@ import numpy as np
 
 from arignote import losses, metrics, optimizers
 from arignote.saving import h5file, keras_config, layouts, optimizer_state, theano_padding
-from arignote.utils.generic_utils import get_custom_objects
+from arignote.utils.generic_utils import CustomObjectScope, get_custom_objects
 
 __all__ = [
     "save_model",
@@ -195,7 +195,8 @@ def _training_config(model: Any) -> dict | None:
 def _optimizer_config(optimizer: Any) -> dict:
     """Keras 2.3.1's spelling (``learning_rate``; ``decay`` only when set), which Keras 3 also reads."""
     spec = optimizers.serialize(optimizer)
-    config = dict(spec["config"])
+    exact = getattr(optimizer, "_exact_config", None)  # the numbers as given, not float32-rounded
+    config = dict(exact() if callable(exact) else spec["config"])
     if "lr" in config:
         config["learning_rate"] = config.pop("lr")
     if not config.get("decay"):
@@ -203,19 +204,38 @@ def _optimizer_config(optimizer: Any) -> dict:
     return {"class_name": spec["class_name"], "config": config}
 
 
+def json_default(obj: Any) -> Any:
+    """What ``json.dumps`` cannot write, as Keras 2.3.1's ``get_json_type`` writes it: a numpy array
+    as nested lists, a numpy scalar as its value, an object with ``get_config`` as
+    ``{'class_name', 'config'}``, a function or class by its name.
+
+    >>> json.dumps({"mu": np.zeros(2, "float32"), "k": np.int64(3)}, default=json_default)
+    '{"mu": [0.0, 0.0], "k": 3}'
+    """
+    if hasattr(obj, "get_config"):
+        return {"class_name": type(obj).__name__, "config": obj.get_config()}
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if callable(obj) and isinstance(getattr(obj, "__name__", None), str):
+        return obj.__name__
+    raise TypeError(f"Not JSON Serializable: {obj!r}")
+
+
 def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> None:
     """Architecture (``model_config``), weights, and compile settings + optimizer state when compiled."""
-    layers = _layers_of(model, str(filepath))
+    layers = _layers_of(model, h5file.describe(filepath))
     model._ensure_built(None)
-    config = json.dumps(model_config(model, for_file=True))
+    config = json.dumps(model_config(model, for_file=True), default=json_default)
     training = _training_config(model) if include_optimizer else None
     with h5file.open_for_write(filepath) as f:
         h5file.write_str(f, "keras_version", KERAS_VERSION)
         h5file.write_str(f, "model_config", config)
-        backend = _write_weights(f.create_group("model_weights"), layers, str(filepath))
+        backend = _write_weights(f.create_group("model_weights"), layers, h5file.describe(filepath))
         h5file.write_str(f, "backend", backend)
         if training is not None:
-            h5file.write_str(f, "training_config", json.dumps(training))
+            h5file.write_str(f, "training_config", json.dumps(training, default=json_default))
             names_arrays = optimizer_state.to_keras(model, convolving=backend == "theano")
             if names_arrays:
                 group = f.create_group("optimizer_weights")
@@ -228,25 +248,49 @@ def save_model(model: Any, filepath: str, include_optimizer: bool = True) -> Non
 # ------------------------------------------------------------------------------------------ reading
 
 
+_RESHAPED = ("Conv1D", "Conv2D", "Conv3D", "Conv2DTranspose", "ConvLSTM2D")  # Keras 2.3.1's reshape=True
+
+
+def reshaped(layer: Any, arrays: list[np.ndarray], current: list[np.ndarray]) -> list[np.ndarray]:
+    """Keras 2.3.1's ``reshape=True``: a convolution's kernel from the file given the layer's kernel
+    shape when it holds as many values (e.g. a Dense kernel into a 1x1 Conv2D); a ValueError when the
+    sizes differ."""
+    if type(layer).__name__ not in _RESHAPED or not arrays or not current:
+        return arrays
+    want = tuple(current[0].shape)
+    if tuple(arrays[0].shape) == want:
+        return arrays
+    if arrays[0].size != int(np.prod(want)):
+        raise ValueError(f"Weights must be of equal size to apply a reshape operation. Layer {layer.name}'s "
+                         f"weights have shape {want} and size {int(np.prod(want))}. The weights for loading "
+                         f"have shape {arrays[0].shape} and size {arrays[0].size}.")
+    return [np.reshape(arrays[0], want), *arrays[1:]]
+
+
 def _apply(
-    layer: Any, arrays: list[np.ndarray], origin: layouts.Origin, where: str, skip_mismatch: bool = False
+    layer: Any, arrays: list[np.ndarray], origin: layouts.Origin, where: str, skip_mismatch: bool = False,
+    reshape: bool = False,
 ) -> bool:
     arrays = layouts.from_file(layer, arrays, origin)
     current = layer.get_weights()
+    if reshape:
+        arrays = reshaped(layer, arrays, current)
     problem = None
     if len(arrays) != len(current):
-        problem = f"expects {len(current)} weight(s), but the file has {len(arrays)}"
+        problem = f"expects {len(current)} weight(s), but the saved weights have {len(arrays)} element(s)"
     else:
         for i, (new, old) in enumerate(zip(arrays, current)):
             if tuple(new.shape) != tuple(old.shape):
                 problem = (
-                    f"weight {i} has shape {tuple(old.shape)}, but the file's has shape {tuple(new.shape)}"
+                    f"weight {i} has shape {tuple(old.shape)}, but the saved weight has shape "
+                    f"{tuple(new.shape)}"
                 )
                 break
     if problem is not None:
         message = f"{where}: layer '{layer.name}' ({type(layer).__name__}) {problem}"
         if skip_mismatch:
-            warnings.warn(f"Skipping loading of weights for layer {layer.name}: {message}", stacklevel=4)
+            warnings.warn(f"Skipping loading of weights for layer {layer.name} due to mismatch ({message})",
+                          stacklevel=4)
             return False
         raise ValueError(message)
     layer.set_weights([a.astype(o.dtype, copy=False) for a, o in zip(arrays, current)])
@@ -260,6 +304,7 @@ def _load_group(
     by_name: bool = False,
     skip_mismatch: bool = False,
     dense_fix: dict[str, tuple] | None = None,
+    reshape: bool = False,
 ) -> layouts.Origin:
     origin = _origin(group)
     if origin.keras_version is not None and origin.keras_version.startswith("1"):
@@ -276,7 +321,7 @@ def _load_group(
             index.setdefault(layer.name, []).append(layer)
         for name, _, arrays in stored:
             for layer in index.get(name, []):
-                _apply(layer, _fix(layer, arrays, dense_fix), origin, where, skip_mismatch)
+                _apply(layer, _fix(layer, arrays, dense_fix), origin, where, skip_mismatch, reshape)
         theano_padding.apply([layer for layer in layers if layer.name in set(names)], origin, keep)
         return origin
     if skip_mismatch:
@@ -286,12 +331,11 @@ def _load_group(
     if len(stored) != len(with_weights):
         raise ValueError(
             f"{where} does not match this model: you are trying to load a weight file containing "
-            f"{len(stored)} layers with weights into a model with {len(with_weights)} layers with weights "
-            f"(file: "
-            f"{[s[0] for s in stored]}; model: {[layer.name for layer in with_weights]})"
+            f"{len(stored)} layers into a model with {len(with_weights)} layers (counting the layers with "
+            f"weights; file: {[s[0] for s in stored]}; model: {[layer.name for layer in with_weights]})"
         )
     for layer, (_name, _names, arrays) in zip(with_weights, stored):
-        _apply(layer, _fix(layer, arrays, dense_fix), origin, where)
+        _apply(layer, _fix(layer, arrays, dense_fix), origin, where, reshape=reshape)
     theano_padding.apply(layers, origin, keep)
     return origin
 
@@ -303,8 +347,10 @@ def _fix(layer: Any, arrays: list[np.ndarray], dense_fix: dict[str, tuple] | Non
     return arrays
 
 
-def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch: bool = False) -> None:
-    """Keras 2 ``load_weights`` from an HDF5 weights or whole-model file (in order, or ``by_name``)."""
+def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch: bool = False,
+                 reshape: bool = False) -> None:
+    """Keras 2 ``load_weights`` from an HDF5 weights or whole-model file (in order, or ``by_name``;
+    ``reshape=True`` reshapes a convolution kernel of the right size, as Keras 2.3.1)."""
     layers = _layers_of(model, str(filepath))
     model._ensure_built(None)
     with h5file.open_for_read(filepath) as f:
@@ -314,7 +360,7 @@ def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch
                 f"{filepath}: an HDF5 file, but not a Keras weights file (no layer_names "
                 f"attribute; top-level keys: {sorted(f.keys())[:10]})"
             )
-        origin = _load_group(group, layers, str(filepath), by_name, skip_mismatch)
+        origin = _load_group(group, layers, str(filepath), by_name, skip_mismatch, reshape=reshape)
     announce(str(filepath), origin, None)
 
 
@@ -339,11 +385,15 @@ def model_from_config(
     """Rebuild a model from Keras 2's ``{"class_name", "config"}`` (``model_config``, ``to_json``)."""
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"{source}: model_config is not a Keras model configuration ({str(config)[:80]})")
-    spec, conversion = keras_config.model_from_keras(config, custom_objects, source)
-    cls = model_classes.get(spec["class_name"])
-    if cls is None or not callable(getattr(cls, "from_config", None)):
-        raise ValueError(f"{source}: a Keras '{config['class_name']}' model, which arignote cannot rebuild")
-    return cls.from_config(spec["config"], custom_objects), conversion
+    # custom_objects are also in scope while layers rebuild, as Keras 2.3.1 does: a layer's config names
+    # a user's function (Dense(activation=K.cos) stores 'cos') that only custom_objects maps
+    with CustomObjectScope(custom_objects or {}):
+        spec, conversion = keras_config.model_from_keras(config, custom_objects, source)
+        cls = model_classes.get(spec["class_name"])
+        if cls is None or not callable(getattr(cls, "from_config", None)):
+            raise ValueError(f"{source}: a Keras '{config['class_name']}' model, which arignote cannot "
+                             "rebuild")
+        return cls.from_config(spec["config"], custom_objects), conversion
 
 
 def load_model(
@@ -354,7 +404,7 @@ def load_model(
     ``model_classes`` maps Keras model class names (``"Sequential"``, ``"Model"``) to the classes
     whose ``from_config(config, custom_objects)`` rebuilds them (:mod:`arignote.models` passes its own).
     """
-    path = str(filepath)
+    path = h5file.describe(filepath)
     with h5file.open_for_read(filepath) as f:
         text = h5file.read_str(f, "model_config")
         if text is None:

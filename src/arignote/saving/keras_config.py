@@ -34,7 +34,9 @@ import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-from arignote.backend_common import image_data_format
+import numpy as np
+
+from arignote.backend_common import floatx, image_data_format
 from arignote.layers import base as layer_base
 from arignote.saving.channels_first import channels_first_blockers, joins_columns
 from arignote.utils.generic_utils import get_custom_objects
@@ -138,6 +140,25 @@ def _lookup(class_name: str, custom_objects: dict | None) -> type | None:
     return classes.get(class_name)
 
 
+def numeric_array(value: Any) -> Any:
+    """A Lambda argument as stored (JSON has no arrays: Keras 2.3.1 wrote a numpy argument as nested
+    lists) back as a numpy array when it is a non-empty nested list of numbers, so ``x - mu`` works on
+    torch tensors as it did on TensorFlow's (floats as floatx); anything else as it is.
+
+    >>> numeric_array([[1.0, 2.0]]).dtype, numeric_array(["a"]), numeric_array(3)
+    (dtype('float32'), ['a'], 3)
+    """
+    if not isinstance(value, list) or not value:
+        return value
+    try:
+        array = np.asarray(value)
+    except ValueError:  # ragged
+        return value
+    if array.dtype.kind == "f":
+        return array.astype(floatx())
+    return array if array.dtype.kind in "iub" else value
+
+
 def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | None = None) -> dict:
     """One Keras 2 layer spec -> the spec :func:`arignote.layers.deserialize` takes (see module doc)."""
     if not isinstance(spec, dict) or "class_name" not in spec:
@@ -158,6 +179,8 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
             "which a channels-last rebuild cannot join; convert the whole model with model_from_keras "
             "(it keeps such a model channels_first), not layer by layer"
         )
+    if name == "Lambda" and isinstance(config.get("arguments"), dict):
+        config["arguments"] = {k: numeric_array(v) for k, v in config["arguments"].items()}
     for key in ("layer", "forward_layer", "backward_layer"):  # wrappers: convert the inner layer too
         inner = config.get(key)
         if isinstance(inner, dict) and inner.get("class_name") in ("Sequential", "Model", "Functional"):

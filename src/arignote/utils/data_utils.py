@@ -26,6 +26,8 @@ from typing import Any
 from arignote.datasets._get_file import get_file, hash_file, validate_file
 from arignote.utils.enqueuers import GeneratorEnqueuer, OrderedEnqueuer, SequenceEnqueuer
 
+_hash_file = hash_file  # Keras 2.3.1's name (keras.utils.data_utils._hash_file), used by published code
+
 __all__ = ["Sequence", "is_sequence", "get_file", "validate_file", "hash_file", "GeneratorEnqueuer",
            "OrderedEnqueuer", "SequenceEnqueuer"]
 

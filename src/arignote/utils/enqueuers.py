@@ -206,6 +206,14 @@ class OrderedEnqueuer(SequenceEnqueuer):
     def __init__(self, sequence: Any, use_multiprocessing: bool = False, shuffle: bool = False) -> None:
         super().__init__(sequence, use_multiprocessing)
         self.shuffle = bool(shuffle)
+        self.end_of_epoch_signal = threading.Event()
+
+    def join_end_of_epoch(self) -> None:
+        """Keras 2.3.1's: wait (up to 30 s) until the workers have called ``sequence.on_epoch_end()``
+        after the epoch whose batches were just taken, so the sequence's new state (a new length)
+        is what the next ``get()`` items come from."""
+        self.end_of_epoch_signal.wait(timeout=30)
+        self.end_of_epoch_signal.clear()
 
     def _batches(self) -> Iterator[Any]:
         assert self.stop_signal is not None
@@ -223,6 +231,7 @@ class OrderedEnqueuer(SequenceEnqueuer):
             finally:
                 batches.close()
             self.sequence.on_epoch_end()
+            self.end_of_epoch_signal.set()
 
 
 class GeneratorEnqueuer(SequenceEnqueuer):

@@ -1,4 +1,6 @@
-"""Keras 2 ``utils.io_utils.HDF5Matrix``: an HDF5 dataset used like a numpy array (with h5py).
+"""Keras 2 ``utils.io_utils``: ``HDF5Matrix`` (an HDF5 dataset used like a numpy array, with h5py),
+``ask_to_proceed_with_overwrite``, and ``save_to_binary_h5py`` / ``load_from_binary_h5py`` (an HDF5
+file built or read in memory, as bytes on a stream). Keras's internal ``H5Dict`` is not provided.
 
 Indexing reads only the rows asked for (``x[10:20]``, ``x[5]``, ``x[[1, 4]]``), offset by
 ``start``; ``normalizer`` is applied to every read. ``fit``/``predict`` take it as ``x`` or ``y``
@@ -17,13 +19,17 @@ Example::
 from __future__ import annotations
 
 import importlib
+import io
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-__all__ = ["HDF5Matrix", "ask_to_proceed_with_overwrite"]
+from arignote.errors import KerasNameMissing
+
+__all__ = ["HDF5Matrix", "ask_to_proceed_with_overwrite", "save_to_binary_h5py", "load_from_binary_h5py",
+           "H5Dict"]
 
 
 def _h5py() -> Any:
@@ -70,6 +76,8 @@ class HDF5Matrix:
     def _rows(self, key: Any) -> Any:
         n = len(self)
         if isinstance(key, slice):
+            if key.stop is not None and key.stop > n:  # Keras 2.3.1: a slice past the end is an error
+                raise IndexError(f"HDF5Matrix slice {key.start}:{key.stop} goes past its {n} rows")
             first, stop, step = key.indices(n)
             if step != 1:
                 raise IndexError("HDF5Matrix: slices with a step are not supported; index with a list")
@@ -134,3 +142,35 @@ def ask_to_proceed_with_overwrite(filepath: str) -> bool:
         return False
     print("[TIP] Next time specify overwrite=True!")
     return True
+
+
+def save_to_binary_h5py(save_function: Callable[[Any], Any], stream: Any) -> Any:
+    """Call ``save_function`` on an in-memory ``h5py.File``, then write the file's bytes to ``stream``
+    (anything with ``write(bytes)``, e.g. ``io.BytesIO``); returns what ``save_function`` returned."""
+    h5py = _h5py()
+    with h5py.File("in-memory-h5py", "w", driver="core", backing_store=False) as h5file:
+        value = save_function(h5file)
+        h5file.flush()
+        image = h5file.id.get_file_image()
+    stream.write(image)
+    return value
+
+
+def load_from_binary_h5py(load_function: Callable[[Any], Any], stream: Any) -> Any:
+    """Call ``load_function`` on an ``h5py.File`` opened in memory from ``stream.read()`` (the bytes of
+    an HDF5 file); returns what ``load_function`` returned."""
+    h5py = _h5py()
+    with h5py.File(io.BytesIO(stream.read()), "r") as h5file:
+        return load_function(h5file)
+
+
+class H5Dict:
+    """Keras 2.3.1's internal dict-like view of an HDF5 file, group or dict (what its saving code wrote
+    through). arignote does not provide it: use ``h5py.File``/``Group`` directly, or
+    ``model.save``/``arignote.models.load_model``, which also take an open ``h5py.File``/``Group``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise KerasNameMissing(
+            "arignote.utils.io_utils.H5Dict (Keras 2.3.1's internal dict view of an HDF5 group) is "
+            "deliberately not provided by arignote; use h5py.File/Group directly, or model.save(h5file) "
+            "and arignote.models.load_model(h5file)")
