@@ -173,12 +173,12 @@ def func_load(code: Any, defaults: Any = None, closure: Any = None,
         code, defaults, closure = code
     try:
         bytecode = _unmarshal(code)
+        if not isinstance(bytecode, types.CodeType):
+            raise ValueError(f"it holds a {type(bytecode).__name__}, not a function's code")
     except (UnicodeEncodeError, binascii.Error, ValueError, EOFError, TypeError, AttributeError) as err:
         raise ValueError("func_load: the stored function's bytecode cannot be read (it was marshalled by "
                          "another Python version, or is damaged); pass the function itself in "
                          f"custom_objects instead ({err})") from err
-    if not isinstance(bytecode, types.CodeType):
-        raise ValueError(f"func_load: the stored function is a {type(bytecode).__name__}, not bytecode")
     defaults = tuple(defaults) if defaults is not None else None
     cells = tuple(types.CellType(value) for value in closure) if closure is not None else None
     return types.FunctionType(bytecode, globs if globs is not None else {}, bytecode.co_name, defaults, cells)
