@@ -25,6 +25,7 @@ from arignote.layers import (
     Layer,
 )
 from arignote.models import Model, Sequential, load_model
+from export_helpers import small_mobilenet
 
 FIXTURES = Path(__file__).parent / "fixtures" / "keras2"
 HAS_ONNX = all(importlib.util.find_spec(p) for p in ("onnx", "onnxscript", "onnxruntime"))
@@ -162,12 +163,12 @@ def test_depthwise_and_flatten(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_application_exports(tmp_path):
-    from arignote.applications import MobileNet
-
-    model = MobileNet(input_shape=(32, 32, 3), alpha=0.25, weights=None, classes=5)
-    check, _ = _check(model, tmp_path, "torch")
+@pytest.mark.parametrize("fmt", ["torch", pytest.param("onnx", marks=needs_onnx)])
+def test_an_application_exports(fmt, tmp_path):
+    model = small_mobilenet()
+    check, path = _check(model, tmp_path, fmt)
     assert check.max_diff <= 1e-4
+    assert np.std(run_exported(str(path), fmt, sample_batches(model)[1][1])[0], axis=0).max() > 1e-3
 
 
 class _HostRoundTrip(Layer):
@@ -207,6 +208,16 @@ def test_input_shapes_fix_open_dimensions_and_are_checked():
     with pytest.raises(ExportError, match=r"does not fit"):
         input_specs(model, [(7, 3)])
     assert output_names(model) == [model.layers[0].name]
+
+
+def test_open_timesteps_are_fixed_by_input_shapes(tmp_path):
+    model = Sequential([LSTM(3, input_shape=(None, 2))])
+    with pytest.raises(ExportError, match=r"leaves dimensions besides the batch open.*--input-shape"):
+        model.export(str(tmp_path / "m.pt2"))
+    model.export(str(tmp_path / "m.pt2"), input_shapes=[(7, 2)])
+    x = np.random.default_rng(0).random((4, 7, 2), dtype=np.float32)
+    got = run_exported(str(tmp_path / "m.pt2"), "torch", [x])[0]
+    np.testing.assert_allclose(got, model.predict(x), atol=1e-5)
 
 
 def test_export_model_takes_the_format_from_the_suffix_and_verbose_says_so(tmp_path, capsys):

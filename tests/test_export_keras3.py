@@ -32,6 +32,7 @@ from arignote.layers import (
     LeakyReLU,
 )
 from arignote.models import Model, Sequential, load_model
+from export_helpers import small_mobilenet
 
 FIXTURES = Path(__file__).parent / "fixtures" / "keras2"
 
@@ -132,7 +133,8 @@ def _built_models() -> dict:
     bn.layers[2].set_weights([gamma * 2, beta + 1, mean + 0.5, var * 3])
     depthwise = Sequential([DepthwiseConv2D(2, depth_multiplier=2, input_shape=(5, 5, 3)), Flatten(),
                             Dense(2)])
-    return {"masked_two_heads": heads, "dropout_bn": bn, "depthwise": depthwise}
+    return {"masked_two_heads": heads, "dropout_bn": bn, "depthwise": depthwise,
+            "mobilenet": small_mobilenet()}
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +158,8 @@ def keras3_results(tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", FIXTURE_FILES + ["masked_two_heads", "dropout_bn", "depthwise"])
+@pytest.mark.parametrize("name", FIXTURE_FILES + ["masked_two_heads", "dropout_bn", "depthwise",
+                                                  "mobilenet"])
 def test_keras3_loads_the_file_and_predicts_as_arignote(name, keras3_results):
     want, got = keras3_results[name]
     assert not isinstance(got, str), got  # Keras 3's error while loading or predicting

@@ -52,6 +52,11 @@ def trace_program(model: Any, input_shapes: list[tuple] | None = None) -> torch.
             return torch.export.export(InferenceModule(model), args, dynamic_shapes=dynamic_shapes(specs),
                                        strict=False)
         except Exception as exc:  # torch.export raises many types (UserError, GuardOnDataDependent...)
+            open_dims = [f"'{s.name}' {s.shape}" for s in specs if None in s.shape[1:]]
+            if open_dims and isinstance(exc, torch._dynamo.exc.UserError):
+                raise ExportError(f"the input {', '.join(open_dims)} leaves dimensions besides the batch "
+                                  "open, and the traced graph cannot keep them open (an RNN unrolls over its "
+                                  "steps): fix them with input_shapes=[(7, 2)] / --input-shape 7,2") from exc
             raise ExportError(blame_message(exc, "torch.export")) from exc
 
 
