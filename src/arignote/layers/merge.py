@@ -46,10 +46,30 @@ __all__ = [
 
 
 def _all_masks(masks: list) -> torch.Tensor:
-    out = masks[0]
+    # Keras 2's K.all: a float mask (K.variable) counts its nonzero entries as true
+    out = masks[0].to(torch.bool)
     for m in masks[1:]:
-        out = out & m
+        out = out & m.to(torch.bool)
     return out
+
+
+def _check_masks(inputs: Any, mask: Any) -> None:
+    """Keras 2.3.1's ``_Merge.compute_mask`` argument checks (mask given: both lists, same length)."""
+    if mask is None:
+        return
+    if not isinstance(mask, list):
+        raise ValueError("`mask` should be a list.")
+    if not isinstance(inputs, list):
+        raise ValueError("`inputs` should be a list.")
+    if len(mask) != len(inputs):
+        raise ValueError("The lists `inputs` and `mask` should have the same length.")
+
+
+def _concat_given_masks(masks: list, ranks: list, axis: int) -> torch.Tensor:
+    # every input masked: only the inputs' ranks are needed (they may be symbolic)
+    full = [m.to(torch.bool).unsqueeze(-1) if m.dim() < rank else m.to(torch.bool)
+            for m, rank in zip(masks, ranks)]
+    return torch.cat(full, dim=axis).all(dim=-1)
 
 
 def _concat_masks(inputs: list, masks: list, axis: int) -> torch.Tensor:
@@ -126,6 +146,7 @@ class _Merge(KerasLayer, Layer):
         return self._merge(self._inputs(inputs))
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        _check_masks(inputs, mask)
         if mask is None or all(m is None for m in mask):
             return None
         return ops.apply("merge_masks", _all_masks, [m for m in mask if m is not None])
@@ -221,8 +242,12 @@ class Concatenate(_Merge):
         return torch.cat(list(inputs), dim=self.axis)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        _check_masks(inputs, mask)
         if mask is None or all(m is None for m in mask):
             return None
+        if all(m is not None for m in mask):
+            ranks = [len(x.shape) for x in inputs]
+            return ops.apply("concatenate_masks", _concat_given_masks, list(mask), ranks, self.axis)
         return ops.apply("concatenate_masks", _concat_masks, list(inputs), list(mask), self.axis)
 
 

@@ -26,7 +26,7 @@ import torch
 from arignote.graph.model_losses import is_custom_loss
 from arignote.graph.network import Packing
 from arignote.training import sample_weights
-from arignote.training.data import is_array
+from arignote.training.data import densified, is_array
 
 __all__ = ["FitData", "pack_data"]
 
@@ -80,7 +80,9 @@ class FitData:
         """Several inputs (outputs) of a functional model as one packed array (see graph.network).
         A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
         1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
-        output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``)."""
+        output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``). Sparse (scipy) inputs
+        and targets are made dense."""
+        x, y = densified(x), densified(y)
         if (targets and self.compiled and is_custom_loss(self.loss) and y is not None
                 and getattr(y, "ndim", None) == 1):
             y = y.reshape(-1, 1)
