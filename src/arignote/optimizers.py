@@ -154,7 +154,9 @@ class Optimizer:
         params = list(params)
         flat = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
         if not flat:
-            raise ValueError(f"{type(self).__name__}: the model has no trainable parameters to optimize")
+            # Keras 2.3.1 compiles and fits a model without weights (the loss is computed, nothing is
+            # updated); a torch optimizer needs a parameter: an empty one that never gets a gradient
+            params = flat = [torch.nn.Parameter(torch.zeros(0), requires_grad=False)]
         self._params = [p for p in flat if p.requires_grad]
         kwargs = {**self._torch_kwargs(), **_impl_kwargs(self._torch_cls, flat)}
         self.torch = self._torch_cls(params, lr=self._current_lr(), **kwargs)
