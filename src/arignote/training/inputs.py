@@ -25,7 +25,8 @@ from arignote.training.checks import check_batch_size, check_finite, check_input
 from arignote.training.data import ArrayData, IterableData, as_tensor, is_array, split_batch, split_validation
 from arignote.training.rank_split import for_rank
 
-__all__ = ["Plan", "check_fit_args", "check_batch", "plan_fit", "plan_eval", "load", "load_eval"]
+__all__ = ["Plan", "check_fit_args", "check_batch", "check_stateful_samples", "plan_fit", "plan_eval", "load",
+           "load_eval"]
 
 
 @dataclass
@@ -59,6 +60,30 @@ def _float_dtype() -> torch.dtype:
 
 def check_batch(batch_size: Any) -> int:
     return 32 if batch_size is None else check_batch_size(batch_size)
+
+
+def check_stateful_samples(model: Any, samples: int | None, batch_size: int | None,
+                           predicting: bool = False) -> None:
+    """Keras 2.3.1's check: a model with a ``stateful`` layer takes only a number of samples that the
+    batch size divides (each batch continues the previous one's rows); ``predict`` also takes fewer
+    samples than one batch."""
+    if not samples or not batch_size or samples % batch_size == 0 or (predicting and samples < batch_size):
+        return
+    if any(getattr(layer, "stateful", False) is True for layer in _all_layers(model)):
+        raise ValueError(
+            "In a stateful network, you should only pass inputs with a number of samples that can be "
+            f"divided by the batch size. Found: {samples} samples (batch_size={batch_size})")
+
+
+def _all_layers(model: Any) -> list:
+    out = []
+    for layer in getattr(model, "layers", None) or []:
+        out.append(layer)
+        out += _all_layers(layer)
+        inner = getattr(layer, "layer", None)  # a wrapper's layer
+        if inner is not None:
+            out.append(inner)
+    return out
 
 
 def check_fit_args(batch_size: Any, epochs: Any, initial_epoch: Any, accumulate: Any,
