@@ -65,3 +65,26 @@ def test_initial_states_that_are_variables_are_constants_of_the_call(cls, n):
     np.testing.assert_allclose(K.eval(got), with_states, rtol=1e-6, atol=1e-6)
     model.compile("adam", "mse")
     model.fit(x, np.zeros((2, 3)), verbose=0)
+
+
+@pytest.mark.parametrize("data_format", ["channels_first", "channels_last"])
+def test_get_initial_state_of_an_input_feeds_the_layer_as_in_keras(data_format):
+    """Keras's convolutional_recurrent_test: zero states of a symbolic input, given back as
+    initial_state, predict what the layer alone predicts."""
+    from arignote.layers import ConvLSTM2D
+
+    shape = (2, 3, 2, 5, 5) if data_format == "channels_first" else (2, 3, 5, 5, 2)
+    x = np.random.default_rng(1).random(shape).astype("float32")
+    layer = ConvLSTM2D(filters=2, kernel_size=(2, 3), data_format=data_format, return_sequences=True)
+    layer.build(shape)
+    inp = Input(batch_shape=shape)
+    initial = layer.get_initial_state(inp)
+    assert len(initial) == 2
+    model = Model(inp, layer(inp, initial_state=initial))
+    want = layer.compute_output_shape(shape)
+    got = model.predict(x)
+    assert got.shape == want
+    np.testing.assert_allclose(got, Model(inp, layer(inp)).predict(x), rtol=1e-6, atol=1e-6)
+    lstm = LSTM(3)
+    states = lstm.get_initial_state(Input((4, 5)))
+    assert [s.shape for s in states] == [(None, 3), (None, 3)]

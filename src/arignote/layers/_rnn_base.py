@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote.graph.tensor import is_symbolic
+from arignote.graph import ops
+from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers import _trainable
 from arignote.layers._rnn_cells import LSTMCell, _Cell, dropout_mask
 from arignote.layers._util import KerasLayer, check_rank
@@ -181,8 +182,10 @@ class RNN(KerasLayer, Layer):
         return [out] + [None] * len(_sizes(self.cell)) if self.return_state else out
 
     # ---------------------------------------------------------------------------- states
-    def get_initial_state(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Zero states for batch ``x``."""
+    def get_initial_state(self, x: Any) -> list[Any]:
+        """Zero states for batch ``x`` (a symbolic ``x``: graph tensors computing them, as in Keras)."""
+        if isinstance(x, KerasTensor):
+            return list(ops.apply(f"{self.name}_initial_state", self.get_initial_state, x))
         return [x.new_zeros(x.shape[0], s) for s in _sizes(self.cell)]
 
     def reset_states(self, states: Any = None) -> None:
