@@ -320,6 +320,8 @@ class IterableData:
             self.length = None
 
     def __len__(self) -> int:
+        if self.indexable:  # a Sequence may change its length after an epoch (Keras 2.3.1 recounts)
+            return len(self.data)
         if self.length is None:
             raise TypeError(f"{self.name} has no length")
         return self.length
@@ -400,7 +402,8 @@ class IterableData:
     def first(self) -> tuple[Any, Any]:
         """One batch to look at (the memory plan), without starting or ending an epoch of a Sequence."""
         if self.indexable:
-            return self._moved(self.data[0], 0)
+            peek = getattr(self.data, "peek", None)  # a PeekedSequence: batch 0 read once in all
+            return self._moved(peek() if callable(peek) else self.data[0], 0)
         return next(iter(self.batches()))
 
     def _moved(self, batch: Any, step: int) -> tuple[Any, Any]:
