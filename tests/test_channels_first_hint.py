@@ -1,6 +1,7 @@
-"""A channels_first Keras 2 model is rebuilt channels_last; the loader's one line and the input-shape
-check tell the user the transpose that fits each input: images ``(0, 2, 3, 1)``, sequences of images
-``(0, 1, 3, 4, 2)``, volumes ``(0, 2, 3, 4, 1)``."""
+"""A channels_first Keras 2 model loads as saved, as in Keras 2.3.1 (the layers' config wins over
+``image_data_format``). Rebuilt channels_last on request (``data_format='channels_last'``), the
+loader's one line and the input-shape check tell the user the transpose that fits each input: images
+``(0, 2, 3, 1)``, sequences of images ``(0, 1, 3, 4, 2)``, volumes ``(0, 2, 3, 4, 1)``."""
 
 import os
 
@@ -38,7 +39,10 @@ def test_each_input_gets_the_transpose_of_its_rank():
         _layer("conv3d", "Conv3D", "volumes", filters=2, kernel_size=[3, 3, 3], **cf),
         _layer("bi", "Bidirectional", "both_ways", layer=lstm, merge_mode="sum"),
     ], "input_layers": [], "output_layers": []}
-    out, conversion = keras_config.functional_from_keras(config)
+    as_saved, kept = keras_config.functional_from_keras(config)
+    assert kept.transposes == {} and kept.as_saved and not kept.channels_first
+    assert as_saved["layers"][0]["config"]["batch_input_shape"] == [None, 3, 8, 8]
+    out, conversion = keras_config.functional_from_keras(config, data_format="channels_last")
     assert conversion.transposes == {"images": (0, 2, 3, 1), "clips": (0, 1, 3, 4, 2),
                                      "volumes": (0, 2, 3, 4, 1), "both_ways": (0, 1, 3, 4, 2)}
     shapes = {s["name"]: s["config"]["batch_input_shape"]
@@ -54,7 +58,7 @@ def test_each_input_gets_the_transpose_of_its_rank():
     (os.path.join(FIX, "th_cf_conv.h5"), "x.transpose(0, 2, 3, 1)", "(0, 1, 3, 4, 2)"),
 ])
 def test_the_loader_line_names_the_transpose_of_the_files_input(capsys, path, want, wrong):
-    load_model(path)
+    load_model(path, data_format="channels_last")
     line = [s for s in capsys.readouterr().out.splitlines() if "rebuilt channels_last" in s][0]
     assert want in line and wrong not in line
 
@@ -66,25 +70,40 @@ def test_the_input_check_suggests_the_transpose_for_sequences_of_images():
         check_input_shape(np.zeros((2, 3, 5, 8, 8)), (5, 8, 8, 3), "clips")
 
 
-def test_a_script_working_channels_first_gets_the_file_as_saved(capsys):
-    """While the configured image_data_format is channels_first (K.set_image_dim_ordering('th'), the
-    flag or keras.json), a channels_first file loads as saved, as in Keras 2: no rebuild, no
-    transpose, no notice about it; load_model and model_from_json alike. Otherwise it is rebuilt."""
+@pytest.mark.parametrize("ordering", ["tf", "th"])
+def test_a_channels_first_file_loads_as_saved_whatever_the_image_data_format(capsys, ordering):
+    """Keras 2.3.1 reads each layer's data_format from the file: load_model and model_from_json +
+    load_weights give a channels-first model that predicts what Keras predicted on the same
+    channels-first arrays, whether the script works channels-last or channels-first."""
     from arignote import backend as K
     from arignote.models import model_from_json
 
     path = os.path.join(FIX, "th_cf_conv.h5")
-    x = np.random.default_rng(0).random((2, *load_model(path).input_shape[1:]), dtype=np.float32)
-    rebuilt = load_model(path).predict(x)
-    assert "rebuilt channels_last" in capsys.readouterr().out
-    K.set_image_dim_ordering("th")
+    data = np.load(os.path.join(FIX, "th_cf_conv.npz"))
+    K.set_image_dim_ordering(ordering)
     try:
         kept = load_model(path)
-        assert "channels_last" not in capsys.readouterr().out
-        assert kept.input_shape[1:] == (x.shape[3], *x.shape[1:3])  # (C, H, W)
-        np.testing.assert_allclose(kept.predict(x.transpose(0, 3, 1, 2)), rebuilt, rtol=1e-5, atol=1e-6)
-        again = model_from_json(kept.to_json())  # refused while rebuilt: its weights need converting
-        again.set_weights(kept.get_weights())
-        np.testing.assert_allclose(again.predict(x.transpose(0, 3, 1, 2)), rebuilt, rtol=1e-5, atol=1e-6)
+        line = capsys.readouterr().out
+        assert "kept as saved" in line and "data_format='channels_last'" in line
+        assert kept.input_shape[1:] == data["x"].shape[1:]  # (C, H, W)
+        np.testing.assert_allclose(kept.predict(data["x"]), data["y"], rtol=1e-5, atol=1e-5)
+        again = model_from_json(kept.to_json())
+        again.load_weights(path)
+        np.testing.assert_allclose(again.predict(data["x"]), data["y"], rtol=1e-5, atol=1e-5)
+        rebuilt = load_model(path, data_format="channels_last")
+        assert "rebuilt channels_last as asked by data_format='channels_last'" in capsys.readouterr().out
+        np.testing.assert_allclose(rebuilt.predict(data["x"].transpose(0, 2, 3, 1)), data["y"],
+                                   rtol=1e-5, atol=1e-5)
     finally:
         K.set_image_data_format("channels_last")
+
+
+def test_a_bad_data_format_and_an_impossible_rebuild_are_refused():
+    from arignote.checkpoint import CheckpointError
+
+    path = os.path.join(FIX, "th_cf_conv.h5")
+    with pytest.raises(CheckpointError, match=r"data_format='channels_lsat'; use None \(as saved\)"):
+        load_model(path, data_format="channels_lsat")
+    cf_axes = os.path.join(FIX, "wrapped", "cf_axes.h5")
+    with pytest.raises(CheckpointError, match=r"cannot rebuild this channels_first model: cat, reshape"):
+        load_model(cf_axes, data_format="channels_last")

@@ -188,8 +188,13 @@ def test_keras_2_3_1_channels_first_conv_lstm_2d_predicts_as_keras():
     ours.load_weights(path)
     for name, y in zip(names, ours.predict(ref["first_x"], verbose=0)):
         np.testing.assert_allclose(y, ref["first_" + name], rtol=1e-5, atol=1e-5, err_msg=name)
-    # load_model rebuilds a channels_first model channels-last (images fed as (..., rows, cols, channels))
-    loaded = load_model(path)
+    # load_model keeps it as saved, as Keras 2.3.1 does: the same channels-first sequences
+    kept = load_model(path)
+    assert kept.get_layer(names[0]).data_format == "channels_first"
+    for name, y in zip(names, kept.predict(ref["first_x"], verbose=0)):
+        np.testing.assert_allclose(y, ref["first_" + name], rtol=1e-5, atol=1e-5, err_msg=name)
+    # rebuilt channels-last on request (images fed as (..., rows, cols, channels))
+    loaded = load_model(path, data_format="channels_last")
     assert loaded.get_layer(names[0]).data_format == "channels_last"
     got = loaded.predict(np.ascontiguousarray(ref["first_x"].transpose(0, 1, 3, 4, 2)), verbose=0)
     want = [ref["first_" + names[0]].transpose(0, 1, 3, 4, 2), ref["first_" + names[1]].transpose(0, 2, 3, 1)]

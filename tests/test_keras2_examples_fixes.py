@@ -163,7 +163,7 @@ def test_memory_probes_leave_the_carried_states_alone():
         assert torch.equal(now, was)
     with states_set_aside(rnn) as clear:
         clear()
-        assert rnn.states is None
+        assert rnn.states == [None]  # as Keras 2.3.1 shows a layer carrying no states
     assert torch.equal(rnn.states[0], before[0])
 
 

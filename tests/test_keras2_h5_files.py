@@ -45,9 +45,7 @@ ALL = sorted(f[:-4] for f in os.listdir(FIXTURES)
 def _inputs(name: str, model) -> list | np.ndarray:
     data = np.load(os.path.join(FIXTURES, name + ".npz"))
     x = data["x"] if "x" in data else [data["x0"], data["x1"]]
-    if name.startswith("th_cf"):  # rebuilt channels_last: the user transposes channels-first images
-        x = x.transpose(0, 2, 3, 1)
-    return x, data["y"]
+    return x, data["y"]  # a channels_first file takes Keras's channels-first arrays, as saved
 
 
 @pytest.mark.parametrize("name", LOADABLE)
@@ -82,13 +80,20 @@ def test_theano_conv_file_says_so_in_one_line(capsys):
     assert "theano backend" in lines[0] and "kernels flipped" in lines[0] and "seq_conv2d.h5" in lines[0]
 
 
-def test_channels_first_file_says_so_and_reorders_dense(capsys):
-    model = load_model(os.path.join(FIXTURES, "th_cf_flatten_chw.h5"))
+def test_channels_first_file_says_so_and_reorders_dense_when_rebuilt(capsys):
+    path = os.path.join(FIXTURES, "th_cf_flatten_chw.h5")
+    assert load_model(path).expected_input_shape() == (2, 5, 4)  # (C, H, W), as saved
+    line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("arignote: ")]
+    assert len(line) == 1 and "kept as saved" in line[0] and "reordered" not in line[0]
+    model = load_model(path, data_format="channels_last")
     line = [ln for ln in capsys.readouterr().out.splitlines() if ln.startswith("arignote: ")]
     assert (
         len(line) == 1 and "channels_last" in line[0] and "Dense weights after Flatten reordered" in line[0]
     )
     assert model.expected_input_shape() == (5, 4, 2)  # (C, H, W) = (2, 5, 4) in the file
+    data = np.load(os.path.join(FIXTURES, "th_cf_flatten_chw.npz"))
+    np.testing.assert_allclose(model.predict(data["x"].transpose(0, 2, 3, 1), verbose=0), data["y"],
+                               rtol=1e-5, atol=1e-5)
 
 
 def test_theano_flip_is_needed_for_the_prediction(monkeypatch):
@@ -205,3 +210,21 @@ def test_fixture_files_are_h5py2_style_keras_files():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         load_model(os.path.join(FIXTURES, "seq_dense.h5"))
+
+
+@pytest.mark.parametrize("name", ["th_cf_conv", "th_cf_flatten_chw"])
+def test_keras2_channels_first_json_and_weights_predict_what_keras2_predicted(name):
+    """Keras 2.3.1's own model JSON (the file's model_config, what its to_json wrote) + load_weights of
+    its Theano file, in a script working channels-last: the model stays channels-first as in Keras."""
+    from arignote import backend as K
+    from arignote.models import model_from_json
+
+    assert K.image_data_format() == "channels_last"
+    path = os.path.join(FIXTURES, name + ".h5")
+    with h5py.File(path, "r") as f:
+        text = f.attrs["model_config"]
+    model = model_from_json(text.decode() if isinstance(text, bytes) else text)
+    model.load_weights(path)
+    x, expected = _inputs(name, model)
+    assert model.input_shape[1:] == x.shape[1:]  # (C, H, W), as saved
+    np.testing.assert_allclose(model.predict(x, verbose=0), expected, rtol=1e-5, atol=1e-5)

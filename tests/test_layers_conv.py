@@ -24,6 +24,7 @@ from arignote.layers import (
     SeparableConv1D,
     SeparableConv2D,
 )
+from arignote.models import Sequential
 
 RNG = np.random.default_rng(1)
 
@@ -307,3 +308,19 @@ def test_conv_kernel_property_is_the_keras_layout_view():
     c.build((None, 6, 6, 4))
     assert tuple(c.kernel.shape) == (3, 2, 4, 5) and tuple(c.weight.shape) == (5, 4, 3, 2)
     assert c.kernel.data_ptr() == c.weight.data_ptr()
+
+
+@pytest.mark.parametrize("cls, args, kwargs, shape", [
+    (SeparableConv2D, (2, (5, 5)), {}, (3, 3, 2)),
+    (SeparableConv2D, (2, (3, 3)), {"dilation_rate": 2}, (4, 4, 2)),
+    (DepthwiseConv2D, ((5, 5),), {}, (3, 3, 2)),
+    (Conv3D, (2, (3, 3, 3)), {"dilation_rate": 2}, (4, 4, 4, 2)),
+    (Conv2D, (2, (3, 3)), {"dilation_rate": 2, "data_format": "channels_first"}, (2, 4, 8)),
+])
+def test_a_valid_kernel_larger_than_its_input_is_a_clear_error(cls, args, kwargs, shape):
+    """Keras 2.3.1 gives no output there; torch's RuntimeError at predict named no layer: the layer
+    says so when the model is built, with the spans it needs."""
+    with pytest.raises(ValueError, match=r"it spans \(5, 5.*is larger than the input .* padding='valid'"):
+        Sequential([cls(*args, input_shape=shape, **kwargs)])
+    same = Sequential([cls(*args, input_shape=shape, padding="same", **kwargs)])
+    assert same.predict(np.ones((1, *shape), "float32")).shape[:-1] == (1, *shape[:-1])

@@ -272,9 +272,24 @@ def test_use_before_build_and_empty_params():
     opt = optimizers.SGD()
     with pytest.raises(RuntimeError, match="build"):
         opt.step()
-    with pytest.raises(ValueError, match="no trainable parameters"):
-        opt.build([])
     opt.zero_grad()  # harmless before build
+    opt.build([])  # a model without weights compiles and fits, as in Keras 2.3.1: steps update nothing
+    opt.step()
+    assert opt.iterations == 1
+
+
+def test_a_model_without_weights_compiles_fits_and_predicts_as_in_keras():
+    from arignote.layers import GlobalAveragePooling1D, Masking
+    from arignote.models import Sequential
+
+    model = Sequential([Masking(mask_value=0.0, input_shape=(3, 4)), GlobalAveragePooling1D()])
+    model.compile(loss="mae", optimizer="adam")
+    x = np.random.default_rng(0).integers(1, 5, size=(2, 3, 4)).astype("float32")
+    x[0, 1:, :] = 0
+    out = model.predict(x)
+    np.testing.assert_array_equal(out[0], x[0, 0])  # the masked steps are left out of the mean
+    history = model.fit(x, out, epochs=2, verbose=0)
+    assert history.history["loss"] == [0.0, 0.0] and model.optimizer.iterations == 2
 
 
 def test_zero_grad_and_float32_training_reduces_loss():

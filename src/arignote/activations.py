@@ -1,9 +1,10 @@
 """Keras 2 ``keras.activations``: activation functions on torch tensors, with ``get`` /
 ``serialize`` / ``deserialize``.
 
-Every function takes a tensor and Keras 2's keyword arguments (``softmax(x, axis=-1)``,
-``elu(x, alpha=1.0)``, ``relu(x, alpha=0., max_value=None, threshold=0.)``); the defaults take
-torch's fused kernels.
+Every function takes a tensor (a torch tensor, or a symbolic one: ``Input``, ``K.placeholder``,
+where it records a graph node as the backend functions do) and Keras 2's keyword arguments
+(``softmax(x, axis=-1)``, ``elu(x, alpha=1.0)``, ``relu(x, alpha=0., max_value=None, threshold=0.)``);
+the defaults take torch's fused kernels.
 
 Example::
 
@@ -16,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS, deserialize_object
+from arignote.graph.tensor import records_symbolic_input
 
 __all__ = [
     "softmax",
@@ -42,6 +45,7 @@ __all__ = [
 ]
 
 
+@records_symbolic_input
 def softmax(x: torch.Tensor, axis: int = -1) -> torch.Tensor:
     """``exp(x) / sum(exp(x), axis)``; a 1-D tensor is refused, as in Keras 2."""
     if x.dim() < 2:
@@ -51,26 +55,31 @@ def softmax(x: torch.Tensor, axis: int = -1) -> torch.Tensor:
     return torch.softmax(x, dim=axis)
 
 
+@records_symbolic_input
 def elu(x: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
     """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``."""
     return F.elu(x, alpha)
 
 
+@records_symbolic_input
 def selu(x: torch.Tensor) -> torch.Tensor:
     """Scaled ELU (``scale * elu(x, alpha)`` with the self-normalizing constants)."""
     return F.selu(x)
 
 
+@records_symbolic_input
 def softplus(x: torch.Tensor) -> torch.Tensor:
     """``log(exp(x) + 1)``."""
     return F.softplus(x)
 
 
+@records_symbolic_input
 def softsign(x: torch.Tensor) -> torch.Tensor:
     """``x / (abs(x) + 1)``."""
     return F.softsign(x)
 
 
+@records_symbolic_input
 def relu(
     x: torch.Tensor, alpha: float = 0.0, max_value: float | None = None, threshold: float = 0.0
 ) -> torch.Tensor:
@@ -86,21 +95,25 @@ def relu(
     return y
 
 
+@records_symbolic_input
 def tanh(x: torch.Tensor) -> torch.Tensor:
     """Hyperbolic tangent."""
     return torch.tanh(x)
 
 
+@records_symbolic_input
 def sigmoid(x: torch.Tensor) -> torch.Tensor:
     """``1 / (1 + exp(-x))``."""
     return torch.sigmoid(x)
 
 
+@records_symbolic_input
 def hard_sigmoid(x: torch.Tensor) -> torch.Tensor:
     """Keras 2's piecewise-linear sigmoid: ``clip(0.2 * x + 0.5, 0, 1)``."""
     return torch.clamp(0.2 * x + 0.5, 0.0, 1.0)
 
 
+@records_symbolic_input
 def exponential(x: torch.Tensor) -> torch.Tensor:
     """``exp(x)``."""
     return torch.exp(x)
@@ -147,5 +160,10 @@ def get(identifier: Any) -> Callable:
     if isinstance(identifier, str):
         return deserialize(identifier)
     if callable(identifier):
+        if any(klass.__name__ == "Layer" for klass in type(identifier).__mro__):
+            warnings.warn(
+                f"Do not pass a layer instance (such as {type(identifier).__name__}) as the activation "
+                "argument of another layer. Instead, advanced activation layers should be used just "
+                "like any other layer in a model.", stacklevel=2)
         return identifier
     raise ValueError(f"Could not interpret activation function identifier: {identifier!r}")

@@ -1,7 +1,8 @@
 """A Theano-era Keras 2 script: channels-first images set with K.set_image_data_format('channels_first'),
 a Conv2D model on (1, 28, 28) inputs, np_utils.to_categorical, model.summary(), K.floatx(), K.epsilon();
 saved and loaded back (load_model; to_json + save_weights, model_from_json + load_weights) while the
-script works channels-first: the model stays channels-first, as in Keras.
+script works channels-first: the model stays channels-first, as in Keras, and after the script
+switches back to channels-last as well.
 (Keras 2.3.1 no longer exports K.set_image_dim_ordering(), which Keras 2.0-2.2 did, so this does not call it.)
 
 Checked on real Keras 2.3.1 (Theano backend) with scripts/run_keras2_scripts_on_keras.py.
@@ -76,4 +77,13 @@ with open('theano_habits.json') as f:
 rebuilt.load_weights('theano_habits_weights.h5')
 assert np.allclose(rebuilt.predict(X_train[:10]), model.predict(X_train[:10]), atol=1e-5)
 K.set_image_data_format('channels_last')
+# a later channels-last script loads the same files as saved too: each layer's data_format is in
+# its config and wins over the global setting (Keras 2.3.1's model_from_config)
+later = load_model('theano_habits.h5')
+assert later.input_shape == (None, 1, img_rows, img_cols), later.input_shape
+assert np.allclose(later.predict(X_train[:10]), model.predict(X_train[:10]), atol=1e-5)
+with open('theano_habits.json') as f:
+    later = model_from_json(f.read())
+later.load_weights('theano_habits_weights.h5')
+assert np.allclose(later.predict(X_train[:10]), model.predict(X_train[:10]), atol=1e-5)
 print('OK theano_habits', score)

@@ -97,6 +97,7 @@ class CallbackList:
     def __init__(self, callbacks: Iterable[Callback] | None = None, model: Any = None,
                  params: dict[str, Any] | None = None) -> None:
         self.callbacks = list(callbacks or [])
+        self.params: dict[str, Any] = {}
         for cb in self.callbacks:
             if not isinstance(cb, Callback):
                 raise TypeError(f"callbacks must be arignote.callbacks.Callback instances, got {cb!r}")
@@ -121,6 +122,7 @@ class CallbackList:
             cb.set_model(model)
 
     def set_params(self, params: dict[str, Any]) -> None:
+        self.params = params  # the last ones given (fit updates a Sequence's steps after each epoch)
         for cb in self.callbacks:
             cb.set_params(params)
 

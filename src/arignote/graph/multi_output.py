@@ -108,7 +108,11 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
                                                  select=_whole))
     taken = ["loss", *[m.name for m in objs]]
     pairs = zip(per_metrics(metrics), per_metrics(weighted_metrics))
+    # Keras 2.3.1 skips an output without a loss when others have one: no targets, no metrics
+    skipped = {i for i, f in enumerate(fns) if f is None} if any(fns) else set()
     for i, (name, (plain, weighted)) in enumerate(zip(names, pairs)):
+        if i in skipped:
+            continue
         shape = model.outputs[i].shape[1:]
         for ms, is_weighted in ((plain, False), (weighted, True)):
             for m in [ms] if isinstance(ms, str) or callable(ms) else list(ms or []):

@@ -23,7 +23,7 @@ from typing import Any
 
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
-from arignote.graph.tensor import KerasTensor, is_symbolic, register_dispatch
+from arignote.graph.tensor import KerasTensor, is_symbolic, register_dispatch, register_record
 from arignote.layers.base import Layer, auto_name
 
 __all__ = ["OpLayer", "record", "apply", "symbolic", "OPERATORS"]
@@ -112,6 +112,7 @@ def _dispatch(op_name: str, *args: Any) -> Any:
 
 
 register_dispatch(_dispatch)
+register_record(record)
 
 
 def apply(op_name: str, fn: Callable, *args: Any, **kwargs: Any) -> Any:

@@ -14,17 +14,47 @@ Example::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["KerasTensor", "is_symbolic", "flatten", "register_dispatch", "get_source_inputs"]
+__all__ = ["KerasTensor", "is_symbolic", "flatten", "register_dispatch", "get_source_inputs",
+           "records_symbolic_input"]
 
 _DISPATCH: list[Callable | None] = [None]
+_RECORD: list[Callable | None] = [None]  # graph.ops.record(op_name, fn, args, kwargs), set by graph.ops
 
 
 def register_dispatch(fn: Callable) -> None:
     """``fn(op_name, *args)`` records an operation on symbolic arguments (set by graph.ops)."""
     _DISPATCH[0] = fn
+
+
+def register_record(fn: Callable) -> None:
+    """``fn(op_name, fn, args, kwargs)`` records a function applied to symbolic arguments (graph.ops)."""
+    _RECORD[0] = fn
+
+
+def records_symbolic_input(fn: Callable) -> Callable:
+    """Decorator for a function of one tensor (an activation): given a symbolic tensor (``Input``,
+    ``K.placeholder``) it records an operation node, as the backend's functions do; given a torch
+    tensor it is ``fn`` plus one type check (it runs in every layer's forward).
+
+    Example::
+
+        >>> import torch
+        >>> double = records_symbolic_input(lambda x: 2 * x)
+        >>> double(torch.ones(1)).tolist()
+        [2.0]
+    """
+
+    @functools.wraps(fn)
+    def wrapper(x: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(x, KerasTensor):
+            return _RECORD[0](fn.__name__, fn, (x, *args), kwargs)  # type: ignore[misc]
+        return fn(x, *args, **kwargs)
+
+    return wrapper
 
 
 def _op(name: str, *args: Any) -> Any:

@@ -234,6 +234,13 @@ class _Conv(KerasLayer, Layer):
             conv_output_length(n, self.kernel_size[i], self.padding, self.strides[i], self.dilation_rate[i])
             for i, n in enumerate(spatial)
         )
+        if any(o is not None and o < 1 for o in out):
+            spans = tuple((k - 1) * d + 1 for k, d in zip(self.kernel_size, self.dilation_rate))
+            raise ValueError(
+                f"{type(self).__name__} '{self.name}': its kernel {self.kernel_size} (dilation "
+                f"{self.dilation_rate}: it spans {spans}) is larger than the input {spatial} with "
+                f"padding='{self.padding}', which leaves no output; use padding='same', a smaller kernel "
+                "or dilation_rate, or a larger input")
         return with_spatial(shape[0], self.filters, out, self.data_format)
 
     def _conv(self, x: torch.Tensor) -> torch.Tensor:

@@ -32,6 +32,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
+from arignote.graph import ops
+from arignote.graph.tensor import KerasTensor
 from arignote.layers._rnn_base import RNN
 from arignote.layers._util import check_rank, conv_output_length, normalize_tuple
 from arignote.layers.base import Layer, deserialize
@@ -164,7 +166,10 @@ class ConvRNN2D(RNN):
     # ---------------------------------------------------------------------------- states
     def get_initial_state(self, inputs: torch.Tensor) -> list[torch.Tensor]:
         """Zero states for the batch ``inputs``: one image per state, of the convolution's output size
-        (Keras 2 gets the same zeros by convolving zeros with a kernel of the cell's shape)."""
+        (Keras 2 gets the same zeros by convolving zeros with a kernel of the cell's shape); a symbolic
+        ``inputs``: graph tensors computing them."""
+        if isinstance(inputs, KerasTensor):
+            return list(ops.apply(f"{self.name}_initial_state", self.get_initial_state, inputs))
         return [inputs.new_zeros(s) for s in self._state_shapes(tuple(inputs.shape))]
 
     def _initial(self, x: torch.Tensor, initial_state: Any) -> list[torch.Tensor]:

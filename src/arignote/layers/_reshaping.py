@@ -160,10 +160,10 @@ class _Cropping(_Spatial):
     def output_shape_keras(self, input_shape: tuple) -> tuple:
         def crop(i: int, n: int) -> int:
             out = n - sum(self.cropping[i])
-            if out <= 0:
+            if out < 0:  # cropping everything leaves an empty axis, as in Keras 2.3.1
                 raise ValueError(
-                    f"{type(self).__name__} '{self.name}': cropping {self.cropping} leaves nothing "
-                    f"of input shape {tuple(input_shape)}"
+                    f"{type(self).__name__} '{self.name}': cropping {self.cropping} is more than "
+                    f"input shape {tuple(input_shape)} has"
                 )
             return out
 

@@ -19,8 +19,11 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import torch
 
+from arignote.graph import ops
+from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers import _trainable
 from arignote.layers._rnn_cells import LSTMCell, _Cell, dropout_mask
 from arignote.layers._util import KerasLayer, check_rank
@@ -115,7 +118,10 @@ class RNN(KerasLayer, Layer):
         initial_state = kwargs.pop("initial_state", None)
         constants = kwargs.pop("constants", None)
         extra: list = []
-        if initial_state is not None:
+        if initial_state is not None and is_symbolic(inputs) and not is_symbolic(initial_state):
+            # Keras 2.3.1: states that are not graph tensors (K.variable) are a constant of the call
+            kwargs["initial_state"] = _as_list(initial_state)
+        elif initial_state is not None:
             extra += _as_list(initial_state)
         if constants is not None:
             constants = _as_list(constants)
@@ -128,8 +134,11 @@ class RNN(KerasLayer, Layer):
         return getattr(self.cell, "output_size", None) or _sizes(self.cell)[0]
 
     @property
-    def states(self) -> list[torch.Tensor] | None:
-        """The carried states of a ``stateful`` layer (None before the first batch)."""
+    def states(self) -> list[torch.Tensor | None]:
+        """The carried states of a ``stateful`` layer; ``[None] * number of states`` before the first
+        batch and for a layer that carries none, as Keras 2.3.1's ``RNN.states``."""
+        if self._states is None:
+            return [None] * len(_sizes(self.cell))
         return self._states
 
     def build(self, input_shape: Any) -> None:
@@ -173,24 +182,44 @@ class RNN(KerasLayer, Layer):
         return [out] + [None] * len(_sizes(self.cell)) if self.return_state else out
 
     # ---------------------------------------------------------------------------- states
-    def get_initial_state(self, x: torch.Tensor) -> list[torch.Tensor]:
-        """Zero states for batch ``x``."""
+    def get_initial_state(self, x: Any) -> list[Any]:
+        """Zero states for batch ``x`` (a symbolic ``x``: graph tensors computing them, as in Keras)."""
+        if isinstance(x, KerasTensor):
+            return list(ops.apply(f"{self.name}_initial_state", self.get_initial_state, x))
         return [x.new_zeros(x.shape[0], s) for s in _sizes(self.cell)]
 
     def reset_states(self, states: Any = None) -> None:
         """Zero the carried states of a stateful layer, or set them to ``states`` (arrays)."""
         if not self.stateful:
             raise AttributeError(f"Layer '{self.name}' must be stateful (stateful=True) to reset its states")
+        expected = self._stateful_shapes()
         if states is None:
             if self._states is not None:
                 self._states = [torch.zeros_like(s) for s in self._states]
+            elif expected is not None:  # built with its batch size: zeros, as Keras 2.3.1
+                self._states = [torch.zeros(e, dtype=self._param_dtype()) for e in expected]
             return
         states = states if isinstance(states, (list, tuple)) else [states]
         if len(states) != len(_sizes(self.cell)):
             raise ValueError(
                 f"Layer '{self.name}' expects {len(_sizes(self.cell))} states, got {len(states)}"
             )
-        self._states = [torch.as_tensor(s, dtype=self._param_dtype()) for s in states]
+        values = [torch.as_tensor(np.asarray(s), dtype=self._param_dtype()) for s in states]
+        for i, (value, shape) in enumerate(zip(values, expected or [None] * len(values))):
+            if shape is not None and tuple(value.shape) != shape:
+                raise ValueError(f"State {i} is incompatible with layer {self.name}: expected shape={shape}, "
+                                 f"found shape={tuple(value.shape)}")
+        self._states = values
+
+    def _stateful_shapes(self) -> list[tuple] | None:
+        """``(batch, size)`` of each state when the layer was built with its batch size, else None."""
+        shape = self._built_input_shape
+        if isinstance(shape, list) and shape and isinstance(shape[0], (list, tuple)):
+            shape = shape[0]
+        sizes = _sizes(self.cell)
+        if not shape or shape[0] is None or not all(isinstance(n, int) for n in sizes):
+            return None
+        return [(int(shape[0]), n) for n in sizes]
 
     def _initial(self, x: torch.Tensor, initial_state: Any) -> list[torch.Tensor]:
         sizes = _sizes(self.cell)

@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 
 from arignote.graph import ops
-from arignote.graph.tensor import is_symbolic
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
 
@@ -47,6 +46,7 @@ __all__ = [
 
 
 def _all_masks(masks: list) -> torch.Tensor:
+    # Keras 2's K.all: a float mask (K.variable) counts its nonzero entries as true
     out = masks[0].to(torch.bool)
     for m in masks[1:]:
         out = out & m.to(torch.bool)
@@ -64,6 +64,13 @@ def _check_masks(inputs: Any, mask: Any) -> bool:
     if len(mask) != len(inputs):
         raise ValueError("The lists `inputs` and `mask` should have the same length.")
     return any(m is not None for m in mask)
+
+
+def _concat_given_masks(masks: list, ranks: list, axis: int) -> torch.Tensor:
+    # every input masked: only the inputs' ranks are needed (they may be symbolic)
+    full = [m.to(torch.bool).unsqueeze(-1) if m.dim() < rank else m.to(torch.bool)
+            for m, rank in zip(masks, ranks)]
+    return torch.cat(full, dim=axis).all(dim=-1)
 
 
 def _concat_masks(inputs: list, masks: list, axis: int) -> torch.Tensor:
@@ -249,10 +256,9 @@ class Concatenate(_Merge):
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         if not _check_masks(inputs, mask):
             return None
-        if is_symbolic(inputs) and not is_symbolic(mask) and all(m is not None for m in mask):
-            # concrete masks of symbolic inputs (Keras 2 evaluates them): the inputs only lend shapes
-            inputs = [torch.empty((*m.shape, x.shape[-1]) if m.dim() < len(x.shape) else m.shape,
-                                  device=m.device) for x, m in zip(inputs, mask)]
+        if all(m is not None for m in mask):
+            ranks = [len(x.shape) for x in inputs]
+            return ops.apply("concatenate_masks", _concat_given_masks, list(mask), ranks, self.axis)
         return ops.apply("concatenate_masks", _concat_masks, list(inputs), list(mask), self.axis)
 
 

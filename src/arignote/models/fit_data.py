@@ -24,9 +24,10 @@ import numpy as np
 import torch
 
 from arignote.graph.model_losses import is_custom_loss
+from arignote.graph.multi_output import per_output
 from arignote.graph.network import Packing
 from arignote.training import sample_weights
-from arignote.training.data import is_array
+from arignote.training.data import densified, is_array
 
 __all__ = ["FitData", "pack_data"]
 
@@ -80,7 +81,9 @@ class FitData:
         """Several inputs (outputs) of a functional model as one packed array (see graph.network).
         A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
         1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
-        output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``)."""
+        output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``). Sparse (scipy) inputs
+        and targets are made dense."""
+        x, y = densified(x), densified(y)
         if (targets and self.compiled and is_custom_loss(self.loss) and y is not None
                 and getattr(y, "ndim", None) == 1):
             y = y.reshape(-1, 1)
@@ -95,6 +98,7 @@ class FitData:
         elif len(names) == 1 and isinstance(x, (list, tuple)) and len(x) == 1 and len(self.inputs) > 1:
             x = x[0]
         if y is not None and len(self.outputs) > 1:
+            y = self._with_skipped_targets(y)
             y, shapes = pack_data(self, y, self.output_names, "y")
 
             self._y_packing = Packing(shapes, self.output_names)
@@ -106,6 +110,28 @@ class FitData:
                 not isinstance(x, (list, tuple, dict)) and hasattr(x, "__len__") and hasattr(x, "shape"):
             y = np.zeros((len(x), 1), dtype=np.float32)  # the loss reads no targets
         return x, y
+
+    def _with_skipped_targets(self, y: Any) -> Any:
+        """Keras 2.3.1 takes targets only for the outputs that have a loss (``loss={'out1': ...}``):
+        the others get a placeholder column that no loss or metric reads."""
+        if not self.compiled or self.loss is None:
+            return y
+        has_loss = [v is not None for v in per_output(self, self.loss, "loss")]
+        if all(has_loss) or not any(has_loss):
+            return y
+        kept = [n for n, h in zip(self.output_names, has_loss) if h]
+        if isinstance(y, dict):
+            given = {n: y[n] for n in kept if n in y}
+            if len(given) < len(kept) or any(n in y for n in self.output_names if n not in kept):
+                return y  # pack_data names what is missing; a full dict is used as it is
+        elif isinstance(y, (list, tuple)) and len(y) == len(kept) and len(kept) < len(self.output_names):
+            given = dict(zip(kept, y))
+        elif len(kept) == 1 and hasattr(y, "shape"):
+            given = {kept[0]: y}
+        else:
+            return y
+        rows = len(next(iter(given.values())))
+        return [given.get(n, np.zeros((rows, 1), dtype=np.float32)) for n in self.output_names]
 
     def _sample_weights(self, x: Any, y: Any, sample_weight: Any, class_weight: Any) -> Any:
         """The weights of array data (None without any); for an iterable, Keras 2's errors."""

@@ -47,7 +47,7 @@ def _model_classes() -> dict:
 
 
 def load_model(filepath: str, custom_objects: dict | None = None, compile: bool = True,
-               safe_mode: bool = True) -> Any:
+               safe_mode: bool = True, data_format: str | None = None) -> Any:
     """Rebuild a model saved with ``model.save(filepath)`` or Keras 2: layers, weights, compile settings,
     optimizer state. ``custom_objects`` maps names in the file to your classes and functions.
 
@@ -65,17 +65,24 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
     ``filepath`` may also be an open ``h5py.File``/``Group`` or a readable binary stream holding a
     Keras 2 HDF5 file (an open file, ``BytesIO``), as in Keras 2.3.1.
 
+    A Keras 2 file whose layers say ``data_format='channels_first'`` (every Theano-era CNN) loads as
+    saved and takes channels-first arrays, as in Keras 2.3.1, whatever ``image_data_format`` is;
+    ``data_format='channels_last'`` (an arignote option) rebuilds it channels-last instead.
+
     Example: ``model = arignote.models.load_model("model.h5")``.
     """
     if h5file.is_h5_object(filepath) or h5file.is_stream(filepath, "read"):  # Keras 2.3.1 takes these too
         where = h5file.describe(filepath)
         with safe_mode_scope(safe_mode, "load_model", where), _load_errors(where):
-            return saving.load_model(filepath, _model_classes(), custom_objects, compile)
+            return saving.load_model(filepath, _model_classes(), custom_objects, compile, data_format)
     path = os.fspath(filepath)
     with safe_mode_scope(safe_mode, "load_model", path):
         if saving.is_hdf5(path):
             with _load_errors(path):
-                return saving.load_model(path, _model_classes(), custom_objects, compile)
+                return saving.load_model(path, _model_classes(), custom_objects, compile, data_format)
+        if data_format is not None:
+            raise ValueError(f"load_model({filepath!r}, data_format={data_format!r}): data_format converts "
+                             "Keras 2 HDF5 files; an arignote checkpoint loads in the layout it was saved in")
         return _load_checkpoint(filepath, path, custom_objects, compile)
 
 
@@ -163,13 +170,9 @@ def model_from_config(config: dict, custom_objects: dict | None = None, safe_mod
         raise TypeError("model_from_config expects a dictionary, not a list; maybe you meant "
                         "Sequential.from_config(config)?")
     with safe_mode_scope(safe_mode, "model_from_config"):
-        model, conversion = keras_hdf5.model_from_config(config, custom_objects, "model_from_config",
-                                                          _model_classes())
-    if conversion.channels_first:
-        raise ValueError("model_from_config: a channels_first model; arignote rebuilds it channels_last, "
-                         "which needs its weights converted too: load the whole model from its .h5 file "
-                         "instead")
-    return model
+        model, _ = keras_hdf5.model_from_config(config, custom_objects, "model_from_config",
+                                                 _model_classes())
+    return model  # a channels_first model as saved: its Keras 2 weights load with load_weights
 
 
 def model_from_json(json_string: str, custom_objects: dict | None = None, safe_mode: bool = True) -> Any:

@@ -296,6 +296,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
             validation_data = (vx, vy, vw)
         plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
                                w=w, class_weight=class_weight)
+        inputs.check_stateful_samples(self, plan.samples, None if auto else batch_size)
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape)
@@ -340,6 +341,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         w = self._sample_weights(x, y, sample_weight, None)
         x, y = self._pack(x, y, targets=True)
         plan = inputs.plan_eval(self, x, y, steps, w=w)
+        inputs.check_stateful_samples(self, plan.samples, batch_size)
         plan.workers, plan.max_queue_size = workers, max_queue_size
         plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape)
@@ -362,6 +364,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
         x, _ = self._pack(x, None)
         plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
+        inputs.check_stateful_samples(self, plan.samples, batch_size, predicting=True)
         plan.workers, plan.max_queue_size = workers, max_queue_size
         plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape, need_compile=False)

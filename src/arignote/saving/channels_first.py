@@ -1,6 +1,7 @@
 """Which ``channels_first`` Keras 2 models the channels-last rebuild reproduces exactly.
 
-The loader rebuilds a ``channels_first`` model channels-last (:mod:`arignote.saving.keras_config`):
+Asked to (``load_model(path, data_format='channels_last')``), the loader rebuilds a ``channels_first``
+model channels-last (:mod:`arignote.saving.keras_config`):
 layers with a ``data_format`` switch it, BatchNormalization's ``axis=1`` becomes ``-1``, a Dense behind
 a Flatten of channels-first maps gets its kernel rows reordered. A layer that reads the axes of
 channels-first maps any other way would compute something else on the rebuilt maps, silently:
@@ -9,8 +10,8 @@ channels-first maps any other way would compute something else on the rebuilt ma
 columns), ``TimeDistributed(Dense)`` behind ``TimeDistributed(Flatten())``, a channels_first
 ``LocallyConnected2D`` itself (its kernel flattens each patch channels first, and Keras's ``bias_add``
 reshapes its ``(rows, cols, filters)`` bias to ``(filters, rows, cols)``)... :func:`channels_first_blockers`
-names them; a model with any keeps ``channels_first`` as saved (arignote's layers take it too), and
-then computes exactly what Keras computed, on the same channels-first arrays.
+names them, and the rebuild of a model with any is refused; as saved (the default; arignote's layers
+take ``channels_first`` too) it computes exactly what Keras computed, on the same channels-first arrays.
 
 Example::
 

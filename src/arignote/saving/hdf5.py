@@ -4,8 +4,9 @@ Files written by Keras 2.x load here, and files written here load in Keras 2.x (
 :mod:`arignote.saving.h5file` for the layout). Weights are matched to layers in order
 (``by_name=False``, Keras's default: layers without weights are skipped on both sides) or by
 layer name; each layer's arrays go through :func:`arignote.saving.layouts.from_file` (Theano
-kernel flips, CuDNN RNN weights, wrappers). A Theano-backend or ``channels_first`` model is
-converted automatically and one line says what was done.
+kernel flips, CuDNN RNN weights, wrappers). A Theano-backend model is converted automatically and
+one line says what was done; a ``channels_first`` model loads as saved (channels-first arrays, as
+in Keras 2.3.1), or rebuilt channels-last with ``load_model(path, data_format='channels_last')``.
 
 We write ``backend="tensorflow"`` (Keras 2 reads that attribute to decide whether kernels must be
 flipped, and arignote's convolutions are correlations, like TensorFlow's), but for a model whose
@@ -75,11 +76,11 @@ def _origin(group: Any) -> layouts.Origin:
 def announce(path: str, origin: layouts.Origin, conversion: keras_config.Conversion | None) -> None:
     notes = list(origin.notes)
     if conversion is not None and conversion.channels_first:
-        notes.append("channels_first layers rebuilt channels_last (" + _feed_hint(conversion) + ")")
-    if conversion is not None and conversion.kept_channels_first not in ([], [keras_config.AS_CONFIGURED]):
-        notes.append("channels_first layers kept as saved, feed channels-first arrays as in Keras (a "
-                     "channels-last rebuild would change what " + ", ".join(conversion.kept_channels_first)
-                     + " compute)")
+        notes.append("channels_first layers rebuilt channels_last as asked by data_format='channels_last' ("
+                     + _feed_hint(conversion) + ")")
+    if conversion is not None and conversion.as_saved:
+        notes.append("channels_first layers kept as saved, feed channels-first arrays as in Keras "
+                     "(load_model(path, data_format='channels_last') rebuilds it channels-last)")
     if conversion is not None and conversion.dense_after_flatten:
         notes.append(
             "Dense weights after Flatten reordered ("
@@ -380,15 +381,18 @@ def _dense_fix_shapes(model: Any, conversion: keras_config.Conversion) -> dict[s
 
 
 def model_from_config(
-    config: dict, custom_objects: dict | None, source: str, model_classes: dict
+    config: dict, custom_objects: dict | None, source: str, model_classes: dict,
+    data_format: str | None = None,
 ) -> tuple[Any, keras_config.Conversion]:
-    """Rebuild a model from Keras 2's ``{"class_name", "config"}`` (``model_config``, ``to_json``)."""
+    """Rebuild a model from Keras 2's ``{"class_name", "config"}`` (``model_config``, ``to_json``);
+    ``data_format='channels_last'`` rebuilds a channels_first model channels-last."""
     if not isinstance(config, dict) or "class_name" not in config:
         raise ValueError(f"{source}: model_config is not a Keras model configuration ({str(config)[:80]})")
     # custom_objects are also in scope while layers rebuild, as Keras 2.3.1 does: a layer's config names
     # a user's function (Dense(activation=K.cos) stores 'cos') that only custom_objects maps
     with CustomObjectScope(custom_objects or {}):
-        spec, conversion = keras_config.model_from_keras(config, custom_objects, source)
+        spec, conversion = keras_config.model_from_keras(config, custom_objects, source,
+                                                         data_format=data_format)
         cls = model_classes.get(spec["class_name"])
         if cls is None or not callable(getattr(cls, "from_config", None)):
             raise ValueError(f"{source}: a Keras '{config['class_name']}' model, which arignote cannot "
@@ -397,12 +401,14 @@ def model_from_config(
 
 
 def load_model(
-    filepath: str, model_classes: dict, custom_objects: dict | None = None, compile: bool = True
+    filepath: str, model_classes: dict, custom_objects: dict | None = None, compile: bool = True,
+    data_format: str | None = None,
 ) -> Any:
     """Rebuild a model from a Keras 2 HDF5 file: architecture, weights, compile settings, optimizer state.
 
     ``model_classes`` maps Keras model class names (``"Sequential"``, ``"Model"``) to the classes
     whose ``from_config(config, custom_objects)`` rebuilds them (:mod:`arignote.models` passes its own).
+    ``data_format``: None keeps a channels_first model as saved; ``'channels_last'`` rebuilds it.
     """
     path = h5file.describe(filepath)
     with h5file.open_for_read(filepath) as f:
@@ -414,7 +420,8 @@ def load_model(
                 else ""
             )
             raise ValueError(f"{path}: no model found in the file (no model_config attribute){hint}")
-        model, conversion = model_from_config(json.loads(text), custom_objects, path, model_classes)
+        model, conversion = model_from_config(json.loads(text), custom_objects, path, model_classes,
+                                              data_format)
         model._ensure_built(None)
         if "model_weights" not in f:
             raise ValueError(f"{path}: the file has a model_config but no model_weights group")

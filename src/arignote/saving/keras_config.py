@@ -7,17 +7,15 @@ layer takes, drops what cannot change results (a ``null`` regularizer, ``unroll`
 ``implementation``), turns default initializers into their names, and raises an error naming the
 layer and the argument for anything else.
 
-``channels_first`` models (the Theano default) are rebuilt channels-last: ``data_format`` becomes
+``channels_first`` models (the Theano default) load as saved, whatever the configured
+``image_data_format``, as in Keras 2.3.1 (each layer's ``data_format`` is in its config and wins):
+they take channels-first arrays (``Conversion.kept_channels_first`` is ``[AS_SAVED]``). On request
+(``data_format='channels_last'``) they are rebuilt channels-last instead: ``data_format`` becomes
 ``channels_last``, the input shape ``(C, H, W)`` becomes ``(H, W, C)``, BatchNormalization's
 ``axis=1`` becomes ``-1``, and a Dense layer fed by a Flatten that flattened channels-first
-features is recorded in ``Conversion.dense_after_flatten`` so its kernel rows get reordered.
-A model the rebuild cannot reproduce stays channels-first as saved (arignote's layers take
-``channels_first`` too) and ``Conversion.kept_channels_first`` names the layers why (a
-``Concatenate``, ``Reshape`` or ``Bidirectional(merge_mode='concat')`` on channels-first maps...:
-:mod:`arignote.saving.channels_first`). So does every model while the configured
-``image_data_format`` is ``channels_first`` (a script that called ``K.set_image_dim_ordering('th')``,
-or ``keras.json`` / the flag say so): the script feeds channels-first arrays, as to Keras
-(``kept_channels_first`` is then ``[AS_CONFIGURED]``).
+features is recorded in ``Conversion.dense_after_flatten`` so its kernel rows get reordered. A model
+that rebuild cannot reproduce (a ``Concatenate``, ``Reshape`` or ``Bidirectional(merge_mode='concat')``
+on channels-first maps...: :mod:`arignote.saving.channels_first`) is refused with the layers' names.
 
 Example::
 
@@ -36,13 +34,13 @@ from typing import Any
 
 import numpy as np
 
-from arignote.backend_common import floatx, image_data_format
+from arignote.backend_common import floatx
 from arignote.layers import base as layer_base
 from arignote.saving.channels_first import channels_first_blockers, joins_columns
 from arignote.utils.generic_utils import get_custom_objects
 
 __all__ = [
-    "AS_CONFIGURED",
+    "AS_SAVED",
     "Conversion",
     "layer_from_keras",
     "sequential_from_keras",
@@ -109,8 +107,10 @@ class Conversion:
     source: str = "the file"
     # input name -> the transpose that turns its channels-first arrays into what the rebuilt model takes
     transposes: dict[str, tuple[int, ...]] = field(default_factory=dict)
-    # layers the channels-last rebuild cannot reproduce: the model keeps channels_first as saved
+    # non-empty: the model keeps channels_first as saved ([AS_SAVED]); empty: rebuilt channels-last
     kept_channels_first: list[str] = field(default_factory=list)
+    # the model has channels_first layers and keeps them as saved (the loader's default)
+    as_saved: bool = False
 
 
 def _accepted(cls: type) -> set[str] | None:
@@ -256,28 +256,54 @@ def _auto_input_layer(specs: list) -> bool:
     return first.get("name") == f"{second.get('name')}_input"
 
 
-# what kept_channels_first holds when the configured image_data_format keeps a model as saved
-AS_CONFIGURED = "(image_data_format is channels_first)"
+# what kept_channels_first holds when a channels_first model loads as saved (the default)
+AS_SAVED = "(as saved)"
+DATA_FORMATS = (None, "channels_first", "channels_last")
 
 
-def _start(class_name: str, config: Any, source: str, kept: list[str] | None) -> Conversion:
-    """The conversion of a whole model (``kept`` None: look for blockers, or keep the layout when the
-    configured ``image_data_format`` is channels_first) or of a nested one (its outer model's ``kept``)."""
+def has_channels_first(spec: Any) -> bool:
+    """Whether any layer of a Keras 2 spec (nested models and wrappers included) is channels_first.
+
+    Example::
+
+        >>> has_channels_first({"class_name": "Conv2D", "config": {"data_format": "channels_first"}})
+        True
+    """
+    if isinstance(spec, dict):
+        return spec.get("data_format") == "channels_first" or any(map(has_channels_first, spec.values()))
+    return isinstance(spec, list) and any(map(has_channels_first, spec))
+
+
+def _start(class_name: str, config: Any, source: str, kept: list[str] | None,
+           data_format: str | None = None) -> Conversion:
+    """The conversion of a whole model (``kept`` None) or of a nested one (its outer model's ``kept``).
+    A whole model keeps its layout as saved unless ``data_format='channels_last'`` asks for the
+    channels-last rebuild, which is refused for a model it would not reproduce."""
+    if data_format not in DATA_FORMATS:
+        raise ValueError(f"{source}: data_format={data_format!r}; use None (as saved), 'channels_first' "
+                         "(the same) or 'channels_last' (rebuild a channels_first model channels-last)")
     if kept is None:
-        kept = channels_first_blockers({"class_name": class_name, "config": config})
-        if not kept and image_data_format() == "channels_first":
-            kept = [AS_CONFIGURED]
-    return Conversion(source=source, kept_channels_first=list(kept))
+        kept = [AS_SAVED]
+        if data_format == "channels_last":
+            kept = channels_first_blockers({"class_name": class_name, "config": config})
+            if kept:
+                raise ValueError(
+                    f"{source}: data_format='channels_last' cannot rebuild this channels_first model: "
+                    f"{', '.join(kept)} read the axes of channels-first maps and would compute something "
+                    "else; load it as saved (without data_format) and feed channels-first arrays")
+    as_saved = kept == [AS_SAVED] and has_channels_first(config)
+    return Conversion(source=source, kept_channels_first=list(kept), as_saved=as_saved)
 
 
 def sequential_from_keras(
-    config: Any, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None
+    config: Any, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None,
+    data_format: str | None = None,
 ) -> tuple[dict, Conversion]:
     """A Keras 2 ``Sequential`` config (a dict, or the bare list Keras < 2.2 wrote) -> arignote's
     :meth:`Sequential.from_config` input, and what was converted."""
     if isinstance(config, list):
         config = {"layers": config}
-    conversion = _start("Sequential", config, source, kept)
+    conversion = _start("Sequential", config, source, kept, data_format)
     specs = [dict(s) if isinstance(s, dict) else s for s in (config.get("layers") or [])]
     if _auto_input_layer(specs):
         # tf.keras 2 (and arignote before session 9) write the input as an InputLayer named
@@ -342,17 +368,20 @@ def _merge(into: Conversion, sub: Conversion) -> None:
 
 
 def model_from_keras(
-    spec: dict, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None
+    spec: dict, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None,
+    data_format: str | None = None,
 ) -> tuple[dict, Conversion]:
     """A Keras 2 ``{"class_name": "Sequential" | "Model", "config"}`` -> the same with arignote's layer
     configs (what ``Sequential.from_config`` / ``Model.from_config`` take), and what was converted.
-    ``kept``: the blockers of the outermost model, for a nested one (None: this is the outermost)."""
+    ``kept``: the outermost model's, for a nested one (None: this is the outermost); ``data_format``:
+    ``'channels_last'`` rebuilds a channels_first model channels-last (see the module doc)."""
     name = spec.get("class_name")
     if name == "Sequential":
-        cfg, conversion = sequential_from_keras(spec.get("config"), custom_objects, source, kept)
+        cfg, conversion = sequential_from_keras(spec.get("config"), custom_objects, source, kept, data_format)
         return {"class_name": "Sequential", "config": cfg}, conversion
     if name in ("Model", "Functional"):
-        cfg, conversion = functional_from_keras(spec.get("config") or {}, custom_objects, source, kept)
+        cfg, conversion = functional_from_keras(spec.get("config") or {}, custom_objects, source, kept,
+                                                  data_format)
         return {"class_name": "Model", "config": cfg}, conversion
     raise ValueError(
         f"{source}: model class '{name}' is not a Keras 2 model configuration (Sequential or Model)"
@@ -360,12 +389,14 @@ def model_from_keras(
 
 
 def functional_from_keras(
-    config: dict, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None
+    config: dict, custom_objects: dict | None = None, source: str = "the file", kept: list[str] | None = None,
+    data_format: str | None = None,
 ) -> tuple[dict, Conversion]:
     """A Keras 2 functional ``Model`` config (``layers`` with ``inbound_nodes``, ``input_layers``,
     ``output_layers``): every layer config converted as in :func:`layer_from_keras`; nested models
-    recursively; a channels_first model rebuilt channels-last (inputs included)."""
-    conversion = _start("Model", config, source, kept)
+    recursively; a channels_first model as saved, or (``data_format='channels_last'``) rebuilt
+    channels-last, inputs included."""
+    conversion = _start("Model", config, source, kept, data_format)
     cf_out: dict[str, bool] = {}  # layer name -> its output is channels-first in the file
     flattened_cf: dict[str, str] = {}  # Flatten name that flattened channels-first maps -> itself
     feeds_cf: set[str] = set()  # InputLayers whose images go into channels-first layers

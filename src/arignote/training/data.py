@@ -31,8 +31,8 @@ from arignote.utils.data_utils import is_sequence
 from arignote.utils.enqueuers import prefetched
 from arignote.weighting import Weighted
 
-__all__ = ["ArrayData", "IterableData", "as_tensor", "split_validation", "fits_on_device", "is_array",
-           "rows_of"]
+__all__ = ["ArrayData", "IterableData", "as_tensor", "densified", "split_validation", "fits_on_device",
+           "is_array", "rows_of"]
 
 # fraction of a GPU's free memory the training arrays may take before they stay on the host
 DEVICE_FRACTION = 0.5
@@ -62,11 +62,31 @@ def fits_on_device(nbytes: int, device: torch.device, free_bytes: int | None) ->
     return nbytes < DEVICE_FRACTION * free_bytes
 
 
+def densified(a: Any) -> Any:
+    """A scipy sparse matrix (anywhere in a list, tuple or dict) as a dense numpy array; anything else
+    as it is. Keras 2.3.1 takes sparse inputs and targets in fit/evaluate/predict.
+
+    Example::
+
+        >>> densified([np.ones(2), {"a": 1}])
+        [array([1., 1.]), {'a': 1}]
+    """
+    if callable(getattr(a, "toarray", None)) and hasattr(a, "nnz"):  # scipy.sparse, not imported here
+        return a.toarray()
+    if isinstance(a, (list, tuple)):
+        return type(a)(densified(v) for v in a)
+    if isinstance(a, dict):
+        return {k: densified(v) for k, v in a.items()}
+    return a
+
+
 def as_tensor(a: Any, float_dtype: torch.dtype, name: str = "x") -> torch.Tensor:
     """A host tensor for array ``a``: floats become ``float_dtype``, integers int64, bools float.
 
-    A numpy array that already has the right dtype is shared, not copied.
+    A numpy array that already has the right dtype is shared, not copied. A scipy sparse matrix is
+    made dense (Keras 2.3.1 fits on sparse inputs and targets, densifying each batch).
     """
+    a = densified(a)
     if isinstance(a, torch.Tensor):
         t = a.detach()
     else:
@@ -300,6 +320,8 @@ class IterableData:
             self.length = None
 
     def __len__(self) -> int:
+        if self.indexable:  # a Sequence may change its length after an epoch (Keras 2.3.1 recounts)
+            return len(self.data)
         if self.length is None:
             raise TypeError(f"{self.name} has no length")
         return self.length
@@ -380,7 +402,8 @@ class IterableData:
     def first(self) -> tuple[Any, Any]:
         """One batch to look at (the memory plan), without starting or ending an epoch of a Sequence."""
         if self.indexable:
-            return self._moved(self.data[0], 0)
+            peek = getattr(self.data, "peek", None)  # a PeekedSequence: batch 0 read once in all
+            return self._moved(peek() if callable(peek) else self.data[0], 0)
         return next(iter(self.batches()))
 
     def _moved(self, batch: Any, step: int) -> tuple[Any, Any]:

@@ -24,8 +24,10 @@ from arignote.training import batch_checks, sample_weights
 from arignote.training.checks import check_batch_size, check_finite, check_input_shape, check_lengths
 from arignote.training.data import ArrayData, IterableData, as_tensor, is_array, split_batch, split_validation
 from arignote.training.rank_split import for_rank
+from arignote.utils.data_utils import PeekedSequence, is_sequence
 
-__all__ = ["Plan", "check_fit_args", "check_batch", "plan_fit", "plan_eval", "load", "load_eval"]
+__all__ = ["Plan", "check_fit_args", "check_batch", "check_stateful_samples", "plan_fit", "plan_eval", "load",
+           "load_eval"]
 
 
 @dataclass
@@ -59,6 +61,30 @@ def _float_dtype() -> torch.dtype:
 
 def check_batch(batch_size: Any) -> int:
     return 32 if batch_size is None else check_batch_size(batch_size)
+
+
+def check_stateful_samples(model: Any, samples: int | None, batch_size: int | None,
+                           predicting: bool = False) -> None:
+    """Keras 2.3.1's check: a model with a ``stateful`` layer takes only a number of samples that the
+    batch size divides (each batch continues the previous one's rows); ``predict`` also takes fewer
+    samples than one batch."""
+    if not samples or not batch_size or samples % batch_size == 0 or (predicting and samples < batch_size):
+        return
+    if any(getattr(layer, "stateful", False) is True for layer in _all_layers(model)):
+        raise ValueError(
+            "In a stateful network, you should only pass inputs with a number of samples that can be "
+            f"divided by the batch size. Found: {samples} samples (batch_size={batch_size})")
+
+
+def _all_layers(model: Any) -> list:
+    out = []
+    for layer in getattr(model, "layers", None) or []:
+        out.append(layer)
+        out += _all_layers(layer)
+        inner = getattr(layer, "layer", None)  # a wrapper's layer
+        if inner is not None:
+            out.append(inner)
+    return out
 
 
 def check_fit_args(batch_size: Any, epochs: Any, initial_epoch: Any, accumulate: Any,
@@ -133,11 +159,19 @@ def _check_arrays(model: Any, xt: torch.Tensor, yt: Any, names: tuple[str, str])
         _check_targets(model, yt, names[1])
 
 
+def peekable(data: Any) -> Any:
+    """A ``Sequence`` as a :class:`PeekedSequence` (its batch 0 looked at once, then trained on);
+    any other data as it is."""
+    return PeekedSequence(data) if is_sequence(data) and not isinstance(data, PeekedSequence) else data
+
+
 def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
-    """Checks on the first batch of a re-iterable (a DataLoader); returns its per-sample shape."""
+    """Checks on the first batch of a re-iterable (a DataLoader; a Sequence given through
+    :func:`peekable`, which keeps the batch for training); returns its per-sample shape."""
     if iter(data) is data:
         return None  # a one-shot iterator: nothing can be looked at without consuming it
-    for batch in data:
+    peek = getattr(data, "peek", None)
+    for batch in [peek()] if isinstance(data, PeekedSequence) and callable(peek) else data:
         xb, yb, _ = split_batch(batch)
         xb, yb = model._pack(xb, yb, targets=yb is not None)  # several inputs/outputs: one array each
         xt, yt = _arrays(model, xb, yb, (f"{name} x batch", f"{name} y batch"))
@@ -161,7 +195,7 @@ def plan_fit(model: Any, x: Any, y: Any, batch_size: int, validation_split: floa
         if validation_split:
             raise ValueError("validation_split needs array data; with a DataLoader/iterable pass "
                              "validation_data=(x_val, y_val) or another iterable")
-        plan.iterable = x
+        plan.iterable = x = peekable(x)
         plan.class_weight = class_weight
         plan.sample_shape = _check_first_batch(model, x, "x")
         try:
@@ -204,8 +238,8 @@ def _plan_validation(model: Any, plan: Plan, validation_data: Any) -> None:
     if isinstance(validation_data, (tuple, list)) and len(validation_data) not in (2, 3):
         raise ValueError(f"validation_data must be (x_val, y_val) or an iterable of batches, got a "
                          f"{type(validation_data).__name__} of length {len(validation_data)}")
+    plan.val_iterable = validation_data = peekable(validation_data)
     _check_first_batch(model, validation_data, "validation_data")
-    plan.val_iterable = validation_data
 
 
 def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool = True,
@@ -215,7 +249,7 @@ def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool 
         raise ValueError("no data given: pass x (and y), or an iterable of (x, y) batches")
     plan = Plan(steps_per_epoch=steps, targets=need_targets, w=w if need_targets else None)
     if y is None and not is_array(x):
-        plan.iterable = x
+        plan.iterable = x = peekable(x)
         plan.sample_shape = _check_first_batch(model, x, "x")
         return plan
     if need_targets and y is None:

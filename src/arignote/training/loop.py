@@ -429,6 +429,9 @@ class Trainer:
             if not interrupted:
                 model.epochs_done = epoch + 1
             callbacks.on_epoch_end(epoch, logs)
+            if steps_per_epoch is None and getattr(train, "indexable", False):
+                # Keras 2.3.1 recounts a Sequence's batches after each epoch (its length may change)
+                callbacks.set_params({**callbacks.params, "steps": len(train)})
             if single:
                 stop = model.stop_training
             else:
