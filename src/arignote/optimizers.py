@@ -157,8 +157,8 @@ class Optimizer:
         model (a Dropout or noise layer alone), updating nothing."""
         params = list(params)
         flat = [p for g in params for p in (g["params"] if isinstance(g, dict) else [g])]
-        if not params:
-            raise ValueError(f"{type(self).__name__}: the model has no trainable parameters to optimize")
+        if not params:  # Keras 2.3.1 compiles and fits a model without weights: one empty group
+            params = [{"params": []}]
         self._params = [p for p in flat if p.requires_grad]
         kwargs = {**self._torch_kwargs(), **_impl_kwargs(self._torch_cls, flat)}
         self.torch = self._torch_cls(params, lr=self._current_lr(), **kwargs)
