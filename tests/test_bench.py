@@ -485,8 +485,11 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
 
     box = NS(gpus=[NS(index=0, name="T4")], cpu_name="Xeon", cpu_threads=4, cuda_reason=None)
     monkeypatch.setattr(devices, "current_inventory", lambda: box)
-    outcome = {"memory-limit": (False, "cap is 1.0, expected 0.25")}
-    monkeypatch.setattr(selfchecks, "run_in_process", lambda name, timeout: outcome.get(name, (True, "fine")))
+    outcome = {"memory-limit": {"ok": False, "message": "cap is 1.0, expected 0.25", "numbers": {},
+                                "record": {}}}
+    fine = {"ok": True, "message": "fine", "numbers": {}, "record": {}}
+    monkeypatch.setattr(selfchecks, "outcome_in_process", lambda name, timeout: outcome.get(name, fine))
+    monkeypatch.setattr(selfchecks, "environment", lambda inv: {"torch": "2.13.0", "gpus": [{"name": "T4"}]})
     assert cli.main(["selftest"]) == 1
     out = capsys.readouterr().out
     assert "FAIL  memory-limit" in out and "cap is 1.0, expected 0.25" in out

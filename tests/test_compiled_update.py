@@ -332,7 +332,7 @@ def test_selftest_probe_on_cpu_and_its_item():
         assert f["max_diff"] < 1e-6 and f["graphs_after"] == f["graphs_before_last"], (name, f)
         assert f["guarded"] == []  # no switch given
     item = next(c for c in selfchecks.CHECKS if c.name == "compiled-optimizer")
-    assert item.gpus == 1 and item.fn is selfchecks_compiled.compiled_optimizer_gpu
+    assert item.gpus == 1  # its run and judge: gpucomp-10 splits them (selftest_protocol)
 
 
 @pytest.mark.gpu

@@ -394,7 +394,7 @@ def test_host_sync_counter_sees_the_data_dependent_shapes_that_sync_a_gpu():
 def test_fast_path_items_are_selftest_checks_run_by_the_gpu_tests():
     """Each fast-path item is an `arignote selftest` check needing one GPU, so tests/test_cuda_gpu.py's
     `test_selftest_item` (gpu-marked: skipped here with the reason) runs it through the same runner."""
-    fast = {c.name: c for c in selfchecks.CHECKS if c.fn.__module__ == selfchecks_fast.__name__}
+    fast = {c.name: c for c in selfchecks.CHECKS if c.run.__module__ == selfchecks_fast.__name__}
     assert sorted(fast) == ["fast-autotune", "fast-channels-last", "fast-fused-optimizer", "fast-tf32",
                             "no-host-sync"]
     assert all(c.gpus == 1 for c in fast.values())

@@ -47,5 +47,33 @@ def test_the_gpu_banner_item_finds_the_line_naming_the_gpu(monkeypatch):
     for name in ("set_cudnn", "set_tf32"):
         monkeypatch.setattr(cuda, name, lambda *a: None)
     monkeypatch.setattr(cuda, "cudnn_available", lambda: True)
-    line = selfchecks.banner_gpu()
-    assert line.startswith("Mapped cuda:0 to NVIDIA A100-SXM4-80GB (0000:07:00.0)")
+    result = selfchecks.run_item(next(c for c in selfchecks.CHECKS if c.name == "banner-gpu"))
+    assert result["ok"], result
+    assert result["message"].startswith("Mapped cuda:0 to NVIDIA A100-SXM4-80GB (0000:07:00.0)")
+
+
+def test_selftest_out_writes_every_verdict_with_numbers_versions_and_the_gpu_items_skipped(tmp_path):
+    """`arignote selftest --json --out selftest.json` on this CPU box: the CPU item that ran has its
+    verdict, numbers and record; every GPU item is SKIP with the reason; the environment names the
+    versions (torch here; CUDA, cuDNN, NCCL None on a CPU build) so a first GPU run can be compared."""
+    import json
+
+    import torch
+
+    from arignote import cli
+
+    out = tmp_path / "selftest.json"
+    assert cli.main(["selftest", "--only", "train-cpu,banner-gpu,data-parallel-weights", "--json",
+                     "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    env = doc["environment"]
+    assert env["torch"] == torch.__version__ and env["cuda"] is None and env["gpus"] == []
+    assert {"cudnn", "nccl", "arignote", "cpu"} <= set(env)
+    by = {r["item"]: r for r in doc["results"]}
+    assert by["train-cpu"]["status"] == "PASS" and by["train-cpu"]["record"]["device"] == "cpu"
+    assert by["train-cpu"]["numbers"]["last_loss"] < by["train-cpu"]["numbers"]["first_loss"]
+    assert by["banner-gpu"]["status"] == "SKIP"
+    assert by["banner-gpu"]["detail"].startswith("not tested: needs a")
+    assert by["data-parallel-weights"]["detail"].startswith("not tested: needs 2 CUDA GPUs")
+    assert (doc["PASS"], doc["FAIL"], doc["SKIP"]) == (1, 0, 2)
+    assert cli.main(["selftest", "--only", "train-cpu", "--out", str(tmp_path / "no" / "s.json")]) == 2
