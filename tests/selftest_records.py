@@ -111,3 +111,64 @@ RECORDS: dict[str, dict[str, Any]] = {
 }
 for _name in ("cudnn-off", "cudnn-on"):
     RECORDS[_name] = RECORDS["cudnn-benchmark"]
+
+# data parallel (selfchecks_dp.py); the gloo records were taken on this CPU box by
+# `python -m arignote.bench.selfchecks_dp weights|oom cpu`
+_dp_w = {"world_size": 2, "backend": "nccl", "want_backend": "nccl", "k": 1, "max_diff": 2.4e-7}
+_dp_oom = {**_dp_w, "k": 4}
+_sync = {"returncode": 1, "seconds": 9.5, "named": True,
+         "last_line": "RuntimeError: rank 1: out of memory in the backward pass while the gradients were "
+                      "being reduced"}
+_prealloc_oom = {"k": 2, "reserved": 40 * GiB, "total": 80 * GiB}
+_dp_place = {"world_size": 2, "rank": 0, "gpus": 4, "where": ["cuda:0", "cuda:1"]}
+RECORDS.update({
+    "data-parallel-weights": {"good": [_dp_w, {"world_size": 2, "backend": "gloo", "want_backend": "gloo",
+                                                "k": 1, "max_diff": 1.4901161193847656e-08}], "broken": {
+        "gloo instead of NCCL": broke(_dp_w, backend="gloo"),
+        "rank 1's reference joined the job: one process": broke(_dp_w, world_size=1),
+        "weights differ": broke(_dp_w, max_diff=3e-2),
+        "no reference": broke(_dp_w, max_diff=None)}},
+    "data-parallel-oom": {"good": [_dp_oom, {"world_size": 2, "backend": "gloo", "want_backend": "gloo",
+                                             "k": 2, "max_diff": 7.450580596923828e-09}], "broken": {
+        "the cap never ran on rank 1 (W1)": broke(_dp_oom, k=1),
+        "recovered to other weights": broke(_dp_oom, max_diff=1e-2)}},
+    "data-parallel-oom-sync": {"good": [_sync], "broken": {
+        "went on": broke(_sync, returncode=0, named=False, last_line="no output"),
+        "waited for the NCCL timeout": broke(_sync, seconds=300.2),
+        "died with another error": broke(_sync, named=False, last_line="RuntimeError: NCCL error")}},
+    "mixed-bf16": {"good": [{"losses": [0.99, 0.97]}], "broken": {"nan": {"losses": [0.99, float("nan")]}}},
+    "preallocate-after-oom": {"good": [_prealloc_oom], "broken": {
+        "block released by the recovery": broke(_prealloc_oom, reserved=3 * GiB),
+        "no split": broke(_prealloc_oom, k=1)}},
+    "placement-data-parallel": {"good": [_dp_place, broke(_dp_place, rank=1, where=["cuda:2", "cuda:3"])],
+                                "broken": {"replica 1 on replica 0's GPUs": broke(_dp_place, rank=1),
+                                           "4 replicas": broke(_dp_place, world_size=4, where=["cuda:0"])}},
+})
+
+
+# fast paths (selfchecks_fast.py): what the decision expects and what the probes saw on cuda:0
+def _fast(want: dict, seen: dict, convs: int = 16, guarded: list | None = None) -> dict:
+    return {"want": want, "seen": {**seen, "conv_outputs": [True] * convs, "guarded": guarded or []}}
+
+
+_fused = {"adam": _fast({"fused": True}, {"fused": True}), "adagrad": _fast({"fused": True}, {"fused": True})}
+RECORDS.update({
+    "fast-autotune": {"good": [{"arrays": _fast({"benchmark": True}, {"benchmark": True}),
+                                "iterable": _fast({"benchmark": False}, {"benchmark": False})}], "broken": {
+        "autotune off for arrays": {"arrays": _fast({"benchmark": True}, {"benchmark": False}),
+                                    "iterable": _fast({"benchmark": False}, {"benchmark": False})},
+        "autotune on for an iterable": {"arrays": _fast({"benchmark": True}, {"benchmark": True}),
+                                        "iterable": _fast({"benchmark": False}, {"benchmark": True})}}},
+    "fast-channels-last": {"good": [_fast({"channels_last": True}, {"channels_last": True})], "broken": {
+        "NCHW kernels": _fast({"channels_last": True}, {"channels_last": False})}},
+    "fast-fused-optimizer": {"good": [_fused], "broken": {
+        "Adagrad foreach on a GPU, as the decision wrongly expected (S2)": {
+            **_fused, "adagrad": _fast({"fused": False}, {"fused": False})},
+        "Adam not fused": {**_fused, "adam": _fast({"fused": True}, {"fused": False})},
+        "Adagrad not run": {"adam": _fused["adam"]}}},
+    "fast-tf32": {"good": [_fast({"tf32": [True, True]}, {"tf32": [True, True]})], "broken": {
+        "matmul TF32 off": _fast({"tf32": [True, True]}, {"tf32": [False, True]})}},
+    "no-host-sync": {"good": [{**_fast({}, {}, guarded=[1, 2, 3, 4, 5, 6, 7]), "sync_error": ""}], "broken": {
+        "a step synced": {**_fast({}, {}, guarded=[1, 2]), "sync_error": "synchronizing CUDA operation"},
+        "nothing guarded": {**_fast({}, {}), "sync_error": ""}}},
+})

@@ -90,7 +90,8 @@ def test_memory_format_decision(flag, kind, conv, want):
 @pytest.mark.parametrize("flag, cls, devices, floats, want", [
     ("auto", "Adam", {"cuda"}, True, "fused"), ("auto", "SGD", {"cuda"}, True, "fused"),
     ("auto", "AdamW", {"cuda"}, True, "fused"), ("auto", "Adam", {"cpu"}, True, "fused"),
-    ("auto", "Adagrad", {"cuda"}, True, "foreach"), ("auto", "Adagrad", {"cpu"}, True, "fused"),
+    ("auto", "Adagrad", {"cuda"}, True, "fused"), ("auto", "Adagrad", {"cpu"}, True, "fused"),
+    ("fused", "Adagrad", {"cuda"}, True, "fused"),  # torch 2.13 has _fused_adagrad_ on CUDA (issue 28 S2)
     ("auto", "RMSprop", {"cuda"}, True, "foreach"), ("auto", "RMSprop", {"cpu"}, True, "loop"),
     ("auto", "Adam", {"cuda", "cpu"}, True, "fused"), ("auto", "Adam", {"cuda"}, False, "foreach"),
     ("auto", "Adam", {"cuda", "meta"}, True, "foreach"),
@@ -105,8 +106,8 @@ def test_fused_where_torch_has_no_kernel_is_an_error_naming_the_fix():
     with pytest.raises(ConfigError, match=r"optimizer.impl=fused but torch has no fused RMSprop .*"
                                           r"set optimizer.impl=auto or foreach"):
         fastpaths.optimizer_impl(flags(optimizer__impl="fused"), "RMSprop", {"cuda"}, True)
-    with pytest.raises(ConfigError, match="fused Adagrad only on cpu"):
-        fastpaths.optimizer_impl(flags(optimizer__impl="fused"), "Adagrad", {"cuda"}, True)
+    with pytest.raises(ConfigError, match="fused Adagrad only on cpu, cuda"):
+        fastpaths.optimizer_impl(flags(optimizer__impl="fused"), "Adagrad", {"cuda", "meta"}, True)
 
 
 def test_batches_are_pinned_for_a_gpu_only():

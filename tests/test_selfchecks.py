@@ -77,3 +77,14 @@ def test_selftest_out_writes_every_verdict_with_numbers_versions_and_the_gpu_ite
     assert by["data-parallel-weights"]["detail"].startswith("not tested: needs 2 CUDA GPUs")
     assert (doc["PASS"], doc["FAIL"], doc["SKIP"]) == (1, 0, 2)
     assert cli.main(["selftest", "--only", "train-cpu", "--out", str(tmp_path / "no" / "s.json")]) == 2
+
+
+def test_the_fused_optimizer_items_run_records_adagrad_fused_on_the_cpu_and_its_judge_reads_it():
+    """The run of fast-fused-optimizer on the CPU (torch has fused Adam and Adagrad there too): the
+    record has what the judge reads and the judge passes it."""
+    from arignote.bench import selfchecks_fast
+
+    record = {name: selfchecks_fast.fit_record(["fused"], optimizer=name, device="cpu", samples=64)
+              for name in ("adam", "adagrad")}
+    assert record["adagrad"]["seen"]["fused"] is True and record["adagrad"]["want"]["fused"] is True
+    assert selfchecks_fast.judge_fused_optimizer(record).ok

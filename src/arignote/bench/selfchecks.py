@@ -22,23 +22,10 @@ from collections.abc import Callable
 from typing import Any
 
 from arignote.bench import selfchecks_cpu as cpu
+from arignote.bench import selfchecks_dp as dp
+from arignote.bench import selfchecks_fast as fast
 from arignote.bench import selfchecks_gpu as gpu
 from arignote.bench.selfchecks_compiled import compiled_optimizer_gpu, cuda_graphs_gpu
-from arignote.bench.selfchecks_dp import (
-    bf16_gpu,
-    dp_out_of_memory,
-    dp_out_of_memory_in_sync,
-    dp_preallocation_after_oom,
-    dp_weights,
-    dp_with_placement,
-)
-from arignote.bench.selfchecks_fast import (
-    autotune_gpu,
-    channels_last_gpu,
-    fused_optimizer_gpu,
-    no_host_sync_gpu,
-    tf32_gpu,
-)
 from arignote.bench.selftest_protocol import (  # noqa: F401 - the runner, re-exported for the tests
     MARK,
     Check,
@@ -96,28 +83,31 @@ CHECKS = [
     Check("out-of-memory", 1, "a real OOM under a small memory.limit, recovered by splitting",
           gpu.run_out_of_memory, gpu.judge_real_oom),
     # data parallel on GPUs (selfchecks_dp.py; written without a GPU, never run where they were written)
-    _item("data-parallel-weights", 2, "NCCL data parallel ends with one process's weights", dp_weights),
-    _item("data-parallel-oom", 2, "a real OOM on one of 2 GPUs: ranks agree, recover, same weights",
-          dp_out_of_memory),
-    _item("data-parallel-oom-sync", 2, "a real OOM on one of 2 GPUs during the gradient sync: every rank "
-          "stops within a minute with one error naming it", dp_out_of_memory_in_sync),
-    _item("mixed-bf16", 1, "training with precision=mixed-bf16 on a GPU", bf16_gpu),
-    _item("preallocate-after-oom", 1, "memory.preallocate still held after an OOM recovery",
-          dp_preallocation_after_oom),
-    _item("placement-data-parallel", 4, "placement contexts inside each data-parallel replica's GPUs",
-          dp_with_placement),
+    Check("data-parallel-weights", 2, "NCCL data parallel ends with one process's weights (reference fitted "
+          "in its own process)", dp.run_dp_weights, dp.judge_dp_weights),
+    Check("data-parallel-oom", 2, "a real OOM on one of 2 GPUs: ranks agree, recover, same weights",
+          dp.run_dp_oom, dp.judge_dp_oom),
+    Check("data-parallel-oom-sync", 2, "a real OOM on one of 2 GPUs during the gradient sync: every rank "
+          "stops within a minute with one error naming it", dp.run_dp_oom_sync, dp.judge_sync_oom),
+    Check("mixed-bf16", 1, "training with precision=mixed-bf16 on a GPU", dp.run_bf16_gpu, dp.judge_bf16_gpu),
+    Check("preallocate-after-oom", 1, "memory.preallocate still held after an OOM recovery",
+          dp.run_preallocation_after_oom, dp.judge_preallocation_after_oom),
+    Check("placement-data-parallel", 4, "placement contexts inside each data-parallel replica's GPUs",
+          dp.run_dp_with_placement, dp.judge_dp_with_placement),
     # the fast paths took effect during a fit (selfchecks_fast.py; written without a GPU)
-    _item("fast-autotune", 1, "cuDNN autotuning on for array data, off for an iterable (dnn.benchmark=auto)",
-          autotune_gpu),
-    _item("fast-channels-last", 1, "every conv2d output of a CNN fit is channels-last", channels_last_gpu),
-    _item("fast-fused-optimizer", 1, "Adam runs torch's fused kernel on the GPU", fused_optimizer_gpu),
-    _item("fast-tf32", 1, "TF32 switches as the tf32 flag asks", tf32_gpu),
+    Check("fast-autotune", 1, "cuDNN autotuning on for array data, off for an iterable (dnn.benchmark=auto)",
+          fast.run_autotune, fast.judge_autotune),
+    Check("fast-channels-last", 1, "every conv2d output of a CNN fit is channels-last",
+          fast.run_channels_last, fast.judge_channels_last),
+    Check("fast-fused-optimizer", 1, "Adam and Adagrad run torch's fused kernels on the GPU",
+          fast.run_fused_optimizer, fast.judge_fused_optimizer),
+    Check("fast-tf32", 1, "TF32 switches as the tf32 flag asks", fast.run_tf32, fast.judge_tf32),
     _item("compiled-cuda-graphs", 1, "jit=on: the step replays CUDA graphs, no recompile per epoch",
           cuda_graphs_gpu),
     _item("compiled-optimizer", 1, "jit=on, foreach updates: eager weights under lr changes and a reload, "
           "no host sync", compiled_optimizer_gpu),
-    _item("no-host-sync", 1, "steps 2..N of a fit under torch.cuda.set_sync_debug_mode('error')",
-          no_host_sync_gpu),
+    Check("no-host-sync", 1, "steps 2..N of a fit under torch.cuda.set_sync_debug_mode('error')",
+          fast.run_no_host_sync, fast.judge_no_host_sync),
 ]
 
 

@@ -1,6 +1,6 @@
 """``arignote selftest`` on a GPU: provoke a real out-of-memory and check that the step recovers.
 
-Under a small per-process cap (set through ``devices/cuda.py``, like ``memory.limit``), a batch
+Under a small cap of the caching allocator (set through ``devices/cuda.py``, like ``memory.limit``), a batch
 whose activations do not fit is run through :class:`~arignote.training.oom.OOMGuard`: the plain
 step must raise ``torch.OutOfMemoryError`` (so the out-of-memory is real), the guarded step must
 succeed as k > 1 micro-batches, and its accumulated gradient must equal the full-batch gradient

@@ -247,8 +247,7 @@ class DataParallel:
             return
         with net.no_sync():
             net._pre_forward()  # what the skipped forward did: lazy init, the one bucket rebuild
-        params = [p for p in net.parameters() if p.requires_grad]
-        zero = torch.stack([p.reshape(-1)[:1].sum() for p in params]).sum().mul(0)
+        zero = stand_in_zero([p for p in net.parameters() if p.requires_grad])
         self.reduce_next_backward(net, zero).backward()
 
     def check_reduced(self, net: torch.nn.Module) -> None:
@@ -460,6 +459,31 @@ def _gpu_device(devices: list[Any], env: DistEnv, store: dist.TCPStore, launchin
         set_replica_gpus(replica_gpus(indices, per, rank))
     cuda_api.set_device(chosen.index)
     return chosen
+
+
+def stand_in_zero(params: list[torch.Tensor]) -> torch.Tensor:
+    """0 times a sum touching one element of each of ``params``, on the first one's device: its
+    backward gives every parameter a (zero) gradient, which fills DDP's buckets.
+
+    Under placement contexts a replica's parameters sit on several GPUs, and ``torch.stack`` needs
+    them on one device (``torch/_refs/__init__.py``: ``stack`` is ``cat`` of unsqueezed tensors, and
+    ``cat`` runs ``utils.check_same_device(*tensors, allow_cpu_scalar_tensors=False)``): one stack
+    per device, then each device's sum copied to the first device (a differentiable copy, as a
+    placed model's forward makes). Issue 28 C3: one stack over cuda:0 and cuda:1 raised a device
+    error, not an out-of-memory, on the rank that ran out; the others waited in NCCL.
+
+    >>> stand_in_zero([torch.ones(2, requires_grad=True), torch.ones(3, requires_grad=True)])
+    tensor(0., grad_fn=<MulBackward0>)
+    """
+    home = params[0].device
+    per_device: dict[torch.device, list[torch.Tensor]] = {}
+    for p in params:
+        per_device.setdefault(p.device, []).append(p.reshape(-1)[:1].sum())
+    sums = [torch.stack(parts).sum().to(home) for parts in per_device.values()]
+    total = sums[0]
+    for s in sums[1:]:
+        total = total + s
+    return total.mul(0)
 
 
 def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:

@@ -1,0 +1,112 @@
+"""Placement contexts on several GPUs, the logic checked on a CPU (issue 28 C3, W4): fakes of two
+devices are a CPU and a ``meta`` tensor, which torch's same-device rule treats as two devices
+(``torch/_refs/__init__.py``: ``stack`` is ``cat`` of unsqueezed tensors, ``cat`` runs
+``utils.check_same_device(*tensors, allow_cpu_scalar_tensors=False)``; the eager kernels raise the
+same way, as the first test shows)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as NS
+
+import pytest
+import torch
+
+from arignote import config, devices, memory
+from arignote.devices import GPUInfo, Inventory, cuda, inventory, setup
+from arignote.parallel import ddp, placement
+
+
+def test_one_stack_over_two_devices_raises_a_device_error_not_an_out_of_memory():
+    """What the OOM stand-in backward did under placement + data parallel (C3)."""
+    on0, on1 = torch.zeros(3, requires_grad=True), torch.zeros(4, device="meta", requires_grad=True)
+    with pytest.raises(RuntimeError, match="is not on the expected device") as err:
+        torch.stack([p.reshape(-1)[:1].sum() for p in (on0, on1)]).sum().mul(0)
+    assert not isinstance(err.value, torch.OutOfMemoryError)
+
+
+def test_the_stand_in_zero_stacks_per_device_and_lands_on_the_first_parameters_device():
+    params = [torch.zeros(2, 3, device="meta", requires_grad=True), torch.zeros(3, requires_grad=True),
+              torch.zeros(5, device="meta", requires_grad=True), torch.zeros(1, requires_grad=True)]
+    zero = ddp.stand_in_zero(params)
+    assert zero.device.type == "meta" and zero.shape == () and zero.requires_grad
+
+
+def test_the_stand_in_zero_gives_every_parameter_a_zero_gradient():
+    params = [torch.randn(3, 2, requires_grad=True), torch.randn(4, requires_grad=True)]
+    ddp.stand_in_zero(params).backward()
+    assert [p.grad.tolist() for p in params] == [[[0.0, 0.0]] * 3, [0.0] * 4]
+
+
+def test_placed_gpus_are_the_other_gpus_the_layers_sit_on_relative_to_the_replica():
+    layers = [NS(device_context=c) for c in ("dev0", "dev1", "host", None)]
+    with config.override(contexts="dev0->cuda0;dev1->cuda1;host->cpu;spare->cuda2"):
+        assert placement.placed_gpus(layers, "cuda:0") == ["cuda:1"]  # spare: no layer, no memory policy
+    with config.override(contexts="dev0->cuda0;dev1->cuda1;host->cpu"):
+        placement.set_replica_gpus([2, 3])  # replica 1 of device=all on 4 GPUs
+        try:
+            assert placement.placed_gpus(layers, "cuda:2") == ["cuda:3"]
+        finally:
+            placement.set_replica_gpus(None)
+
+
+def _fake_two_gpu_box(monkeypatch):
+    gpus = tuple(GPUInfo(i, "NVIDIA A100-SXM4-80GB", f"0000:0{7 + i}:00.0", 81559 << 20, 81000 << 20, (8, 0),
+                         f"u{i}") for i in range(2))
+    box = Inventory(gpus=gpus, cpu_name="AMD EPYC", cpu_threads=2, cuda_reason=None)
+    monkeypatch.setattr(inventory, "gpu_count", lambda: (2, None))
+    monkeypatch.setattr(devices, "current_inventory", lambda refresh=False: box)
+    monkeypatch.setattr(setup, "current_inventory", lambda refresh=False: box)
+    for name in ("set_cudnn", "set_tf32"):
+        monkeypatch.setattr(cuda, name, lambda *a: None)
+    monkeypatch.setattr(cuda, "cudnn_available", lambda: True)
+    fractions = {}
+    monkeypatch.setattr(cuda, "set_memory_fraction", lambda f, i: fractions.__setitem__(i, f))
+    monkeypatch.setattr(cuda, "mem_get_info", lambda i: (81000 << 20, 81559 << 20))
+    monkeypatch.setattr(cuda, "memory_in_use", lambda i: (0, 0))
+    return fractions
+
+
+def test_memory_limit_reaches_every_gpu_the_layers_are_placed_on(monkeypatch, capsys):
+    """W4: prepare() ran for the replica's first GPU only; the trainer now prepares each placed GPU:
+    the cap on both, a banner line for each, and the OOM explanation names the GPU that ran out."""
+
+    fractions = _fake_two_gpu_box(monkeypatch)
+    with config.override(device="cuda0", contexts="dev0->cuda0;dev1->cuda1", memory_limit=0.25,
+                         print_active_device=True):
+        layers = [NS(device_context="dev0"), NS(device_context="dev1")]
+        devices.prepare("cuda:0")
+        for gpu in placement.placed_gpus(layers, "cuda:0"):
+            devices.prepare(gpu)
+        out = capsys.readouterr().out
+        assert set(fractions) == {0, 1} and all(abs(f - 0.25) < 0.01 for f in fractions.values())
+        assert "Mapped cuda:0" in out and "Mapped cuda:1" in out
+        assert out.count("by memory.limit") == 2
+        oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 30.00 GiB. GPU 1 has a total "
+                                     "capacity of 79.65 GiB of which 50.00 GiB is free.")
+        text = memory.explain_oom(oom, "cuda:0")
+        assert text.startswith("arignote: cuda:1 hit the caching allocator's cap of 20389/81559 MiB")
+
+
+def test_the_trainer_prepares_each_gpu_its_layers_are_placed_on(monkeypatch):
+    """The model's trainer set-up calls prepare() for the strategy's GPU and then for each placed one
+    (the strategy, the moves and the trainer replaced: this CPU build cannot hold CUDA tensors)."""
+    from arignote.layers import Dense
+    from arignote.models import Sequential, trainer_setup
+
+    prepared = []
+    monkeypatch.setattr(devices, "configured_devices", lambda: [NS(torch="cuda:0")])
+    monkeypatch.setattr(devices, "prepare",
+                        lambda d, layout=None: prepared.append(str(getattr(d, "torch", d))))
+    monkeypatch.setattr(trainer_setup.parallel, "strategy_for", lambda chosen: NS(device="cuda:0"))
+    monkeypatch.setattr(trainer_setup.Precision, "from_config", staticmethod(lambda d: None))
+    monkeypatch.setattr(trainer_setup, "Trainer", lambda model, strategy, precision: "trainer")
+    with config.override(contexts="dev0->cuda0;dev1->cuda1"):
+        model = Sequential()
+        with placement.device("dev0"):
+            model.add(Dense(4, input_shape=(3,)))
+        with placement.device("dev1"):
+            model.add(Dense(2))
+        model.compile("sgd", "mse")
+        monkeypatch.setattr(type(model), "_place", lambda self, device: None)
+        assert model._get_trainer() == "trainer"
+    assert prepared == ["cuda:0", "cuda:1"]
