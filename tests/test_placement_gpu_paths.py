@@ -110,3 +110,59 @@ def test_the_trainer_prepares_each_gpu_its_layers_are_placed_on(monkeypatch):
         monkeypatch.setattr(type(model), "_place", lambda self, device: None)
         assert model._get_trainer() == "trainer"
     assert prepared == ["cuda:0", "cuda:1"]
+
+
+# --------------------------------------------------------------------------- S4: batches of an iterable
+
+
+def test_a_uint8_batch_crosses_as_uint8_is_pinned_once_and_widens_on_the_device(monkeypatch):
+    """``training.data._move`` for a GPU, with ``meta`` standing in for the GPU and pinning recorded
+    (a CPU build cannot pin): the loader's pinned uint8 batch is copied as it is (1 byte a value, not
+    the 8 of as_tensor's int64) and converted after the copy; float64 is narrowed before it; the
+    values are as_tensor's."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from arignote.devices import fastpaths
+    from arignote.training import data
+
+    pinned: set[int] = set()
+    pins: list[torch.dtype] = []
+
+    def pin_memory(self):
+        pins.append(self.dtype)
+        pinned.add(self.data_ptr())
+        return self
+
+    monkeypatch.setattr(torch.Tensor, "pin_memory", pin_memory)
+    monkeypatch.setattr(torch.Tensor, "is_pinned", lambda self: self.data_ptr() in pinned)
+    monkeypatch.setattr(fastpaths, "pin_batches", lambda kind: True)
+
+    class Copies(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.seen = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            if func is torch.ops.aten._to_copy.default:
+                self.seen.append((args[0].device.type, args[0].dtype, out.device.type, out.dtype))
+            return out
+
+    images = torch.randint(0, 255, (4, 3), dtype=torch.uint8)
+    images.pin_memory()  # what a DataLoader(pin_memory=True) hands over
+    pins.clear()
+    with Copies() as copies:
+        out = data._move(images, torch.device("meta"), torch.float32, "x")
+    assert (out.device.type, out.dtype) == ("meta", torch.int64)
+    assert copies.seen == [("cpu", torch.uint8, "meta", torch.uint8),
+                           ("meta", torch.uint8, "meta", torch.int64)]
+    assert pins == []  # pinned by its loader: not pinned again
+    with Copies() as copies:
+        data._move(torch.zeros(2, dtype=torch.float64), torch.device("meta"), torch.float32, "x")
+    assert copies.seen[0][:2] == ("cpu", torch.float64) and copies.seen[0][3] == torch.float32
+    assert copies.seen[-1][2:] == ("meta", torch.float32) and pins == [torch.float32]
+    host = data._move(images.numpy(), torch.device("cpu"), torch.float32, "x")  # the CPU path: as before
+    assert torch.equal(host, data.as_tensor(images, torch.float32)) and host.dtype == torch.int64
+    with Copies() as copies:
+        out = data._move(images > 100, torch.device("meta"), torch.float32, "y")  # bools: 1 byte -> float
+    assert copies.seen[0][1] == torch.bool and out.dtype == torch.float32
