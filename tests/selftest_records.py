@@ -172,3 +172,38 @@ RECORDS.update({
         "a step synced": {**_fast({}, {}, guarded=[1, 2]), "sync_error": "synchronizing CUDA operation"},
         "nothing guarded": {**_fast({}, {}), "sync_error": ""}}},
 })
+
+_rnn = {"runs": [{"layer": "LSTM", "device": "cuda:0", "losses": [1.02, 0.97], "warnings": []},
+                 {"layer": "SimpleRNN", "device": "cuda:0", "losses": [1.05, 0.99], "warnings": []}]}
+RECORDS["rnn-cudnn"] = {"good": [_rnn], "broken": {
+    "weights copied every forward (S3)": {"runs": [
+        {**_rnn["runs"][0], "warnings": ["UserWarning: RNN module weights are not part of single contiguous "
+                                         "chunk of memory."]},
+        _rnn["runs"][1]]},
+    "ran on the CPU": {"runs": [{**r, "device": "cpu"} for r in _rnn["runs"]]},
+    "SimpleRNN missing": {"runs": _rnn["runs"][:1]}}}
+
+# placement on several GPUs (selfchecks_placement.py)
+_probe = {"fraction": 0.25, "oom_raised": True, "small_allocated": True, "total": 80 * GiB,
+          "oom_message": "CUDA out of memory. ... arignote: cuda:1 hit the caching allocator's cap of "
+                         "20389/81559 MiB set by memory.limit=0.25 (from code)"}
+_pml = {"where": ["cuda:0", "cuda:1"], "losses": [1.1, 1.0],
+        "banner": ["Mapped cuda:0 to NVIDIA A100-SXM4-80GB (0000:07:00.0)",
+                   "Capping cuda:0 at 20389/81559 MiB (0.25) by memory.limit",
+                   "Mapped cuda:1 to NVIDIA A100-SXM4-80GB (0000:08:00.0)",
+                   "Capping cuda:1 at 20389/81559 MiB (0.25) by memory.limit"],
+        "probes": {"cuda:0": _probe, "cuda:1": _probe}}
+_pdo = {"world_size": 2, "rank": 0, "gpus": 4, "k": 2, "where": ["cuda:0", "cuda:1"], "losses": [0.9, 0.8]}
+RECORDS.update({
+    "placement-memory-limit": {"good": [_pml], "broken": {
+        "the cap reached the first GPU only (W4)": {**_pml, "banner": _pml["banner"][:3], "probes": {
+            "cuda:0": _probe, "cuda:1": {**_probe, "fraction": 1.0, "oom_raised": False, "oom_message": ""}}},
+        "the error names the other GPU": {**_pml, "probes": {
+            "cuda:0": _probe, "cuda:1": {**_probe, "oom_message": "CUDA out of memory."}}}}},
+    "placement-data-parallel-oom": {"good": [_pdo, {**_pdo, "rank": 1, "where": ["cuda:2", "cuda:3"]}],
+                                    "broken": {
+        "rank 1 died of a device error (C3)": {"raised": "RuntimeError: Expected all tensors to be on the "
+                                                         "same device"},
+        "no split agreed": {**_pdo, "k": 1},
+        "replica on the wrong GPUs": {**_pdo, "rank": 1}}},
+})

@@ -500,7 +500,7 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
     assert "SKIP  placement" in out
     # + mixed-bf16, preallocate-after-oom, the 5 fast-path items, compiled-cuda-graphs, compiled-optimizer;
     # 4 DP items not tested (weights, oom, oom-sync, placement + data parallel) besides nccl and placement
-    assert "24 passed, 1 failed, 6 not tested" in out
+    assert "25 passed, 1 failed, 8 not tested" in out
     assert cli.main(["selftest", "--only", "nope"]) == 2
 
 

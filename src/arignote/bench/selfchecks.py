@@ -25,6 +25,7 @@ from arignote.bench import selfchecks_cpu as cpu
 from arignote.bench import selfchecks_dp as dp
 from arignote.bench import selfchecks_fast as fast
 from arignote.bench import selfchecks_gpu as gpu
+from arignote.bench import selfchecks_placement as placed
 from arignote.bench.selfchecks_compiled import compiled_optimizer_gpu, cuda_graphs_gpu
 from arignote.bench.selftest_protocol import (  # noqa: F401 - the runner, re-exported for the tests
     MARK,
@@ -82,6 +83,8 @@ CHECKS = [
     Check("placement", 2, "layers placed on two GPUs with contexts", gpu.run_placement, gpu.judge_placement),
     Check("out-of-memory", 1, "a real OOM under a small memory.limit, recovered by splitting",
           gpu.run_out_of_memory, gpu.judge_real_oom),
+    Check("rnn-cudnn", 1, "LSTM and SimpleRNN fits on cuDNN without a warning (weights in one chunk)",
+          gpu.run_rnn_cudnn, gpu.judge_rnn_cudnn),
     # data parallel on GPUs (selfchecks_dp.py; written without a GPU, never run where they were written)
     Check("data-parallel-weights", 2, "NCCL data parallel ends with one process's weights (reference fitted "
           "in its own process)", dp.run_dp_weights, dp.judge_dp_weights),
@@ -94,6 +97,10 @@ CHECKS = [
           dp.run_preallocation_after_oom, dp.judge_preallocation_after_oom),
     Check("placement-data-parallel", 4, "placement contexts inside each data-parallel replica's GPUs",
           dp.run_dp_with_placement, dp.judge_dp_with_placement),
+    Check("placement-memory-limit", 2, "memory.limit=0.25 on both GPUs of a placed model and its banner",
+          placed.run_placement_memory_limit, placed.judge_placement_memory_limit),
+    Check("placement-data-parallel-oom", 4, "placement + data parallel: rank 1 runs out, every replica "
+          "splits and trains on", placed.run_placement_dp_oom, placed.judge_placement_dp_oom),
     # the fast paths took effect during a fit (selfchecks_fast.py; written without a GPU)
     Check("fast-autotune", 1, "cuDNN autotuning on for array data, off for an iterable (dnn.benchmark=auto)",
           fast.run_autotune, fast.judge_autotune),

@@ -292,3 +292,50 @@ def judge_real_oom(record: dict[str, Any]) -> Verdict:
     return verdict(problems, f"{dev}: real out-of-memory at batch {record['batch']} under a {cap} MiB cap; "
                    f"recovered as {record['k']} micro-batches with the full-batch gradient (max rel diff "
                    f"{worst:.1e})" if worst is not None else "", k=record["k"], max_rel_diff=worst)
+
+
+# --------------------------------------------------------------------------- RNNs on cuDNN
+
+
+def run_rnn_cudnn() -> dict[str, Any]:
+    """LSTM and SimpleRNN fitted on cuda:0 (torch's fused kernels, cuDNN) with every warning
+    recorded: cuDNN warns "RNN module weights are not part of single contiguous chunk of memory"
+    when it has to copy the weights at each forward (issue 28 S3). GRU is not in it: its weights are
+    in Keras's gate order, which cuDNN's flat buffer cannot hold (it still copies)."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
+    import warnings
+
+    import numpy as np
+
+    from arignote import config
+    from arignote.layers import LSTM, Dense, SimpleRNN
+    from arignote.models import Sequential
+
+    config.configure(device="cuda0", print_active_device=False)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(128, 12, 8)).astype("float32")
+    y = rng.normal(size=(128, 1)).astype("float32")
+    runs = []
+    for layer in (LSTM, SimpleRNN):
+        model = Sequential([layer(16, input_shape=(12, 8)), Dense(1)])
+        model.compile("adam", "mse")
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            losses = model.fit(x, y, batch_size=32, epochs=2, verbose=0).history["loss"]
+        runs.append({"layer": layer.__name__, "device": str(model.device),
+                     "losses": [float(v) for v in losses],
+                     "warnings": [f"{w.category.__name__}: {w.message}"[:300] for w in caught]})
+    return {"runs": runs}
+
+
+def judge_rnn_cudnn(record: dict[str, Any]) -> Verdict:
+    problems = []
+    for run in record["runs"]:
+        if run["device"] != "cuda:0":
+            problems.append(f"{run['layer']} ran on {run['device']}")
+        problems += [f"{run['layer']} warned: {w}" for w in run["warnings"]]
+        problems += [f"{run['layer']}: {p}" for p in loss_problems(run["losses"])]
+    if sorted(r["layer"] for r in record["runs"]) != ["LSTM", "SimpleRNN"]:
+        names = [r["layer"] for r in record["runs"]]
+        problems.append(f"expected LSTM and SimpleRNN fits, the record has {names}")
+    return verdict(problems, "LSTM and SimpleRNN trained on cuDNN without a warning (weights in one chunk)")
