@@ -166,3 +166,30 @@ def test_a_uint8_batch_crosses_as_uint8_is_pinned_once_and_widens_on_the_device(
     with Copies() as copies:
         out = data._move(images > 100, torch.device("meta"), torch.float32, "y")  # bools: 1 byte -> float
     assert copies.seen[0][1] == torch.bool and out.dtype == torch.float32
+
+
+# --------------------------------------------------------------------------- NCCL: the stall notice
+
+
+def test_under_nccl_rank_0s_stall_notice_says_it_is_the_diagnosis(capfd):
+    """An NCCL collective that times out never raises in Python (torch's watchdog tears the process
+    down: TORCH_NCCL_ASYNC_ERROR_HANDLING, ProcessGroupNCCL.hpp), so the data-parallel strategy's
+    missing-rank diagnosis cannot run there: the heartbeat's notice is the answer, and says so."""
+    import time
+
+    import torch.distributed as dist
+
+    from arignote.parallel.heartbeat import Heartbeat
+
+    store = dist.TCPStore("127.0.0.1", 0, 1, is_master=True, wait_for_workers=False)
+    main = Heartbeat(store.host, store.port, 0, 2, interval=30.0, notice_after=0.5)
+    try:
+        main.note = ddp.NCCL_STALL_NOTE
+        store.set("arignote/0/hb/1", f"{time.time() - 20:.3f} 4 424242 elsewhere")
+        main._watch()
+        err = capfd.readouterr().err
+        assert err.startswith("arignote: rank 1 (pid 424242 on elsewhere) did not arrive")
+        assert err.rstrip().endswith("then its watchdog ends the job without naming a rank: this notice is "
+                                     "the diagnosis")
+    finally:
+        main.close()

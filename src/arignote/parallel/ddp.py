@@ -48,9 +48,15 @@ from arignote.parallel.heartbeat import Heartbeat
 from arignote.parallel.launcher import Launcher, watch_parent
 from arignote.parallel.placement import gpus_per_replica, parse_contexts, replica_gpus, set_replica_gpus
 
-__all__ = ["Agreement", "Carried", "DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
+__all__ = ["Agreement", "Carried", "DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT",
+           "NCCL_STALL_NOTE", "stand_in_zero"]
 
 STARTUP_TIMEOUT = 300.0  # seconds for every rank to reach fit (imports, data loading)
+# what rank 0's stall notice adds under NCCL, whose watchdog ends the job at the collective's timeout
+# without naming a rank (see DataParallel._missing_ranks)
+NCCL_STALL_NOTE = ("; NCCL waits for it until the collective times out (parallel.timeout, else "
+                   "PyTorch's 10 minutes), then its watchdog ends the job without naming a rank: this "
+                   "notice is the diagnosis")
 _state: dict[str, Any] = {"active": None}
 _STALL_WAIT = 2.0  # seconds a rank whose collective failed looks for the other ranks' marks
 _UNARMED = contextlib.nullcontext()  # a forward of a module that never arms DDP by itself
@@ -304,7 +310,13 @@ class DataParallel:
 
     def _missing_ranks(self, what: str, exc: BaseException, wait: float = _STALL_WAIT) -> str:
         """Every rank whose collective fails marks itself in the rendezvous store and looks, for
-        ``wait`` seconds, for the others' marks: a rank without one never reached a collective."""
+        ``wait`` seconds, for the others' marks: a rank without one never reached a collective.
+
+        This runs where a timed-out collective raises in Python: gloo, and the control group's
+        collectives. An NCCL collective that times out never does: torch's watchdog thread tears
+        the process down (``TORCH_NCCL_ASYNC_ERROR_HANDLING``, default 3 ``SkipCleanUp``: "tear down
+        process without cleaning up NCCL communicators", ``ProcessGroupNCCL.hpp``), so under NCCL
+        the heartbeat's stall notice (:data:`NCCL_STALL_NOTE`) is the diagnosis."""
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         text = f"rank {self.rank}: {what} failed ({first})"
         store = getattr(self, "_store", None)
@@ -536,6 +548,8 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     if launcher is not None:
         launcher.install_excepthook()
     heartbeat = Heartbeat(store.host, store.port, env.rank, env.world_size, env.restart)  # names a stall
+    if backend == "nccl":
+        heartbeat.note = NCCL_STALL_NOTE
     if launcher is not None:
         launcher.diagnose = heartbeat.diagnose
     strategy = DataParallel(device, env, backend, launcher, control)
