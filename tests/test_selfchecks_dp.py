@@ -17,8 +17,8 @@ from arignote.parallel.env import alone_environ
 pytestmark = pytest.mark.multiproc
 
 
-def _record(item: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "arignote.bench.selfchecks_dp", item, "cpu"],
+def _record(item: str, kind: str = "cpu") -> dict:
+    proc = subprocess.run([sys.executable, "-m", "arignote.bench.selfchecks_dp", item, kind],
                           capture_output=True, text=True, timeout=400)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("@@selftest-record ")]
@@ -64,3 +64,17 @@ def test_the_sync_oom_job_on_gloo_stops_every_rank_with_one_error():
     verdict = selfchecks_dp.judge_sync_oom(record)
     assert verdict.ok, (verdict.message, record)
     assert verdict.message.startswith("rank 1 ran out during the gradient sync: every rank stopped in")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("item", ["weights", "oom"])
+def test_the_same_runs_on_two_gpus_with_nccl(item):
+    """Written without a GPU (never run where it was written): the runs of data-parallel-weights and
+    data-parallel-oom (a real out-of-memory on rank 1 under a capped allocator)."""
+    from arignote.devices import cuda
+
+    if cuda.device_count() < 2:
+        pytest.skip(f"needs 2 GPUs, this machine has {cuda.device_count()}")
+    record = _record(item, "gpu")
+    verdict = (selfchecks_dp.judge_dp_weights if item == "weights" else selfchecks_dp.judge_dp_oom)(record)
+    assert verdict.ok, (verdict.message, record)
