@@ -85,6 +85,12 @@ def test_memory_limit_reaches_every_gpu_the_layers_are_placed_on(monkeypatch, ca
                                      "capacity of 79.65 GiB of which 50.00 GiB is free.")
         text = memory.explain_oom(oom, "cuda:0")
         assert text.startswith("arignote: cuda:1 hit the caching allocator's cap of 20389/81559 MiB")
+        from arignote.training.oom_memory import memory_figures
+
+        monkeypatch.setattr(cuda, "peak_memory", lambda i: (0, 0))
+        figures = memory_figures("cuda:0").split(" | ")
+        assert [f.split(":")[0] + ":" + f.split(":")[1] for f in figures] == ["cuda:0", "cuda:1"]
+        assert all(f.endswith("capped at 20389 MiB by memory.limit=0.25") for f in figures)
 
 
 def test_the_trainer_prepares_each_gpu_its_layers_are_placed_on(monkeypatch):

@@ -33,7 +33,7 @@ from arignote.config import ConfigError
 MiB = 1 << 20
 
 __all__ = ["MemoryPolicy", "MemoryPlanError", "plan", "plan_for", "apply", "applied", "explain_oom",
-           "oom_device", "oom_explained", "offer_bytes"]
+           "oom_device", "oom_explained", "offer_bytes", "prepared_gpus"]
 
 
 class MemoryPlanError(ConfigError):
@@ -155,6 +155,12 @@ def apply(policy: MemoryPolicy, device) -> None:
 def applied(device) -> MemoryPolicy | None:
     """The plan applied on ``device`` in this process, if any."""
     return _applied.get(str(device))
+
+
+def prepared_gpus() -> list[str]:
+    """The GPUs this process applied a plan to (``cuda:0``, ``cuda:1`` under placement contexts),
+    in index order."""
+    return sorted((d for d in _applied if d.startswith("cuda")), key=lambda d: int(d.rsplit(":", 1)[-1]))
 
 
 def offer_bytes(index: int) -> int:

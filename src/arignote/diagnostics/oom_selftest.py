@@ -42,6 +42,8 @@ def real_oom_record(device: Any) -> dict[str, Any]:
     that ran out too). The cap is removed again before returning. Judged by
     ``bench.selfchecks_gpu.judge_real_oom``."""
     dev = torch.device(getattr(device, "torch", device))
+    if dev.type != "cuda" or not cuda.is_available():
+        raise ValueError(f"{dev} is not a usable CUDA GPU: the real out-of-memory test needs one")
     index = dev.index if dev.index is not None else 0
     dev = torch.device("cuda", index)
     gen = torch.Generator().manual_seed(0)
