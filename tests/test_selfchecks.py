@@ -88,3 +88,25 @@ def test_the_fused_optimizer_items_run_records_adagrad_fused_on_the_cpu_and_its_
               for name in ("adam", "adagrad")}
     assert record["adagrad"]["seen"]["fused"] is True and record["adagrad"]["want"]["fused"] is True
     assert selfchecks_fast.judge_fused_optimizer(record).ok
+
+
+def test_selftest_judge_rejudges_a_stored_record_and_says_what_changed(tmp_path, capsys):
+    import json
+
+    from arignote import cli
+
+    doc = {"results": [
+        {"item": "train-cpu", "status": "PASS", "record": {"device": "cpu", "losses": [1.37, 1.16]}},
+        {"item": "mixed-precision", "status": "PASS",  # judged by the old, fresh-scaler check (W2)
+         "record": {"losses": [1.38, 1.2], "forward_dtypes": ["torch.float32"], "autocast_on": [False],
+                    "policy": "mixed-fp16", "scaler_enabled": False, "scale": None}},
+        {"item": "banner-gpu", "status": "SKIP", "record": {}}]}
+    path = tmp_path / "selftest.json"
+    path.write_text(json.dumps(doc))
+    assert cli.main(["selftest", "--judge", str(path)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("same     train-cpu: PASS then, PASS now: CNN, loss 1.370 -> 1.160 on cpu")
+    assert lines[1].startswith("CHANGED  mixed-precision: PASS then, FAIL now: the trainer's grad scaler is "
+                               "disabled under mixed-fp16")
+    assert len(lines) == 2
+    assert cli.main(["selftest", "--judge", str(tmp_path / "none.json")]) == 2

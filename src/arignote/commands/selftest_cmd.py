@@ -33,11 +33,37 @@ def add_arguments(parser) -> None:
     parser.add_argument("--out", default=None, metavar="PATH",
                         help="also write the JSON record (every item's verdict and measured numbers, the "
                              "torch/CUDA/cuDNN/NCCL versions and GPU names) to PATH")
+    parser.add_argument("--judge", default=None, metavar="PATH",
+                        help="run nothing: judge the records of a selftest.json written by --out again with "
+                             "today's judges (exit 1 when a verdict differs from the stored one)")
+
+
+def _rejudge(path: str) -> int:
+    """``--judge PATH``: every recorded item's stored verdict next to today's judge's."""
+    from arignote.bench import selfchecks  # imports numpy: kept off `arignote --help`
+    from arignote.bench.selftest_protocol import replay
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError) as exc:
+        print(f"arignote selftest: --judge {path}: cannot read it as a selftest.json ({exc}); write one "
+              "with 'arignote selftest --out selftest.json'", file=sys.stderr)
+        return 2
+    changed = 0
+    for name, then, now in replay(doc, selfchecks.CHECKS):
+        same = then == now.ok
+        changed += not same
+        print(f"{'same   ' if same else 'CHANGED'}  {name}: {'PASS' if then else 'FAIL'} then, "
+              f"{'PASS' if now.ok else 'FAIL'} now: {now.message}")
+    return 1 if changed else 0
 
 
 def run(args) -> int:
     from arignote.bench import selfchecks  # imports numpy: kept off `arignote --help`
 
+    if args.judge:
+        return _rejudge(args.judge)
     if args.timeout <= 0:
         print(f"arignote selftest: --timeout must be positive (got {args.timeout})", file=sys.stderr)
         return 2
