@@ -485,8 +485,11 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
 
     box = NS(gpus=[NS(index=0, name="T4")], cpu_name="Xeon", cpu_threads=4, cuda_reason=None)
     monkeypatch.setattr(devices, "current_inventory", lambda: box)
-    outcome = {"memory-limit": (False, "cap is 1.0, expected 0.25")}
-    monkeypatch.setattr(selfchecks, "run_in_process", lambda name, timeout: outcome.get(name, (True, "fine")))
+    outcome = {"memory-limit": {"ok": False, "message": "cap is 1.0, expected 0.25", "numbers": {},
+                                "record": {}}}
+    fine = {"ok": True, "message": "fine", "numbers": {}, "record": {}}
+    monkeypatch.setattr(selfchecks, "outcome_in_process", lambda name, timeout: outcome.get(name, fine))
+    monkeypatch.setattr(selfchecks, "environment", lambda inv: {"torch": "2.13.0", "gpus": [{"name": "T4"}]})
     assert cli.main(["selftest"]) == 1
     out = capsys.readouterr().out
     assert "FAIL  memory-limit" in out and "cap is 1.0, expected 0.25" in out
@@ -496,9 +499,9 @@ def test_selftest_output_and_exit_codes_with_a_fake_gpu_box(monkeypatch, capsys)
     assert line.endswith("not tested: needs 2 GPUs, this machine has 1")
     assert "SKIP  placement" in out
     # + mixed-bf16, preallocate-after-oom, the 5 fast-path items, compiled-cuda-graphs, compiled-optimizer,
-    # compiled-accumulate; 5 DP items not tested (weights, oom, oom-sync, placement + data parallel,
-    # compiled-data-parallel) besides nccl and placement
-    assert "25 passed, 1 failed, 7 not tested" in out
+    # compiled-accumulate; DP items not tested (weights, oom, oom-sync, placement + data parallel,
+    # placement-memory-limit, placement-data-parallel-oom, compiled-data-parallel) besides nccl and placement
+    assert "26 passed, 1 failed, 9 not tested" in out
     assert cli.main(["selftest", "--only", "nope"]) == 2
 
 

@@ -2,7 +2,7 @@
 
 Run on a GPU box with ``pytest -m gpu tests/test_cuda_gpu.py``. The memory policy, cuDNN, precision,
 out-of-memory and multi-GPU checks are ``arignote selftest``'s items, run here through the same
-runner (``bench.selfchecks.run_in_process``: a fresh process each, as the cap and the caching switch
+runner (``bench.selfchecks.outcome_in_process``: a fresh process each, as the cap and the caching switch
 are process-wide), so the command and the tests cannot drift apart.
 """
 
@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from arignote.bench.selfchecks import CHECKS, run_in_process
+from arignote.bench.selfchecks import CHECKS, outcome_in_process
 
 pytestmark = pytest.mark.gpu
 
@@ -87,5 +87,6 @@ def test_selftest_item(check):
 
     if torch.cuda.device_count() < check.gpus:
         pytest.skip(f"{check.name} needs {check.gpus} GPUs, this machine has {torch.cuda.device_count()}")
-    ok, detail = run_in_process(check.name, timeout=600)
-    assert ok, detail
+    out = outcome_in_process(check.name, timeout=600)  # what `arignote selftest --out` records
+    assert out["ok"], (out["message"], out["record"])
+    assert out["record"] and "raised" not in out["record"]

@@ -197,7 +197,7 @@ def test_explain_oom_names_limit_flag_and_source(fake_cuda, monkeypatch):
     config.reload()
     memory.apply(memory.plan(0, 0.5, TOTAL, TOTAL, "cuda:0"), "cuda:0")
     text = memory.explain_oom(torch.OutOfMemoryError("CUDA out of memory"), "cuda:0")
-    assert "cuda:0 hit the per-process cap of 40779/81559 MiB" in text
+    assert "cuda:0 hit the caching allocator's cap of 40779/81559 MiB" in text
     assert "memory.limit=0.5 (from ARIGNOTE_FLAGS)" in text
     other = memory.explain_oom(torch.OutOfMemoryError("x"), "cuda:1")
     assert "cuda:1 ran out of memory with no memory.limit set" in other
@@ -209,7 +209,7 @@ def test_oom_explained_reraises_same_type_with_text(fake_cuda):
         raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
     msg = str(info.value)
     assert msg.startswith("CUDA out of memory. Tried to allocate 2.00 GiB\n"
-                          "arignote: cuda:0 hit the per-process")
+                          "arignote: cuda:0 hit the caching allocator's cap")
     assert "memory.limit=4096" in msg
     assert isinstance(info.value.__cause__, torch.OutOfMemoryError)
     with pytest.raises(ValueError, match="unrelated"), memory.oom_explained("cuda:0"):

@@ -484,16 +484,18 @@ def test_memory_figures_on_cpu_and_free_memory_runs():
     oom.free_memory("cpu")
 
 
-def test_selftest_real_oom_skips_without_a_gpu():
-    ok, detail = oom_selftest.selftest_real_oom("cpu")
-    assert not ok and detail.startswith("skipped:") and "CUDA" in detail
+def test_the_real_oom_record_refuses_a_device_that_is_no_gpu():
+    with pytest.raises(ValueError, match="cpu is not a usable CUDA GPU: the real out-of-memory test"):
+        oom_selftest.real_oom_record("cpu")
 
 
 @pytest.mark.gpu
 def test_real_oom_on_the_gpu_recovers_with_the_full_batch_gradient():
-    ok, detail = oom_selftest.selftest_real_oom("cuda:0")
-    assert ok, detail
-    assert "recovered as" in detail
+    from arignote.bench.selfchecks_gpu import judge_real_oom
+
+    verdict = judge_real_oom(oom_selftest.real_oom_record("cuda:0"))
+    assert verdict.ok, verdict.message
+    assert "recovered as" in verdict.message
     assert "allocated" in oom.memory_figures("cuda:0")
 
 

@@ -469,13 +469,3 @@ def test_an_unused_parameter_is_named_with_the_fixes_or_searched_for_on_request(
         for a, ref in zip(rk["unused_True"], one["unused_True"]):
             _close(a, ref, 1e-9)  # the aux layer keeps its initial weights, the body trains as one process
     assert one["unused_False"] == one["unused_True"]  # one process: no DDP, no error
-
-
-def test_the_selftests_sync_oom_item_runs_its_job_and_reads_the_outcome_on_cpu():
-    """``arignote selftest``'s data-parallel-oom-sync item on 2 gloo processes: the same job, with
-    the out-of-memory error raised instead of allocated (the CPU allocator's failure is no
-    out-of-memory error), run as a plain ``python job.py`` and judged by the item's own checks."""
-    from arignote.bench.selfchecks_dp import sync_oom_job
-
-    detail = sync_oom_job("cpu,cpu.processes=2", "raise", timeout=120)
-    assert detail.startswith("rank 1 ran out during the gradient sync: every rank stopped in")

@@ -81,7 +81,9 @@ _FLAG_LIST = [
          "0 grow on demand; reserve a size: a fraction (0.8 or 80%) of device memory, 4096 or 4096MiB, "
          "10GiB; x<0 disable caching"),
     Flag("memory.limit", _t.limit, 0.0,
-         "hard per-process cap: 0 none, or a size: a fraction (0.5 or 50%), MiB (8192 or 8192MiB), 8GiB"),
+         "cap of torch's caching allocator (tensors and its cache; the CUDA context, NCCL and libraries' "
+         "own allocations come on top): 0 none, or a size: a fraction (0.5 or 50%), MiB (8192 or 8192MiB), "
+         "8GiB"),
     Flag("memory.host_cache", _t.mib, 1024,
          "MiB of freed host memory malloc keeps for reuse (glibc; fewer page faults on CPU); "
          "0 returns it to the OS at once"),

@@ -4,8 +4,11 @@
 ``0 < x <= 1`` reserve that fraction of the GPU's total memory; ``x > 1`` reserve that many MiB;
 ``x < 0`` disable caching (every free returns memory to the driver, so others see it free; torch's
 peak-memory counters then stay at 0, as they count the caching allocator's blocks only).
-``memory.limit``: a hard per-process cap, a fraction (``0.5``) or MiB (``4096``); ``0`` none. The cap
-lives in the caching allocator, so it cannot be combined with ``memory.preallocate < 0``.
+``memory.limit``: a cap of torch's caching allocator in this process, a fraction (``0.5``) or MiB
+(``4096``); ``0`` none. It bounds what torch allocates through that allocator (tensors and its
+cache), not the process: the CUDA context (a few hundred MiB), NCCL's buffers and what libraries
+allocate themselves (cuDNN/cuBLAS workspaces outside it) come on top, so ``nvidia-smi`` shows more.
+The cap lives in the caching allocator, so it cannot be combined with ``memory.preallocate < 0``.
 
 Example::
 
@@ -20,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
@@ -29,7 +33,7 @@ from arignote.config import ConfigError
 MiB = 1 << 20
 
 __all__ = ["MemoryPolicy", "MemoryPlanError", "plan", "plan_for", "apply", "applied", "explain_oom",
-           "oom_explained", "offer_bytes"]
+           "oom_device", "oom_explained", "offer_bytes", "prepared_gpus"]
 
 
 class MemoryPlanError(ConfigError):
@@ -153,6 +157,12 @@ def applied(device) -> MemoryPolicy | None:
     return _applied.get(str(device))
 
 
+def prepared_gpus() -> list[str]:
+    """The GPUs this process applied a plan to (``cuda:0``, ``cuda:1`` under placement contexts),
+    in index order."""
+    return sorted((d for d in _applied if d.startswith("cuda")), key=lambda d: int(d.rsplit(":", 1)[-1]))
+
+
 def offer_bytes(index: int) -> int:
     """Bytes this process can still allocate on GPU ``index`` under the policy applied there: the
     driver's free memory plus the blocks this process has cached but not in use (a
@@ -170,14 +180,34 @@ def offer_bytes(index: int) -> int:
     return int(offer)
 
 
-def explain_oom(exc: BaseException, device) -> str:  # noqa: ARG001 - exc kept for future detail
-    """One paragraph for an out-of-memory error on ``device``: the cap and the flag that set it."""
-    name = str(device)
+_GPU_IN_OOM = re.compile(r"\bGPU (\d+) has a total capacity of\b")
+
+
+def oom_device(exc: BaseException, device) -> str:
+    """The GPU an out-of-memory error happened on: the one torch's message names (the CUDA caching
+    allocator says ``GPU 1 has a total capacity of ...``), else ``device``. Under placement contexts a
+    step runs on several GPUs; the error may come from any of them (issue 28 W4).
+
+    >>> oom_device(RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total "
+    ...                         "capacity of 79.25 GiB of which 8.94 MiB is free."), "cuda:0")
+    'cuda:1'
+    >>> oom_device(RuntimeError("out of memory"), "cuda:0")
+    'cuda:0'
+    """
+    found = _GPU_IN_OOM.search(str(exc))
+    return f"cuda:{found.group(1)}" if found else str(device)
+
+
+def explain_oom(exc: BaseException, device) -> str:
+    """One paragraph for an out-of-memory error on ``device`` (or the GPU the error names): the cap
+    and the flag that set it. The cap is the caching allocator's: what torch allocates through it
+    (tensors, its cache); the CUDA context, NCCL's buffers and libraries' own allocations are not in it."""
+    name = oom_device(exc, device)
     p = _applied.get(name)
     if p is not None and p.limit_bytes:
         src = config.source("memory.limit")
         cap = f"{_mib(p.limit_bytes)}/{_mib(p.total_bytes)} MiB"
-        return (f"arignote: {name} hit the per-process cap of {cap} "
+        return (f"arignote: {name} hit the caching allocator's cap of {cap} "
                 f"set by memory.limit={p.limit:g} (from {src}); raise memory.limit (0 removes the cap), "
                 "lower the batch size, or keep memory.on_oom=split")
     total = f" ({_mib(p.total_bytes)} MiB total)" if p is not None else ""

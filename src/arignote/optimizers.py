@@ -83,10 +83,11 @@ _HOST_SCALARS = ("step", "mu_product")
 
 def _keep_implementation(opt: torch.optim.Optimizer, impl: list[dict]) -> None:
     """After ``opt.load_state_dict``: the groups' implementation flags back to ``impl`` (torch takes a
-    file's: a GPU run's ``capturable`` fails a CPU run's eager step, a CPU run's fused Adagrad a GPU
-    run's), and the step counters where that implementation keeps them: on the CPU unless capturable
-    or fused (a compiled GPU run leaves them on the GPU; torch's eager update would read each with
-    ``.item()``, a host sync per parameter and step)."""
+    file's: a GPU run's ``capturable`` fails a CPU run's eager step, and a fused run's ``fused=True``
+    would override a run set to ``optimizer.impl=foreach``), and the step counters where that
+    implementation keeps them: on the CPU unless capturable or fused (a compiled GPU run leaves them
+    on the GPU; torch's eager update would read each with ``.item()``, a host sync per parameter and
+    step)."""
     for group, flags in zip(opt.param_groups, impl):
         group.update(flags)
         on_device = bool(group.get("capturable") or group.get("fused"))

@@ -167,19 +167,19 @@ def _cnn(optimizer: str = "adam") -> Sequential:
 
 
 def observe_fit(flags: dict[str, Any], device: str, iterable: bool = False, sync_guard: bool = False,
-                samples: int = 256, batch_size: int = 32,
-                sync_switch: Callable[[bool], None] | None = None) -> tuple[FitFacts, dict[str, Any]]:
+                samples: int = 256, batch_size: int = 32, sync_switch: Callable[[bool], None] | None = None,
+                optimizer: str = "adam") -> tuple[FitFacts, dict[str, Any]]:
     """Fit a small CNN on ``device`` under ``flags`` (arrays, or a list of batches with
     ``iterable``) and return ``(facts, seen)``: what the decisions need
     (:func:`arignote.bench.selfchecks_fast.expected`) and what the probes saw: ``benchmark``,
     ``tf32``, ``channels_last``, ``fused``, plus ``conv_outputs`` (channels-last per conv call) and
     ``guarded`` (the batches run under host-sync errors). ``sync_switch``: what ``sync_guard`` turns
     on for steps 2..N (default :func:`arignote.devices.cuda.set_sync_errors`; on a CPU,
-    :meth:`HostSyncCounter.switch`)."""
+    :meth:`HostSyncCounter.switch`). ``optimizer``: the Keras name compiled with (``adagrad``...)."""
     config.configure(**{"print_active_device": False, "device": device, **flags})
     x, y = synthetic(shape=(16, 16, 3), classes=4, samples=samples, noise=0.3)
     y = to_categorical(y, 4)
-    model = _cnn()
+    model = _cnn(optimizer)
     data: Any = [(x[i:i + batch_size], y[i:i + batch_size]) for i in range(0, samples, batch_size)]
     recorder = Recorder(lambda: cuda.cudnn_flags()[1])
     guard = SyncGuard(sync_switch or cuda.set_sync_errors)

@@ -29,19 +29,13 @@ Example::
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import Any
 
-from arignote.bench.selftest_protocol import Check, Verdict, judge_record, raised, verdict
+from arignote.bench.selftest_protocol import Verdict, raised, verdict
 
 __all__ = ["probe", "optimizer_probe", "accumulate_probe", "is_host_sync_error", "run_cuda_graphs",
            "judge_cuda_graphs", "run_optimizer", "judge_optimizer", "run_accumulate", "judge_accumulate",
-           "run_data_parallel", "judge_data_parallel", "legacy"]
-
-
-class CheckFailed(AssertionError):
-    """Compiled steps did not take effect as expected; the message says what was seen."""
+           "run_data_parallel", "judge_data_parallel"]
 
 
 def probe(device: str, backend: str = "inductor", jit: Any = True, epochs: int = 3) -> dict[str, Any]:
@@ -412,16 +406,3 @@ def judge_data_parallel(record: dict[str, Any]) -> Verdict:
     return verdict(problems, f"{r['world']} ranks: all {r['steps']} updates compiled on each",
                    steps=r["steps"], calls=r["calls"])
 
-
-def legacy(run: Callable[[], dict[str, Any]],
-           judge: Callable[[dict[str, Any]], Verdict]) -> Callable[[], str]:
-    """The item as ``selfchecks.Check(fn=...)`` takes it before the run/judge protocol is merged: runs,
-    judges, returns the message or raises CheckFailed with it."""
-
-    def item() -> str:
-        result = judge_record(Check("", 0, "", run, judge), json.loads(json.dumps(run())))
-        if not result.ok:
-            raise CheckFailed(result.message)
-        return result.message
-
-    return item

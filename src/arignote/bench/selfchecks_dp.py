@@ -1,27 +1,46 @@
-"""Self-test items for data parallel on GPUs (``arignote selftest``; they need 2 GPUs).
+"""Self-test items for data parallel on GPUs (``arignote selftest``; most need 2 GPUs).
 
-Each item runs in its own ``python -m arignote.bench.selfchecks NAME`` process; with ``device=all``
-fit re-runs that command for the other ranks, so every function here runs on every rank and only
-rank 0 reports. None of them could be run where they were written (no GPU there).
+Each item runs in its own ``python -m arignote.bench.selfchecks NAME`` process; with several GPUs
+fit re-runs that command for the other ranks, so every run function here runs on every rank and
+only rank 0 reports. The one-process reference weights a data-parallel fit is compared with are
+computed in a process of their own (:func:`reference_weights`): a reference fit run inside rank 1
+would join rank 0's job (issue 28 W1: the reference of ``data-parallel-weights`` and
+``data-parallel-oom`` joined the 2-GPU job on rank 1, whose capped second fit then waited for a
+partner until the timeout). The same runs work on 2 gloo CPU processes
+(``python -m arignote.bench.selfchecks_dp weights|oom cpu``; tests/test_selfchecks_dp.py).
+Written without a GPU: none of the GPU items was run where it was written.
 
 Example::
 
-    $ arignote selftest     # ... PASS data-parallel-weights  NCCL weights = one process's (max diff 2e-07)
+    >>> judge_dp_weights({"world_size": 2, "backend": "nccl", "want_backend": "nccl", "max_diff": 2e-7,
+    ...                   "k": 1}).message
+    "NCCL weights = one process's (max diff 2.0e-07)"
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
 from typing import Any
 
 import numpy as np
 
-__all__ = ["dp_weights", "dp_out_of_memory", "dp_out_of_memory_in_sync", "sync_oom_job", "bf16_gpu",
-           "dp_preallocation_after_oom", "dp_with_placement"]
+from arignote.bench.selftest_fits import loss_problems
+from arignote.bench.selftest_protocol import Verdict, verdict
 
+__all__ = ["reference_weights", "dp_record", "judge_dp_weights", "judge_dp_oom", "run_dp_weights",
+           "run_dp_oom", "sync_oom_job", "judge_sync_oom", "run_dp_oom_sync", "run_bf16_gpu",
+           "judge_bf16_gpu",
+           "run_preallocation_after_oom", "judge_preallocation_after_oom", "run_dp_with_placement",
+           "judge_dp_with_placement"]
 
-def _expect(cond: bool, message: str) -> None:
-    if not cond:
-        raise AssertionError(message)
+# the device flags of the one-process reference and of the 2-rank job, per device kind
+LAYOUTS = {"gpu": ({"device": "cuda0"}, {"device": "cuda0,cuda1"}, "nccl"),
+           "cpu": ({"device": "cpu"}, {"device": "cpu", "cpu.processes": 2, "cpu.threads": 1}, "gloo")}
 
 
 def _data(n: int = 512, width: int = 64) -> tuple[np.ndarray, np.ndarray]:
@@ -58,23 +77,69 @@ def _train(flags: dict[str, Any], batch: int = 128, hook: Any = None) -> Any:
     return model
 
 
+def reference_weights(flags: dict[str, Any], timeout: float = 300.0) -> list[np.ndarray]:
+    """The weights of :func:`_train` under ``flags`` in one process of its own, started without the
+    data-parallel environment (``python -m arignote.bench.selfchecks_dp reference FLAGS OUT``)."""
+    # loads the parallel package (torch.distributed) in the check's own process only
+    from arignote.parallel.env import alone_environ
+
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "reference.npz")
+        cmd = [sys.executable, "-m", "arignote.bench.selfchecks_dp", "reference", json.dumps(flags), out]
+        proc = subprocess.run(cmd, env=alone_environ(os.environ), capture_output=True, text=True,
+                              timeout=timeout)
+        if proc.returncode != 0:
+            tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise RuntimeError(f"the one-process reference fit failed (exit {proc.returncode}): {tail}")
+        with np.load(out) as saved:
+            return [saved[f"w{i}"] for i in range(len(saved.files))]
+
+
 def _max_diff(a: list, b: list) -> float:
     return max(float(np.max(np.abs(np.asarray(u, dtype=float) - np.asarray(v, dtype=float))))
                for u, v in zip(a, b))
 
 
-def dp_weights() -> str:
-    """NCCL data parallel over 2 GPUs ends with the weights of one process on one GPU."""
-    one = _train({"device": "cuda0"}).get_weights()
-    two = _train({"device": "cuda0,cuda1"})
-    _expect(two.strategy.world_size == 2 and two.strategy.backend == "nccl", f"strategy {two.strategy!r}")
-    diff = _max_diff(one, two.get_weights())
-    _expect(diff < 1e-4, f"2-GPU weights differ from 1-GPU weights by {diff:.2e}")
-    return f"NCCL weights = one process's (max diff {diff:.1e})"
+def dp_record(kind: str, hook: Any = None) -> dict[str, Any]:
+    """Rank 0: the reference in its own process, then the 2-rank fit (rank 1 runs the fit only);
+    the record of the 2-rank fit on this rank: world size, backend, its OOM guard's k, the largest
+    weight difference from the reference."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
+    from arignote.devices import rank
+
+    one_flags, two_flags, backend = LAYOUTS[kind]
+    one = reference_weights(one_flags) if rank() == 0 else None
+    two = _train(two_flags, hook=hook)
+    strategy = two.strategy
+    return {"world_size": strategy.world_size, "backend": strategy.backend, "want_backend": backend,
+            "k": two._trainer.oom.k if two._trainer.oom is not None else 1,
+            "max_diff": _max_diff(one, two.get_weights()) if one is not None else None}
+
+
+def judge_dp_weights(record: dict[str, Any]) -> Verdict:
+    problems = []
+    if record["world_size"] != 2 or record["backend"] != record["want_backend"]:
+        problems.append(f"the fit ran on {record['world_size']} {record['backend']} process(es), expected 2 "
+                        f"{record['want_backend']}")
+    if record["max_diff"] is None or record["max_diff"] >= 1e-4:
+        problems.append(f"2-process weights differ from 1-process weights by {record['max_diff']}")
+    diff = record["max_diff"] or 0.0
+    return verdict(problems, f"{record['backend'].upper()} weights = one process's (max diff {diff:.1e})",
+                   max_diff=record["max_diff"])
+
+
+def judge_dp_oom(record: dict[str, Any]) -> Verdict:
+    base = judge_dp_weights(record)
+    problems = [] if base.ok else [base.message]
+    if record["k"] <= 1:
+        problems.insert(0, f"no out-of-memory happened on rank 1 (rank 0's k={record['k']}): the cap did not "
+                           "bite, or the ranks did not agree on k")
+    return verdict(problems, f"rank 1 ran out, every rank went to k={record['k']}, weights = one process's "
+                   f"(max diff {record['max_diff'] or 0.0:.1e})", k=record["k"], max_diff=record["max_diff"])
 
 
 def _cap_rank_1(model: Any) -> None:
-    """On rank 1: cap the allocator so that a step at the full local batch does not fit but a
+    """On rank 1 (GPU): cap the allocator so that a step at the full local batch does not fit but a
     quarter of it does (measured with a trial step of the bare module first)."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
@@ -97,16 +162,22 @@ def _cap_rank_1(model: Any) -> None:
     cuda.set_memory_fraction(min(1.0, (reserved + 0.4 * (peak - base)) / total), 1)
 
 
-def dp_out_of_memory() -> str:
-    """A real out-of-memory on one of 2 GPUs under data parallel: both ranks agree on k, recover,
-    and end with one process's weights."""
-    one = _train({"device": "cuda0"}).get_weights()
-    two = _train({"device": "cuda0,cuda1"}, hook=_cap_rank_1)
-    guard = two._trainer.oom
-    _expect(guard.k > 1, f"no out-of-memory happened (k={guard.k}): the cap did not bite")
-    diff = _max_diff(one, two.get_weights())
-    _expect(diff < 1e-4, f"after recovery the weights differ from one process's by {diff:.2e}")
-    return f"rank 1 ran out, every rank went to k={guard.k}, weights = one process's (max diff {diff:.1e})"
+def _inject_on_rank_1(model: Any) -> None:
+    """On rank 1 (CPU): an injected out-of-memory above 32 samples (the local batch is 64)."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
+    from arignote import config
+    from arignote.devices import rank
+
+    if rank() == 1:
+        config.configure(memory_oom_inject_above=32)
+
+
+def run_dp_weights() -> dict[str, Any]:
+    return dp_record("gpu")
+
+
+def run_dp_oom() -> dict[str, Any]:
+    return dp_record("gpu", hook=_cap_rank_1)
 
 
 # A data-parallel job whose rank 1 runs out of memory in the backward of its 3rd step, while DDP is
@@ -143,17 +214,12 @@ x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
 m.fit(x, x[:, :1], batch_size=16, epochs=2, verbose=0)
 """
 
+SYNC_OOM_ERROR = "rank 1: out of memory in the backward pass while the gradients were being reduced"
 
-def sync_oom_job(device: str, mode: str, timeout: float = 300.0) -> str:
-    """Run :data:`SYNC_OOM_JOB` as a plain ``python job.py`` with ``ARIGNOTE_FLAGS=device=<device>``
-    and check it ended the way it must: a non-zero exit within a minute (nobody waits for a
-    collective's timeout), with the one error naming rank 1 and where it ran out."""
-    import os
-    import subprocess
-    import sys
-    import tempfile
-    import time
 
+def sync_oom_job(device: str, mode: str, timeout: float = 300.0) -> dict[str, Any]:
+    """Run :data:`SYNC_OOM_JOB` as a plain ``python job.py`` with ``ARIGNOTE_FLAGS=device=<device>``:
+    its exit code, seconds, whether stderr carries the one error naming rank 1, and its last line."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "sync_oom.py")
         with open(path, "w") as fh:
@@ -163,44 +229,59 @@ def sync_oom_job(device: str, mode: str, timeout: float = 300.0) -> str:
         proc = subprocess.run([sys.executable, path, mode], env=env, capture_output=True, text=True,
                               timeout=timeout, cwd=tmp)
         seconds = time.monotonic() - started
-    _expect(proc.returncode != 0, "the job went on after rank 1 ran out of memory in the gradient sync")
-    wanted = "rank 1: out of memory in the backward pass while the gradients were being reduced"
-    last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-    _expect(wanted in proc.stderr, f"the job's error does not say so: {last}")
-    _expect(seconds < 60, f"the job took {seconds:.0f} s to stop: a rank waited for a collective's timeout")
-    return f"rank 1 ran out during the gradient sync: every rank stopped in {seconds:.0f} s with one error"
+    return {"returncode": proc.returncode, "seconds": round(seconds, 1),
+            "named": SYNC_OOM_ERROR in proc.stderr,
+            "last_line": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
 
 
-def dp_out_of_memory_in_sync() -> str:
-    """A real out-of-memory on rank 1 of 2 GPUs in the backward while NCCL reduces the gradients:
-    the ranks cannot recover together from there, so every rank stops with one clear error."""
+def judge_sync_oom(record: dict[str, Any]) -> Verdict:
+    """A non-zero exit within a minute (nobody waits for a collective's timeout), with the one
+    error naming rank 1 and where it ran out."""
+    problems = []
+    if record["returncode"] == 0:
+        problems.append("the job went on after rank 1 ran out of memory in the gradient sync")
+    if not record["named"]:
+        problems.append(f"the job's error does not say so: {record['last_line']}")
+    if record["seconds"] >= 60:
+        problems.append(f"the job took {record['seconds']:.0f} s to stop: a rank waited for a collective's "
+                        "timeout")
+    return verdict(problems, f"rank 1 ran out during the gradient sync: every rank stopped in "
+                   f"{record['seconds']:.0f} s with one error", seconds=record["seconds"])
+
+
+def run_dp_oom_sync() -> dict[str, Any]:
     return sync_oom_job("cuda0,cuda1", "allocate")
 
 
-def bf16_gpu() -> str:
-    """Training with precision=mixed-bf16 on a GPU (autocast bf16, no grad scaler)."""
+def run_bf16_gpu() -> dict[str, Any]:
     model = _train({"device": "cuda0", "precision": "mixed-bf16"})
-    losses = model.history.history["loss"]
-    _expect(all(np.isfinite(losses)) and losses[-1] < losses[0], f"bf16 losses {losses}")
-    return f"bf16 loss {losses[0]:.3f} -> {losses[-1]:.3f}"
+    return {"losses": [float(v) for v in model.history.history["loss"]]}
 
 
-def dp_preallocation_after_oom() -> str:
+def judge_bf16_gpu(record: dict[str, Any]) -> Verdict:
+    losses = record["losses"]
+    return verdict(loss_problems(losses), f"bf16 loss {losses[0]:.3f} -> {losses[-1]:.3f}", losses=losses)
+
+
+def run_preallocation_after_oom() -> dict[str, Any]:
     """memory.preallocate=0.5 still holds its block after an (injected) out-of-memory recovery."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote.devices import cuda
 
     model = _train({"device": "cuda0", "memory.preallocate": 0.5, "memory.oom_inject_above": 32})
-    _expect(model._trainer.oom.k > 1, "the injected out-of-memory did not split the batch")
-    _, reserved = cuda.memory_in_use(0)
-    _, total = cuda.mem_get_info(0)
-    _expect(reserved >= 0.45 * total,
-            f"only {reserved >> 20} MiB reserved of {total >> 20} MiB after recovery")
-    k = model._trainer.oom.k
-    return f"{reserved >> 20} MiB still reserved of {total >> 20} MiB after recovering at k={k}"
+    return {"k": model._trainer.oom.k, "reserved": cuda.memory_in_use(0)[1], "total": cuda.mem_get_info(0)[1]}
 
 
-def dp_with_placement() -> str:
+def judge_preallocation_after_oom(record: dict[str, Any]) -> Verdict:
+    k, reserved, total = record["k"], record["reserved"], record["total"]
+    problems = [] if k > 1 else ["the injected out-of-memory did not split the batch"]
+    if reserved < 0.45 * total:
+        problems.append(f"only {reserved >> 20} MiB reserved of {total >> 20} MiB after recovery")
+    return verdict(problems, f"{reserved >> 20} MiB still reserved of {total >> 20} MiB after recovering at "
+                   f"k={k}", reserved=reserved, k=k)
+
+
+def run_dp_with_placement() -> dict[str, Any]:
     """Placement + data parallel on 4 GPUs: 2 replicas, each with its layers on its own 2 GPUs."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
@@ -218,9 +299,40 @@ def dp_with_placement() -> str:
         model.add(Dense(8))
     model.compile("sgd", "mse")
     model.fit(x, y, batch_size=128, epochs=1, verbose=0)
-    strategy, n = model.strategy, len(current_inventory().gpus)
-    _expect(strategy.world_size == n // 2, f"{strategy.world_size} replicas for {n} GPUs, expected {n // 2}")
-    where = sorted({str(p.device) for p in model.module.parameters()})
-    own = [f"cuda:{2 * strategy.rank + i}" for i in range(2)]
-    _expect(where == own, f"replica {strategy.rank}'s parameters on {where}, expected {own}")
-    return f"{strategy.world_size} replicas of 2 GPUs each, layers on each replica's own GPUs"
+    strategy = model.strategy
+    return {"world_size": strategy.world_size, "rank": strategy.rank, "gpus": len(current_inventory().gpus),
+            "where": sorted({str(p.device) for p in model.module.parameters()})}
+
+
+def judge_dp_with_placement(record: dict[str, Any]) -> Verdict:
+    n, world, where = record["gpus"], record["world_size"], record["where"]
+    own = [f"cuda:{2 * record['rank'] + i}" for i in range(2)]
+    problems = [] if world == n // 2 else [f"{world} replicas for {n} GPUs, expected {n // 2}"]
+    if where != own:
+        problems.append(f"replica {record['rank']}'s parameters on {where}, expected {own}")
+    return verdict(problems, f"{world} replicas of 2 GPUs each, layers on each replica's own GPUs")
+
+
+def main(argv: list[str]) -> int:
+    """``reference FLAGS_JSON OUT.npz``: one fit, weights saved; ``weights|oom cpu|gpu``: the item's
+    record printed on rank 0 (``@@selftest-record {...}``)."""
+    # loads torch in the check's own process, not when `arignote selftest` lists checks
+    from arignote.devices import rank
+
+    if len(argv) == 3 and argv[0] == "reference":
+        weights = _train(json.loads(argv[1])).get_weights()
+        np.savez(argv[2], **{f"w{i}": w for i, w in enumerate(weights)})
+        return 0
+    if len(argv) == 2 and argv[0] in ("weights", "oom") and argv[1] in LAYOUTS:
+        hook = None if argv[0] == "weights" else {"gpu": _cap_rank_1, "cpu": _inject_on_rank_1}[argv[1]]
+        record = dp_record(argv[1], hook=hook)
+        if rank() == 0:
+            print("@@selftest-record " + json.dumps(record), flush=True)
+        return 0
+    print("usage: python -m arignote.bench.selfchecks_dp reference FLAGS_JSON OUT.npz | "
+          "{weights,oom} {cpu,gpu}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

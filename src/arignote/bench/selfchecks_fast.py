@@ -11,7 +11,8 @@ so a check never hard-codes a policy: :func:`expected` (pure) says what to look 
 * no host sync in a step: ``torch.cuda.set_sync_debug_mode("error")`` from the second step to the
   last, so any ``.item()``, ``nonzero`` or blocking copy in the step raises.
 
-The probes and the comparison run on a CPU too (tests/test_fastpaths.py); the items need a GPU.
+Each item is a run (:func:`fit_record`: what to look for and what was seen) and a pure judge. The
+probes and the comparison run on a CPU too (tests/test_fastpaths.py); the items need a GPU.
 This module does not import torch (``arignote selftest`` plans its items without it).
 
 Example::
@@ -31,14 +32,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from arignote.bench.selftest_protocol import Verdict, verdict
 from arignote.devices import fastpaths
 
-__all__ = ["expected", "mismatches", "observed", "autotune_gpu", "channels_last_gpu", "fused_optimizer_gpu",
-           "tf32_gpu", "no_host_sync_gpu"]
-
-
-class CheckFailed(AssertionError):
-    """A fast path did not take effect; the message says which and what was seen."""
+__all__ = ["expected", "mismatches", "observed", "fit_record", "run_autotune", "judge_autotune",
+           "run_channels_last", "judge_channels_last", "run_fused_optimizer", "judge_fused_optimizer",
+           "run_tf32", "judge_tf32", "run_no_host_sync", "judge_no_host_sync"]
 
 
 # --------------------------------------------------------------------------- what to look for
@@ -73,44 +72,83 @@ def observed(flags: dict[str, Any], device: str = "cuda0", **kw: Any) -> tuple[d
     return expected(config.get, facts), seen
 
 
-def _check(want: dict[str, Any], seen: dict[str, Any], keys: list[str]) -> None:
-    problems = mismatches(want, seen, keys)
-    if problems:
-        raise CheckFailed("; ".join(problems))
+def fit_record(keys: list[str], optimizer: str = "adam", device: str = "cuda0", **kw: Any) -> dict[str, Any]:
+    """One probed fit: ``{"want": {key: ...}, "seen": {key: ..., "conv_outputs", "guarded"}}``."""
+    want, seen = observed({}, device, optimizer=optimizer, **kw)
+    return {"want": {k: want[k] for k in keys},
+            "seen": {**{k: seen[k] for k in keys}, "conv_outputs": seen["conv_outputs"],
+                     "guarded": seen["guarded"]}}
+
+
+def judge_keys(record: dict[str, Any], message: str) -> Verdict:
+    """Passed when every key of ``want`` was seen with its value (``message`` may name ``seen``'s)."""
+    seen = record["seen"]
+    text = message.format(**seen, n_convs=len(seen["conv_outputs"]))
+    return verdict(mismatches(record["want"], seen), text, **{k: seen[k] for k in record["want"]})
 
 
 # --------------------------------------------------------------------------- the selftest items
 
 
-def autotune_gpu() -> str:
-    want, seen = observed({}, "cuda0")
-    _check(want, seen, ["benchmark"])
-    want_it, seen_it = observed({}, "cuda0", iterable=True)
-    _check(want_it, seen_it, ["benchmark"])
-    return (f"cudnn.benchmark {seen['benchmark']} during a fit on arrays, {seen_it['benchmark']} on an "
-            "iterable (dnn.benchmark=auto)")
+def run_autotune() -> dict[str, Any]:
+    return {"arrays": fit_record(["benchmark"]), "iterable": fit_record(["benchmark"], iterable=True)}
 
 
-def channels_last_gpu() -> str:
-    want, seen = observed({}, "cuda0")
-    _check(want, seen, ["channels_last"])
-    return f"{len(seen['conv_outputs'])} conv2d outputs during fit, all channels-last"
+def judge_autotune(record: dict[str, Any]) -> Verdict:
+    arrays, iterable = judge_keys(record["arrays"], ""), judge_keys(record["iterable"], "")
+    problems = ([f"arrays: {arrays.message}"] * (not arrays.ok)
+                + [f"iterable: {iterable.message}"] * (not iterable.ok))
+    arrays_on = record["arrays"]["seen"]["benchmark"]
+    return verdict(problems, f"cudnn.benchmark {arrays_on} during a fit on arrays, "
+                   f"{record['iterable']['seen']['benchmark']} on an iterable (dnn.benchmark=auto)")
 
 
-def fused_optimizer_gpu() -> str:
-    want, seen = observed({}, "cuda0")
-    _check(want, seen, ["fused"])
-    return "Adam built with fused=True on cuda:0"
+def run_channels_last() -> dict[str, Any]:
+    return fit_record(["channels_last"])
 
 
-def tf32_gpu() -> str:
-    want, seen = observed({}, "cuda0")
-    _check(want, seen, ["tf32"])
-    return f"TF32 (matmul, conv) = {seen['tf32']} as tf32=on asks"
+def judge_channels_last(record: dict[str, Any]) -> Verdict:
+    return judge_keys(record, "{n_convs} conv2d outputs during fit, all channels-last")
 
 
-def no_host_sync_gpu() -> str:
-    _, seen = observed({}, "cuda0", sync_guard=True)
-    if not seen["guarded"]:
-        raise CheckFailed("no training step ran under torch.cuda.set_sync_debug_mode('error')")
-    return f"steps 2..{len(seen['guarded']) + 1} ran under set_sync_debug_mode('error') without a host sync"
+def run_fused_optimizer() -> dict[str, Any]:
+    """Adam and Adagrad (torch 2.13 has both fused on CUDA: issue 28 S2) on cuda:0."""
+    return {name: fit_record(["fused"], optimizer=name) for name in ("adam", "adagrad")}
+
+
+def judge_fused_optimizer(record: dict[str, Any]) -> Verdict:
+    """Both fused, whatever the decision expected: torch 2.13 has both kernels on CUDA, so a decision
+    that expects foreach there (issue 28 S2) is itself the failure."""
+    problems = [f"{name}: {v.message}" for name, v in ((n, judge_keys(r, "")) for n, r in record.items())
+                if not v.ok]
+    problems += [f"{name}: not fused on cuda:0 (torch has the kernel)" for name, r in record.items()
+                 if r["seen"]["fused"] is not True and r["want"]["fused"] is not True]
+    if sorted(record) != ["adagrad", "adam"]:
+        problems.append(f"expected the fits of adam and adagrad, the record has {sorted(record)}")
+    return verdict(problems, "Adam and Adagrad built with fused=True on cuda:0")
+
+
+def run_tf32() -> dict[str, Any]:
+    return fit_record(["tf32"])
+
+
+def judge_tf32(record: dict[str, Any]) -> Verdict:
+    return judge_keys(record, "TF32 (matmul, conv) = {tf32} as the tf32 flag asks")
+
+
+def run_no_host_sync() -> dict[str, Any]:
+    """A fit with ``set_sync_debug_mode('error')`` from step 2: a sync raises, and is recorded."""
+    try:
+        return {**fit_record([], sync_guard=True), "sync_error": ""}
+    except RuntimeError as err:  # set_sync_debug_mode('error') raises at the syncing call
+        return {"want": {}, "seen": {"conv_outputs": [], "guarded": []}, "sync_error": str(err)[:300]}
+
+
+def judge_no_host_sync(record: dict[str, Any]) -> Verdict:
+    guarded = record["seen"]["guarded"]
+    error = record["sync_error"]
+    problems = [f"a training step synchronized with the host: {error}"] if error else []
+    if not guarded and not problems:
+        problems.append("no training step ran under torch.cuda.set_sync_debug_mode('error')")
+    return verdict(problems, f"steps 2..{len(guarded) + 1} ran under set_sync_debug_mode('error') without a "
+                   "host sync", guarded_steps=len(guarded))

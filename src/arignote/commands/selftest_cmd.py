@@ -9,7 +9,7 @@ Exit status 1 means an item that ran failed.
 
 Example::
 
-    $ arignote selftest
+    $ arignote selftest --out selftest.json   # also a JSON record to compare a later run with
     PASS  banner-cpu          arignote 0.1.0 on torch 2.13.0 (CPU build) · device cpu: ...
     SKIP  banner-gpu          not tested: needs a CUDA GPU (no NVIDIA driver)
 """
@@ -17,6 +17,7 @@ Example::
 from __future__ import annotations
 
 import json
+import os
 import sys
 import time
 
@@ -29,13 +30,46 @@ def add_arguments(parser) -> None:
     parser.add_argument("--only", default=None, help="comma-separated items to run (default: all)")
     parser.add_argument("--timeout", type=float, default=300.0, help="seconds per item (default 300)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument("--out", default=None, metavar="PATH",
+                        help="also write the JSON record (every item's verdict and measured numbers, the "
+                             "torch/CUDA/cuDNN/NCCL versions and GPU names) to PATH")
+    parser.add_argument("--judge", default=None, metavar="PATH",
+                        help="run nothing: judge the records of a selftest.json written by --out again with "
+                             "today's judges (exit 1 when a verdict differs from the stored one)")
+
+
+def _rejudge(path: str) -> int:
+    """``--judge PATH``: every recorded item's stored verdict next to today's judge's."""
+    from arignote.bench import selfchecks  # imports numpy: kept off `arignote --help`
+    from arignote.bench.selftest_protocol import replay
+
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError) as exc:
+        print(f"arignote selftest: --judge {path}: cannot read it as a selftest.json ({exc}); write one "
+              "with 'arignote selftest --out selftest.json'", file=sys.stderr)
+        return 2
+    changed = 0
+    for name, then, now in replay(doc, selfchecks.CHECKS):
+        same = then == now.ok
+        changed += not same
+        print(f"{'same   ' if same else 'CHANGED'}  {name}: {'PASS' if then else 'FAIL'} then, "
+              f"{'PASS' if now.ok else 'FAIL'} now: {now.message}")
+    return 1 if changed else 0
 
 
 def run(args) -> int:
     from arignote.bench import selfchecks  # imports numpy: kept off `arignote --help`
 
+    if args.judge:
+        return _rejudge(args.judge)
     if args.timeout <= 0:
         print(f"arignote selftest: --timeout must be positive (got {args.timeout})", file=sys.stderr)
+        return 2
+    if args.out and not os.path.isdir(os.path.dirname(os.path.abspath(args.out))):
+        print(f"arignote selftest: --out {args.out}: its folder does not exist; create it or pick another "
+              "path", file=sys.stderr)
         return 2
     inventory = devices.current_inventory()
     items = selfchecks.plan(inventory)
@@ -59,15 +93,24 @@ def run(args) -> int:
             status, detail, seconds = "SKIP", f"not tested: {why}", 0.0
         else:
             t0 = time.monotonic()
-            ok, detail = selfchecks.run_in_process(check.name, args.timeout)
-            status, seconds = ("PASS" if ok else "FAIL"), time.monotonic() - t0
+            outcome = selfchecks.outcome_in_process(check.name, args.timeout)
+            detail, seconds = outcome["message"], time.monotonic() - t0
+            status = "PASS" if outcome["ok"] else "FAIL"
         results.append({"item": check.name, "status": status, "detail": detail, "what": check.doc,
-                        "seconds": round(seconds, 1)})
+                        "seconds": round(seconds, 1), "gpus_needed": check.gpus,
+                        "numbers": {} if why else outcome.get("numbers", {}),
+                        "record": {} if why else outcome.get("record", {})})
         if not args.json:
             print(f"{status}  {check.name:<{width}}  {detail}", flush=True)
     counts = {s: sum(r["status"] == s for r in results) for s in ("PASS", "FAIL", "SKIP")}
+    doc = {"schema": 1, "when": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "gpus": gpus,
+           "environment": selfchecks.environment(inventory), "results": results, **counts}
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as fh:
+            json.dump(doc, fh, indent=2)
+            fh.write("\n")
     if args.json:
-        print(json.dumps({"gpus": gpus, "results": results, **counts}, indent=2))
+        print(json.dumps(doc, indent=2))
     else:
         print(f"\n{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} not tested")
         if counts["SKIP"] and not inventory.gpus:

@@ -270,6 +270,28 @@ def set_cudnn(enabled: bool, benchmark: bool, deterministic: bool) -> None:
     torch.backends.cudnn.deterministic = deterministic
 
 
+def flatten_rnn_weights(weights: list[torch.Tensor], mode: str, input_size: int, hidden_size: int) -> bool:
+    """Put one layer's RNN weights (``w_ih, w_hh[, b_ih, b_hh]``, torch's layout and gate order) into
+    one contiguous buffer cuDNN reads as it is, in place (each tensor becomes a view of the buffer):
+    what ``torch.nn.RNNBase.flatten_parameters`` does (``torch/nn/modules/rnn.py``: same dtype, all
+    ``cudnn.is_acceptable``, no aliasing, then ``torch._cudnn_rnn_flatten_weight`` with one layer,
+    no projection, unidirectional; here ``batch_first``). Without it, cuDNN warns "RNN module
+    weights are not part of single contiguous chunk of memory" and copies every weight at every
+    forward. ``mode``: ``LSTM``, ``GRU``, ``RNN_TANH`` or ``RNN_RELU``. Returns False (nothing done)
+    where cuDNN would not take them."""
+    import torch.backends.cudnn.rnn as cudnn_rnn
+
+    dtype = weights[0].dtype
+    if (not torch._use_cudnn_rnn_flatten_weight()
+            or any(w.dtype != dtype or not torch.backends.cudnn.is_acceptable(w) for w in weights)
+            or len({w.data_ptr() for w in weights}) != len(weights)):
+        return False
+    with torch.cuda.device_of(weights[0]), torch.no_grad():
+        torch._cudnn_rnn_flatten_weight(weights, len(weights), input_size, cudnn_rnn.get_cudnn_mode(mode),
+                                        hidden_size, 0, 1, True, False)
+    return True
+
+
 def cudnn_flags() -> tuple[bool, bool, bool]:
     """The current (enabled, benchmark, deterministic) cuDNN switches."""
     c = torch.backends.cudnn

@@ -44,11 +44,13 @@ __all__ = ["Choice", "FitFacts", "autotune", "tf32", "tf32_line", "memory_format
 
 Get = Callable[[str], Any]
 
-# torch optimizers with a fused kernel, per device type (torch 2.x: fused Adam/AdamW/SGD on CUDA and
-# CPU, fused Adagrad on CPU only; RMSprop and Adadelta have none)
+# torch optimizers with a fused kernel, per device type (torch 2.13: fused Adam/AdamW/SGD/Adagrad on
+# CUDA and CPU: torch/optim/adagrad.py documents `fused` as "CPU and CUDA only", checks parameters
+# with _device_dtype_check_for_fused(p) without cuda_unsupported, and ATen registers
+# _fused_adagrad_cuda_dispatch.h; RMSprop and Adadelta have none)
 FUSED_DEVICES: dict[str, frozenset[str]] = {
     "Adam": frozenset({"cuda", "cpu"}), "AdamW": frozenset({"cuda", "cpu"}),
-    "SGD": frozenset({"cuda", "cpu"}), "Adagrad": frozenset({"cpu"}),
+    "SGD": frozenset({"cuda", "cpu"}), "Adagrad": frozenset({"cuda", "cpu"}),
 }
 # TensorFloat-32 units exist from Ampere (compute capability 8.0) on
 TF32_CAPABILITY = (8, 0)

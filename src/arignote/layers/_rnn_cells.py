@@ -29,10 +29,17 @@ import torch
 import torch.nn.functional as F
 
 from arignote import activations, initializers
+from arignote.devices import cuda
 from arignote.layers._util import KerasLayer, constraint_arg, initializer_arg, regularizer_arg
 from arignote.layers.base import Layer, positive_int
 
 __all__ = ["SimpleRNNCell", "GRUCell", "LSTMCell", "dropout_mask"]
+
+
+def _on_cudnn(weight: torch.Tensor) -> bool:
+    """Whether torch's fused RNN kernel runs cuDNN for ``weight`` (a CUDA tensor; cuDNN's own checks
+    are in ``cuda.flatten_rnn_weights``)."""
+    return weight.is_cuda
 
 
 def _prob(value: Any, what: str, where: str) -> float:
@@ -224,6 +231,25 @@ class _Cell(KerasLayer, Layer):
     def _fused_activations(self) -> bool:
         return False
 
+    def _fused_params(self, mode: str) -> list[torch.Tensor]:
+        """``[weight, recurrent_weight(, bias, zero recurrent bias)]`` for torch's fused kernel. On a
+        GPU the four are kept in one contiguous chunk cuDNN reads in place (flattened once, and again
+        when a move or a load gives a weight new memory): separate tensors made cuDNN copy every
+        weight at every forward (issue 28 S3). The CPU path is unchanged (a fresh zero bias)."""
+        params = [self.weight, self.recurrent_weight]
+        if not _on_cudnn(self.weight):
+            return params + ([self.bias, torch.zeros_like(self.bias)] if self.use_bias else [])
+        if self.use_bias:
+            zero = self.__dict__.get("_zero_recurrent_bias")
+            if zero is None or zero.device != self.bias.device or zero.dtype != self.bias.dtype:
+                zero = self.__dict__["_zero_recurrent_bias"] = torch.zeros_like(self.bias)
+            params += [self.bias, zero]
+        ptrs = tuple(p.data_ptr() for p in params)
+        if ptrs != self.__dict__.get("_flat_ptrs") and not torch.compiler.is_compiling():
+            if cuda.flatten_rnn_weights(params, mode, self.weight.shape[1], self.units):
+                self.__dict__["_flat_ptrs"] = tuple(p.data_ptr() for p in params)
+        return params
+
 
 class SimpleRNNCell(_Cell):
     """``h = activation(x @ kernel + h @ recurrent_kernel + bias)``; fused for tanh and relu."""
@@ -236,10 +262,9 @@ class SimpleRNNCell(_Cell):
         return self.activation in (activations.tanh, activations.relu)
 
     def fused(self, x: torch.Tensor, states: list, training: bool) -> tuple[torch.Tensor, list] | None:
-        fn = torch.rnn_tanh if self.activation is activations.tanh else torch.rnn_relu
-        params = [self.weight, self.recurrent_weight]
-        if self.use_bias:
-            params += [self.bias, torch.zeros_like(self.bias)]
+        tanh = self.activation is activations.tanh
+        fn = torch.rnn_tanh if tanh else torch.rnn_relu
+        params = self._fused_params("RNN_TANH" if tanh else "RNN_RELU")
         out, h = fn(x, states[0].unsqueeze(0), params, self.use_bias, 1, 0.0, training, False, True)
         return out, [h[0]]
 
@@ -361,9 +386,7 @@ class LSTMCell(_Cell):
         return self.activation is activations.tanh and self.recurrent_activation is activations.sigmoid
 
     def fused(self, x: torch.Tensor, states: list, training: bool) -> tuple[torch.Tensor, list] | None:
-        params = [self.weight, self.recurrent_weight]
-        if self.use_bias:
-            params += [self.bias, torch.zeros_like(self.bias)]
+        params = self._fused_params("LSTM")
         hx = (states[0].unsqueeze(0), states[1].unsqueeze(0))
         out, h, c = torch.lstm(x, hx, params, self.use_bias, 1, 0.0, training, False, True)
         return out, [h[0], c[0]]

@@ -122,6 +122,8 @@ class TrainerSetup:
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
             devices.prepare(device, layout=getattr(strategy, "layout", None))
+            for gpu in parallel.placed_gpus(getattr(self, "layers", ()), strategy.device):
+                devices.prepare(gpu)  # memory policy and banner line on each GPU the layers are placed on
             precision = Precision.from_config(strategy.device)
             if not self._placed or self.device != strategy.device:
                 self._place(strategy.device)

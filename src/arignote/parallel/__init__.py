@@ -27,11 +27,11 @@ from arignote import config
 from arignote.config import ConfigError
 from arignote.devices import Device
 from arignote.parallel.env import DistEnv
-from arignote.parallel.placement import gpus_per_replica, parse_contexts
+from arignote.parallel.placement import gpus_per_replica, parse_contexts, placed_gpus
 from arignote.parallel.placement import layer_device as _layer_device
 from arignote.parallel.single import SingleDevice
 
-__all__ = ["SingleDevice", "strategy_for", "check_layout", "layer_device"]
+__all__ = ["SingleDevice", "strategy_for", "check_layout", "layer_device", "placed_gpus"]
 
 
 def _is_cuda(device: Any) -> bool:

@@ -48,9 +48,15 @@ from arignote.parallel.heartbeat import Heartbeat
 from arignote.parallel.launcher import Launcher, watch_parent
 from arignote.parallel.placement import gpus_per_replica, parse_contexts, replica_gpus, set_replica_gpus
 
-__all__ = ["Agreement", "Carried", "DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT"]
+__all__ = ["Agreement", "Carried", "DataParallel", "data_parallel", "active", "STARTUP_TIMEOUT",
+           "NCCL_STALL_NOTE", "stand_in_zero"]
 
 STARTUP_TIMEOUT = 300.0  # seconds for every rank to reach fit (imports, data loading)
+# what rank 0's stall notice adds under NCCL, whose watchdog ends the job at the collective's timeout
+# without naming a rank (see DataParallel._missing_ranks)
+NCCL_STALL_NOTE = ("; NCCL waits for it until the collective times out (parallel.timeout, else "
+                   "PyTorch's 10 minutes), then its watchdog ends the job without naming a rank: this "
+                   "notice is the diagnosis")
 _state: dict[str, Any] = {"active": None}
 _STALL_WAIT = 2.0  # seconds a rank whose collective failed looks for the other ranks' marks
 _UNARMED = contextlib.nullcontext()  # a forward of a module that never arms DDP by itself
@@ -247,8 +253,7 @@ class DataParallel:
             return
         with net.no_sync():
             net._pre_forward()  # what the skipped forward did: lazy init, the one bucket rebuild
-        params = [p for p in net.parameters() if p.requires_grad]
-        zero = torch.stack([p.reshape(-1)[:1].sum() for p in params]).sum().mul(0)
+        zero = stand_in_zero([p for p in net.parameters() if p.requires_grad])
         self.reduce_next_backward(net, zero).backward()
 
     def check_reduced(self, net: torch.nn.Module) -> None:
@@ -305,7 +310,13 @@ class DataParallel:
 
     def _missing_ranks(self, what: str, exc: BaseException, wait: float = _STALL_WAIT) -> str:
         """Every rank whose collective fails marks itself in the rendezvous store and looks, for
-        ``wait`` seconds, for the others' marks: a rank without one never reached a collective."""
+        ``wait`` seconds, for the others' marks: a rank without one never reached a collective.
+
+        This runs where a timed-out collective raises in Python: gloo, and the control group's
+        collectives. An NCCL collective that times out never does: torch's watchdog thread tears
+        the process down (``TORCH_NCCL_ASYNC_ERROR_HANDLING``, default 3 ``SkipCleanUp``: "tear down
+        process without cleaning up NCCL communicators", ``ProcessGroupNCCL.hpp``), so under NCCL
+        the heartbeat's stall notice (:data:`NCCL_STALL_NOTE`) is the diagnosis."""
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
         text = f"rank {self.rank}: {what} failed ({first})"
         store = getattr(self, "_store", None)
@@ -462,6 +473,31 @@ def _gpu_device(devices: list[Any], env: DistEnv, store: dist.TCPStore, launchin
     return chosen
 
 
+def stand_in_zero(params: list[torch.Tensor]) -> torch.Tensor:
+    """0 times a sum touching one element of each of ``params``, on the first one's device: its
+    backward gives every parameter a (zero) gradient, which fills DDP's buckets.
+
+    Under placement contexts a replica's parameters sit on several GPUs, and ``torch.stack`` needs
+    them on one device (``torch/_refs/__init__.py``: ``stack`` is ``cat`` of unsqueezed tensors, and
+    ``cat`` runs ``utils.check_same_device(*tensors, allow_cpu_scalar_tensors=False)``): one stack
+    per device, then each device's sum copied to the first device (a differentiable copy, as a
+    placed model's forward makes). Issue 28 C3: one stack over cuda:0 and cuda:1 raised a device
+    error, not an out-of-memory, on the rank that ran out; the others waited in NCCL.
+
+    >>> stand_in_zero([torch.ones(2, requires_grad=True), torch.ones(3, requires_grad=True)])
+    tensor(0., grad_fn=<MulBackward0>)
+    """
+    home = params[0].device
+    per_device: dict[torch.device, list[torch.Tensor]] = {}
+    for p in params:
+        per_device.setdefault(p.device, []).append(p.reshape(-1)[:1].sum())
+    sums = [torch.stack(parts).sum().to(home) for parts in per_device.values()]
+    total = sums[0]
+    for s in sums[1:]:
+        total = total + s
+    return total.mul(0)
+
+
 def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     """Join this process's data parallel job (creating it from a plain script) and return its
     strategy. ``devices``: several GPUs, or ``[cpu]`` with ``processes`` > 1 gloo processes."""
@@ -512,6 +548,8 @@ def data_parallel(devices: list[Any], processes: int = 1) -> DataParallel:
     if launcher is not None:
         launcher.install_excepthook()
     heartbeat = Heartbeat(store.host, store.port, env.rank, env.world_size, env.restart)  # names a stall
+    if backend == "nccl":
+        heartbeat.note = NCCL_STALL_NOTE
     if launcher is not None:
         launcher.diagnose = heartbeat.diagnose
     strategy = DataParallel(device, env, backend, launcher, control)

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from arignote.config import ConfigError
 
-__all__ = ["DistEnv", "TORCHRUN_VARS", "child_environ", "relaunch_command", "describe_exit",
+__all__ = ["DistEnv", "TORCHRUN_VARS", "alone_environ", "child_environ", "relaunch_command", "describe_exit",
            "restart_count", "from_slurm", "first_host"]
 
 TORCHRUN_VARS = ("RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
@@ -170,6 +170,21 @@ def child_environ(base: Mapping[str, str], rank: int, world_size: int, port: int
     env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world_size),
                LOCAL_WORLD_SIZE=str(world_size), MASTER_ADDR=addr, MASTER_PORT=str(port))
     return env
+
+
+def alone_environ(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` without what makes a process join a data parallel job (torchrun's variables, an
+    ``srun`` step's task count): the environment of a one-process reference run started from a rank
+    (``arignote selftest``'s data-parallel items compare against one).
+
+    >>> alone_environ({"RANK": "1", "WORLD_SIZE": "2", "SLURM_PROCID": "1", "SLURM_STEP_NUM_TASKS": "2",
+    ...                "PATH": "/bin"})
+    {'PATH': '/bin'}
+    """
+    return {k: v for k, v in base.items() if k not in TORCHRUN_VARS + _SLURM_STEP_VARS}
+
+
+_SLURM_STEP_VARS = ("SLURM_PROCID", "SLURM_STEP_NUM_TASKS")
 
 
 def restart_environ(base: Mapping[str, str], restart: int) -> dict[str, str]:

@@ -67,6 +67,7 @@ class Heartbeat:
                                      wait_for_workers=False)
         self._lock = threading.Lock()
         self._noticed: set[int] = set()
+        self.note = ""  # appended to a stall notice (the NCCL strategy says the notice is the diagnosis)
         self._hook = register_optimizer_step_post_hook(self._count)
         self._stop = threading.Event()
         self._beat()
@@ -111,7 +112,7 @@ class Heartbeat:
         self._noticed = late
         text = describe(beats, now, self.host, only=new, stale=self.notice_after) if new else ""
         if text:
-            print(f"arignote: {text}", file=sys.stderr, flush=True)
+            print(f"arignote: {text}{self.note}", file=sys.stderr, flush=True)
 
     def diagnose(self) -> str:
         """The stalled rank(s) as one sentence, for the error that ends the job ('' when the

@@ -30,7 +30,7 @@ from arignote import config
 from arignote.config import ConfigError
 
 __all__ = ["device", "current_context", "parse_contexts", "layer_device", "apply_placement",
-           "mark", "gpus_per_replica", "replica_gpus", "relative_contexts", "set_replica_gpus"]
+           "mark", "gpus_per_replica", "replica_gpus", "relative_contexts", "set_replica_gpus", "placed_gpus"]
 
 _current: contextvars.ContextVar[str | None] = contextvars.ContextVar("arignote_context", default=None)
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]*$")
@@ -173,6 +173,22 @@ def layer_device(layer: Any) -> str | None:
     if ctx is None:
         return None
     return _check(ctx)
+
+
+def placed_gpus(layers: Iterable[Any], default: Any) -> list[str]:
+    """The GPUs ``layers`` are placed on besides ``default`` (the strategy's device), in index order:
+    each gets the memory policy and a banner line too (issue 28 W4: memory.limit and
+    memory.preallocate reached only a replica's first GPU).
+
+    >>> from types import SimpleNamespace as NS
+    >>> with config.override(contexts="a->cuda0;b->cuda1;c->cpu;d->cuda3"):
+    ...     placed_gpus([NS(device_context=n) for n in ("a", "b", "c", "b", None)], "cuda:0")
+    ['cuda:1']
+    """
+    seen = {layer_device(layer) for layer in layers}
+    home = str(getattr(default, "torch", default))
+    gpus = {d for d in seen if d is not None and d.startswith("cuda") and d != home}
+    return sorted(gpus, key=lambda d: int(d.partition(":")[2] or 0))
 
 
 def _move_inputs(dev: Any):

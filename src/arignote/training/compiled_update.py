@@ -38,7 +38,7 @@ What goes wrong otherwise (torch 2.13; measured on a CPU, reasoned for a GPU fro
   after many checkpoint reloads: each brings new state tensors), the function sees
   ``torch.compiler.is_compiling()`` False and puts the floats and flags back before torch's step.
 
-torch's fused kernels (Adam, AdamW, SGD; Adagrad on a CPU) run as they are: one kernel already, and
+torch's fused kernels (Adam, AdamW, SGD, Adagrad) run as they are: one kernel already, and
 Dynamo does not trace them; Adamax (``optim_kernels.KerasAdamax``, which reads ``float()`` of its
 step and lr) runs eagerly with a float lr. :func:`plan_update` is the decision, per device, as a pure
 function.

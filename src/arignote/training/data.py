@@ -86,7 +86,22 @@ def as_tensor(a: Any, float_dtype: torch.dtype, name: str = "x") -> torch.Tensor
     A numpy array that already has the right dtype is shared, not copied. A scipy sparse matrix is
     made dense (Keras 2.3.1 fits on sparse inputs and targets, densifying each batch).
     """
-    a = densified(a)
+    t = _tensor_of(densified(a), name)
+    want = _dtype_for(t, float_dtype, name)
+    return t if t.dtype == want else t.to(want)
+
+
+def _dtype_for(t: torch.Tensor, float_dtype: torch.dtype, name: str) -> torch.dtype:
+    """What :func:`as_tensor` turns ``t``'s dtype into: floats and bools ``float_dtype``, integers int64."""
+    if t.is_floating_point() or t.dtype == torch.bool:
+        return float_dtype
+    if t.is_complex():
+        raise TypeError(f"{name} is complex; arignote trains on real numbers")
+    return torch.int64
+
+
+def _tensor_of(a: Any, name: str) -> torch.Tensor:
+    """``a`` as a tensor of its own dtype (a numpy array shared when it can be), checked."""
     if isinstance(a, torch.Tensor):
         t = a.detach()
     else:
@@ -100,13 +115,7 @@ def as_tensor(a: Any, float_dtype: torch.dtype, name: str = "x") -> torch.Tensor
         if not arr.dtype.isnative:
             arr = arr.astype(arr.dtype.newbyteorder("="))
         t = torch.from_numpy(np.ascontiguousarray(arr))
-    if t.is_floating_point():
-        return t if t.dtype == float_dtype else t.to(float_dtype)
-    if t.dtype == torch.bool:
-        return t.to(float_dtype)
-    if t.is_complex():
-        raise TypeError(f"{name} is complex; arignote trains on real numbers")
-    return t if t.dtype == torch.int64 else t.to(torch.int64)
+    return t
 
 
 def split_validation(x: Any, y: Any, fraction: float) -> tuple[Any, Any, Any, Any]:
@@ -240,15 +249,23 @@ class ArrayData:
 def _move(obj: Any, device: torch.device, float_dtype: torch.dtype, name: str) -> Any:
     if isinstance(obj, (list, tuple)) and obj and not isinstance(obj[0], (int, float)):
         return type(obj)(_move(o, device, float_dtype, name) for o in obj)
-    t = as_tensor(obj, float_dtype, name)
+    t = _tensor_of(obj, name)
+    want = _dtype_for(t, float_dtype, name)
     if t.device == device:
-        return t
+        return t if t.dtype == want else t.to(want)
+    # a dtype that widens (uint8 images to int64, bools to float32) is converted on the
+    # device after the copy, so the narrow bytes cross the bus and a loader's pinned batch is used
+    # as it is; a narrowing one (float64 to float32) before it (issue 28 S4)
+    widen = want.itemsize > t.dtype.itemsize
+    if not widen and t.dtype != want:
+        t = t.to(want)
     # a host batch bound for a GPU is pinned (unless its loader did) and copied non_blocking: the
     # copy then overlaps the previous step's kernels
     pin = fastpaths.pin_batches(device.type) and t.device.type == "cpu"
     if pin and not t.is_pinned():
         t = t.pin_memory()
-    return t.to(device, non_blocking=pin)
+    moved = t.to(device, non_blocking=pin)
+    return moved if moved.dtype == want else moved.to(want)
 
 
 def split_batch(batch: Any) -> tuple[Any, Any, Any]:

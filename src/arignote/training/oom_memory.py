@@ -31,23 +31,29 @@ def _cuda_index(dev: torch.device) -> int:
 
 def memory_figures(device: torch.device | str | None) -> str:
     """One line of memory numbers for ``device``: this process's allocator figures, the driver's
-    free/total and the ``memory.limit`` cap on a GPU; available RAM on the CPU."""
+    free/total and the ``memory.limit`` cap on a GPU (and on every other GPU this process prepared:
+    a model placed over several GPUs may run out on any of them); available RAM on the CPU."""
     dev = torch.device(device) if device is not None else torch.device("cpu")
     if dev.type == "cuda":
-        index = _cuda_index(dev)
-        allocated, reserved = cuda_dev.memory_in_use(index)
-        peak, _ = cuda_dev.peak_memory(index)
-        free, total = cuda_dev.mem_get_info(index)
-        text = (f"{dev}: {format_mib(allocated)} allocated, {format_mib(reserved)} reserved, "
-                f"peak {format_mib(peak)}; {format_mib(free)} free of {format_mib(total)}")
-        applied = memory.applied(f"cuda:{index}")
-        if applied is not None and applied.limit_bytes:
-            text += f"; capped at {format_mib(applied.limit_bytes)} by memory.limit={applied.limit:g}"
-        return text
+        others = [d for d in memory.prepared_gpus() if d != f"cuda:{_cuda_index(dev)}"]
+        return " | ".join(_gpu_figures(torch.device(d)) for d in [str(dev), *others])
     import psutil
 
     vm = psutil.virtual_memory()
     return f"cpu: RAM {format_mib(vm.available)} available of {format_mib(vm.total)}"
+
+
+def _gpu_figures(dev: torch.device) -> str:
+    index = _cuda_index(dev)
+    allocated, reserved = cuda_dev.memory_in_use(index)
+    peak, _ = cuda_dev.peak_memory(index)
+    free, total = cuda_dev.mem_get_info(index)
+    text = (f"{dev}: {format_mib(allocated)} allocated, {format_mib(reserved)} reserved, "
+            f"peak {format_mib(peak)}; {format_mib(free)} free of {format_mib(total)}")
+    applied = memory.applied(f"cuda:{index}")
+    if applied is not None and applied.limit_bytes:
+        text += f"; capped at {format_mib(applied.limit_bytes)} by memory.limit={applied.limit:g}"
+    return text
 
 
 def free_memory(device: torch.device | str | None) -> None:
