@@ -41,7 +41,7 @@ def add_arguments(parser) -> None:
 def _rejudge(path: str) -> int:
     """``--judge PATH``: every recorded item's stored verdict next to today's judge's."""
     from arignote.bench import selfchecks  # imports numpy: kept off `arignote --help`
-    from arignote.bench.selftest_protocol import replay
+    from arignote.bench.selftest_protocol import replay  # with selfchecks: kept off `arignote --help`
 
     try:
         with open(path, encoding="utf-8") as fh:
