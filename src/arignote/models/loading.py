@@ -33,7 +33,6 @@ from arignote.models.saving import (
     yaml_module,
 )
 from arignote.models.sequential import Sequential
-from arignote.saving import hdf5 as keras_hdf5
 
 __all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml"]
 
@@ -139,6 +138,9 @@ def model_from_config(config: dict, custom_objects: dict | None = None) -> Any:
     if isinstance(config, list):
         raise TypeError("model_from_config expects a dictionary, not a list; maybe you meant "
                         "Sequential.from_config(config)?")
+    # import time: the HDF5 module (and h5py) loads when a model is first read
+    from arignote.saving import hdf5 as keras_hdf5
+
     model, conversion = keras_hdf5.model_from_config(config, custom_objects, "model_from_config",
                                                       _model_classes())
     if conversion.channels_first:

@@ -42,7 +42,6 @@ from typing import Any
 import torch
 
 from arignote import checkpoint, losses, saving
-from arignote.saving import hdf5 as keras_hdf5
 from arignote.utils import io_utils
 
 __all__ = ["save_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT", "is_hdf5_name",
@@ -241,6 +240,9 @@ def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch
 def to_json(model: Any, **kwargs: Any) -> str:
     """Keras 2's ``model.to_json()``: ``{"class_name", "config", "keras_version", "backend"}`` as JSON
     (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``)."""
+    # import time: the HDF5 module (and h5py) loads when a model is first written or read
+    from arignote.saving import hdf5 as keras_hdf5
+
     spec = keras_hdf5.model_config(model)
     spec.update(keras_version=keras_hdf5.KERAS_VERSION, backend=keras_hdf5.WRITTEN_BACKEND)
     return json.dumps(spec, **kwargs)
