@@ -35,21 +35,9 @@ PREDICT_BATCHES = (1, 64)
 def _keras3_api():
     import keras
 
-    ops = keras.ops
-    import types
+    from arignote.bench.zoo import make_api
 
-    return types.SimpleNamespace(
-        layers=keras.layers,
-        models=keras.models,
-        ops=types.SimpleNamespace(
-            exp=ops.exp,
-            square=ops.square,
-            sum=ops.sum,
-            mean=ops.mean,
-            shape=ops.shape,
-            random_normal=lambda shape: keras.random.normal(shape),
-        ),
-    )
+    return make_api(keras.layers, keras.models, keras.ops, lambda shape: keras.random.normal(shape))
 
 
 def _rows(x, n):

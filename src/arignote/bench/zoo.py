@@ -23,7 +23,15 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MODELS", "build", "arignote_api"]
+__all__ = ["MODELS", "build", "arignote_api", "make_api"]
+
+
+def make_api(layers: Any, models: Any, ops: Any, random_normal: Callable) -> Any:
+    """The namespace the builders use: ``layers``, ``models`` and ``ops`` (``exp``, ``square``, ``sum``,
+    ``mean``, ``shape`` taken from ``ops``: a Keras backend or ``keras.ops``; ``random_normal(shape)``)."""
+    picked = {name: getattr(ops, name) for name in ("exp", "square", "sum", "mean", "shape")}
+    return types.SimpleNamespace(layers=layers, models=models,
+                                 ops=types.SimpleNamespace(**picked, random_normal=random_normal))
 
 
 def arignote_api() -> Any:
@@ -32,15 +40,7 @@ def arignote_api() -> Any:
     from arignote import backend as K
     from arignote import layers, models
 
-    ops = types.SimpleNamespace(
-        exp=K.exp,
-        square=K.square,
-        sum=K.sum,
-        mean=K.mean,
-        shape=K.shape,
-        random_normal=lambda shape: K.random_normal(shape),
-    )
-    return types.SimpleNamespace(layers=layers, models=models, ops=ops)
+    return make_api(layers, models, K, lambda shape: K.random_normal(shape))
 
 
 def _data(
