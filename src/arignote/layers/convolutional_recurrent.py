@@ -28,7 +28,7 @@ import torch.nn.functional as F
 
 from arignote import activations
 from arignote.layers._conv import pad_arg
-from arignote.layers._conv_rnn import ConvRNN2D
+from arignote.layers._conv_rnn import ConvRNN2D, ZeroStates
 from arignote.layers._left_out import legacy_getattr
 from arignote.layers._rnn_base import RNN, delegate, run_steps
 from arignote.layers._rnn_cells import _prob, dropout_mask
@@ -207,9 +207,15 @@ class ConvLSTM2DCell(KerasLayer, Layer):
     def _same(self, pads: tuple) -> tuple:
         return pads[::-1] if self.theano_same_padding else pads
 
-    def step(self, xc: torch.Tensor, h: torch.Tensor, c: torch.Tensor, rec: list | None) -> tuple:
+    def step(
+        self, xc: torch.Tensor, h: torch.Tensor, c: torch.Tensor, rec: list | None, zero_h: bool = False
+    ) -> tuple:
+        """One step from the step's input convolution ``xc``; ``zero_h``: ``h`` is known to be zeros
+        (a fresh sequence's first step), so its convolution, exactly zero, is skipped."""
         pads = [self._same(((k - 1) // 2, k - 1 - (k - 1) // 2)) for k in self.kernel_size]
-        if rec is None:
+        if zero_h:
+            hc = None
+        elif rec is None:
             hc = self._conv(h, self.recurrent_weight, None, pads, 1, 1)
         else:
             hc = torch.cat(
@@ -219,7 +225,7 @@ class ConvLSTM2DCell(KerasLayer, Layer):
                 ],
                 1,
             )
-        i, f, g, o = (xc + hc).split(self.filters, 1)
+        i, f, g, o = (xc if hc is None else xc + hc).split(self.filters, 1)
         i, f, o = self.recurrent_activation(i), self.recurrent_activation(f), self.recurrent_activation(o)
         c = f * c + i * self.activation(g)
         return o * self.activation(c), c
@@ -273,6 +279,7 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         (outputs None unless ``sequence``)."""
         # channels_last: torch's (N, C, H, W) views of contiguous Keras-layout memory, so the
         # convolutions run on channels-last images and the outputs stack into Keras layout unmoved
+        fresh = isinstance(states, ZeroStates)
         x = self._to_torch(x.contiguous())
         h, c = (self._to_torch(s.contiguous()) for s in states)
         n, t = x.shape[0], x.shape[1]
@@ -283,7 +290,7 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         frames = self._frames(xc, n, t)
 
         def step(s: int, st: list) -> tuple:
-            h, c = self.step(frames[s], st[0], st[1], rec)
+            h, c = self.step(frames[s], st[0], st[1], rec, zero_h=fresh and s == 0)
             return self._to_keras(h), [h, c]
 
         outs, last, states = run_steps(step, t, mask, [h, c], sequence)
