@@ -118,7 +118,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 FLOORS = {
     # 0 ground: plain data and errors, no arignote imports
     "errors": 0, "sizes": 0, "hyperparameter": 0, "_version": 0, "legacy_interfaces": 0,
-    "random_state": 0,
+    "random_state": 0, "_lazy": 0,
     # 1 settings: the one flag registry and what reads/parses it
     "config": 1, "_flag_types": 1, "theanorc": 1, "backend_common": 1, "metric_names": 1,
     "safe_mode": 1, "_keras_objects": 1,  # (Keras's object rules obey the saving.safe_mode flag)

@@ -14,18 +14,26 @@ Example::
     >>> # model.fit(x, y, validation_split=0.1, callbacks=callbacks)
 """
 
-from arignote.callbacks.backup import BackupAndRestore
-from arignote.callbacks.base import Callback, CallbackList, History, LazyLogs
-from arignote.callbacks.base_logger import BaseLogger
-from arignote.callbacks.device_stats import DeviceStatsMonitor
-from arignote.callbacks.lambda_callback import LambdaCallback
-from arignote.callbacks.loggers import CSVLogger, TensorBoard
-from arignote.callbacks.lr import LearningRateScheduler, ReduceLROnPlateau
-from arignote.callbacks.model_checkpoint import ModelCheckpoint
-from arignote.callbacks.progbar import ProgbarLogger
-from arignote.callbacks.remote import RemoteMonitor
-from arignote.callbacks.status import RunStatus
-from arignote.callbacks.stopping import EarlyStopping, TerminateOnNaN
+from arignote._lazy import lazy_namespace
+
+# public name -> submodule defining it, imported on first use: the fit loop needs only base and
+# stopping, not the lease files, TensorBoard or h5py the others bring
+_NAMES = {
+    "BackupAndRestore": "backup",
+    "Callback": "base", "CallbackList": "base", "History": "base", "LazyLogs": "base",
+    "BaseLogger": "base_logger",
+    "DeviceStatsMonitor": "device_stats",
+    "LambdaCallback": "lambda_callback",
+    "CSVLogger": "loggers", "TensorBoard": "loggers",
+    "LearningRateScheduler": "lr", "ReduceLROnPlateau": "lr",
+    "ModelCheckpoint": "model_checkpoint",
+    "ProgbarLogger": "progbar",
+    "RemoteMonitor": "remote",
+    "RunStatus": "status",
+    "EarlyStopping": "stopping", "TerminateOnNaN": "stopping",
+}
+__getattr__, __dir__ = lazy_namespace(
+    __name__, {k: f"{__name__}.{v}" for k, v in _NAMES.items()}, globals())
 
 __all__ = [
     "BackupAndRestore",

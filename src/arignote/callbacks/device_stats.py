@@ -36,7 +36,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from arignote.callbacks.base import Callback
-from arignote.devices import cuda, inventory, nvml
+from arignote.devices import cuda, inventory
 from arignote.devices.identity import GPUIdentity
 
 __all__ = ["DeviceStatsMonitor"]
@@ -143,6 +143,9 @@ class DeviceStatsMonitor(Callback):
     def _open_nvml(self, indices: list[int]) -> Any:
         """Handles of the GPUs (torch indices) through the process's NVML session, or None when NVML
         is absent."""
+        # import time: NVML and its snapshot model load when a GPU's utilization is first read
+        from arignote.devices import nvml
+
         try:
             pynvml = nvml.session()
         except nvml.NVMLUnavailable:

@@ -16,19 +16,16 @@ Example::
     >>> x, y = synthetic(shape=(28, 28, 1), classes=10, samples=64)
 """
 
-from arignote.datasets import (
-           boston_housing,
-           cifar,
-           cifar10,
-           cifar100,
-           digits,
-           fashion_mnist,
-           imdb,
-           mnist,
-           reuters,
-)
+from arignote._lazy import lazy_namespace
 from arignote.datasets._files import DatasetError, search_dirs
 from arignote.datasets.synthetic import synthetic
 
 __all__ = ["DatasetError", "boston_housing", "cifar", "cifar10", "cifar100", "digits", "fashion_mnist",
            "imdb", "mnist", "reuters", "search_dirs", "synthetic"]
+
+# each dataset module loads on first use (``datasets.mnist``, ``from arignote.datasets import imdb``)
+__getattr__, __dir__ = lazy_namespace(__name__, {
+    m: f"{__name__}.{m}"
+    for m in ("boston_housing", "cifar", "cifar10", "cifar100", "digits", "fashion_mnist", "imdb", "mnist",
+              "reuters")
+}, globals())

@@ -28,7 +28,6 @@ from arignote.devices import (  # noqa: F401 - re-exported
     DEVICE_ORDER,
     ORDER_SET_TOO_LATE,
     ORDER_WAS_SET_BY_USER,
-    nvml,
 )
 from arignote.devices.identity import uuid_key
 from arignote.devices.info import GPUInfo
@@ -88,6 +87,9 @@ def _pci_bus_id(props: Any) -> str:
 def _nvml_free_by_uuid() -> dict[str, int]:
     """Free bytes per GPU UUID from NVML, which does not create a CUDA context (torch's
     ``mem_get_info`` would cost ~300 MiB on every GPU of a shared box)."""
+    # import time: NVML and its snapshot model load when a GPU's free memory is first asked for
+    from arignote.devices import nvml
+
     try:
         pynvml = nvml.session()  # the process's one NVML session (devices/nvml.py)
     except nvml.NVMLUnavailable:

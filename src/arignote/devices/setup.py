@@ -19,7 +19,7 @@ from typing import Any
 
 from arignote import config, memory
 from arignote.config import ConfigError
-from arignote.devices import DEVICE_ORDER, banner, cpu, cuda, fastpaths, nvml
+from arignote.devices import DEVICE_ORDER, banner, cpu, cuda, fastpaths
 from arignote.devices.identity import GPUIdentity
 from arignote.devices.info import CPUInfo, Device, Inventory
 from arignote.devices.inventory import current_inventory
@@ -65,6 +65,9 @@ def default_selector(lease: bool = True) -> Selector:
             chosen = select_for_device_spec(n, inventory) if lease else select_gpus(n)
         except ShareError as exc:
             raise DeviceError(f"device=free:{n}: {exc}") from None
+        # import time: NVML loads when device=free:N first picks GPUs
+        from arignote.devices import nvml
+
         # share numbers GPUs as NVML does (all of them); torch only numbers the visible ones
         by_index = {g.index: g for g in nvml.snapshot(processes=False, cpu_interval=None).gpus}
         return [_torch_index(by_index[i], inventory) if i in by_index else i for i in chosen]

@@ -38,7 +38,7 @@ from arignote.layers._rnn_base import RNN
 from arignote.layers._util import check_rank, conv_output_length, normalize_tuple
 from arignote.layers.base import Layer, deserialize
 
-__all__ = ["ConvRNN2D"]
+__all__ = ["ConvRNN2D", "ZeroStates"]
 
 _GEOMETRY = ("filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate")
 
@@ -66,6 +66,11 @@ def _shape_list(shape: Any) -> list:
     if isinstance(shape, list) and shape and isinstance(shape[0], (list, tuple)):
         return [tuple(s) for s in shape]
     return [tuple(shape)]
+
+
+class ZeroStates(list):
+    """The zero states :meth:`ConvRNN2D.get_initial_state` starts a sequence from: a cell may skip
+    the recurrent convolution of its first step (its result is exactly zero)."""
 
 
 class ConvRNN2D(RNN):
@@ -170,7 +175,7 @@ class ConvRNN2D(RNN):
         ``inputs``: graph tensors computing them."""
         if isinstance(inputs, KerasTensor):
             return list(ops.apply(f"{self.name}_initial_state", self.get_initial_state, inputs))
-        return [inputs.new_zeros(s) for s in self._state_shapes(tuple(inputs.shape))]
+        return ZeroStates(inputs.new_zeros(s) for s in self._state_shapes(tuple(inputs.shape)))
 
     def _initial(self, x: torch.Tensor, initial_state: Any) -> list[torch.Tensor]:
         states = super()._initial(x, initial_state)

@@ -289,10 +289,10 @@ class RNN(KerasLayer, Layer):
                 return padded
             training = False if 0 < cell.dropout < 1 else training  # input dropout already applied
         dp, rec = cell.masks(x[:, 0], states[0], training)
-        projected = cell.project(x, dp)
+        projected = cell.project(x, dp).unbind(1)  # one backward (a stack), not a zero-filled copy per step
 
         def step(t: int, st: list) -> tuple:
-            return cell.step(projected[:, t], st, rec)
+            return cell.step(projected[t], st, rec)
 
         return run_steps(step, x.shape[1], mask, states, self.return_sequences)
 
@@ -306,8 +306,10 @@ class RNN(KerasLayer, Layer):
             self._check_constants()
             extra["constants"] = list(constants)
 
+        frames = x.unbind(1)
+
         def step(t: int, st: list) -> tuple:
-            out, new = cell.call(x[:, t], st, **extra)
+            out, new = cell.call(frames[t], st, **extra)
             return out, _as_list(new)
 
         return run_steps(step, x.shape[1], mask, states, self.return_sequences)

@@ -48,6 +48,12 @@ def _prob(value: Any, what: str, where: str) -> float:
     return min(1.0, max(0.0, float(value)))
 
 
+# Keras activations that act on each element alone: one call on a block of gates equals one per gate
+ELEMENTWISE = frozenset({activations.sigmoid, activations.hard_sigmoid, activations.tanh, activations.relu,
+                         activations.elu, activations.selu, activations.softplus, activations.softsign,
+                         activations.linear, activations.exponential})
+
+
 def dropout_mask(like: torch.Tensor, rate: float, count: int) -> list[torch.Tensor]:
     """Keras 2's per-batch dropout masks (kept the same at every time step), scaled by 1/(1-rate)."""
     keep = 1.0 - rate
@@ -376,8 +382,12 @@ class LSTMCell(_Cell):
             z = xp + torch.cat(
                 [F.linear(h * m, w) for m, w in zip(rec, self.recurrent_weight.split(self.units))], -1
             )
-        i, f, g, o = z.split(self.units, -1)
-        i, f, o = self.recurrent_activation(i), self.recurrent_activation(f), self.recurrent_activation(o)
+        if self.recurrent_activation in ELEMENTWISE:  # one call on all gates: a third of the operators
+            i, f, _, o = self.recurrent_activation(z).split(self.units, -1)
+            g = z[..., 2 * self.units:3 * self.units]
+        else:
+            i, f, g, o = z.split(self.units, -1)
+            i, f, o = self.recurrent_activation(i), self.recurrent_activation(f), self.recurrent_activation(o)
         c = f * c + i * self.activation(g)
         h = o * self.activation(c)
         return h, [h, c]

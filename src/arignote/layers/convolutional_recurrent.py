@@ -6,7 +6,8 @@ cols)``); ``ConvLSTM2D`` is a ConvRNN2D around ``ConvLSTM2DCell``, as in Keras 2
 input and recurrent transformations are 2-D convolutions. Keras 2 defaults
 (``recurrent_activation='hard_sigmoid'``, ``unit_forget_bias=True``); the recurrent convolution is
 ``'same'`` with stride 1; ``dropout`` / ``recurrent_dropout`` draw one mask per gate and sequence,
-as Keras 2. The input convolution of all time steps is one batched convolution.
+as Keras 2. The input convolution of all time steps is one batched convolution; with
+``channels_last`` the convolutions run on channels-last memory (torch views of the Keras layout).
 
 Weights (torch tensor -> Keras weight, Keras order ``[kernel, recurrent_kernel, bias]``, gates
 ``i, f, c, o``): ``weight`` ``(4f, in, kh, kw)`` -> ``kernel`` ``(kh, kw, in, 4f)``;
@@ -27,7 +28,7 @@ import torch.nn.functional as F
 
 from arignote import activations
 from arignote.layers._conv import pad_arg
-from arignote.layers._conv_rnn import ConvRNN2D
+from arignote.layers._conv_rnn import ConvRNN2D, ZeroStates
 from arignote.layers._left_out import legacy_getattr
 from arignote.layers._rnn_base import RNN, delegate, run_steps
 from arignote.layers._rnn_cells import _prob, dropout_mask
@@ -175,23 +176,29 @@ class ConvLSTM2DCell(KerasLayer, Layer):
 
             self.new_weight("bias", (4 * f,), init, None, self.bias_regularizer, self.bias_constraint)
 
-    # all on torch's (N, C, H, W) tensors ----------------------------------------------------------
+    # all on torch's (N, C, H, W) tensors (channels_last memory when the data format is) -------------
+    @staticmethod
+    def _conv(x: torch.Tensor, w: torch.Tensor, b: Any, pads: list, strides: Any, dilation: Any) -> Any:
+        """``F.conv2d`` after ``(before, after)`` pads per axis: the convolution pads a symmetric
+        margin itself (no padded copy of the images, nor its backward)."""
+        if all(a == z for a, z in pads):
+            return F.conv2d(x, w, b, strides, tuple(a for a, _ in pads), dilation)
+        return F.conv2d(F.pad(x, pad_arg(pads)), w, b, strides, 0, dilation)
+
     def input_conv(self, x: torch.Tensor, masks: list | None) -> torch.Tensor:
         """The input convolution of ``(M, C, H, W)`` images (all time steps at once): ``(M, 4f, H', W')``."""
+        pads = [(0, 0), (0, 0)]
         if self.padding == "same":
             pads = [
                 self._same(same_pads(int(n), self.kernel_size[i], self.strides[i], self.dilation_rate[i]))
                 for i, n in enumerate(x.shape[2:])
             ]
-            x = F.pad(x, pad_arg(pads))
         if masks is None:
-            return F.conv2d(x, self.weight, self.bias, self.strides, 0, self.dilation_rate)
-        if self.padding == "same":
-            masks = [F.pad(m, pad_arg(pads)) for m in masks]
+            return self._conv(x, self.weight, self.bias, pads, self.strides, self.dilation_rate)
         biases = self.bias.split(self.filters) if self.bias is not None else [None] * 4
         return torch.cat(
             [
-                F.conv2d(x * m, w, b, self.strides, 0, self.dilation_rate)
+                self._conv(x * m, w, b, pads, self.strides, self.dilation_rate)
                 for m, w, b in zip(masks, self.weight.split(self.filters), biases)
             ],
             1,
@@ -200,20 +207,25 @@ class ConvLSTM2DCell(KerasLayer, Layer):
     def _same(self, pads: tuple) -> tuple:
         return pads[::-1] if self.theano_same_padding else pads
 
-    def step(self, xc: torch.Tensor, h: torch.Tensor, c: torch.Tensor, rec: list | None) -> tuple:
-        kh, kw = self.kernel_size
-        pad = pad_arg([self._same(((k - 1) // 2, k - 1 - (k - 1) // 2)) for k in (kh, kw)])
-        if rec is None:
-            hc = F.conv2d(F.pad(h, pad), self.recurrent_weight)
+    def step(
+        self, xc: torch.Tensor, h: torch.Tensor, c: torch.Tensor, rec: list | None, zero_h: bool = False
+    ) -> tuple:
+        """One step from the step's input convolution ``xc``; ``zero_h``: ``h`` is known to be zeros
+        (a fresh sequence's first step), so its convolution, exactly zero, is skipped."""
+        pads = [self._same(((k - 1) // 2, k - 1 - (k - 1) // 2)) for k in self.kernel_size]
+        if zero_h:
+            hc = None
+        elif rec is None:
+            hc = self._conv(h, self.recurrent_weight, None, pads, 1, 1)
         else:
             hc = torch.cat(
                 [
-                    F.conv2d(F.pad(h * m, pad), w)
+                    self._conv(h * m, w, None, pads, 1, 1)
                     for m, w in zip(rec, self.recurrent_weight.split(self.filters))
                 ],
                 1,
             )
-        i, f, g, o = (xc + hc).split(self.filters, 1)
+        i, f, g, o = (xc if hc is None else xc + hc).split(self.filters, 1)
         i, f, o = self.recurrent_activation(i), self.recurrent_activation(f), self.recurrent_activation(o)
         c = f * c + i * self.activation(g)
         return o * self.activation(c), c
@@ -247,6 +259,13 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         h = self._to_keras(h)
         return h, [h, self._to_keras(c)]
 
+    def _frames(self, xc: torch.Tensor, n: int, t: int) -> list:
+        """The ``t`` steps of the input convolution ``(n * t, 4f, H, W)`` as torch-layout views, unbound
+        once (one stack in the backward, not a zero-filled copy per step); in channels_last the
+        views are taken of its Keras layout, so the gradients stack back into channels-last memory."""
+        k = self._to_keras(xc)
+        return [self._to_torch(f) for f in k.reshape(n, t, *k.shape[1:]).unbind(1)]
+
     @property
     def runs_sequences(self) -> bool:
         """True unless a subclass replaces :meth:`call` (then ConvRNN2D steps through its call)."""
@@ -258,22 +277,24 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         """A whole Keras-layout sequence ``(batch, time, ...)`` from Keras-layout ``states``: the input
         convolution of all steps at once, then the recurrent steps; ``(outputs, last, [h, c])``
         (outputs None unless ``sequence``)."""
-        x = self._to_torch(x)
-        h, c = (self._to_torch(s) for s in states)
+        # channels_last: torch's (N, C, H, W) views of contiguous Keras-layout memory, so the
+        # convolutions run on channels-last images and the outputs stack into Keras layout unmoved
+        fresh = isinstance(states, ZeroStates)
+        x = self._to_torch(x.contiguous())
+        h, c = (self._to_torch(s.contiguous()) for s in states)
         n, t = x.shape[0], x.shape[1]
         dp, rec = self._masks(x[:, 0], h, training)
         xc = self.input_conv(
             x.reshape(n * t, *x.shape[2:]), None if dp is None else [m.repeat_interleave(t, 0) for m in dp]
         )
-        xc = xc.reshape(n, t, *xc.shape[1:])
+        frames = self._frames(xc, n, t)
 
         def step(s: int, st: list) -> tuple:
-            h, c = self.step(xc[:, s], st[0], st[1], rec)
-            return h, [h, c]
+            h, c = self.step(frames[s], st[0], st[1], rec, zero_h=fresh and s == 0)
+            return self._to_keras(h), [h, c]
 
         outs, last, states = run_steps(step, t, mask, [h, c], sequence)
-        outs = None if outs is None else self._to_keras(outs)
-        return outs, self._to_keras(last), [self._to_keras(s) for s in states]
+        return outs, last, [self._to_keras(s) for s in states]
 
 
 _CELL_KEYS = ConvLSTM2DCell._config_keys

@@ -22,7 +22,6 @@ from arignote import config
 from arignote.callbacks.base import History
 from arignote.callbacks.device_stats import DeviceStatsMonitor
 from arignote.callbacks.progbar import ProgbarLogger
-from arignote.callbacks.status import RunStatus
 from arignote.devices import fastpaths
 from arignote.training.loop import Trainer
 
@@ -61,6 +60,9 @@ def fit_callbacks(model: Any, callbacks: list | None, verbose: int, plan: Any, t
     history = next((cb for cb in user if isinstance(cb, History)), None)
     model.history = history if history is not None else History()
     cbs += user + ([] if history is not None else [model.history])
+    # import time: the run-status file (and the lease directory it lives in) loads with the first fit
+    from arignote.callbacks.status import RunStatus
+
     status_wanted = config.get("share.status") and not any(isinstance(cb, RunStatus) for cb in user)
     if trainer.strategy.is_main and status_wanted:  # issue 19: `arignote dash` shows the run
         cbs.append(RunStatus())

@@ -35,8 +35,6 @@ from arignote.models.saving import (
 )
 from arignote.models.sequential import Sequential
 from arignote.safe_mode import scope as safe_mode_scope
-from arignote.saving import h5file
-from arignote.saving import hdf5 as keras_hdf5
 
 __all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml"]
 
@@ -71,6 +69,8 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
 
     Example: ``model = arignote.models.load_model("model.h5")``.
     """
+    from arignote.saving import h5file  # import time: h5py loads when a model is first read
+
     if h5file.is_h5_object(filepath) or h5file.is_stream(filepath, "read"):  # Keras 2.3.1 takes these too
         where = h5file.describe(filepath)
         with safe_mode_scope(safe_mode, "load_model", where), _load_errors(where):
@@ -169,6 +169,9 @@ def model_from_config(config: dict, custom_objects: dict | None = None, safe_mod
     if isinstance(config, list):
         raise TypeError("model_from_config expects a dictionary, not a list; maybe you meant "
                         "Sequential.from_config(config)?")
+    # import time: the HDF5 module (and h5py) loads when a model is first read
+    from arignote.saving import hdf5 as keras_hdf5
+
     with safe_mode_scope(safe_mode, "model_from_config"):
         model, _ = keras_hdf5.model_from_config(config, custom_objects, "model_from_config",
                                                  _model_classes())

@@ -43,8 +43,6 @@ import torch
 
 from arignote import checkpoint, losses, saving
 from arignote.errors import UnsafeDeserializationError
-from arignote.saving import h5file
-from arignote.saving import hdf5 as keras_hdf5
 from arignote.utils import io_utils
 
 __all__ = ["save_model", "save_weights", "load_weights", "MODEL_FORMAT", "WEIGHTS_FORMAT", "is_hdf5_name",
@@ -144,6 +142,8 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimi
     (Keras 2 HDF5 for .h5/.hdf5/.keras names, an open ``h5py.File``/``Group`` or a writable binary
     stream such as ``BytesIO``; arignote's checkpoint for other names). With
     ``overwrite=False`` an existing file is kept unless the user answers ``y`` at the prompt."""
+    from arignote.saving import h5file  # import time: h5py loads when a model is first written
+
     if h5file.is_h5_object(filepath) or h5file.is_stream(filepath, "write"):
         saving.save_model(model, filepath, include_optimizer=include_optimizer)  # Keras 2 HDF5, as Keras
         return
@@ -253,6 +253,9 @@ def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch
 def to_json(model: Any, **kwargs: Any) -> str:
     """Keras 2's ``model.to_json()``: ``{"class_name", "config", "keras_version", "backend"}`` as JSON
     (``kwargs`` go to ``json.dumps``, e.g. ``indent=2``)."""
+    # import time: the HDF5 module (and h5py) loads when a model is first written or read
+    from arignote.saving import hdf5 as keras_hdf5
+
     spec = keras_hdf5.model_config(model)
     spec.update(keras_version=keras_hdf5.KERAS_VERSION, backend=keras_hdf5.WRITTEN_BACKEND)
     return json.dumps(spec, default=keras_hdf5.json_default, **kwargs)

@@ -20,8 +20,13 @@ Example::
     (True, 'Sequential')
 """
 
-from arignote.saving.h5file import is_hdf5
-from arignote.saving.hdf5 import load_model, load_weights, save_model, save_weights
+from arignote._lazy import lazy_namespace
+
+# imported on first use: h5py loads when a file is read or written, not with every model
+__getattr__, __dir__ = lazy_namespace(__name__, {
+    "is_hdf5": "arignote.saving.h5file",
+    **{name: "arignote.saving.hdf5" for name in ("load_model", "load_weights", "save_model", "save_weights")},
+}, globals())
 
 __all__ = ["is_hdf5", "save_model", "load_model", "save_weights", "load_weights", "HDF5_EXTENSIONS"]
 

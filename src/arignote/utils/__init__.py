@@ -10,25 +10,26 @@ Example::
     ([[0.0, 1.0]], True)
 """
 
+from arignote._lazy import lazy_namespace
 from arignote.errors import keras_names_missing
-from arignote.utils import (
-                            data_utils,
-                            generic_utils,
-                            io_utils,
-                            layer_utils,
-                            multi_gpu_utils,
-                            np_utils,
-                            vis_utils,
-)
-from arignote.utils.data_utils import Sequence, get_file
-from arignote.utils.enqueuers import GeneratorEnqueuer, OrderedEnqueuer, SequenceEnqueuer
-from arignote.utils.generic_utils import CustomObjectScope, custom_object_scope, get_custom_objects
-from arignote.utils.io_utils import HDF5Matrix
-from arignote.utils.layer_utils import convert_all_kernels_in_model, get_source_inputs, print_summary
-from arignote.utils.multi_gpu_utils import multi_gpu_model
-from arignote.utils.np_utils import normalize, to_categorical
-from arignote.utils.progbar import Progbar
-from arignote.utils.vis_utils import model_to_dot, plot_model
+
+# public name -> submodule defining it, imported on first use (data_utils brings every dataset,
+# io_utils h5py, vis_utils pydot: a model's compile needs only generic_utils)
+_NAMES = {
+    **{m: m for m in ("data_utils", "generic_utils", "io_utils", "layer_utils", "multi_gpu_utils", "np_utils",
+                      "vis_utils")},
+    "Sequence": "data_utils", "get_file": "data_utils",
+    "GeneratorEnqueuer": "enqueuers", "OrderedEnqueuer": "enqueuers", "SequenceEnqueuer": "enqueuers",
+    "CustomObjectScope": "generic_utils", "custom_object_scope": "generic_utils",
+    "get_custom_objects": "generic_utils",
+    "HDF5Matrix": "io_utils",
+    "convert_all_kernels_in_model": "layer_utils", "get_source_inputs": "layer_utils",
+    "print_summary": "layer_utils",
+    "multi_gpu_model": "multi_gpu_utils",
+    "normalize": "np_utils", "to_categorical": "np_utils",
+    "Progbar": "progbar",
+    "model_to_dot": "vis_utils", "plot_model": "vis_utils",
+}
 
 __all__ = ["CustomObjectScope", "GeneratorEnqueuer", "HDF5Matrix", "OrderedEnqueuer", "Progbar", "Sequence",
            "SequenceEnqueuer", "convert_all_kernels_in_model", "custom_object_scope", "data_utils",
@@ -38,5 +39,7 @@ __all__ = ["CustomObjectScope", "GeneratorEnqueuer", "HDF5Matrix", "OrderedEnque
 
 
 # Keras 2.3.1 names not provided yet: a clear error instead of a bare AttributeError
-__getattr__ = keras_names_missing('arignote.utils', {
-})
+__getattr__, __dir__ = lazy_namespace(
+    __name__, {k: f"{__name__}.{v}" for k, v in _NAMES.items()}, globals(),
+    keras_names_missing('arignote.utils', {
+    }))
