@@ -103,3 +103,14 @@ def test_the_command_offers_every_export_format():
     from arignote.export import FORMATS
 
     assert convert_cmd.FORMATS == tuple(FORMATS)
+
+
+def test_a_file_with_stored_code_needs_unsafe(tmp_path, capsys):
+    # lambda_closure.h5 (real Keras 2.3.1) keeps its Lambda as bytecode: refused unless the user trusts it
+    dst = tmp_path / "closure.pt2"
+    code, out, err = _run(capsys, "convert", str(FIXTURES / "lambda_closure.h5"), str(dst))
+    assert code == 1 and not dst.exists()
+    assert "layer 'scaled' (Lambda)" in err and "add --unsafe" in err
+    code, out, err = _run(capsys, "convert", str(FIXTURES / "lambda_closure.h5"), str(dst), "--unsafe")
+    assert code == 0, err
+    assert dst.stat().st_size > 0 and "verified with torch.export.load" in out

@@ -39,6 +39,9 @@ def add_arguments(parser) -> None:
     parser.add_argument("--sample", metavar="FILE", help="real inputs to verify on: .npy (one input) or .npz "
                                                          "(one array per input, by input name or in order)")
     parser.add_argument("--atol", type=float, help="largest accepted difference (default 1e-4 for float32)")
+    parser.add_argument("--unsafe", action="store_true",
+                        help="trust SRC: load a Lambda's stored Python bytecode (safe_mode=False; off by "
+                             "default, as a file's code runs as you)")
     parser.add_argument("--keras-python", metavar="PYTHON",
                         help="a Python with Keras 3 to verify a .keras DST (default: this one, if it has it)")
 
@@ -52,20 +55,25 @@ def _shape(text: str) -> tuple:
 
 
 def _load(args):
+    from arignote.errors import UnsafeDeserializationError
     from arignote.export import ExportError  # torch and the model classes load only when the command runs
     from arignote.models.loading import load_model, model_from_json  # (so does this)
 
-    if args.src.lower().endswith(".json"):
-        if not args.weights:
-            raise ExportError(f"{args.src} holds only the architecture: give its weights with "
-                              "--weights FILE.h5")
-        with open(args.src, encoding="utf-8") as f:
-            model = model_from_json(f.read())
-        model.load_weights(args.weights)
-        return model
-    if args.weights:
-        raise ExportError(f"--weights is for a .json SRC; {args.src} holds its own weights")
-    return load_model(args.src, compile=False)
+    safe_mode = not args.unsafe
+    try:
+        if args.src.lower().endswith(".json"):
+            if not args.weights:
+                raise ExportError(f"{args.src} holds only the architecture: give its weights with "
+                                  "--weights FILE.h5")
+            with open(args.src, encoding="utf-8") as f:
+                model = model_from_json(f.read(), safe_mode=safe_mode)
+            model.load_weights(args.weights)
+            return model
+        if args.weights:
+            raise ExportError(f"--weights is for a .json SRC; {args.src} holds its own weights")
+        return load_model(args.src, compile=False, safe_mode=safe_mode)
+    except UnsafeDeserializationError as err:
+        raise ArignoteError(f"{err} On the command line: add --unsafe to trust {args.src}.") from None
 
 
 def _sample(path: str, names: list[str]) -> list:
