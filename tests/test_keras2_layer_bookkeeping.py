@@ -161,3 +161,19 @@ def test_merge_masks_and_a_list_that_grows_after_the_call():
         x = concatenate(x_list, axis=1)  # x_list grows after each call
     model = Model(x_i, x)
     assert model.predict(np.ones((1, 1, 1), "float32")).shape == (1, 8, 1)
+
+
+def test_clone_on_a_tensor_input_trains_without_x():
+    """Keras 2.3.1's test_clone_sequential_model: a clone on K.variable data trains with x=None."""
+    from arignote import backend as K
+    from arignote.models import clone_model
+
+    model = Sequential([Dense(4, input_shape=(4,)), BatchNormalization(), Dropout(0.5), Dense(4)])
+    data = np.random.RandomState(0).rand(10, 4).astype("float32")
+    clone = clone_model(model, input_tensors=K.variable(data))
+    clone.compile("rmsprop", "mse")
+    target = np.zeros((10, 4), "float32")
+    clone.module.eval()
+    expected = float(np.mean(clone.module(None).detach().numpy() ** 2))
+    assert clone.evaluate(None, target, verbose=0) == pytest.approx(expected, rel=1e-5)
+    assert np.isfinite(clone.train_on_batch(None, target))

@@ -90,6 +90,10 @@ class FitData:
         if not self._is_graph:
             return x, y
         names = self._feed_input_names  # an Input(tensor=...) takes no data
+        if x is None and not names and y is not None:  # every input is a tensor (Keras 2: x=None)
+            first = next(iter(y.values())) if isinstance(y, dict) else y[0] if isinstance(y, (list, tuple)) \
+                else y
+            x = np.zeros((len(first), 0), dtype=np.float32)  # rows to batch the targets by, no features
         if len(names) > 1 and isinstance(x, (list, tuple, dict)):
             x, shapes = pack_data(self, x, names, "x", first_sets_length=not targets)
             self.module.input_layout = self.module.input_packing.concrete(shapes)
