@@ -189,6 +189,8 @@ def test_merge_subclass_with_merge_function():
 def test_wgan_gp_gradient_penalty_trains():
     """K.gradients(y_pred, averaged_samples) inside the loss: the symbolic tensor the partial holds is
     the value of this forward pass, and the penalty is differentiable (it moves the critic)."""
+    np.random.seed(0)  # the data, the critic's weights and the interpolation weights: a fixed run
+    torch.manual_seed(0)
     critic = Sequential([Dense(8, activation="tanh", input_shape=(3,)), Dense(1)])
     real, fake = Input((3,)), Input((3,))
     averaged = RandomWeightedAverage()([real, fake])
@@ -202,10 +204,9 @@ def test_wgan_gp_gradient_penalty_trains():
     assert len(first) == 4 and first[3] > 0
     # only the penalty trains: it must fall
     model.compile("adam", loss=[None, None, gp])
-    before = model.train_on_batch(data, y)
-    for _ in range(30):
-        after = model.train_on_batch(data, y)
-    assert after[0] < before[0]
+    # the interpolation weights are drawn anew each step: compare the mean of the first and last 5 steps
+    losses = [model.train_on_batch(data, y)[0] for _ in range(40)]
+    assert np.mean(losses[-5:]) < np.mean(losses[:5]), losses
 
 
 class ClippedDense(Layer):
