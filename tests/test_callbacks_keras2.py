@@ -315,3 +315,41 @@ def test_auto_mode_still_minimises_losses_and_lookalike_names():
     assert not maximizes("val_loss", "auto") and not maximizes("val_aucx_loss", "auto")
     assert not maximizes("precision_loss", "auto") and maximizes("val_auc_2", "auto")
     assert maximizes("val_acc", "auto") and not maximizes("val_auc", "min")
+
+
+def test_fit_calls_the_test_batch_hooks_during_validation_as_keras_2_3_1():
+    """Keras 2.3.1's callbacks_test (test_callback_hooks_are_called_in_fit): 10 training and 4
+    validation samples, batch_size=2, 5 epochs -> 25 train batches, 10 test batches."""
+    from collections import Counter as Tally
+
+    from arignote.callbacks import Callback
+    from arignote.layers import Dense
+    from arignote.models import Sequential
+
+    class Counter(Callback):
+        def __init__(self):
+            super().__init__()
+            self.calls = Tally()
+
+        def on_test_batch_begin(self, batch, logs=None):
+            self.calls["on_test_batch_begin", batch] += 1
+
+        def on_test_batch_end(self, batch, logs=None):
+            self.calls["on_test_batch_end"] += 1
+
+        def on_train_batch_begin(self, batch, logs=None):
+            self.calls["on_train_batch_begin"] += 1
+
+        def on_test_begin(self, logs=None):
+            self.calls["on_test_begin"] += 1
+
+    rng = np.random.default_rng(0)
+    model = Sequential([Dense(2, activation="softmax", input_shape=(3,))])
+    model.compile("sgd", "categorical_crossentropy")
+    counter = Counter()
+    model.fit(rng.random((10, 3)), np.eye(2)[rng.integers(0, 2, 10)], batch_size=2, epochs=5, verbose=0,
+              validation_data=(rng.random((4, 3)), np.eye(2)[rng.integers(0, 2, 4)]), callbacks=[counter])
+    calls = counter.calls
+    assert calls["on_train_batch_begin"] == 25 and calls["on_test_begin"] == 5
+    assert calls["on_test_batch_begin", 0] == calls["on_test_batch_begin", 1] == 5  # 2 batches a run
+    assert calls["on_test_batch_end"] == 10

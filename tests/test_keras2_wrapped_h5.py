@@ -213,3 +213,22 @@ def test_what_the_channels_last_rebuild_reproduces_is_still_rebuilt():
     spec, conversion = keras_config.model_from_keras(seq, data_format="channels_last")
     assert conversion.channels_first and not conversion.kept_channels_first
     assert spec["config"]["layers"][0]["config"]["data_format"] == "channels_last"
+
+
+@pytest.mark.parametrize("name", ["cf_axes", "td_flatten_cf", "bidir_cf"])
+def test_channels_first_json_and_weights_predict_what_keras_predicted(name):
+    """Keras 2.3.1's own JSON of a channels_first functional model (the file's model_config) and
+    load_weights of its Theano file, in a script working channels-last: as Keras, the layers'
+    data_format wins and the model predicts Keras's numbers on the same channels-first arrays."""
+    from arignote import backend as K
+    from arignote.models import model_from_json
+
+    assert K.image_data_format() == "channels_last"
+    xs, ys = _fixture(name)
+    path = os.path.join(HERE, name + ".h5")
+    with h5py.File(path, "r") as f:
+        text = f.attrs["model_config"]
+    model = model_from_json(text.decode() if isinstance(text, bytes) else text)
+    model.load_weights(path)
+    for g, y in zip(_predict(model, xs), ys):
+        np.testing.assert_allclose(g, y, rtol=1e-5, atol=1e-5)

@@ -140,3 +140,23 @@ def test_cross_val_score_classifier_and_regressor():
     reg.fit(x, target)
     mse = float(np.mean((reg.predict(x) - target) ** 2))
     assert reg.score(x, target) == pytest.approx(-mse, rel=1e-4)
+
+
+def test_time_distributed_passes_training_to_its_layer():
+    """Keras 2.3.1's test_TimeDistributed_learning_phase: ``TimeDistributed(layer)(x, training=True)``
+    runs the inner layer in training mode even under predict (a layer whose call takes training)."""
+    import numpy as np
+
+    from arignote.layers import Input, Layer, TimeDistributed
+    from arignote.models import Model
+
+    class Doubling(Layer):
+        def call(self, x, training=None):
+            return x * 2 if training else x
+
+    x = Input((3, 2))
+    fixed = Model(x, TimeDistributed(Doubling())(x, training=True))
+    free = Model(x, TimeDistributed(Doubling())(x))
+    data = np.ones((4, 3, 2), dtype="float32")
+    np.testing.assert_array_equal(fixed.predict(data), 2 * data)
+    np.testing.assert_array_equal(free.predict(data), data)

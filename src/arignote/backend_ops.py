@@ -481,7 +481,12 @@ def categorical_crossentropy(target: Any, output: Any, from_logits: bool = False
 def sparse_categorical_crossentropy(target: Any, output: Any, from_logits: bool = False,
                                     axis: int = -1) -> torch.Tensor:
     output, target = _t(output), _t(target)
-    logp = torch.log_softmax(output, dim=axis) if from_logits else torch.log(
+    if axis % output.dim() != output.dim() - 1:
+        # Keras 2.3.1: channels on another axis (channels_first maps) move last, the target's too
+        output, target = output.movedim(axis, -1), target.movedim(axis, -1)
+    if not from_logits:  # Keras 2.3.1 (Theano) goes through categorical_crossentropy: sums to 1 first
+        output = output / output.sum(dim=-1, keepdim=True)
+    logp = torch.log_softmax(output, dim=-1) if from_logits else torch.log(
         torch.clamp(output, _epsilon(), 1.0 - _epsilon()))
     idx = target.long().reshape(*logp.shape[:-1], 1)
     return -logp.gather(-1, idx).squeeze(-1)

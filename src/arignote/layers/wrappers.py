@@ -175,6 +175,10 @@ class TimeDistributed(Wrapper):
         kwargs = {}
         if mask is not None and _takes(self.layer, "mask"):
             kwargs["mask"] = mask.reshape(n * t, *mask.shape[2:])
+        call = getattr(self.layer, "call", None)
+        if (training is not None and callable(call) and "training" in inspect.signature(call).parameters
+                and hasattr(self.layer, "forward")):  # a layer (a nested model takes no training=)
+            kwargs["training"] = training  # Keras 2.3.1: TimeDistributed(Dropout)(x, training=True)
         y = self.layer(x.reshape(n * t, *x.shape[2:]), **kwargs)
         return self._activity(y.reshape(n, t, *y.shape[1:]))
 

@@ -419,8 +419,8 @@ class Trainer:
                 raise ValueError("the training data yielded no batch this epoch; check the data or "
                                  "steps_per_epoch")
             if not interrupted and val is not None and _due(epoch, validation_freq):
-                callbacks.on_test_begin()
-                val_logs = self.evaluate(val, validation_batch_size, None)
+                callbacks.on_test_begin()  # and the test batch hooks, as Keras 2.3.1
+                val_logs = self.evaluate(val, validation_batch_size, callbacks)
                 callbacks.on_test_end(val_logs)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             if self.compiled is not None:
