@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from typing import Any
@@ -36,7 +37,7 @@ from arignote.models.sequential import Sequential
 from arignote.saving import h5file
 from arignote.saving import hdf5 as keras_hdf5
 
-__all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml"]
+__all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml", "from_pickled_hdf5"]
 
 
 def _model_classes() -> dict:
@@ -120,6 +121,12 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
                                     "load_model(path, compile=False) skips it", exc) from None
                 model._pending_optimizer_state = state
     return model
+
+
+def from_pickled_hdf5(data: bytes) -> Any:
+    """What ``pickle.loads`` calls to rebuild a model pickled by ``Model.__reduce__``: ``load_model`` on
+    the bytes of the Keras 2 HDF5 file it made (custom objects by name, as registered now)."""
+    return load_model(io.BytesIO(data))
 
 
 def _optimizer_from(spec: Any) -> Any:
