@@ -493,3 +493,5 @@ def test_image_flow_carries_extra_inputs_along_with_the_images():
     np.testing.assert_array_equal(validation[0][0][1], misc1[:2])  # the split cuts the extra rows too
     with pytest.raises(ValueError, match=r"same length.*len\(x\[1\]\) = 6"):
         gen.flow((images, rng.rand(6)), np.arange(7))
+    with pytest.raises(ValueError, match=r"`x` \(images tensor\) and `y` \(labels\) should have the same"):
+        gen.flow((images, misc1), np.arange(8))

@@ -96,10 +96,10 @@ class NumpyArrayIterator(SeededIterator):
                                  f"len(x[0]) = {len(x)}, len(x[{i}]) = {len(extra_array)}")
         y = None if y is None else np.asarray(y)
         sample_weight = None if sample_weight is None else np.asarray(sample_weight)
-        for name, other in (("y (labels)", y), ("sample_weight", sample_weight)):
-            if other is not None and len(other) != len(x):
-                raise ValueError(f"x (images) and {name} should have the same length; found "
-                                 f"x.shape = {x.shape} and {name.split()[0]}.shape = {other.shape}")
+        for name, other in (("`y` (labels)", y), ("`sample_weight`", sample_weight)):
+            if other is not None and len(other) != len(x):  # Keras 2's message
+                raise ValueError(f"`x` (images tensor) and {name} should have the same length. Found: "
+                                 f"x.shape = {x.shape}, {name.split()[0].strip('`')}.shape = {other.shape}")
         if subset is not None:
             fraction = image_data_generator._validation_split
             x, y, sample_weight, *misc = _split([x, y, sample_weight, *misc], fraction, subset, y)
