@@ -495,3 +495,14 @@ def test_image_flow_carries_extra_inputs_along_with_the_images():
         gen.flow((images, rng.rand(6)), np.arange(7))
     with pytest.raises(ValueError, match=r"`x` \(images tensor\) and `y` \(labels\) should have the same"):
         gen.flow((images, misc1), np.arange(8))
+
+
+def test_conv_length_helpers_name_an_unknown_padding():
+    from arignote.utils import conv_utils
+    assert conv_utils.conv_output_length(32, 5, "full", 2) == 18
+    assert conv_utils.conv_input_length(18, 5, "full", 2) == 31
+    for fn in (conv_utils.conv_output_length, conv_utils.conv_input_length):
+        with pytest.raises(ValueError, match="padding='diagonal' is not one of"):
+            fn(32, 5, "diagonal", 2)
+        with pytest.raises(AssertionError):  # what Keras 2.3.1's assert raised
+            fn(32, 5, "diagonal", 2)
