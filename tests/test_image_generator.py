@@ -310,7 +310,8 @@ def test_bad_arguments_name_the_argument_and_the_fix():
         ImageDataGenerator(data_format="channels_first")
     with pytest.raises(ValueError, match=r"flow\(x\).*rank-4.*shape \(7, 9, 3\).*x\[\.\.\., None\]"):
         ImageDataGenerator().flow(_x()[0])
-    with pytest.raises(ValueError, match=r"x \(images\) and y \(labels\).*same length.*\(6, 7, 9, 3\).*\(5,"):
+    with pytest.raises(ValueError,
+                       match=r"`x` \(images tensor\) and `y` \(labels\).*same length.*\(6, 7, 9, 3\).*\(5,"):
         ImageDataGenerator().flow(_x(), np.arange(5))
     with pytest.raises(ValueError, match="fill_mode='mirror'.*nearest, constant, reflect, wrap"):
         ImageDataGenerator(fill_mode="mirror")

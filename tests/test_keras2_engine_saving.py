@@ -409,3 +409,100 @@ def test_ordered_enqueuer_join_end_of_epoch_sees_the_sequence_after_on_epoch_end
     assert len(seq) == 4
     assert [next(out) for _ in range(4)] == [0, 5, 10, 15]
     enqueuer.stop()
+
+
+class _MseMae:
+    """A user's loss object with state and get_config (Keras 2.3.1's losses_test MSE_MAE_loss)."""
+
+    def __init__(self, mse_fraction):
+        self.mse_fraction = mse_fraction
+
+    def __call__(self, y_true, y_pred, sample_weight=None):
+        return self.mse_fraction * losses.mse(y_true, y_pred) + (1 - self.mse_fraction) * losses.mae(y_true,
+                                                                                                    y_pred)
+
+    def get_config(self):
+        return {"mse_fraction": self.mse_fraction}
+
+
+def test_a_loss_object_with_state_serializes_and_a_model_saves_to_an_hdf_name(tmp_path):
+    from arignote.utils import custom_object_scope
+    assert losses.serialize(_MseMae(0.3)) == {"class_name": "_MseMae", "config": {"mse_fraction": 0.3}}
+    with custom_object_scope({"_MseMae": _MseMae}):
+        back = losses.deserialize(losses.serialize(_MseMae(0.3)))
+    assert isinstance(back, _MseMae) and back.mse_fraction == 0.3
+    inputs = Input((2,))
+    model = Model(inputs, Dense(1, name="model_output")(inputs))
+    model.compile(optimizer="sgd", loss={"model_output": _MseMae(0.3)})
+    path = tmp_path / "custom_loss.hdf"  # Keras 2 wrote HDF5 whatever the name; .hdf is HDF5 here too
+    model.save(path)
+    with h5py.File(path, "r") as f:
+        stored = json.loads(f.attrs["training_config"])["loss"]
+    assert {"class_name": "_MseMae", "config": {"mse_fraction": 0.3}} in (stored, stored.get("model_output"))
+    with custom_object_scope({"_MseMae": _MseMae}):
+        loaded = load_model(path)
+    x = np.random.RandomState(6).rand(4, 2).astype("float32")
+    np.testing.assert_allclose(loaded.predict(x), model.predict(x), atol=1e-6)
+
+
+def test_pickling_a_model_goes_through_its_keras_file():
+    import pickle
+
+    from arignote.utils import CustomObjectScope
+
+    class CustomSGD(optimizers.SGD):
+        pass
+
+    def custom_mse(y_true, y_pred):
+        return losses.mse(y_true, y_pred)
+
+    model = Sequential([Dense(2, input_shape=(3,)), Dense(3)])
+    model.compile(loss=custom_mse, optimizer=CustomSGD(lr=0.05), metrics=["acc"])
+    x, y = np.random.RandomState(7).rand(4, 3).astype("float32"), np.zeros((4, 3), "float32")
+    model.train_on_batch(x, y)
+    state = pickle.dumps(model)
+    with pytest.raises(ValueError, match="custom_mse|CustomSGD"):
+        pickle.loads(state)  # the custom loss and optimizer are looked up by name, as in Keras 2.3.1
+    with CustomObjectScope({"CustomSGD": CustomSGD, "custom_mse": custom_mse}):
+        again = pickle.loads(state)
+    np.testing.assert_allclose(again.predict(x), model.predict(x), atol=1e-6)
+    assert type(again.optimizer) is CustomSGD
+    model.train_on_batch(x, y)
+    again.train_on_batch(x, y)  # the optimizer state came along: the same next step
+    np.testing.assert_allclose(again.predict(x), model.predict(x), atol=1e-6)
+
+
+def test_image_flow_carries_extra_inputs_along_with_the_images():
+    from arignote.preprocessing.image import ImageDataGenerator
+    rng = np.random.RandomState(8)
+    images, misc1, misc2 = rng.rand(7, 4, 4, 3), rng.rand(7), rng.rand(7, 3, 3)
+    gen = ImageDataGenerator(horizontal_flip=True)
+    for i, (x, y) in enumerate(gen.flow((images, misc1), np.arange(7), shuffle=False, batch_size=2)):
+        assert x[0].shape == images[:2].shape if i < 3 else x[0].shape == (1, 4, 4, 3)
+        np.testing.assert_array_equal(x[1], misc1[i * 2:(i + 1) * 2])
+        assert list(y) == list(range(7))[i * 2:(i + 1) * 2]
+        if i == 3:
+            break
+    x, y, w = gen.flow((images, [misc1, misc2]), np.arange(7), sample_weight=np.arange(7) + 1.0,
+                       shuffle=False, batch_size=3)[1]
+    assert len(x) == 3 and x[0].shape == (3, 4, 4, 3)
+    np.testing.assert_array_equal(x[2], misc2[3:6])
+    assert list(w) == [4.0, 5.0, 6.0]
+    validation = ImageDataGenerator(validation_split=0.3).flow((images, misc1), np.zeros(7), shuffle=False,
+                                                               subset="validation", batch_size=5)
+    np.testing.assert_array_equal(validation[0][0][1], misc1[:2])  # the split cuts the extra rows too
+    with pytest.raises(ValueError, match=r"same length.*len\(x\[1\]\) = 6"):
+        gen.flow((images, rng.rand(6)), np.arange(7))
+    with pytest.raises(ValueError, match=r"`x` \(images tensor\) and `y` \(labels\) should have the same"):
+        gen.flow((images, misc1), np.arange(8))
+
+
+def test_conv_length_helpers_name_an_unknown_padding():
+    from arignote.utils import conv_utils
+    assert conv_utils.conv_output_length(32, 5, "full", 2) == 18
+    assert conv_utils.conv_input_length(18, 5, "full", 2) == 31
+    for fn in (conv_utils.conv_output_length, conv_utils.conv_input_length):
+        with pytest.raises(ValueError, match="padding='diagonal' is not one of"):
+            fn(32, 5, "diagonal", 2)
+        with pytest.raises(AssertionError):  # what Keras 2.3.1's assert raised
+            fn(32, 5, "diagonal", 2)

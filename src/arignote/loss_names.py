@@ -87,7 +87,8 @@ def name_of(loss: str | Callable) -> str:
 def serialize(loss: str | Callable) -> str:
     """The name to store in a saved model (Keras stores the loss by name); a :class:`Loss` object as
     Keras 2.3.1 stores it, ``{'class_name': ..., 'config': get_config()}``."""
-    if isinstance(loss, Loss):
+    if isinstance(loss, Loss) or (callable(getattr(loss, "get_config", None)) and not isinstance(loss, type)):
+        # a Loss, or a user's loss object with state (Keras 2.3.1's serialize_keras_object)
         return {"class_name": type(loss).__name__, "config": loss.get_config()}
     return name_of(loss)
 
@@ -104,10 +105,11 @@ def deserialize(name: str | Callable, custom_objects: dict | None = None) -> Cal
     if isinstance(name, str) and custom_objects and name in custom_objects:
         return custom_objects[name]
     if isinstance(name, dict):  # Keras 2.3.1 {'class_name': 'CategoricalCrossentropy', 'config': {...}}
-        classes = {**_LOSS_CLASSES, **(custom_objects or {})}
+        classes = {**_LOSS_CLASSES, **GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
         cls = classes.get(name.get("class_name"))
         if cls is None:
             raise ValueError(f"unknown loss class {name.get('class_name')!r}; known: "
                              f"{', '.join(_LOSS_CLASSES)} (pass your own in custom_objects)")
-        return cls.from_config(name.get("config", {}))
+        config = name.get("config", {})
+        return cls.from_config(config) if hasattr(cls, "from_config") else cls(**config)
     return get(name)

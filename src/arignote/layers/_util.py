@@ -110,8 +110,19 @@ def with_spatial(batch: Any, channels: Any, spatial: tuple, data_format: str) ->
     return (batch, *spatial, channels)
 
 
+class PaddingError(ValueError, AssertionError):
+    """A padding name the length arithmetic does not know: a ValueError naming the choices, and an
+    AssertionError, what Keras 2.3.1's ``conv_utils`` raised (its ``assert padding in {...}``)."""
+
+
+def check_padding(padding: str, choices: tuple[str, ...]) -> None:
+    if padding not in choices:
+        raise PaddingError(f"padding={padding!r} is not one of {', '.join(map(repr, choices))}")
+
+
 def conv_output_length(n: int | None, k: int, padding: str, s: int, d: int = 1) -> int | None:
     """Keras 2 ``conv_utils.conv_output_length`` (``valid``/``same``/``causal``/``full``)."""
+    check_padding(padding, ("same", "valid", "full", "causal"))
     if n is None:
         return None
     span = (k - 1) * d + 1

@@ -17,6 +17,7 @@ Example::
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from typing import Any
@@ -36,7 +37,7 @@ from arignote.models.saving import (
 from arignote.models.sequential import Sequential
 from arignote.safe_mode import scope as safe_mode_scope
 
-__all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml"]
+__all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml", "from_pickled_hdf5"]
 
 
 def _model_classes() -> dict:
@@ -143,6 +144,14 @@ def _load_checkpoint(filepath: str, path: str, custom_objects: dict | None, comp
                                     "load_model(path, compile=False) skips it", exc) from None
                 model._pending_optimizer_state = state
     return model
+
+
+def from_pickled_hdf5(data: bytes) -> Any:
+    """What ``pickle.loads`` calls to rebuild a model pickled by ``Model.__reduce__``: ``load_model`` on
+    the bytes of the Keras 2 HDF5 file it made (custom objects by name, as registered now). Unpickling
+    already trusts its bytes (``pickle.loads`` runs code by design), so a Lambda's stored function loads
+    here as it does in ``copy.deepcopy(model)``: safe mode guards files, not pickles."""
+    return load_model(io.BytesIO(data), safe_mode=False)
 
 
 def _optimizer_from(spec: Any) -> Any:

@@ -1,7 +1,8 @@
 """``model.save`` / ``load_model`` / ``save_weights`` / ``load_weights``: the extension decides the format.
 
-* ``.h5``, ``.hdf5``, ``.keras`` (Keras 2's legacy name): a Keras 2 HDF5 file (:mod:`arignote.saving`),
-  which Keras 2.x (and Keras 3's legacy HDF5 loader) reads, and which loads files Keras 2 wrote.
+* ``.h5``, ``.hdf5``, ``.hdf``, ``.keras`` (Keras 2's legacy name): a Keras 2 HDF5 file
+  (:mod:`arignote.saving`), which Keras 2.x (and Keras 3's legacy HDF5 loader) reads, and which loads
+  files Keras 2 wrote.
 * any other name (``.ckpt``, ``.pt``, ...): arignote's checkpoint (atomic, checksummed, loads with
   ``torch.load(weights_only=True)``; see :mod:`arignote.checkpoint`), the default for checkpoints::
 
@@ -84,7 +85,8 @@ def _is_sequential(model: Any) -> bool:
 
 
 def is_hdf5_name(filepath: Any) -> bool:
-    """True for the names that get a Keras 2 HDF5 file: ``.h5``, ``.hdf5``, ``.keras`` (any case)."""
+    """True for the names that get a Keras 2 HDF5 file: ``.h5``, ``.hdf5``, ``.hdf``, ``.keras`` (any
+    case)."""
     return os.fspath(filepath).lower().endswith(saving.HDF5_EXTENSIONS)
 
 

@@ -18,6 +18,8 @@ Example::
 
 from __future__ import annotations
 
+import importlib
+import io
 from typing import Any
 
 import numpy as np
@@ -115,6 +117,19 @@ class WeightsAndSaving:
         export.export_model(self, filepath, format, input_shapes)
         if verbose:
             print(f"Saved artifact at '{filepath}'.")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        """``pickle.dumps(model)`` as Keras 2.3.1 pickles a model: through the same serialization as
+        ``model.save`` (architecture, weights, compile settings, optimizer state), here the bytes of a
+        Keras 2 HDF5 file; ``pickle.loads`` rebuilds it with ``load_model`` (a custom class, loss or
+        optimizer is looked up by name, e.g. inside ``CustomObjectScope``). A model without a Keras
+        config (a subclassed model, a wrapped torch module) is pickled as any Python object."""
+        if getattr(self, "layers", None) is None or getattr(self, "_subclassed", False):
+            return super().__reduce_ex__(protocol)
+        stream = io.BytesIO()
+        saving.save_model(self, stream)
+        loader = importlib.import_module("arignote.models.loading").from_pickled_hdf5  # a floor up
+        return loader, (stream.getvalue(),)
 
     def to_json(self, **kwargs: Any) -> str:
         """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""

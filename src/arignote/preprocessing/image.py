@@ -12,8 +12,8 @@ torch call on the CPU; torch is imported on first use, not by ``import arignote`
 ``save_img`` are here too, the ``Iterator`` base class (:mod:`arignote.preprocessing.iterator`),
 and Keras's single-image transforms (``apply_affine_transform``,
 ``random_rotation``, ``random_shift``, ... see :mod:`arignote.preprocessing.affine_transformations`).
-Not supported (clear errors): ``data_format="channels_first"`` and
-``flow`` with an ``(images, extra_inputs)`` tuple.
+``flow(x=(images, extra))`` carries extra inputs along with the images, as in Keras 2. Not supported
+(a clear error): ``data_format="channels_first"``.
 
 Example::
 

@@ -2,8 +2,9 @@
 
 ``len(it)`` is ``ceil(n / batch_size)``; ``it[i]`` is batch ``i`` of the current epoch, augmented
 and standardized: ``(x, y)`` (``x`` in the generator's dtype, ``y`` as given), ``x`` alone when
-``y`` is None, ``(x, y, sample_weight)`` with weights. ``on_epoch_end()`` starts the next epoch:
-a new order when ``shuffle=True`` and new random transforms.
+``y`` is None, ``(x, y, sample_weight)`` with weights. ``x=(images, extra)`` (``extra`` an array or
+a list of arrays of the same length) gives ``x`` as ``[images, *extra]``, the extra rows untouched.
+``on_epoch_end()`` starts the next epoch: a new order when ``shuffle=True`` and new random transforms.
 
 Randomness: a numpy ``Generator`` per (seed, epoch) for the order and per (seed, epoch, batch) for
 the transforms, so the same seed gives the same batches, in any access order and from any
@@ -81,20 +82,29 @@ class NumpyArrayIterator(SeededIterator):
         if data_format not in (None, "channels_last"):
             raise ValueError(f"data_format={data_format!r} is not supported: arignote images are "
                              "channels_last (N, H, W, C); transpose with x.transpose(0, 2, 3, 1)")
+        misc: list[np.ndarray] = []
         if isinstance(x, (tuple, list)) and len(x) == 2 and np.ndim(x[0]) == 4:
-            raise ValueError("flow(x=(images, extra_inputs)) is not supported: pass the image array as x")
+            # Keras 2's flow(x=(images, extra)): extra (an array or a list of arrays) rides along
+            # untouched, and each batch's x is [images, *extra]
+            x, extra = x
+            misc = [np.asarray(e) for e in (extra if isinstance(extra, list) else [extra])]
         x = np.asarray(x)
         check_images(x, "flow(x)")
+        for i, extra_array in enumerate(misc, 1):
+            if len(extra_array) != len(x):
+                raise ValueError(f"All of the arrays in `x` should have the same length. Found a pair with: "
+                                 f"len(x[0]) = {len(x)}, len(x[{i}]) = {len(extra_array)}")
         y = None if y is None else np.asarray(y)
         sample_weight = None if sample_weight is None else np.asarray(sample_weight)
-        for name, other in (("y (labels)", y), ("sample_weight", sample_weight)):
-            if other is not None and len(other) != len(x):
-                raise ValueError(f"x (images) and {name} should have the same length; found "
-                                 f"x.shape = {x.shape} and {name.split()[0]}.shape = {other.shape}")
+        for name, other in (("`y` (labels)", y), ("`sample_weight`", sample_weight)):
+            if other is not None and len(other) != len(x):  # Keras 2's message
+                raise ValueError(f"`x` (images tensor) and {name} should have the same length. Found: "
+                                 f"x.shape = {x.shape}, {name.split()[0].strip('`')}.shape = {other.shape}")
         if subset is not None:
             fraction = image_data_generator._validation_split
-            x, y, sample_weight = _split([x, y, sample_weight], fraction, subset, y)
+            x, y, sample_weight, *misc = _split([x, y, sample_weight, *misc], fraction, subset, y)
         self.x, self.y, self.sample_weight = x, y, sample_weight  # x keeps its dtype; batches are converted
+        self.x_misc = misc
         self.image_data_generator = image_data_generator
         self.dtype = np.dtype(dtype or image_data_generator.dtype).name
         self.save_to_dir, self.save_prefix, self.save_format = save_to_dir, save_prefix, save_format
@@ -111,6 +121,8 @@ class NumpyArrayIterator(SeededIterator):
         batch_x = gen.standardize_batch(gen.random_transform_batch(batch_x, rng))
         if self.save_to_dir:
             _save_images(batch_x, index_array, rng, self.save_to_dir, self.save_prefix, self.save_format)
+        if self.x_misc:
+            batch_x = [batch_x, *(extra[index_array] for extra in self.x_misc)]
         if self.y is None:
             return batch_x
         if self.sample_weight is None:

@@ -6,8 +6,8 @@ CuDNN RNN weights, Dense-after-Flatten reordering); :mod:`~arignote.saving.keras
 Keras 2 ``model_config`` JSON into arignote layers and back; :mod:`~arignote.saving.optimizer_state`
 maps ``optimizer_weights``; :mod:`~arignote.saving.theano_padding` keeps Keras 2's Theano
 ``padding='same'`` from a file through the model and back. ``model.save(path)`` / ``load_model`` /
-``save_weights`` / ``load_weights`` choose this format by extension (``.h5``, ``.hdf5``, ``.keras``); see
-:mod:`arignote.models.saving`.
+``save_weights`` / ``load_weights`` choose this format by extension (``.h5``, ``.hdf5``, ``.hdf``,
+``.keras``); see :mod:`arignote.models.saving`.
 
 Example::
 
@@ -30,4 +30,4 @@ __getattr__, __dir__ = lazy_namespace(__name__, {
 
 __all__ = ["is_hdf5", "save_model", "load_model", "save_weights", "load_weights", "HDF5_EXTENSIONS"]
 
-HDF5_EXTENSIONS = (".h5", ".hdf5", ".keras")
+HDF5_EXTENSIONS = (".h5", ".hdf5", ".hdf", ".keras")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from arignote.layers._util import (
+    check_padding,
     conv_output_length,
     normalize_data_format,
     normalize_padding,
@@ -31,6 +32,7 @@ def normalize_padding(value: Any) -> str:  # noqa: F811 - Keras 2's one-argument
 
 def conv_input_length(output_length: int | None, filter_size: int, padding: str, stride: int) -> int | None:
     """The input length a convolution needs to give ``output_length`` (Keras 2)."""
+    check_padding(padding, ("same", "valid", "full"))
     if output_length is None:
         return None
     pad = {"same": filter_size // 2, "valid": 0, "full": filter_size - 1}[padding]
