@@ -371,7 +371,8 @@ def repeat_elements(x: Any, rep: int, axis: int) -> torch.Tensor:
 
 @symbolic
 def tile(x: Any, n: Any) -> torch.Tensor:
-    return _t(x).repeat(*(n if isinstance(n, (list, tuple)) else [n]))
+    """``np.tile``: ``n`` (an int or one count per axis, the last axes first) repeats ``x`` along them."""
+    return torch.tile(_t(x), tuple(int(k) for k in n) if isinstance(n, (list, tuple)) else (int(n),))
 
 
 @symbolic
@@ -396,6 +397,8 @@ def l2_normalize(x: Any, axis: Any = None) -> torch.Tensor:
 @symbolic
 def slice(x: Any, start: Any, size: Any) -> torch.Tensor:  # noqa: A001
     x = _t(x)
+    if not x.dim() == len(start) == len(size):  # Keras 2.3.1's check and message
+        raise ValueError("The dimension and the size of indices should match.")
     idx = tuple(builtins.slice(int(b), int(b) + int(s)) for b, s in zip(start, size))
     return x[idx]
 
@@ -587,8 +590,8 @@ def eye(size: int, dtype: Any = None, name: str | None = None) -> torch.Tensor: 
 
 
 def arange(start: Any, stop: Any = None, step: int = 1, dtype: str = "int32") -> torch.Tensor:  # noqa: A002
-    if stop is None:
-        start, stop = 0, start
+    if stop is None:  # Keras 2: arange(-20) is empty, as np.arange(-20)
+        start, stop = 0, builtins.max(start, 0)  # (this module defines K.max)
     return torch.arange(start, stop, step, dtype=getattr(torch, dtype))
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import inspect
 import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -298,8 +299,10 @@ class Layer(Bookkeeping, nn.Module):
             declared = self.batch_input_shape[1:]
             if len(declared) == len(input_shape) - 1 and any(
                     d is not None and s is not None and d != s for d, s in zip(declared, input_shape[1:])):
-                raise ValueError(f"layer '{self.name}' declares input_shape={declared} but is called on "
-                                 f"input of shape {input_shape}")
+                # Keras 2 feeds a layer what it is called on and ignores its input_shape: so do we
+                warnings.warn(f"layer '{self.name}' declares input_shape={declared} but is called on input "
+                              f"of shape {input_shape}: the input_shape is ignored, as in Keras 2 "
+                              "(remove it)", stacklevel=3)
         if self._user_layer:  # a tensor `build` derives from the weights stays an expression of them
             with derived_weights.recording():
                 self.build(input_shape)

@@ -69,6 +69,20 @@ class Embedding(KerasLayer, Layer):
         self.mask_zero = bool(mask_zero)
         self.input_length = input_length
         self.supports_masking = self.mask_zero
+        self._check_input_length()
+
+    def _check_input_length(self) -> None:
+        """Keras 2.3.1's check: ``input_length`` names every input dimension after the batch, and a
+        length given both ways agrees (``Embedding(..., input_length=2, input_shape=(3, 5))`` is wrong)."""
+        if self.input_length is None or self.batch_input_shape is None:
+            return
+        given = self.input_length
+        lengths = list(given) if isinstance(given, (list, tuple)) else [given]
+        shape = tuple(self.batch_input_shape[1:])
+        if len(lengths) != len(shape) or any(a is not None and b is not None and a != b
+                                             for a, b in zip(lengths, shape)):
+            raise ValueError(f'Embedding \'{self.name}\': "input_length" is {given}, but received input '
+                             f"has shape {tuple(self.batch_input_shape)}")
 
     def get_config(self) -> dict:
         cfg = super().get_config()

@@ -135,11 +135,6 @@ class Sequential(Model):
             raise TypeError(f"Sequential.add takes an arignote layer (arignote.layers.Dense, ...) or a "
                             f"functional/Sequential model, got {type(layer).__name__}; wrap a torch module "
                             "with arignote.models.Model")
-        if (self.layers or self._input_layer is not None) and layer.batch_input_shape is not None:
-            prev = self.output_shape
-            if prev is not None and tuple(layer.batch_input_shape[1:]) != tuple(prev[1:]):
-                raise ValueError(f"layer '{layer.name}' declares input_shape={layer.input_shape_hint} but "
-                                 f"the previous layer outputs {prev}; remove input_shape= from later layers")
         placement.mark(layer)  # inside `with arignote.device("dev1"):` the layer goes to dev1
         graph = self._graph
         self.module.append(layer)
