@@ -40,11 +40,13 @@ def _forget_prepared_devices() -> None:
 
 
 @pytest.fixture(autouse=True)
-def isolated_config(monkeypatch):
+def isolated_config(monkeypatch, tmp_path):
     """A fresh flag registry per test, blind to the developer's rc files, keras.json and ARIGNOTE_FLAGS, and a
     fresh ``prepare()`` state (banner not yet printed)."""
     monkeypatch.setenv("ARIGNOTERC", "")
-    monkeypatch.setenv("KERAS_HOME", "/nonexistent/keras-home")  # blind to ~/.keras/keras.json
+    # blind to ~/.keras/keras.json; a folder of this test's own, as a Keras 3 a test runs (export) writes
+    # its keras.json into KERAS_HOME, which must not reach the next tests
+    monkeypatch.setenv("KERAS_HOME", str(tmp_path / "keras-home"))
     monkeypatch.delenv("ARIGNOTE_FLAGS", raising=False)
     monkeypatch.delenv("THEANO_FLAGS", raising=False)
     config.reload()

@@ -120,7 +120,7 @@ def test_losses_metrics_optimizers_serialization():
     assert metrics.deserialize("mae") is losses.mean_absolute_error
     assert metrics.serialize(metrics.get("acc", loss="categorical_crossentropy")) == "acc"
     opt = optimizers.deserialize(optimizers.serialize(optimizers.Adam(lr=0.01)))
-    assert isinstance(opt, optimizers.Adam) and opt.get_config()["lr"] == pytest.approx(0.01)
+    assert isinstance(opt, optimizers.Adam) and opt.get_config()["learning_rate"] == pytest.approx(0.01)
     with pytest.raises(ValueError, match="unknown optimizer"):
         optimizers.deserialize({"class_name": "Adamm", "config": {}})
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from arignote.errors import ArignoteError
+from arignote.errors import ArignoteError, UnsafeDeserializationError
 
 HELP = "convert a Keras 2 model file (.h5, .json + weights, checkpoint) to ONNX, .pt2 or Keras 3; verify it"
 
@@ -55,7 +55,6 @@ def _shape(text: str) -> tuple:
 
 
 def _load(args):
-    from arignote.errors import UnsafeDeserializationError
     from arignote.export import ExportError  # torch and the model classes load only when the command runs
     from arignote.models.loading import load_model, model_from_json  # (so does this)
 
