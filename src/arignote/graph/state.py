@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import torch
+
 __all__ = ["phase", "set_phase", "force_phase", "live_value", "live_values", "NeedsAutograd", "probing",
            "is_probing", "remember_forward", "forward_value", "model_forward_begin", "model_forward_end",
            "model_forward_id", "model_forward_restart"]
@@ -65,19 +67,27 @@ def live_value(tensor: Any) -> Any:
 
 
 def model_forward_begin() -> None:
-    """A model's forward starts (a graph or a layer stack; nested ones count once)."""
+    """A model's forward starts (a graph or a layer stack; nested ones count once).
+
+    Not counted while torch.compile traces a step: Dynamo guards on a global it sees change, so a
+    counter bumped in the traced forward recompiled the step at every call (jit=on). A traced forward
+    therefore has no id, and a layer's call losses are those of its last call there."""
+    if torch.compiler.is_compiling():
+        return
     if _MODEL_FORWARD[0] == 0:
         _MODEL_FORWARD[1] += 1
     _MODEL_FORWARD[0] += 1
 
 
 def model_forward_end() -> None:
-    _MODEL_FORWARD[0] -= 1
+    if not torch.compiler.is_compiling():
+        _MODEL_FORWARD[0] -= 1
 
 
 def model_forward_restart() -> None:
     """The outermost forward runs again from the start (what its layers added so far is void)."""
-    _MODEL_FORWARD[1] += 1
+    if not torch.compiler.is_compiling():
+        _MODEL_FORWARD[1] += 1
 
 
 def model_forward_id() -> int | None:
