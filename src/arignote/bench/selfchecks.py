@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
 from typing import Any
 
 from arignote.bench import selfchecks_compiled as jit
@@ -35,22 +34,6 @@ from arignote.bench.selftest_protocol import (  # noqa: F401 - the runner, re-ex
     run_in_process,
     run_item,
 )
-
-# Items still written as one function that raises on failure (not yet split into run and judge):
-# their judge can only pass what ran without raising; tests/test_selftest_judges.py exempts them.
-UNSPLIT: set[str] = set()
-
-
-def unsplit(fn: Callable[[], str]) -> tuple[Callable[[], dict[str, Any]],
-                                           Callable[[dict[str, Any]], Verdict]]:
-    """(run, judge) of an item written the old way: ``fn`` returns a detail or raises."""
-    return (lambda: {"detail": fn()}), (lambda record: Verdict(True, record["detail"], {}))
-
-
-def _item(name: str, gpus: int, doc: str, fn: Callable[[], str]) -> Check:
-    UNSPLIT.add(name)
-    return Check(name, gpus, doc, *unsplit(fn))
-
 
 CHECKS = [
     Check("banner-cpu", 0, "startup banner on the CPU", cpu.run_banner_cpu, cpu.judge_banner_cpu),
