@@ -33,7 +33,7 @@ faults: $(DEV)
 		tests/test_oom_parallel.py tests/test_share.py
 
 lint: $(DEV)
-	$(PY) -m ruff check src tests benchmarks examples
+	$(PY) -m ruff check src tests benchmarks examples scripts
 
 bench: $(DEV)
 	$(PY) -m arignote bench --quick --out bench-out

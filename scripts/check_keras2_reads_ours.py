@@ -115,7 +115,8 @@ def file_structure(path):
         layers = []
         for lname in [_text(n) for n in group.attrs["layer_names"]]:
             g = group[lname]
-            weights = [[_text(w), str(g[_text(w)].dtype), list(g[_text(w)].shape)] for w in g.attrs["weight_names"]]
+            weights = [[_text(w), str(g[_text(w)].dtype), list(g[_text(w)].shape)]
+                       for w in g.attrs["weight_names"]]
             layers.append([lname, weights])
         doc = {
             "root_attrs": sorted(f.attrs.keys()),
@@ -163,7 +164,8 @@ def _predict(model, xs, keras3):
 def _diff(got, want):
     if len(got) != len(want):
         return float("inf")
-    return max(float(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64)).max()) for g, w in zip(got, want))
+    return max(float(np.abs(np.asarray(g, np.float64) - np.asarray(w, np.float64)).max())
+               for g, w in zip(got, want))
 
 
 def _keras_layers(keras, model):
@@ -296,7 +298,8 @@ def _fresh_model(keras, path, keras3):
         return keras.models.model_from_json(_text(_h5_attr(path, "model_config")))
     model = keras.models.load_model(path, compile=False)
     rng = np.random.RandomState(0)
-    model.set_weights([rng.uniform(-2, 2, np.shape(w)).astype(np.asarray(w).dtype) for w in model.get_weights()])
+    model.set_weights([rng.uniform(-2, 2, np.shape(w)).astype(np.asarray(w).dtype)
+                       for w in model.get_weights()])
     return model
 
 

@@ -66,7 +66,8 @@ def _functional_nested():
     """A Sequential (with BatchNormalization: its group is trainable weights first, then moving
     statistics) and a functional model, each used as a layer of a functional model."""
     inner_seq = Sequential([L.Dense(4, activation="relu", use_bias=False, input_shape=(3,), name="seq_dense"),
-                            L.BatchNormalization(name="seq_bn"), L.Dense(3, name="seq_out")], name="inner_seq")
+                            L.BatchNormalization(name="seq_bn"), L.Dense(3, name="seq_out")],
+                           name="inner_seq")
     x_in = L.Input(shape=(3,), name="f_in")
     inner_fn = Model(x_in, L.Dense(2, name="fn_out")(L.Dense(3, activation="tanh", name="fn_dense")(x_in)),
                      name="inner_fn")
@@ -114,10 +115,12 @@ CASES = {
     "separable_conv2d": (lambda: _seq(L.SeparableConv2D(2, 3, depth_multiplier=2), shape=IMG), IMG, None),
     "depthwise_conv2d": (lambda: _seq(L.DepthwiseConv2D(2, depth_multiplier=2), shape=IMG), IMG, None),
     "batch_normalization": (lambda: _seq(L.BatchNormalization(axis=-1, center=False), shape=IMG), IMG, None),
-    "embedding": (lambda: Sequential([L.Embedding(9, 3, input_length=5), L.Flatten()]), ("int", (5,), 9), None),
+    "embedding": (lambda: Sequential([L.Embedding(9, 3, input_length=5), L.Flatten()]),
+                  ("int", (5,), 9), None),
     "simple_rnn": (lambda: _seq(L.SimpleRNN(3, return_sequences=True), shape=SEQ), SEQ, None),
     "gru": (lambda: _seq(L.GRU(3), shape=SEQ), SEQ, None),
-    "gru_reset_after": (lambda: _seq(L.GRU(3, reset_after=True, return_sequences=True), shape=SEQ), SEQ, None),
+    "gru_reset_after": (lambda: _seq(L.GRU(3, reset_after=True, return_sequences=True), shape=SEQ),
+                        SEQ, None),
     "lstm": (lambda: _seq(L.LSTM(3, return_sequences=True), L.LSTM(2), shape=SEQ), SEQ, None),
     "bidirectional_lstm": (lambda: _seq(L.Bidirectional(L.LSTM(2, return_sequences=True)), shape=SEQ), SEQ,
                            None),
@@ -281,7 +284,8 @@ SWEEP_CASES = {
     "rnn_options": (lambda: _fn(SEQ, [L.LSTM(2, unit_forget_bias=False, use_bias=False, activation="relu",
                                              recurrent_activation="sigmoid", implementation=1)],
                                 [L.GRU(2, use_bias=False, implementation=2)],
-                                [L.SimpleRNN(2, activation="relu", use_bias=False)], name="rnn_opts"), SEQ, None),
+                                [L.SimpleRNN(2, activation="relu", use_bias=False)], name="rnn_opts"),
+                     SEQ, None),
     "bidirectional_state": (_bidirectional_state, SEQ, None),
     "conv_transpose_output_padding": (lambda: _seq(L.Conv2DTranspose(2, 3, strides=2, output_padding=1),
                                                    L.Activation("relu"),
@@ -299,7 +303,8 @@ CUDNN_CASES = {
                    lambda: _seq(L.LSTM(3, return_sequences=True, recurrent_activation="sigmoid", name="rnn"),
                                 shape=SEQ), SEQ),
     "cudnn_gru": (lambda: _seq(L.CuDNNGRU(3, name="rnn"), shape=SEQ),
-                  lambda: _seq(L.GRU(3, reset_after=True, recurrent_activation="sigmoid", name="rnn"), shape=SEQ),
+                  lambda: _seq(L.GRU(3, reset_after=True, recurrent_activation="sigmoid", name="rnn"),
+                               shape=SEQ),
                   SEQ),
 }
 
@@ -320,7 +325,8 @@ def set_seeded_weights(model, seed: int) -> None:
         if not values:
             continue
         names = layouts.weight_names(layer, len(values))
-        layer.set_weights([rng.uniform(0.5, 1.5, w.shape).astype(w.dtype) if name.endswith("moving_variance:0")
+        layer.set_weights([rng.uniform(0.5, 1.5, w.shape).astype(w.dtype)
+                           if name.endswith("moving_variance:0")
                            else rng.uniform(-0.5, 0.5, w.shape).astype(w.dtype)
                            for name, w in zip(names, values)])
 

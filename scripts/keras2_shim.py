@@ -22,7 +22,7 @@ for _name in ("Iterable", "Mapping", "MutableMapping", "Sequence", "Callable", "
         setattr(collections, _name, getattr(collections.abc, _name))
 
 os.environ.setdefault("KERAS_BACKEND", "theano")
-_compiledir = os.path.join(tempfile.gettempdir(), "theano-keras2-%d" % os.getuid())
+_compiledir = os.path.join(tempfile.gettempdir(), f"theano-keras2-{os.getuid()}")
 os.environ.setdefault("THEANO_FLAGS", "blas.ldflags=,floatX=float32,base_compiledir=" + _compiledir)
 
 import h5py  # noqa: E402

@@ -69,7 +69,7 @@ def finish(name, model, x, compile_with=None, train=False):
     path = os.path.join(OUT, name + ".h5")
     model.save(path)
     np.savez(os.path.join(OUT, name + ".npz"), x=x, y=y)
-    print("%-22s %6d bytes  %s" % (name, os.path.getsize(path), [type(l).__name__ for l in model.layers]))
+    print(f"{name:<22} {os.path.getsize(path):6d} bytes  {[type(l).__name__ for l in model.layers]}")
     return model
 
 
@@ -230,7 +230,7 @@ def functional():
     path = os.path.join(OUT, "functional.h5")
     m.save(path)
     np.savez(os.path.join(OUT, "functional.npz"), x0=xa, x1=xb, y=y)
-    print("%-22s %6d bytes" % ("functional", os.path.getsize(path)))
+    print(f"{'functional':<22} {os.path.getsize(path):6d} bytes")
 
 
 def nested():

@@ -1,6 +1,7 @@
 """Regenerate tests/fixtures/keras2/rnn_trainable.json: what Keras 2.3.1 (Theano backend) lists as
 ``trainable_weights`` / ``non_trainable_weights`` of an ``RNN(cell)``, stacked cells, ``LSTM``,
-``TimeDistributed`` and ``Bidirectional`` (and a user's cell holding a Dense) as their ``trainable`` flags (and their cells' / inner
+``TimeDistributed`` and ``Bidirectional`` (and a user's cell holding a Dense) as their ``trainable`` flags
+(and their cells' / inner
 layers') are set and toggled, and which weights a ``fit`` changes after such a toggle and a compile.
 Weights are named ``(name, Keras shape)``, the name without the layer scope. Read by
 tests/test_rnn_trainable_keras2.py.
@@ -35,7 +36,8 @@ class CountingCell(Layer):
         super().__init__(**kwargs)
 
     def build(self, input_shape):
-        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), initializer="uniform", name="kernel")
+        self.kernel = self.add_weight(shape=(input_shape[-1], self.units), initializer="uniform",
+                                      name="kernel")
         self.scale = self.add_weight(shape=(self.units,), initializer="ones", name="scale", trainable=False)
         self.recurrent_kernel = self.add_weight(shape=(self.units, self.units), initializer="uniform",
                                                 name="recurrent_kernel")
