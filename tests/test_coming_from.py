@@ -78,3 +78,27 @@ def test_every_arignote_name_on_the_pages_exists(dotted):
             obj = getattr(obj, attr)
         return
     pytest.fail(f"{dotted} does not import")
+
+
+def test_theano_spellings_read_directly_as_the_page_says(tmp_path, monkeypatch):
+    """The page's "Theano spellings arignote reads directly": preallocate under [gpuarray] or [lib]
+    cnmem, floatx in any case, a Theano-only setting noted and ignored, and an error in configure()."""
+    from arignote import config
+    from arignote.errors import ConfigError
+
+    rc = tmp_path / "rc"
+    rc.write_text("[global]\nFLOATX = float64\nmode = FAST_RUN\n\n[lib]\ncnmem = 0.5\n")
+    monkeypatch.setenv("ARIGNOTERC", str(rc))
+    monkeypatch.delenv("ARIGNOTE_FLAGS", raising=False)
+    monkeypatch.delenv("THEANO_FLAGS", raising=False)
+    config.reload()
+    try:
+        with config.unchecked():
+            assert config.get("floatX") == "float64"
+            assert config.get("memory.preallocate") == 0.5
+        assert any("'mode'" in note and "ignored" in note for note in config.notices())
+        with pytest.raises(ConfigError, match="Theano flag"):
+            config.configure(mode="FAST_RUN")
+    finally:
+        monkeypatch.delenv("ARIGNOTERC")
+        config.reload()
