@@ -1,6 +1,6 @@
 """The README holds as written: its config blocks parse verbatim, its commands run where a CPU
-machine can run them (every other one is listed here with the reason), its flag table is the
-registry."""
+machine can run them (every other one is listed here with the reason), its Python blocks run. (The
+flag table lives in docs/configuration.md, generated from the registry.)"""
 
 from __future__ import annotations
 
@@ -23,28 +23,8 @@ BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 NOT_RUN = {
     "make demo": "reinstalls .venv; tests/test_demo.py runs `arignote demo`",
     "make test": "is this test suite",
-    'ARIGNOTE_FLAGS="device=cuda1,floatX=float32,memory.preallocate=0.8" python train.py': "names a GPU",
-    "ARIGNOTE_FLAGS=device=all python train.py": "needs GPUs (on a CPU it is device=cpu: the line below)",
-    "ARIGNOTE_FLAGS=device=free:2 python train.py": "needs 2 GPUs",
-    "ARIGNOTE_FLAGS=device=cuda0,cuda2 python train.py": "needs GPUs 0 and 2",
-    "arignote run --gpus 2 --wait -- python train.py": "waits for 2 GPUs; tests/test_run_cmd.py",
-    "arignote run --gpus 2 --min-free-memory 10GiB --max-utilization 20 --wait -- python train.py":
-        "waits for 2 GPUs; tests/test_run_cmd.py",
-    "arignote bench --quick --out bench-out": "minutes of training; tests/test_bench.py",
-    "arignote bench": "the full benchmark (hours on a CPU)",
-    "arignote bench --batch-size 32,128 --vs torch,keras,lightning --out bench-out": "the full benchmark",
-    "arignote selftest": "exercises GPUs; tests/test_bench.py runs it on the CPU",
-    "arignote dash": "serves a web page until stopped; tests/test_dash*.py",
-    "pip install 'arignote[export]'": "installs packages; the dev extra has them",
-    "arignote convert old_theano_model.h5 model.onnx": "needs the user's file; tests/test_convert_cmd.py "
-                                                        "converts the Keras 2 fixtures",
-    "torchrun --nnodes=2 --nproc-per-node=4 --rdzv-backend=c10d "
-    "--rdzv-endpoint=node0.example.org:29400 --rdzv-id=cifar-job train.py": "two machines with 4 GPUs each",
 }
-PYTHON_NOT_RUN = {
-    "from arignote.models import Sequential": "downloads CIFAR-10 (170 MB); tests/test_keras_scripts.py",
-    'arignote.configure(contexts="dev0->cuda0;dev1->cuda1")': "names cuda0 and cuda1",
-}
+PYTHON_NOT_RUN: dict[str, str] = {}
 
 # The train.py the README's `python train.py` lines run: a Keras-style script, unchanged per device.
 TRAIN_PY = """
@@ -108,37 +88,6 @@ def test_readme_config_example_values():
     assert "preallocate = 0.8      # a Theano user's" in rc_text  # the line that once broke every command
 
 
-# --------------------------------------------------------------------------- the flag table
-
-
-def table_flags() -> list[str]:
-    section = README[README.index("| flag | default | meaning |"):]
-    rows = []
-    for line in section.splitlines()[2:]:
-        if not line.startswith("|"):
-            break
-        rows.append(re.findall(r"`([^`]+)`", line.split("|")[1]))
-    return [name for names in rows for name in names]
-
-
-def test_every_registry_flag_is_in_the_readme_table_and_nothing_else():
-    listed = table_flags()
-    assert sorted(listed) == sorted(config.FLAGS), "README flag table and config.FLAGS differ"
-
-
-def test_readme_table_defaults_match_the_registry():
-    section = README[README.index("| flag | default | meaning |"):]
-    for line in section.splitlines()[2:]:
-        if not line.startswith("|"):
-            break
-        cells = [c.strip() for c in line.split("|")[1:-1]]
-        name, default = cells[0].strip("`"), cells[1].strip("`")
-        expected = config.FLAGS[name].default
-        shown = str(expected).lower() if isinstance(expected, bool) else f"{expected:g}" if isinstance(
-            expected, float) else str(expected)
-        assert default == shown, name
-
-
 # --------------------------------------------------------------------------- command blocks
 
 
@@ -150,7 +99,7 @@ def test_every_readme_command_is_run_or_has_a_reason():
 
 
 def runnable(line: str) -> bool:
-    return line.startswith(("arignote ", "ARIGNOTE_FLAGS=device=cpu"))
+    return line.startswith(("arignote ", "ARIGNOTE_FLAGS=device=cpu", "THEANO_FLAGS="))
 
 
 @pytest.mark.slow
@@ -179,9 +128,9 @@ def test_readme_commands_run(tmp_path):
         assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
         assert "Traceback" not in proc.stderr, line
         ran.append(line)
-    assert "arignote config --from-theano" in ran and (tmp_path / ".arignoterc").exists()
-    assert any("cpu.processes=2" in line for line in ran)
-    assert (work / "snap.json").stat().st_size > 0
+    assert any("arignote config --from-theano" in line for line in ran)
+    assert "device = cpu" in (tmp_path / ".arignoterc").read_text()
+    assert "arignote smi" in ran
 
 
 # --------------------------------------------------------------------------- python blocks

@@ -404,9 +404,9 @@ def test_fast_path_items_are_selftest_checks_run_by_the_gpu_tests():
     assert {why[name] for name in fast} == {"needs a CUDA GPU (no driver)"}
 
 
-def test_readme_banner_example_is_what_fit_prints():
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    block = readme.split("**Fast paths on a GPU**", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
+def test_docs_banner_example_is_what_fit_prints():
+    page = (Path(__file__).resolve().parents[1] / "docs" / "devices.md").read_text()
+    block = page.split("## Fast paths on a GPU", 1)[1].split("```text\n", 1)[1].split("```", 1)[0]
     facts = FitFacts(device="cuda:0", capability=(9, 0), has_conv=True, fixed_shapes=True, optimizer="Adam",
                      optimizer_impl="fused", arrays_on_device=True)
     assert block.splitlines() == [fastpaths.tf32_line(fastpaths.tf32(flags(), (9, 0))),

@@ -115,6 +115,6 @@ def run(args) -> int:
         print(f"\n{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} not tested")
         if counts["SKIP"] and not inventory.gpus:
             print("not tested here: every GPU path (no CUDA GPU on this machine); "
-                  "run 'arignote selftest' on a GPU machine to check them (the README's section on "
-                  "'arignote selftest' lists what was checked without one)")
+                  "run 'arignote selftest' on a GPU machine to check them (docs/benchmark-and-selftest.md "
+                  "lists what was checked without one)")
     return 1 if counts["FAIL"] else 0
