@@ -326,3 +326,20 @@ def test_on_a_gpu_gru_and_cudnn_layers_run_without_a_copy_warning_and_match_the_
             np.testing.assert_array_equal(a, b)
         if ref is not None:
             np.testing.assert_allclose(got.numpy(), ref.numpy(), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("grad", [False, True])
+def test_the_cpu_numbers_are_those_of_the_keras_order_copies(grad):
+    # before the reorder the fused call got fresh cuDNN-order copies of Keras-order tensors; torch's CPU
+    # kernel rounds differently for weights that need a gradient, so inference passes them detached
+    cell = _cell()
+    ws = _keras_weights()
+    cell.set_weights(ws)
+    x, h0 = torch.randn(2, 5, IN), [torch.zeros(2, U)]
+    copies = [torch.tensor(_cudnn_order(ws[0])), torch.tensor(_cudnn_order(ws[1])),
+              *torch.tensor(_cudnn_order(ws[2]).T)]
+    with torch.set_grad_enabled(grad):
+        out, _ = cell.fused(x, h0, training=False)
+        ref, _ = torch.gru(x, h0[0][None], [c.requires_grad_(grad) for c in copies], True, 1, 0.0, False,
+                           False, True)
+    assert torch.equal(out, ref)

@@ -404,6 +404,8 @@ class GRUCell(_Cell):
 
     def fused(self, x: torch.Tensor, states: list, training: bool) -> tuple[torch.Tensor, list] | None:
         params = self._fused_params("GRU")  # already in cuDNN's r, z, n
+        if not torch.is_grad_enabled():  # torch's CPU kernel takes another path for weights that need no
+            params = [p.detach() for p in params]  # gradient: the one the reordered copies used to take
         out, h = torch.gru(x, states[0].unsqueeze(0), params, self.use_bias, 1, 0.0, training, False, True)
         return out, [h[0]]
 
