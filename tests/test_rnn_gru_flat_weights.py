@@ -343,3 +343,50 @@ def test_the_cpu_numbers_are_those_of_the_keras_order_copies(grad):
         ref, _ = torch.gru(x, h0[0][None], [c.requires_grad_(grad) for c in copies], True, 1, 0.0, False,
                            False, True)
     assert torch.equal(out, ref)
+
+
+def _in_keras_gate_order(state: dict) -> dict:
+    """What an arignote checkpoint written before the reorder held: GRU gates in Keras's z, r, h."""
+    out = dict(state)
+    for key, value in state.items():
+        if key.endswith(("cell.weight", "cell.recurrent_weight")):
+            out[key] = torch.tensor(np.ascontiguousarray(_cudnn_order(value.numpy().T)))
+        elif key.endswith("cell.bias"):
+            out[key] = torch.tensor(np.ascontiguousarray(_cudnn_order(value.numpy()).T))
+    assert len(out) == len(state) and any(not torch.equal(out[k], state[k]) for k in state)
+    return out
+
+
+@pytest.mark.parametrize("kind", ["model", "weights", "training state"])
+def test_an_arignote_checkpoint_written_in_keras_gate_order_loads_reordered(tmp_path, kind):
+    from arignote import checkpoint
+    from arignote.layers import GRU
+    from arignote.models import Sequential, load_model, saving
+
+    def build():
+        torch.manual_seed(1)
+        return Sequential([GRU(U, reset_after=True, input_shape=(5, IN))])
+
+    torch.manual_seed(0)
+    model = Sequential([GRU(U, reset_after=True, input_shape=(5, IN))])
+    model.compile("sgd", "mse")
+    x = np.random.RandomState(5).rand(2, 5, IN).astype("float32")
+    want = model.predict(x, verbose=0)
+    new, old = str(tmp_path / "new.ckpt"), str(tmp_path / "old.ckpt")
+    if kind == "training state":
+        obj, key = {k: v for k, v in model.training_state().items() if k != "optimizer"}, "module"
+    else:
+        (model.save if kind == "model" else model.save_weights)(new)
+        obj, key = checkpoint.load(new), "weights"
+    assert obj[saving.GATES_KEY] == saving.GATES_CUDNN
+    before = {**{k: v for k, v in obj.items() if k != saving.GATES_KEY}, key: _in_keras_gate_order(obj[key])}
+    checkpoint.save(old, before)
+    for path, state in ((new, obj), (old, before)):
+        if kind == "model":
+            got = load_model(path).predict(x, verbose=0)
+        else:
+            other = build()
+            other.compile("sgd", "mse")
+            other.load_training_state(state) if kind == "training state" else other.load_weights(path)
+            got = other.predict(x, verbose=0)
+        np.testing.assert_array_equal(got, want)

@@ -288,6 +288,10 @@ class KerasWeights:
         """The :class:`KerasLayout` of the weight ``name``."""
         return KerasLayout(self._row(name)[1], self.__dict__.get("_gate_blocks", {}).get(name))
 
+    def gate_layouts(self) -> dict[str, KerasLayout]:
+        """``{torch attribute: gate reorder}`` of the weights kept in another gate order than Keras's."""
+        return {self._row(name)[0]: self.keras_gates(name) for name in self.__dict__.get("_gate_blocks", {})}
+
     def keras_gates(self, name: str) -> KerasLayout:
         """The gate reorder alone of the weight ``name`` (no axes; identity unless kept in another
         gate order)."""
