@@ -173,15 +173,25 @@ RECORDS.update({
         "nothing guarded": {**_fast({}, {}), "sync_error": ""}}},
 })
 
-_rnn = {"runs": [{"layer": "LSTM", "device": "cuda:0", "losses": [1.02, 0.97], "warnings": []},
-                 {"layer": "SimpleRNN", "device": "cuda:0", "losses": [1.05, 0.99], "warnings": []}]}
+_ok = {"device": "cuda:0", "one_chunk": True, "weights_round_trip": True, "warnings": []}
+_rnn = {"runs": [{"layer": "LSTM", "losses": [1.02, 0.97], **_ok},
+                 {"layer": "SimpleRNN", "losses": [1.05, 0.99], **_ok},
+                 {"layer": "GRU(reset_after=True)", "losses": [1.04, 0.98], **_ok}]}
+_copied = "UserWarning: RNN module weights are not part of single contiguous chunk of memory."
 RECORDS["rnn-cudnn"] = {"good": [_rnn], "broken": {
     "weights copied every forward (S3)": {"runs": [
-        {**_rnn["runs"][0], "warnings": ["UserWarning: RNN module weights are not part of single contiguous "
-                                         "chunk of memory."]},
-        _rnn["runs"][1]]},
+        {**_rnn["runs"][0], "warnings": [_copied]}, *_rnn["runs"][1:]]},
+    "GRU weights copied every forward (S3, gates in Keras order)": {"runs": [
+        *_rnn["runs"][:2], {**_rnn["runs"][2], "warnings": [_copied], "one_chunk": False}]},
+    "GRU bias left beside the buffer (cuDNN warned once, earlier)": {"runs": [
+        *_rnn["runs"][:2], {**_rnn["runs"][2], "one_chunk": False}]},
+    "GRU gate reorder lost on the way back": {"runs": [
+        *_rnn["runs"][:2], {**_rnn["runs"][2], "weights_round_trip": False}]},
     "ran on the CPU": {"runs": [{**r, "device": "cpu"} for r in _rnn["runs"]]},
-    "SimpleRNN missing": {"runs": _rnn["runs"][:1]}}}
+    "SimpleRNN missing": {"runs": [_rnn["runs"][0], _rnn["runs"][2]]},
+    "GRU missing": {"runs": _rnn["runs"][:2]},
+    "GRU with reset_after=False (never on cuDNN)": {"runs": [
+        *_rnn["runs"][:2], {**_rnn["runs"][2], "layer": "GRU(reset_after=False)"}]}}}
 
 # placement on several GPUs (selfchecks_placement.py)
 _probe = {"fraction": 0.25, "oom_raised": True, "small_allocated": True, "total": 80 * GiB,

@@ -166,6 +166,34 @@ def test_oom_split_at_first_real_oom_keeps_the_buffers(trees):
     assert jit._trainer.oom.k == 4
 
 
+def test_an_oom_raised_while_a_batch_size_is_recorded_splits_and_trains_as_eager(trees, monkeypatch):
+    """A real out of memory during a CUDA-graph recording, arignote's side: the compiled forward itself
+    raises ``torch.OutOfMemoryError`` the first time it meets the batch of 32 (while a capture is
+    underway the caching allocator frees no cached block and raises that: CUDACachingAllocator.cpp,
+    ``captures_underway``), not the injector before the call. The guard splits, the micro-batches run
+    compiled in new generations, and training equals the eager full batches. What inductor's tree
+    keeps of a recording that raised is torch's and only a GPU run can tell (compiled-accumulate)."""
+    failed = []
+    run = trees.run
+
+    def run_or_oom(mode, fn, args):
+        if mode == "forward" and not failed and any(
+                isinstance(a, torch.Tensor) and tuple(a.shape) == (32, 8) for a in args):
+            failed.append(mode)
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 MiB (recording)")
+        return run(mode, fn, args)
+
+    monkeypatch.setattr(trees, "run", run_or_oom)
+    eager = _mlp(Adam(lr=0.01), False)
+    eager.fit(X, Y, batch_size=32, epochs=2, verbose=0, shuffle=False)
+    jit = _mlp(Adam(lr=0.01), True)
+    jit.fit(X, Y, batch_size=32, epochs=2, verbose=0, shuffle=False)
+    assert failed == ["forward"] and jit._trainer.oom.k == 2 and jit._trainer.oom.failures == 1
+    _same(eager, jit)
+    assert 16 in jit._trainer.sizes.recorded["train"]
+    assert jit._trainer.compiled.update.compiled_calls == 4  # 2 epochs x 2 batches, updates compiled
+
+
 @pytest.mark.parametrize("optimizer", [lambda: RMSprop(lr=0.005), "adagrad", "adadelta", "nadam"])
 def test_compiled_update_of_other_optimizers_reads_live_grads(trees, optimizer):
     """C2: RMSprop, Adagrad, Adadelta, Nadam run a compiled update that is a second compiled call."""

@@ -1,7 +1,8 @@
-"""LSTM and SimpleRNN keep their weights in one contiguous chunk for cuDNN (issue 28 S3), checked on a
-CPU: the flatten call is compared with the one ``torch.nn.LSTM.flatten_parameters`` makes
-(``torch/nn/modules/rnn.py``), recorded with ``torch._cudnn_rnn_flatten_weight`` replaced and the
-weights passed off as CUDA ones (this CPU build has no cuDNN)."""
+"""LSTM, SimpleRNN and GRU(reset_after=True) keep their weights in one contiguous chunk for cuDNN
+(issue 28 S3; more in tests/test_rnn_gru_flat_weights.py), checked on a CPU: the flatten call is
+compared with the one ``torch.nn.LSTM.flatten_parameters`` makes (``torch/nn/modules/rnn.py``),
+recorded with ``torch._cudnn_rnn_flatten_weight`` replaced and the weights passed off as CUDA ones
+(this CPU build has no cuDNN)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import torch
 
 from arignote.devices import cuda
 from arignote.layers import _rnn_cells
-from arignote.layers._rnn_cells import LSTMCell, SimpleRNNCell
+from arignote.layers._rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
 
 
 def _weights(cell):
@@ -29,17 +30,21 @@ def test_flatten_rnn_weights_passes_what_torch_passes(monkeypatch):
     monkeypatch.setattr(cudnn_rnn, "get_cudnn_mode", lambda mode: f"cudnn:{mode}")  # no cuDNN module here
     lstm = torch.nn.LSTM(3, 5, batch_first=True)
     rnn = torch.nn.RNN(3, 5, batch_first=True, nonlinearity="relu")
+    gru = torch.nn.GRU(3, 5, batch_first=True)
     with monkeypatch.context() as m:
         m.setattr(torch.Tensor, "is_cuda", property(lambda self: True))
         lstm.flatten_parameters()
         rnn.flatten_parameters()
-    cells = [LSTMCell(5), SimpleRNNCell(5, activation="relu")]
+        gru.flatten_parameters()
+    cells = [LSTMCell(5), SimpleRNNCell(5, activation="relu"), GRUCell(5, reset_after=True)]
     for cell in cells:
         cell.build((3,))
     assert cuda.flatten_rnn_weights(_weights(cells[0]), "LSTM", 3, 5)
     assert cuda.flatten_rnn_weights(_weights(cells[1]), "RNN_RELU", 3, 5)
-    torch_lstm, torch_rnn, ours_lstm, ours_rnn = calls
-    assert ours_lstm == torch_lstm and ours_rnn == torch_rnn
+    monkeypatch.setattr(_rnn_cells, "_on_cudnn", lambda w: True)
+    cells[2]._fused_params("GRU")  # the GRU's biases are rows of one parameter: stand-ins are flattened
+    torch_lstm, torch_rnn, torch_gru, ours_lstm, ours_rnn, ours_gru = calls
+    assert ours_lstm == torch_lstm and ours_rnn == torch_rnn and ours_gru == torch_gru
 
 
 def test_mixed_dtypes_or_aliased_weights_are_left_alone(monkeypatch):

@@ -120,7 +120,8 @@ def set_value(x: Any, value: Any) -> None:
             raise ValueError(f"set_value: the value has shape {tuple(new.shape)}, the tensor "
                              f"{tuple(x.shape)}; pass an array of the tensor's shape")
         with torch.no_grad():
-            x.copy_(new)
+            write = getattr(x, "_keras_write", None)  # a Keras weight that is a reordered copy (GRU gates)
+            write(new) if write is not None else x.copy_(new)
         return
     raise TypeError(f"set_value: a {type(x).__name__} is not a variable; pass model.optimizer.lr "
                     "(or learning_rate) or a tensor, or assign the attribute directly "

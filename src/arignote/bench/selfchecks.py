@@ -66,7 +66,8 @@ CHECKS = [
     Check("placement", 2, "layers placed on two GPUs with contexts", gpu.run_placement, gpu.judge_placement),
     Check("out-of-memory", 1, "a real OOM under a small memory.limit, recovered by splitting",
           gpu.run_out_of_memory, gpu.judge_real_oom),
-    Check("rnn-cudnn", 1, "LSTM and SimpleRNN fits on cuDNN without a warning (weights in one chunk)",
+    Check("rnn-cudnn", 1, "LSTM, SimpleRNN, GRU(reset_after=True) fit on cuDNN without a warning, "
+          "weights in one chunk",
           gpu.run_rnn_cudnn, gpu.judge_rnn_cudnn),
     # data parallel on GPUs (selfchecks_dp.py; written without a GPU, never run where they were written)
     Check("data-parallel-weights", 2, "NCCL data parallel ends with one process's weights (reference fitted "

@@ -298,17 +298,19 @@ def judge_real_oom(record: dict[str, Any]) -> Verdict:
 
 
 def run_rnn_cudnn() -> dict[str, Any]:
-    """LSTM and SimpleRNN fitted on cuda:0 (torch's fused kernels, cuDNN) with every warning
-    recorded: cuDNN warns "RNN module weights are not part of single contiguous chunk of memory"
-    when it has to copy the weights at each forward (issue 28 S3). GRU is not in it: its weights are
-    in Keras's gate order, which cuDNN's flat buffer cannot hold (it still copies)."""
+    """LSTM, SimpleRNN and GRU(reset_after=True) (the GRU cuDNN runs) fitted on cuda:0 (torch's fused
+    kernels, cuDNN) with every warning recorded (the judge fails any: warnings as errors, all of them
+    reported): cuDNN warns "RNN module weights are not part of single contiguous chunk of memory"
+    when it has to copy the weights at each forward (issue 28 S3). Also recorded: whether the
+    trained cell's parameters are views of one storage (cuDNN's flat buffer), and the GRU's Keras
+    weights read back after ``set_weights`` (its torch tensors are in cuDNN's gate order)."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     import warnings
 
     import numpy as np
 
     from arignote import config
-    from arignote.layers import LSTM, Dense, SimpleRNN
+    from arignote.layers import GRU, LSTM, Dense, SimpleRNN
     from arignote.models import Sequential
 
     config.configure(device="cuda0", print_active_device=False)
@@ -316,16 +318,30 @@ def run_rnn_cudnn() -> dict[str, Any]:
     x = rng.normal(size=(128, 12, 8)).astype("float32")
     y = rng.normal(size=(128, 1)).astype("float32")
     runs = []
-    for layer in (LSTM, SimpleRNN):
-        model = Sequential([layer(16, input_shape=(12, 8)), Dense(1)])
+    layers = {"LSTM": lambda: LSTM(16, input_shape=(12, 8)),
+              "SimpleRNN": lambda: SimpleRNN(16, input_shape=(12, 8)),
+              "GRU(reset_after=True)": lambda: GRU(16, reset_after=True, input_shape=(12, 8))}
+    for name, make in layers.items():
+        model = Sequential([make(), Dense(1)])
         model.compile("adam", "mse")
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             losses = model.fit(x, y, batch_size=32, epochs=2, verbose=0).history["loss"]
-        runs.append({"layer": layer.__name__, "device": str(model.device),
+            rnn = model.layers[0]
+            keras = rnn.get_weights()
+            rnn.set_weights(keras)  # into the flat buffer, through the gate reorder
+            model.predict(x[:8], verbose=0)
+        params = list(rnn.cell.parameters())
+        back = rnn.get_weights()
+        runs.append({"layer": name, "device": str(model.device),
                      "losses": [float(v) for v in losses],
+                     "one_chunk": len({p.untyped_storage().data_ptr() for p in params}) == 1,
+                     "weights_round_trip": all(np.array_equal(a, b) for a, b in zip(keras, back)),
                      "warnings": [f"{w.category.__name__}: {w.message}"[:300] for w in caught]})
     return {"runs": runs}
+
+
+RNN_CUDNN_LAYERS = ("LSTM", "SimpleRNN", "GRU(reset_after=True)")
 
 
 def judge_rnn_cudnn(record: dict[str, Any]) -> Verdict:
@@ -335,7 +351,12 @@ def judge_rnn_cudnn(record: dict[str, Any]) -> Verdict:
             problems.append(f"{run['layer']} ran on {run['device']}")
         problems += [f"{run['layer']} warned: {w}" for w in run["warnings"]]
         problems += [f"{run['layer']}: {p}" for p in loss_problems(run["losses"])]
-    if sorted(r["layer"] for r in record["runs"]) != ["LSTM", "SimpleRNN"]:
+        if not run["one_chunk"]:
+            problems.append(f"{run['layer']}: its parameters are not views of one flat buffer after training")
+        if not run["weights_round_trip"]:
+            problems.append(f"{run['layer']}: get_weights after set_weights(get_weights()) differs")
+    if sorted(r["layer"] for r in record["runs"]) != sorted(RNN_CUDNN_LAYERS):
         names = [r["layer"] for r in record["runs"]]
-        problems.append(f"expected LSTM and SimpleRNN fits, the record has {names}")
-    return verdict(problems, "LSTM and SimpleRNN trained on cuDNN without a warning (weights in one chunk)")
+        problems.append(f"expected fits of {', '.join(RNN_CUDNN_LAYERS)}, the record has {names}")
+    return verdict(problems, "LSTM, SimpleRNN and GRU(reset_after=True) trained on cuDNN without a warning, "
+                   "each with its weights in one flat buffer")

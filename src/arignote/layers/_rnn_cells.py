@@ -7,7 +7,9 @@ cell has one for its configuration, or through a loop over :meth:`step` with the
 of all time steps done in one matrix product first.
 
 Weights (torch tensor -> Keras weight, Keras order ``[kernel, recurrent_kernel, bias]``), gates in
-Keras order in both (LSTM ``i, f, c, o``; GRU ``z, r, h``):
+Keras order in both (LSTM ``i, f, c, o``; GRU ``z, r, h``), except GRU ``reset_after=True``, whose
+torch tensors hold cuDNN's ``r, z, n`` (one flat buffer on a GPU; its Keras weights are reordered
+copies, written back by ``set_weights`` and ``K.set_value``):
 
 * ``weight`` ``(gates * units, input_dim)`` -> ``kernel`` ``(input_dim, gates * units)`` (transposed);
 * ``recurrent_weight`` ``(gates * units, units)`` -> ``recurrent_kernel`` ``(units, gates * units)``;
@@ -130,6 +132,11 @@ class _Cell(KerasLayer, Layer):
         return self.units
 
     @property
+    def _order(self) -> tuple:
+        """Torch block ``i`` of a gated weight holds Keras gate ``_order[i]``."""
+        return tuple(range(self.gates))
+
+    @property
     def recurrent_kernel(self) -> torch.Tensor:
         """The Keras-layout view ``(units, gates * units)`` of the recurrent kernel."""
         return self.keras_view("recurrent_kernel")
@@ -206,7 +213,8 @@ class _Cell(KerasLayer, Layer):
             return F.linear(x * dp[0].unsqueeze(1), self.weight, bias)
         blocks = self.weight.split(self.units, 0)
         biases = bias.split(self.units, 0) if bias is not None else [None] * self.gates
-        return torch.cat([F.linear(x * m.unsqueeze(1), w, b) for m, w, b in zip(dp, blocks, biases)], -1)
+        masks = [dp[k] for k in self._order]  # one mask per Keras gate, whatever the torch block order
+        return torch.cat([F.linear(x * m.unsqueeze(1), w, b) for m, w, b in zip(masks, blocks, biases)], -1)
 
     def _input_bias(self) -> torch.Tensor | None:
         return self.bias
@@ -238,23 +246,62 @@ class _Cell(KerasLayer, Layer):
         return False
 
     def _fused_params(self, mode: str) -> list[torch.Tensor]:
-        """``[weight, recurrent_weight(, bias, zero recurrent bias)]`` for torch's fused kernel. On a
-        GPU the four are kept in one contiguous chunk cuDNN reads in place (flattened once, and again
+        """``[weight, recurrent_weight(, input bias, recurrent bias)]`` for torch's fused kernel. On a
+        GPU they are kept in one contiguous chunk cuDNN reads in place (flattened once, and again
         when a move or a load gives a weight new memory): separate tensors made cuDNN copy every
-        weight at every forward (issue 28 S3). The CPU path is unchanged (a fresh zero bias)."""
-        params = [self.weight, self.recurrent_weight]
+        weight at every forward (issue 28 S3). The CPU path is unchanged."""
+        params = [self.weight, self.recurrent_weight, *self._fused_biases()]
         if not _on_cudnn(self.weight):
-            return params + ([self.bias, torch.zeros_like(self.bias)] if self.use_bias else [])
-        if self.use_bias:
-            zero = self.__dict__.get("_zero_recurrent_bias")
-            if zero is None or zero.device != self.bias.device or zero.dtype != self.bias.dtype:
-                zero = self.__dict__["_zero_recurrent_bias"] = torch.zeros_like(self.bias)
-            params += [self.bias, zero]
+            return params
         ptrs = tuple(p.data_ptr() for p in params)
         if ptrs != self.__dict__.get("_flat_ptrs") and not torch.compiler.is_compiling():
-            if cuda.flatten_rnn_weights(params, mode, self.weight.shape[1], self.units):
+            if self._flatten(params, mode):
+                params = [self.weight, self.recurrent_weight, *self._fused_biases()]
                 self.__dict__["_flat_ptrs"] = tuple(p.data_ptr() for p in params)
         return params
+
+    def _fused_biases(self) -> list[torch.Tensor]:
+        """One Keras bias: itself and a zero recurrent bias (kept on a GPU, fresh on a CPU)."""
+        if not self.use_bias:
+            return []
+        if not _on_cudnn(self.weight):
+            return [self.bias, torch.zeros_like(self.bias)]
+        zero = self.__dict__.get("_zero_recurrent_bias")
+        if zero is None or zero.device != self.bias.device or zero.dtype != self.bias.dtype:
+            zero = self.__dict__["_zero_recurrent_bias"] = torch.zeros_like(self.bias)
+        return [self.bias, zero]
+
+    def _flatten(self, params: list[torch.Tensor], mode: str) -> bool:
+        return self._flatten_weights(params, mode)
+
+    def _flatten_weights(self, params: list[torch.Tensor], mode: str) -> bool:
+        return cuda.flatten_rnn_weights(params, mode, self.weight.shape[1], self.units)
+
+    def _bias_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """A bias holding input then recurrent bias (GRU ``reset_after``, CuDNN layers): the two rows."""
+        b = self.bias
+        return (b[0], b[1]) if b.dim() == 2 else (b[: b.numel() // 2], b[b.numel() // 2:])
+
+    def _flatten_split_bias(self, params: list[torch.Tensor], mode: str) -> bool:
+        """:meth:`_flatten` where both biases are rows of one parameter: torch re-points the tensors it
+        is given, so it gets stand-ins for the rows, and the bias parameter is then re-pointed onto
+        them (rows ``gap`` apart in the buffer: cuDNN checks only where each tensor starts)."""
+        if not self.use_bias:
+            return self._flatten_weights(params, mode)
+        b_ih, b_hh = (b.detach().clone() for b in params[2:])
+        if not self._flatten_weights([*params[:2], b_ih, b_hh], mode):
+            return False
+        n = b_ih.numel()
+        gap = (b_hh.data_ptr() - b_ih.data_ptr()) // b_ih.element_size()
+        if self.bias.dim() == 2 and gap >= n:
+            size, stride = (2, n), (gap, 1)
+        elif gap == n:
+            size, stride = (2 * n,), (1,)
+        else:  # not seen in cuDNN's layout; the bias then stays apart (cuDNN copies, and warns)
+            return True
+        with torch.no_grad():
+            self.bias.set_(b_ih.untyped_storage(), b_ih.storage_offset(), size, stride)
+        return True
 
 
 class SimpleRNNCell(_Cell):
@@ -278,11 +325,14 @@ class SimpleRNNCell(_Cell):
 class GRUCell(_Cell):
     """Gated recurrent unit step (Keras 2 ``GRUCell``): ``reset_after=False`` (Keras 2's default, the
     reset gate applied before the recurrent product) or ``True`` (after it: CuDNNGRU's formula, one
-    input and one recurrent bias, fused with ``torch.gru``)."""
+    input and one recurrent bias, fused with ``torch.gru``). ``reset_after=True`` keeps its torch
+    tensors in cuDNN's gate order ``r, z, n`` (Keras's blocks 1, 0, 2), so that on a GPU they are one
+    flat buffer cuDNN reads in place; every Keras view (``get_weights``, files, constraints,
+    optimizer slots) stays in Keras's ``z, r, h``."""
 
     gates = 3
     _config_keys = (*_Cell._config_keys, "recurrent_activation", "implementation", "reset_after")
-    _TORCH_ORDER = (1, 0, 2)  # torch's r, z, n from Keras's z, r, h
+    CUDNN_ORDER = (1, 0, 2)  # cuDNN's (torch.nn.GRU's) r, z, n: Keras's z, r, h blocks 1, 0, 2
 
     def __init__(
         self,
@@ -296,20 +346,39 @@ class GRUCell(_Cell):
         self.recurrent_activation = activations.get(recurrent_activation)
         self.reset_after = bool(reset_after)
 
+    @property
+    def _order(self) -> tuple:
+        return self.CUDNN_ORDER if self.reset_after else (0, 1, 2)
+
+    def build_keras(self, input_shape: tuple) -> None:
+        super().build_keras(input_shape)
+        if self.reset_after:
+            self.keep_gate_order("kernel", 0, self.CUDNN_ORDER)
+            self.keep_gate_order("recurrent_kernel", 0, self.CUDNN_ORDER)
+            if self.use_bias:  # (2, 3 units) rows, or CuDNNGRU's flat (6 units,)
+                rows = self.bias.dim() == 2
+                both = self.CUDNN_ORDER + tuple(3 + i for i in self.CUDNN_ORDER)
+                self.keep_gate_order("bias", int(rows), self.CUDNN_ORDER if rows else both)
+
     def _bias_shape(self) -> tuple:
         return (2, 3 * self.units) if self.reset_after else (3 * self.units,)
 
     def _input_bias(self) -> torch.Tensor | None:
         if self.bias is None:
             return None
-        return self.bias.view(2, -1)[0] if self.reset_after else self.bias
+        return self._bias_rows()[0] if self.reset_after else self.bias
+
+    def _keras_gates(self, t: torch.Tensor, dim: int = -1) -> tuple:
+        """``t``'s gate blocks along ``dim`` as Keras's ``z, r, h``."""
+        parts = t.split(self.units, dim)
+        return tuple(parts[i] for i in _inverse(self._order))
 
     def step(self, xp: torch.Tensor, states: list, rec: list | None) -> tuple[torch.Tensor, list]:
-        h, u = states[0], self.units
-        xz, xr, xh = xp.split(u, -1)
-        wz, wr, wh = self.recurrent_weight.split(u, 0)
+        h = states[0]
+        xz, xr, xh = self._keras_gates(xp)
+        wz, wr, wh = self._keras_gates(self.recurrent_weight, 0)
         if self.reset_after:
-            rb = self.bias.view(2, -1)[1].split(u, 0) if self.bias is not None else (None, None, None)
+            rb = self._keras_gates(self._bias_rows()[1]) if self.bias is not None else (None, None, None)
             z = self.recurrent_activation(xz + F.linear(self._rec(h, rec, 0), wz, rb[0]))
             r = self.recurrent_activation(xr + F.linear(self._rec(h, rec, 1), wr, rb[1]))
             hh = self.activation(xh + r * F.linear(self._rec(h, rec, 2), wh, rb[2]))
@@ -327,17 +396,22 @@ class GRUCell(_Cell):
             and self.recurrent_activation is activations.sigmoid
         )
 
-    def _torch_blocks(self, t: torch.Tensor) -> torch.Tensor:
-        parts = t.split(self.units, 0)
-        return torch.cat([parts[i] for i in self._TORCH_ORDER], 0)
+    def _fused_biases(self) -> list[torch.Tensor]:
+        return list(self._bias_rows()) if self.use_bias else []
+
+    def _flatten(self, params: list[torch.Tensor], mode: str) -> bool:
+        return self._flatten_split_bias(params, mode)
 
     def fused(self, x: torch.Tensor, states: list, training: bool) -> tuple[torch.Tensor, list] | None:
-        params = [self._torch_blocks(self.weight), self._torch_blocks(self.recurrent_weight)]
-        if self.use_bias:
-            b = self.bias.view(2, -1)
-            params += [self._torch_blocks(b[0]), self._torch_blocks(b[1])]
+        params = self._fused_params("GRU")  # already in cuDNN's r, z, n
+        if not torch.is_grad_enabled():  # torch's CPU kernel takes another path for weights that need no
+            params = [p.detach() for p in params]  # gradient: the one the reordered copies used to take
         out, h = torch.gru(x, states[0].unsqueeze(0), params, self.use_bias, 1, 0.0, training, False, True)
         return out, [h[0]]
+
+
+def _inverse(order: tuple) -> tuple:
+    return tuple(sorted(range(len(order)), key=lambda i: order[i]))
 
 
 class LSTMCell(_Cell):

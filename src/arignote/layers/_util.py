@@ -175,11 +175,45 @@ class _KerasViewConstraint:
     """A constraint applied to the Keras-layout view of a torch-layout weight (Keras axes), returning
     the torch layout: what ``layer.constraints[attr](weight)`` must give the training loop."""
 
-    def __init__(self, constraint: Any, perm: tuple) -> None:
-        self.constraint, self.perm = constraint, perm
+    def __init__(self, constraint: Any, layout: KerasLayout) -> None:
+        self.constraint, self.layout = constraint, layout
 
     def __call__(self, w: torch.Tensor) -> torch.Tensor:
-        return self.constraint(w.permute(self.perm)).permute(_inverse(self.perm))
+        return self.layout.to_torch(self.constraint(self.layout.to_keras(w)))
+
+
+class KerasLayout:
+    """How a torch tensor maps to its Keras weight: the axes ``perm`` (a view) and, for a gated
+    recurrent weight kept in cuDNN's gate order, ``blocks = (dim, order)``: torch block ``i`` along
+    ``dim`` holds Keras block ``order[i]`` (then the Keras weight is a reordered copy, not a view).
+    Applies to a weight and to anything of its layout (an optimizer slot).
+
+    >>> lay = KerasLayout(None, (0, (1, 0, 2)))
+    >>> lay.to_keras(torch.arange(3.)).tolist(), lay.to_torch(torch.arange(3.)).tolist()
+    ([1.0, 0.0, 2.0], [1.0, 0.0, 2.0])
+    """
+
+    def __init__(self, perm: tuple | None, blocks: tuple | None = None) -> None:
+        self.perm, self.blocks = perm, blocks
+
+    @property
+    def is_view(self) -> bool:
+        return self.blocks is None
+
+    def _reorder(self, t: torch.Tensor, pick: tuple) -> torch.Tensor:
+        dim = self.blocks[0]
+        parts = t.chunk(len(pick), dim)
+        return torch.cat([parts[i] for i in pick], dim)
+
+    def to_keras(self, t: torch.Tensor) -> torch.Tensor:
+        if self.blocks is not None:
+            t = self._reorder(t, _inverse(self.blocks[1]))
+        return t.permute(self.perm) if self.perm is not None else t
+
+    def to_torch(self, k: torch.Tensor) -> torch.Tensor:
+        if self.perm is not None:
+            k = k.permute(_inverse(self.perm))
+        return self._reorder(k, self.blocks[1]) if self.blocks is not None else k
 
 
 class KerasWeights:
@@ -230,8 +264,46 @@ class KerasWeights:
             self._regularizers.append((param, regularizer))
         constraint = _constraints.get(constraint)
         if constraint is not None:
-            self.constraints[attr] = constraint if perm is None else _KerasViewConstraint(constraint, perm)
+            self.constraints[attr] = (constraint if perm is None
+                                      else _KerasViewConstraint(constraint, KerasLayout(perm)))
         return param
+
+    def keep_gate_order(self, name: str, dim: int, order: tuple) -> None:
+        """Keep the weight ``name`` with its gate blocks along torch ``dim`` in another order than
+        Keras's (torch block ``i`` = Keras block ``order[i]``; cuDNN's order for a GRU): its current
+        values are reordered in place; ``get_weights``/``set_weights``, constraints, the HDF5 files and
+        optimizer slots keep Keras's order (the Keras weight becomes a reordered copy)."""
+        attr, perm = self._row(name)
+        param = getattr(self, attr)
+        layout = KerasLayout(perm, (dim, tuple(order)))
+        with torch.no_grad():
+            param.copy_(layout.to_torch(KerasLayout(perm).to_keras(param)))
+        self.__dict__.setdefault("_gate_blocks", {})[name] = (dim, tuple(order))
+        constraint = self.constraints.get(attr)
+        if constraint is not None:
+            inner = constraint.constraint if isinstance(constraint, _KerasViewConstraint) else constraint
+            self.constraints[attr] = _KerasViewConstraint(inner, layout)
+
+    def keras_layout(self, name: str) -> KerasLayout:
+        """The :class:`KerasLayout` of the weight ``name``."""
+        return KerasLayout(self._row(name)[1], self.__dict__.get("_gate_blocks", {}).get(name))
+
+    def gate_layouts(self) -> dict[str, KerasLayout]:
+        """``{torch attribute: gate reorder}`` of the weights kept in another gate order than Keras's."""
+        return {self._row(name)[0]: self.keras_gates(name) for name in self.__dict__.get("_gate_blocks", {})}
+
+    def keras_gates(self, name: str) -> KerasLayout:
+        """The gate reorder alone of the weight ``name`` (no axes; identity unless kept in another
+        gate order)."""
+        return KerasLayout(None, self.__dict__.get("_gate_blocks", {}).get(name))
+
+    def _row(self, name: str) -> tuple:
+        for key, attr, perm in self._table():
+            if key == name:
+                return attr, perm
+        raise KeyError(
+            f"{type(self).__name__} '{self.name}' has no weight {name!r}; it has {self.weight_names()}"
+        )
 
     def _table(self) -> list:
         return self.__dict__.get("_weight_table", [])
@@ -241,22 +313,23 @@ class KerasWeights:
         return [row[0] for row in self._table()]
 
     def keras_view(self, name: str) -> torch.Tensor:
-        """The weight ``name`` in Keras layout (a view of the torch tensor)."""
-        for key, attr, perm in self._table():
-            if key == name:
-                t = getattr(self, attr)
-                return t.permute(perm) if perm is not None else t
-        raise KeyError(
-            f"{type(self).__name__} '{self.name}' has no weight {name!r}; it has {self.weight_names()}"
-        )
+        """The weight ``name`` in Keras layout: a view of the torch tensor, or, for gates kept in
+        another order (:meth:`keep_gate_order`), a reordered copy that ``K.set_value`` writes back."""
+        param = getattr(self, self._row(name)[0])
+        layout = self.keras_layout(name)
+        view = layout.to_keras(param)
+        if not layout.is_view:
+            view._keras_source = (param, layout)  # the optimizer-state mapping reads it
+            view._keras_write = lambda value: param.copy_(layout.to_torch(value))
+        return view
 
     def _keras_weights(self) -> list[torch.Tensor]:
         return [self.keras_view(name) for name in self.weight_names()]
 
     def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
         for name, w in zip(self.weight_names(), weights):
-            view = self.keras_view(name)
-            view.copy_(w.to(dtype=view.dtype, device=view.device))
+            param = getattr(self, self._row(name)[0])
+            param.copy_(self.keras_layout(name).to_torch(w.to(dtype=param.dtype, device=param.device)))
 
     def apply_constraints(self) -> None:
         """Project each constrained weight of this layer and the layers inside it (Keras layout,

@@ -5,8 +5,9 @@ portable layer that computes the same function (``LSTM`` / ``GRU(reset_after=Tru
 no dropout, tanh/sigmoid only (cuDNN's fixed formulas).
 
 Weights (Keras order ``[kernel, recurrent_kernel, bias]``; torch tensors as in
-:mod:`arignote.layers._rnn_cells`, gate blocks in Keras order): ``kernel`` ``(in, gates * units)`` and
-``recurrent_kernel`` ``(units, gates * units)`` hold, per gate, cuDNN's memory as Keras 2's CuDNN
+:mod:`arignote.layers._rnn_cells`: gate blocks in Keras order, CuDNNGRU's in cuDNN's ``r, z, n``, one
+flat buffer on the GPU): ``kernel`` ``(in, gates * units)`` and ``recurrent_kernel``
+``(units, gates * units)`` hold, per gate, cuDNN's memory as Keras 2's CuDNN
 layers do (torch block ``(units, n)`` read row-major as ``(n, units)``; not a transpose), and one flat
 ``bias``: CuDNNLSTM ``(8 * units,)`` = input bias then
 recurrent bias (gates ``i, f, c, o``), CuDNNGRU ``(6 * units,)`` = input bias then recurrent bias
@@ -53,14 +54,17 @@ class _CuDNNLayout:
     gates = 4
 
     def _keras_weights(self) -> list[torch.Tensor]:
-        out = [_keras_blocks(self.weight, self.gates), _keras_blocks(self.recurrent_weight, self.gates)]
-        return out + ([self.bias] if self.bias is not None else [])
+        g, gates = self.gates, self.keras_gates
+        out = [_keras_blocks(gates("kernel").to_keras(self.weight), g),
+               _keras_blocks(gates("recurrent_kernel").to_keras(self.recurrent_weight), g)]
+        return out + ([gates("bias").to_keras(self.bias)] if self.bias is not None else [])
 
     def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        for t, w in zip((self.weight, self.recurrent_weight), weights[:2]):
-            t.copy_(_torch_blocks(w.to(t.dtype), self.gates))
+        pairs = zip(("kernel", "recurrent_kernel"), (self.weight, self.recurrent_weight), weights[:2])
+        for name, t, w in pairs:
+            t.copy_(self.keras_gates(name).to_torch(_torch_blocks(w.to(t.dtype), self.gates)))
         if self.bias is not None:
-            self.bias.copy_(weights[2])
+            self.bias.copy_(self.keras_gates("bias").to_torch(weights[2].to(self.bias.dtype)))
 
 
 class _CuDNNLSTMCell(_CuDNNLayout, LSTMCell):
@@ -82,9 +86,14 @@ class _CuDNNLSTMCell(_CuDNNLayout, LSTMCell):
             return None
         return self.bias[: 4 * self.units] + self.bias[4 * self.units :]
 
+    def _fused_biases(self) -> list[torch.Tensor]:
+        return list(self._bias_rows())
+
+    def _flatten(self, params: list[torch.Tensor], mode: str) -> bool:
+        return self._flatten_split_bias(params, mode)
+
     def fused(self, x: torch.Tensor, states: list, training: bool) -> tuple[torch.Tensor, list]:
-        u = 4 * self.units
-        params = [self.weight, self.recurrent_weight, self.bias[:u], self.bias[u:]]
+        params = self._fused_params("LSTM")
         hx = (states[0].unsqueeze(0), states[1].unsqueeze(0))
         out, h, c = torch.lstm(x, hx, params, True, 1, 0.0, training, False, True)
         return out, [h[0], c[0]]

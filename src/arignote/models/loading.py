@@ -32,6 +32,7 @@ from arignote.models.saving import (
     _load_errors,
     _read,
     _unusable,
+    gates_in_cudnn_order,
     yaml_module,
 )
 from arignote.models.sequential import Sequential
@@ -113,7 +114,7 @@ def _load_checkpoint(filepath: str, path: str, custom_objects: dict | None, comp
     except _CONTENT_ERRORS as exc:
         raise _unusable(filepath, "its model config does not rebuild a model", exc) from None
     try:
-        model.module.load_state_dict(obj["weights"])
+        model.module.load_state_dict(gates_in_cudnn_order(obj, obj["weights"], model.module))
     except _CONTENT_ERRORS as exc:
         raise _unusable(filepath, "its weights do not fit the architecture it records", exc) from None
     epochs_done = obj.get("epochs_done", 0)

@@ -53,8 +53,27 @@ MODEL_FORMAT = "arignote-model/1"
 WEIGHTS_FORMAT = "arignote-weights/1"
 
 
+# a checkpoint written since GRU(reset_after=True) keeps cuDNN's gate order r, z, n in its torch tensors
+# carries this key; one without it holds those tensors in Keras's z, r, h (issue 28 S3)
+GATES_KEY, GATES_CUDNN = "rnn_gates", "cudnn"
+
+
 def _cpu_state(module: Any) -> dict:
     return {k: v.detach().cpu() for k, v in module.state_dict().items()}
+
+
+def gates_in_cudnn_order(obj: dict, state: dict, module: Any) -> dict:
+    """``state`` (a checkpoint's module state) with the gate blocks of every weight ``module`` keeps in
+    cuDNN's order put in that order when ``obj`` was written before it did (no :data:`GATES_KEY`):
+    such files hold GRU(reset_after=True) gates in Keras's order."""
+    if obj.get(GATES_KEY) == GATES_CUDNN:
+        return state
+    layouts = {f"{prefix}.{attr}" if prefix else attr: layout
+               for prefix, sub in module.named_modules() if hasattr(sub, "gate_layouts")
+               for attr, layout in sub.gate_layouts().items()}
+    if not any(key in state for key in layouts):
+        return state
+    return {k: layouts[k].to_torch(v) if k in layouts else v for k, v in state.items()}
 
 
 def _compile_config(model: Any) -> str | None:
@@ -157,7 +176,8 @@ def save_model(model: Any, filepath: Any, overwrite: bool = True, include_optimi
         return
     model._ensure_built(None)
     obj: dict[str, Any] = {"format": MODEL_FORMAT, "class_name": type(model).__name__,
-                           "weights": _cpu_state(model.module), "epochs_done": int(model.epochs_done)}
+                           "weights": _cpu_state(model.module), "epochs_done": int(model.epochs_done),
+                           GATES_KEY: GATES_CUDNN}
     if _is_sequential(model):
         obj["config"] = json.dumps(model.get_config())
     else:
@@ -207,7 +227,8 @@ def save_weights(model: Any, filepath: str, overwrite: bool = True) -> None:
         saving.save_weights(model, filepath)
         return
     model._ensure_built(None)
-    checkpoint.save(os.fspath(filepath), {"format": WEIGHTS_FORMAT, "weights": _cpu_state(model.module)})
+    checkpoint.save(os.fspath(filepath), {"format": WEIGHTS_FORMAT, "weights": _cpu_state(model.module),
+                                          GATES_KEY: GATES_CUDNN})
 
 
 def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch: bool = False,
@@ -231,7 +252,7 @@ def load_weights(model: Any, filepath: str, by_name: bool = False, skip_mismatch
                          "this is an arignote checkpoint, which loads the whole model's weights")
     obj = _read(filepath)
     model._ensure_built(None)
-    state = obj["weights"]
+    state = gates_in_cudnn_order(obj, obj["weights"], model.module)
     current = model.module.state_dict()
     missing = [k for k in current if k not in state]
     unexpected = [k for k in state if k not in current]

@@ -143,7 +143,8 @@ class WeightsAndSaving:
     def training_state(self) -> dict[str, Any]:
         """What BackupAndRestore saves: module, optimizer and grad-scaler state, and ``epoch``
         (the number of finished epochs, i.e. the epoch to resume at)."""
-        state: dict[str, Any] = {"module": self.module.state_dict(), "epoch": int(self.epochs_done)}
+        state: dict[str, Any] = {"module": self.module.state_dict(), "epoch": int(self.epochs_done),
+                                 saving.GATES_KEY: saving.GATES_CUDNN}
         if self.optimizer is not None and getattr(self.optimizer, "built", True):
             state["optimizer"] = self.optimizer.state_dict()
         if self._trainer is not None:
@@ -152,7 +153,7 @@ class WeightsAndSaving:
 
     def load_training_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`training_state`; the next ``fit`` resumes at ``state['epoch']``."""
-        self.module.load_state_dict(state["module"])
+        self.module.load_state_dict(saving.gates_in_cudnn_order(state, state["module"], self.module))
         if "optimizer" in state and self.optimizer is not None:
             self.optimizer.load_state_dict(state["optimizer"])
         if state.get("scaler") and self._trainer is not None:

@@ -7,8 +7,9 @@ RMSprop / Adagrad ``accumulator``, Adadelta ``accumulator`` + ``delta_accumulato
 (after ``iterations``, Nadam keeps its scalar ``m_schedule``, torch's per-parameter ``mu_product``).
 Each slot has the Keras layout of its weight; torch keeps it in the parameter's layout. Where a
 layer's Keras weight is a view of one torch parameter (Dense, convolutions, Embedding,
-BatchNormalization, LSTM kernels ...), the same view maps the slot. Where it is not (an LSTM bias is
-the sum of torch's two biases, a GRU reorders its gates), the state has no Keras layout: saving then
+BatchNormalization, LSTM kernels ...), the same view maps the slot; a ``GRU(reset_after=True)``
+keeps its gates in cuDNN's order and maps slots with its gate reorder. Where neither holds, the
+state has no Keras layout: saving then
 leaves ``optimizer_weights`` out and loading starts a fresh optimizer, each with a warning naming
 the layer (as Keras 2 warns when it cannot restore an optimizer). A Theano file stores its conv
 kernels flipped for convolution, and their slots with them (Keras's updates are elementwise): they
@@ -72,12 +73,14 @@ def _views(model: Any) -> list[tuple[torch.nn.Parameter, torch.Tensor, bool]]:
         flipped = set(layouts.convolved(layer))
         covered: set[int] = set()
         for position, view in enumerate(keras):
+            source = getattr(view, "_keras_source", None)  # a reordered copy (GRU gates in cuDNN's order)
             owner = [
                 p
                 for p in params
-                if view.untyped_storage().data_ptr() == p.untyped_storage().data_ptr()
-                and view.numel() == p.numel()
-                and p.storage_offset() == 0
+                if (p is source[0] if source is not None else
+                    view.untyped_storage().data_ptr() == p.untyped_storage().data_ptr()
+                    and view.numel() == p.numel()
+                    and view.storage_offset() == p.storage_offset())  # RNN weights share cuDNN's flat buffer
             ]
             if not owner:
                 continue  # a buffer (moving statistics) or a computed array
@@ -91,14 +94,22 @@ def _views(model: Any) -> list[tuple[torch.nn.Parameter, torch.Tensor, bool]]:
 
 def _to_keras_layout(slot: torch.Tensor, param: torch.Tensor, view: torch.Tensor) -> np.ndarray:
     slot = slot.detach().cpu()
+    source = getattr(view, "_keras_source", None)
+    if source is not None:
+        return source[1].to_keras(slot).numpy().copy()
     if slot.stride() != param.stride():
-        slot = slot.as_strided(param.shape, param.stride()).copy_(slot)
-    return slot.as_strided(view.shape, view.stride(), view.storage_offset()).numpy().copy()
+        slot = torch.empty_strided(param.shape, param.stride(), dtype=slot.dtype).copy_(slot)
+    offset = view.storage_offset() - param.storage_offset()
+    return slot.as_strided(view.shape, view.stride(), offset).numpy().copy()
 
 
 def _from_keras_layout(value: np.ndarray, param: torch.Tensor, view: torch.Tensor) -> torch.Tensor:
+    source = getattr(view, "_keras_source", None)
+    if source is not None:
+        return source[1].to_torch(torch.as_tensor(value)).to(param.dtype).contiguous()
     out = torch.empty_strided(param.shape, param.stride(), dtype=param.dtype)
-    out.as_strided(view.shape, view.stride(), view.storage_offset()).copy_(torch.as_tensor(value))
+    offset = view.storage_offset() - param.storage_offset()
+    out.as_strided(view.shape, view.stride(), offset).copy_(torch.as_tensor(value))
     return out
 
 
