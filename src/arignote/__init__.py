@@ -51,6 +51,10 @@ _SUBMODULES = {
     "activations", "applications", "constraints", "engine", "initializers", "regularizers",
 }
 
+# root names of modules that moved into a package (issue 33): arignote.runtime.memory is runtime.memory
+_SUBMODULE_PATHS = {"memory": "arignote.runtime.memory", "precision": "arignote.runtime.precision",
+                    "metric_names": "arignote.metrics.names"}
+
 __all__ = ["config", "configure", "override", "ArignoteError", "ConfigError", "DeviceError", *sorted(_LAZY)]
 
 
@@ -60,7 +64,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     if name in _SUBMODULES:
-        module = importlib.import_module(f"arignote.{name}")
+        module = importlib.import_module(_SUBMODULE_PATHS.get(name, f"arignote.{name}"))
         globals()[name] = module
         return module
     raise AttributeError(f"module 'arignote' has no attribute '{name}'")
