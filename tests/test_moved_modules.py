@@ -33,7 +33,7 @@ def test_a_layer_pickled_under_its_old_module_name_loads():
     layer.build((None, 5, 5, 1))
     data = _old_path_pickle(layer, "arignote.layers.convolutional.conv", "arignote.layers._conv")
     assert b"arignote.layers._conv\n" in data and b"convolutional" not in data
-    with pytest.warns(DeprecationWarning, match="arignote.layers._conv is now arignote.layers.convolutional.conv"):
+    with pytest.warns(DeprecationWarning, match=r"layers._conv is now arignote.layers.convolutional.conv"):
         back = pickle.loads(data)
     assert type(back) is Conv2D and back.name == "c"
     np.testing.assert_array_equal(back.get_weights()[0], layer.get_weights()[0])
