@@ -32,8 +32,7 @@ def pytest_collection_modifyitems(config, items):  # noqa: ARG001 - pytest hook 
 
 def _forget_prepared_devices() -> None:
     # Cheap (no torch import): the banner prints again and memory plans are forgotten per test.
-    from arignote import memory
-    from arignote.devices import setup
+    from arignote.runtime import memory, setup
 
     setup.reset()
     memory._applied.clear()

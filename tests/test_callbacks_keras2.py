@@ -22,7 +22,7 @@ from arignote import config, metrics
 from arignote.callbacks.progbar import is_device_stat
 from arignote.datasets import synthetic
 from arignote.layers import Dense
-from arignote.metric_names import Logs, legacy_name, spellings
+from arignote.metrics.names import Logs, legacy_name, spellings
 from arignote.models import Sequential
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from arignote.theanorc import convert
+from arignote.config.theanorc import convert
 
 PAGES = Path(__file__).resolve().parents[1] / "docs" / "coming-from"
 

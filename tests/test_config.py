@@ -424,8 +424,8 @@ def test_config_check_uses_the_strategy_layout_rules(monkeypatch):
 
     monkeypatch.setattr("arignote.devices.configured_devices",
                         lambda lease=True: [Device("cuda", 0), Device("cuda", 1)])
-    monkeypatch.setattr("arignote.memory.plan_for", lambda d: None)
-    monkeypatch.setattr("arignote.precision.Precision.from_config", classmethod(lambda cls, d: None))
+    monkeypatch.setattr("arignote.runtime.memory.plan_for", lambda d: None)
+    monkeypatch.setattr("arignote.runtime.precision.Precision.from_config", classmethod(lambda cls, d: None))
     with config.override(cpu_processes=2):
         errors, notes = config_cmd.check()
     assert len(errors) == 1 and "cpu.processes=2 (code) applies to device=cpu" in errors[0]

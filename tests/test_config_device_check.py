@@ -208,7 +208,7 @@ def test_a_script_with_a_missing_gpu_fails_at_its_first_config_read(tmp_path):
     script = [f for f in frames if f[0].endswith("train.py")]
     assert script == [(str(tmp_path / "train.py"), 6, "model.add(Dense(3, input_shape=(4,)))")]  # not fit
     path, _, code = frames[-1]  # the last frame reads as what happened
-    assert path.endswith(os.path.join("arignote", "config.py"))
+    assert path.endswith(os.path.join("arignote", "config", "__init__.py"))
     assert code == ("raise problem.with_traceback(None) from None  # the message names flag, value, source "
                     "and fix")
 

@@ -23,9 +23,9 @@ from arignote.devices import (
     parse_spec,
     prepare,
     resolve,
-    setup,
 )
 from arignote.devices.spec import Spec, rank_by_free_memory
+from arignote.runtime import setup
 
 MiB = 1 << 20
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -344,7 +344,7 @@ VERSIONS = banner.Versions("0.1.0", "2.13.0", "12.8", 91000, "2.27.3")
 
 
 def test_banner_two_gpus_with_memory_plan():
-    from arignote import memory
+    from arignote.runtime import memory
 
     inv = two_a100s()
     devices = resolve("all", inv)
@@ -492,8 +492,8 @@ def test_devices_command_rejects_bad_kind(capsys):
 @pytest.mark.parametrize("module", [
     "arignote.devices", "arignote.devices.spec", "arignote.devices.info", "arignote.devices.order",
     "arignote.devices.inventory",
-    "arignote.devices.banner", "arignote.devices.setup", "arignote.devices.cpu", "arignote.devices.cuda",
-    "arignote.memory", "arignote.precision", "arignote.config"])
+    "arignote.devices.banner", "arignote.runtime.setup", "arignote.devices.cpu", "arignote.devices.cuda",
+    "arignote.runtime.memory", "arignote.runtime.precision", "arignote.config"])
 def test_docstring_examples_hold(module):
     import doctest
     import importlib

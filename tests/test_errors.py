@@ -19,8 +19,9 @@ def test_each_error_is_an_arignote_error_and_its_builtin(cls, builtin):
 
 def test_old_homes_re_export_the_same_classes():
     import arignote
-    from arignote import checkpoint, config, datasets, devices, memory, share
+    from arignote import checkpoint, config, datasets, devices, share
     from arignote.devices import spec
+    from arignote.runtime import memory
 
     assert config.ConfigError is errors.ConfigError is arignote.ConfigError
     assert spec.DeviceError is devices.DeviceError is errors.DeviceError

@@ -15,19 +15,21 @@ import numpy as np
 import pytest
 import torch
 
-from arignote import config, optimizers, theanorc
+from arignote import config, optimizers
 from arignote.bench import configs, opcount, perfmodel, plan, selfchecks, selfchecks_fast
 from arignote.bench.fastprobes import HostSyncCounter, SyncGuard, observe_fit
 from arignote.bench.report import Run
 from arignote.bench.selfchecks_fast import expected, mismatches
 from arignote.commands import bench_cmd
-from arignote.devices import cuda, fastpaths, setup
+from arignote.config import theanorc
+from arignote.devices import cuda, fastpaths
 from arignote.devices.banner import setting_notes
 from arignote.devices.fastpaths import Choice, FitFacts
 from arignote.devices.info import Device, GPUInfo, Inventory
 from arignote.errors import ConfigError
 from arignote.layers import Conv2D, Dense, Flatten
 from arignote.models import Model, Sequential
+from arignote.runtime import setup
 
 DEFAULTS = {"dnn.benchmark": "auto", "tf32": "on", "memory_format": "auto", "optimizer.impl": "auto"}
 H100 = GPUInfo(0, "NVIDIA H100 80GB HBM3", "0000:18:00.0", 81559 << 20, 80000 << 20, (9, 0), "u0")
@@ -473,7 +475,7 @@ def test_switches_follow_the_flags_at_each_device_and_fit_and_banners_say_so(mon
     """Issue 28 W7: dnn.enabled, dnn.deterministic and tf32 were applied at the first GPU's prepare
     only while each banner rendered from the flags as they are then: a second GPU's banner could say
     "TF32 on" while TF32 stayed off. Each prepare of a new device and each fit applies them now."""
-    from arignote import memory
+    from arignote.runtime import memory
 
     monkeypatch.setattr(cuda, "cudnn_available", lambda: True)  # a GPU inventory, on a CPU build
     monkeypatch.setattr(memory, "plan_for", lambda dev: None)

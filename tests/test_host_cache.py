@@ -24,7 +24,7 @@ CHURN = """
 import json, resource, sys
 import torch
 from arignote import config
-from arignote.devices import setup
+from arignote.runtime import setup
 config.configure(device="cpu", print_active_device=False, **{"memory.host_cache": int(sys.argv[1])})
 PAGE = resource.getpagesize()
 

@@ -15,7 +15,7 @@ from arignote.diagnostics.memory_plan import plan_memory
 from arignote.errors import KerasNameMissing
 from arignote.graph.network import Packing
 from arignote.layers import LSTM, Conv2D, Dense, Input, SimpleRNN, concatenate
-from arignote.layers._rnn_base import states_set_aside
+from arignote.layers.recurrent.rnn import states_set_aside
 from arignote.models import Model, Sequential
 
 

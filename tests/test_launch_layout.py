@@ -27,7 +27,7 @@ def test_layout_line_names_processes_and_threads_or_gpus(monkeypatch):
 
 
 def test_banner_prints_the_layout(capsys):
-    from arignote.devices import setup
+    from arignote.runtime import setup
 
     setup.prepare("cpu", layout="data parallel: 2 processes x 1 thread (gloo)")
     out = capsys.readouterr().out.splitlines()

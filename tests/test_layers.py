@@ -74,7 +74,7 @@ def test_conv2d_sees_a_channels_last_memory_view_without_copy():
         seen["ptr"], seen["cl"] = inp.data_ptr(), inp.is_contiguous(memory_format=torch.channels_last)
         return orig(inp, *args, **kwargs)
 
-    import arignote.layers._conv as conv_mod
+    import arignote.layers.convolutional.conv as conv_mod
     conv_mod._CONV[2] = spy
     try:
         y = c(x)

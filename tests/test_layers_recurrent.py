@@ -12,8 +12,10 @@ import pytest
 import torch
 
 from arignote import activations, backend, layers
-from arignote.layers import GRU, LSTM, Embedding, Masking, _rnn_base, _rnn_cells
+from arignote.layers import GRU, LSTM, Embedding, Masking
 from arignote.layers.recurrent import RNN, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, StackedRNNCells
+from arignote.layers.recurrent import cells as _rnn_cells
+from arignote.layers.recurrent import rnn as _rnn_base
 
 RNG = np.random.default_rng(4)
 

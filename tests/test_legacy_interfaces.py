@@ -1,4 +1,4 @@
-"""Keras 1 argument names (``arignote.legacy_interfaces``) against real Keras 2.3.1.
+"""Keras 1 argument names (``arignote.legacy.conversions``) against real Keras 2.3.1.
 
 ``tests/fixtures/keras2/legacy_args.json`` was written by Keras 2.3.1 itself
 (``scripts/make_keras2_legacy_args_fixture.py``): for ~75 Keras 1 layer calls the layer's
@@ -20,9 +20,10 @@ import pytest
 
 import arignote.layers as layers
 import arignote.layers.convolutional as convolutional
-from arignote import config, legacy_interfaces
+from arignote import config
 from arignote.constraints import maxnorm, nonneg
 from arignote.layers import Dense, Input, Layer
+from arignote.legacy import conversions as legacy_interfaces
 from arignote.models import Model, Sequential
 from arignote.regularizers import l1, l2
 

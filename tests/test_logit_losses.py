@@ -1,4 +1,4 @@
-"""logit_losses.py: Keras's clipped cross-entropies from the logits in few operators, against the
+"""losses/logits.py: Keras's clipped cross-entropies from the logits in few operators, against the
 same formulas written with autograd (the previous implementation), Keras's losses on the
 probabilities, and hand-computed values; the operators of forward + backward are counted."""
 
@@ -11,8 +11,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from arignote import backend, logit_losses, losses
+from arignote import backend, losses
 from arignote.bench.opcount import OpRecorder
+from arignote.losses import logits as logit_losses
 
 LO, HI = math.log(1e-7), math.log1p(-1e-7)
 

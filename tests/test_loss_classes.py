@@ -148,7 +148,7 @@ def test_compile_with_label_smoothing_trains_on_the_smoothed_loss():
     assert h_obj["loss"][0] != pytest.approx(h_str["loss"][0], rel=1e-4)
     assert any(not torch.equal(a, b) for a, b in zip(w_obj, w_str))
     # what compile trains with: weights (times the mask) as sample_weight, SUM_OVER_BATCH_SIZE
-    from arignote.weighting import Weighted
+    from arignote.losses.weighting import Weighted
     fn = losses.compiled(losses.CategoricalCrossentropy(label_smoothing=0.1))
     got = fn(Weighted((t(Y), t(W))), t(P))
     assert float(got) == pytest.approx((np_cce(Y * 0.9 + 0.1 / 4, P) * W).sum() / 5, rel=1e-6)
@@ -178,6 +178,6 @@ def test_metric_function_names_of_keras_2_3_1():
 
 
 def test_names_keras_never_had_stay_attribute_errors():
-    assert metrics.Reduce.__name__ == "Reduce"  # provided now (arignote.metric_base)
+    assert metrics.Reduce.__name__ == "Reduce"  # provided now (arignote.metrics.base)
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         metrics.Nope  # noqa: B018

@@ -14,8 +14,8 @@ from arignote import losses
 from arignote.bench import opcount
 from arignote.bench.opcount import OpRecorder
 from arignote.layers import Dense
+from arignote.losses.weighting import Weighted
 from arignote.models import Sequential
-from arignote.weighting import Weighted
 
 GEN = torch.Generator().manual_seed(0)
 Y = torch.randn(6, 4, generator=GEN)

@@ -237,7 +237,7 @@ def test_every_loss_returns_one_value_per_sample_or_step_and_its_forms_agree(nam
 
 
 def test_compiled_loss_weighs_and_masks_as_keras_2_3_1():
-    from arignote.weighting import Weighted
+    from arignote.losses.weighting import Weighted
 
     y = torch.zeros(2, 3, 1)
     p = torch.tensor([[[1.0], [2.0], [3.0]], [[4.0], [5.0], [6.0]]])

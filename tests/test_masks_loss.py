@@ -9,8 +9,8 @@ import torch
 
 from arignote import config, metrics
 from arignote.layers import LSTM, Dense, Embedding, Input, Masking, TimeDistributed
+from arignote.losses.weighting import Weighted, combine, with_masks
 from arignote.models import Model, Sequential
-from arignote.weighting import Weighted, combine, with_masks
 
 config.configure(print_active_device=False)
 

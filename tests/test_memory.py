@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 import torch
 
-from arignote import config, memory
-from arignote.devices import GPUInfo, Inventory, prepare, resolve, setup
-from arignote.memory import MemoryPlanError
+from arignote import config
+from arignote.devices import GPUInfo, Inventory, prepare, resolve
+from arignote.runtime import memory, setup
+from arignote.runtime.memory import MemoryPlanError
 
 MiB = 1 << 20
 TOTAL = 81559 * MiB

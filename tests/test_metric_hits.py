@@ -1,5 +1,5 @@
 """Accuracy metrics counted as hits, from probabilities or from a classifier head's logits
-(metric_hits.py, predictions.py): the values are Keras's definitions (the mean of the 0/1 values of
+(metrics/hits.py, predictions.py): the values are Keras's definitions (the mean of the 0/1 values of
 Keras's accuracy functions on the probabilities), in fewer operators; metrics that need the
 probabilities get them, computed once."""
 
@@ -13,9 +13,9 @@ import torch
 
 from arignote import activations, metrics
 from arignote.bench.opcount import OpRecorder
-from arignote.metric_classes import Precision
-from arignote.predictions import Logits
-from arignote.weighting import Weighted
+from arignote.losses.weighting import Weighted
+from arignote.metrics.confusion import Precision
+from arignote.metrics.predictions import Logits
 
 GEN = torch.Generator().manual_seed(0)
 Z = torch.randn(12, 5, generator=GEN) * 2

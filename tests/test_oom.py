@@ -541,8 +541,8 @@ def test_a_cublas_allocation_failure_is_split_like_an_oom():
 
 def test_recovery_keeps_a_preallocation(monkeypatch):
     """free_memory must not hand memory.preallocate's block back to the driver (CPU-side logic)."""
-    from arignote import memory
     from arignote.devices import cuda as cuda_dev
+    from arignote.runtime import memory
 
     emptied = []
     monkeypatch.setattr(cuda_dev, "empty_cache", lambda: emptied.append(1))

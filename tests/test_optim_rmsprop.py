@@ -1,4 +1,4 @@
-"""KerasRMSprop (optim_kernels.py): torch's RMSprop arithmetic bit for bit, in fewer operators, with
+"""KerasRMSprop (optimizers/kernels.py): torch's RMSprop arithmetic bit for bit, in fewer operators, with
 torch's state (tests/test_optim_rmsprop_state.py) and step hooks."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import torch
 
 from arignote import optimizers
 from arignote.bench.opcount import OpRecorder
-from arignote.optim_kernels import KerasRMSprop
+from arignote.optimizers.kernels import KerasRMSprop
 
 
 def _params(seed: int = 0) -> list[torch.nn.Parameter]:
@@ -125,7 +125,7 @@ def test_keras_rmsprop_checkpoint_resumes_identically():
 def test_run_step_leaves_out_torch_s_profiler_range_unless_something_listens():
     import warnings
 
-    from arignote.optim_kernels import run_step
+    from arignote.optimizers.kernels import run_step
 
     w = torch.nn.Parameter(torch.ones(3))
     opt = torch.optim.SGD([w], lr=0.5, foreach=False)

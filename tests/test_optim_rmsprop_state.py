@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from arignote import optimizers
-from arignote.optim_kernels import KerasRMSprop
+from arignote.optimizers.kernels import KerasRMSprop
 
 
 def _params(seed: int = 0) -> list[torch.nn.Parameter]:

@@ -16,7 +16,7 @@ import torch
 from arignote import config, optimizers
 from arignote.layers import Dense
 from arignote.models import Sequential, load_model
-from arignote.optim_kernels import KerasAdamax
+from arignote.optimizers.kernels import KerasAdamax
 
 HERE = Path(__file__).parent / "fixtures" / "keras2"
 CASES = json.loads((HERE / "optimizers_adamax_nadam.json").read_text())

@@ -11,9 +11,10 @@ from types import SimpleNamespace as NS
 import pytest
 import torch
 
-from arignote import config, devices, memory
-from arignote.devices import GPUInfo, Inventory, cuda, inventory, setup
+from arignote import config, devices
+from arignote.devices import GPUInfo, Inventory, cuda, inventory
 from arignote.parallel import ddp, placement
+from arignote.runtime import memory, setup
 
 
 def test_one_stack_over_two_devices_raises_a_device_error_not_an_out_of_memory():

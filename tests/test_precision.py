@@ -10,7 +10,7 @@ import torch
 from arignote import config
 from arignote.config import ConfigError
 from arignote.devices import Device
-from arignote.precision import Precision, dtype_of
+from arignote.runtime.precision import Precision, dtype_of
 
 
 @pytest.mark.parametrize("name,dtype", [("float32", torch.float32), ("float64", torch.float64),

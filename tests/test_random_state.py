@@ -17,9 +17,10 @@ import numpy as np
 import pytest
 import torch
 
-from arignote import backend_ops, initializers, random_state
+from arignote import initializers, random_state
 from arignote.layers import AlphaDropout, Conv2D, Dense, Dropout, Flatten, GaussianDropout, GaussianNoise
 from arignote.models import Sequential
+from arignote.ops import tensor as backend_ops
 
 SCRIPT = """
 import json, sys

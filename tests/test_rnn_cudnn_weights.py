@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from arignote.devices import cuda
-from arignote.layers import _rnn_cells
-from arignote.layers._rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
+from arignote.layers.recurrent import cells as _rnn_cells
+from arignote.layers.recurrent.cells import GRUCell, LSTMCell, SimpleRNNCell
 
 
 def _weights(cell):

@@ -15,8 +15,8 @@ import torch
 
 from arignote import backend as K
 from arignote.devices import cuda
-from arignote.layers import _rnn_cells
-from arignote.layers._rnn_cells import GRUCell
+from arignote.layers.recurrent import cells as _rnn_cells
+from arignote.layers.recurrent.cells import GRUCell
 
 U, IN = 4, 3
 

@@ -20,8 +20,9 @@ import sys
 import numpy as np
 import pytest
 
-from arignote import config, layers, safe_mode
+from arignote import config, layers
 from arignote._keras_objects import deserialize_keras_object, func_dump, func_load
+from arignote.config import safe_mode
 from arignote.errors import UnsafeDeserializationError
 from arignote.layers import Dense, Input, Lambda, TimeDistributed
 from arignote.models import (

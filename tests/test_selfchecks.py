@@ -37,7 +37,8 @@ def test_the_gpu_banner_item_finds_the_line_naming_the_gpu(monkeypatch):
     took the last line and could never find the GPU's name there. Here on a fake A100 box (the
     hardware answers replaced, the banner code real)."""
     from arignote import devices
-    from arignote.devices import GPUInfo, Inventory, cuda, inventory, setup
+    from arignote.devices import GPUInfo, Inventory, cuda, inventory
+    from arignote.runtime import setup
 
     gpu = GPUInfo(0, "NVIDIA A100-SXM4-80GB", "0000:07:00.0", 81559 << 20, 81000 << 20, (8, 0), "u0")
     box = Inventory(gpus=(gpu,), cpu_name="AMD EPYC", cpu_threads=2, cuda_reason=None)

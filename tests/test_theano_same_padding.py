@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from arignote import layers as L
-from arignote.layers._conv import theano_same_pads
+from arignote.layers.convolutional.conv import theano_same_pads
 from arignote.layers.pooling import theano_pool_pads
 from arignote.models import Sequential, load_model, model_from_json
 from arignote.saving import theano_padding

@@ -13,11 +13,11 @@ import torch
 
 from arignote import config, parallel, utils
 from arignote.devices import inventory as inv_mod
-from arignote.devices import setup as setup_mod
 from arignote.devices.inventory import GPUInfo, Inventory
 from arignote.layers import Dense, Layer
 from arignote.layers.base import deserialize
 from arignote.models import Sequential
+from arignote.runtime import setup as setup_mod
 
 
 @pytest.fixture(autouse=True)

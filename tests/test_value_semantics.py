@@ -1,4 +1,4 @@
-"""Augmented assignments in user code behave as on Keras 2's immutable tensors (value_semantics.py):
+"""Augmented assignments in user code behave as on Keras 2's immutable tensors (layers/value_semantics.py):
 ``a *= b`` in a custom layer's ``call`` or a Lambda's function rebinds ``a`` instead of writing into a
 tensor autograd saved (the Kaggle ``Attention`` layer's ``a = K.exp(eij); a *= mask``) or into the
 caller's batch."""
@@ -11,8 +11,8 @@ import torch
 from arignote import backend as K
 from arignote.layers import Dense, Input, Lambda
 from arignote.layers.base import Layer
+from arignote.layers.value_semantics import is_user_layer, keras_value_semantics
 from arignote.models import Model
-from arignote.value_semantics import is_user_layer, keras_value_semantics
 
 
 class MaskedSoftPool(Layer):
@@ -124,10 +124,10 @@ def test_custom_loss_augmented_assignment_trains_and_keeps_the_output():
 def test_the_mode_runs_only_around_code_with_an_augmented_assignment(monkeypatch):
     """The mode makes every torch operation a Python call (about 2 us): layers, Lambdas and losses
     whose code has no augmented assignment run without it (read once per code object or class)."""
-    import arignote.layers._core_extra as core_extra
     import arignote.layers.base as layer_base
-    from arignote import value_semantics
-    from arignote.value_semantics import augments, layer_augments
+    import arignote.layers.core.lambda_layer as core_extra
+    from arignote.layers import value_semantics
+    from arignote.layers.value_semantics import augments, layer_augments
 
     class Plain(Layer):
         def call(self, x):

@@ -18,12 +18,14 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from arignote import config
+from arignote import _moved, config
 from arignote import devices as _devices  # noqa: F401 - cheap (no torch): sets CUDA_DEVICE_ORDER early
 from arignote._version import __version__  # noqa: F401 - arignote.__version__
 from arignote.config import configure, override
 from arignote.devices import machine_check as _machine_check
 from arignote.errors import ArignoteError, ConfigError, DeviceError
+
+_moved.install()  # old module names of the house move load (pickles made before it), for one release
 
 # the device flag is checked against this machine's GPU count at the first config read (issue 15)
 config.set_machine_check("device", _machine_check.device_on_this_machine, DeviceError)
@@ -51,6 +53,10 @@ _SUBMODULES = {
     "activations", "applications", "constraints", "engine", "initializers", "regularizers",
 }
 
+# root names of modules that moved into a package (issue 33): arignote.runtime.memory is runtime.memory
+_SUBMODULE_PATHS = {"memory": "arignote.runtime.memory", "precision": "arignote.runtime.precision",
+                    "metric_names": "arignote.metrics.names"}
+
 __all__ = ["config", "configure", "override", "ArignoteError", "ConfigError", "DeviceError", *sorted(_LAZY)]
 
 
@@ -60,7 +66,7 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value
         return value
     if name in _SUBMODULES:
-        module = importlib.import_module(f"arignote.{name}")
+        module = importlib.import_module(_SUBMODULE_PATHS.get(name, f"arignote.{name}"))
         globals()[name] = module
         return module
     raise AttributeError(f"module 'arignote' has no attribute '{name}'")

@@ -20,8 +20,8 @@ import marshal
 import types
 from typing import Any
 
-from arignote.safe_mode import check_code, in_scope
-from arignote.safe_mode import scope as safe_mode_scope
+from arignote.config.safe_mode import check_code, in_scope
+from arignote.config.safe_mode import scope as safe_mode_scope
 
 __all__ = ["serialize_object", "deserialize_object", "lookup", "serialize_keras_object",
            "deserialize_keras_object", "func_dump", "func_load"]
@@ -93,7 +93,7 @@ def deserialize_keras_object(
     ``custom_objects`` when it takes them, else with them registered for the call); a name is looked
     up (``custom_objects``, the global registry, ``module_objects``) and returned as it is.
     ``safe_mode`` (None: the enclosing loading call's, else the ``saving.safe_mode`` flag, true by
-    default) refuses a function stored as bytecode (:mod:`arignote.safe_mode`).
+    default) refuses a function stored as bytecode (:mod:`arignote.config.safe_mode`).
 
     >>> deserialize_keras_object("relu", {"relu": abs}) is abs
     True
@@ -160,7 +160,7 @@ def func_load(code: Any, defaults: Any = None, closure: Any = None,
     (default: none but builtins).
 
     Calling it is asking to run the stored code; inside a loading call (``load_model`` ...) it obeys
-    that call's safe mode (:mod:`arignote.safe_mode`), which refuses it by default.
+    that call's safe mode (:mod:`arignote.config.safe_mode`), which refuses it by default.
 
     >>> import marshal
     >>> old = marshal.dumps((lambda x: x + 1).__code__).decode("raw_unicode_escape")

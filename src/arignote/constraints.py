@@ -18,8 +18,8 @@ from typing import Any
 
 import torch
 
-from arignote import backend_common
 from arignote._keras_objects import deserialize_object, serialize_object
+from arignote.backend import common as backend_common
 
 __all__ = [
     "Constraint",

@@ -22,8 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import backend_common, random_state
+from arignote import random_state
 from arignote._keras_objects import deserialize_object, serialize_object
+from arignote.backend import common as backend_common
 
 __all__ = [
     "Initializer",

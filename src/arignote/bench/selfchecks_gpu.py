@@ -73,8 +73,8 @@ def limit_probe(index: int, total: int) -> dict[str, Any]:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
-    from arignote import memory
     from arignote.devices import cuda
+    from arignote.runtime import memory
 
     dev = f"cuda:{index}"
     out: dict[str, Any] = {"fraction": cuda.memory_fraction(index), "oom_raised": False, "oom_message": "",

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from arignote.metric_names import spellings
+from arignote.metrics.names import spellings
 
 _MODES = ("auto", "min", "max")
 # metric classes whose larger value is better but whose logged name Keras 2.3.1's auto rule does not

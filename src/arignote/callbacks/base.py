@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
-from arignote.metric_names import Logs, as_logs, spellings
+from arignote.metrics.names import Logs, as_logs, spellings
 
 __all__ = ["Callback", "CallbackList", "History", "LazyLogs", "RUNNING_LOSS", "running_view"]
 

@@ -35,7 +35,7 @@ from typing import Any
 from arignote import checkpoint
 from arignote.callbacks import _guard, _monitor
 from arignote.callbacks.base import Callback
-from arignote.metric_names import Logs
+from arignote.metrics.names import Logs
 
 __all__ = ["ModelCheckpoint"]
 

@@ -6,7 +6,7 @@ plan): a setting ``fit`` would refuse is reported here with the same message and
 a setting that cannot take effect on this machine gets one note.
 
 ``--from-theano`` writes the ``~/.arignoterc`` equivalent to ``~/.theanorc`` and ``THEANO_FLAGS``
-(see :mod:`arignote.theanorc`), listing what has no equivalent.
+(see :mod:`arignote.config.theanorc`), listing what has no equivalent.
 
 Example::
 
@@ -23,9 +23,11 @@ import json
 import os
 import sys
 
-from arignote import config, devices, memory, theanorc
+from arignote import config, devices
+from arignote.config import theanorc
 from arignote.devices import banner
 from arignote.errors import ConfigError
+from arignote.runtime import memory
 
 HELP = "print every flag, its value, source and doc, then check them as fit would (exit 2: unusable)"
 
@@ -44,7 +46,7 @@ def check() -> tuple[list[str], list[str]]:
     settings that cannot take effect here. Looks only (a ``free:N`` device is not leased)."""
     # both import torch: kept off `arignote --help` and `config --from-theano`
     from arignote.parallel import check_layout
-    from arignote.precision import Precision  # (torch)
+    from arignote.runtime.precision import Precision  # (torch)
 
     try:
         chosen = devices.configured_devices(lease=False)

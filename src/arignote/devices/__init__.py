@@ -33,8 +33,9 @@ _NAMES = {
     "gpu_device_name": "inventory", "cudnn_version": "inventory", "gpu_count": "inventory",
     "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",
     "rank_by_free_memory": "spec",
-    "configured_devices": "setup", "prepare": "setup", "rank": "setup", "host_cache": "setup",
-    "fast_paths": "setup", "FitFacts": "fastpaths",
+    "configured_devices": "arignote.runtime.setup", "prepare": "arignote.runtime.setup",
+    "rank": "arignote.runtime.setup", "host_cache": "arignote.runtime.setup",
+    "fast_paths": "arignote.runtime.setup", "FitFacts": "fastpaths",
     "Versions": "banner",
 }
 
@@ -43,7 +44,8 @@ __all__ = sorted(_NAMES)
 
 def __getattr__(name: str) -> Any:
     if name in _NAMES:
-        value = getattr(importlib.import_module(f"arignote.devices.{_NAMES[name]}"), name)
+        where = _NAMES[name] if "." in _NAMES[name] else f"arignote.devices.{_NAMES[name]}"
+        value = getattr(importlib.import_module(where), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'arignote.devices' has no attribute '{name}'")

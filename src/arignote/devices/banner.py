@@ -97,7 +97,8 @@ def render(devices: Sequence[Device], versions: Versions, plans: Mapping[str, ob
     """The banner: the version header, one line per device and its memory plan, then ``extra`` lines.
 
     The CPU device shares the header line (``... (CPU build) · device cpu: AMD EPYC, 2 threads``).
-    ``plans`` maps ``str(device)`` to a :class:`~arignote.memory.MemoryPolicy` (its ``text`` is shown).
+    ``plans`` maps ``str(device)`` to a :class:`~arignote.runtime.memory.MemoryPolicy` (its ``text`` is
+    shown).
     """
     lines: list[str] = []
     uses_gpu = any(d.is_cuda for d in devices)

@@ -1,7 +1,7 @@
 """The GPU fast paths as pure decisions: flags + the device + facts about the model and the data.
 
 Each decision is a :class:`Choice` (what, and why in a few words), computed without torch or a GPU,
-so every branch is tested on any machine with hand-written facts. ``devices/setup.py`` applies
+so every branch is tested on any machine with hand-written facts. ``runtime/setup.py`` applies
 them (through ``devices/cuda.py``) and prints :func:`fit_line` in the banner; the optimizers ask
 :func:`optimizer_impl`, the model :func:`memory_format`, the data sources :func:`pin_batches`.
 

@@ -117,7 +117,7 @@ def set_pci_bus_order(environ: MutableMapping[str, str], torch_module: Any, libc
         return DeviceOrder(set_by_user=True)
     reason = driver_initialised(torch_module, libcuda)
     # too late: this process numbers GPUs fastest-first (CUDA's default, read once at cuInit), and so
-    # must the processes it starts (data-parallel ranks 1..N read rank 0's indices, devices/setup.py)
+    # must the processes it starts (data-parallel ranks 1..N read rank 0's indices, runtime/setup.py)
     environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID" if reason is None else "FASTEST_FIRST"
     return DeviceOrder(set_by_user=False, too_late_reason=reason)
 

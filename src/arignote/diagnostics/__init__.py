@@ -4,7 +4,7 @@
   (``model.summary()`` and, when ``fit`` shows it, the line before the first step.)
 * :mod:`~arignote.diagnostics.batch_size` — ``fit(batch_size="auto")``: the largest batch whose real
   step fits.
-* :mod:`~arignote.diagnostics.oom_inject` — ``memory.oom_inject_above``: a fake out-of-memory above a
+* :mod:`~arignote.training.oom_inject` — ``memory.oom_inject_above``: a fake out-of-memory above a
   micro-batch size, so every recovery path runs on a CPU (the one piece the loop's OOM guard calls).
 * :mod:`~arignote.diagnostics.oom_selftest` — a real out-of-memory on a GPU and its recovery
   (``arignote selftest``'s ``oom-real`` item).

@@ -33,9 +33,9 @@ from typing import Any
 
 import torch
 
-from arignote import memory
 from arignote.devices import cuda as cuda_dev
-from arignote.layers._rnn_base import states_set_aside
+from arignote.layers.recurrent.rnn import states_set_aside
+from arignote.runtime import memory
 from arignote.sizes import format_mib
 from arignote.training.oom import batch_len, free_memory, take
 

@@ -17,8 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from arignote import backend as K
-from arignote import loss_classes, losses
+from arignote import losses
 from arignote.errors import keras_names_missing
+from arignote.losses import classes as loss_classes
 from arignote.training.sample_weights import standardize_weights
 
 __all__ = ["make_batches", "check_array_length_consistency", "check_loss_and_target_compatibility",

@@ -7,9 +7,9 @@
 * :mod:`arignote.graph.node` — :class:`Node` bookkeeping and the symbolic call of a layer;
 * :mod:`arignote.graph.ops` — backend functions on symbolic tensors record an operation node;
 * :mod:`arignote.graph.network` — the node order sorted once into a plain ``torch.nn.Module``;
-* :mod:`arignote.graph.functional` — the functional ``Model``.
-* :mod:`arignote.graph.model_construction`, :mod:`arignote.graph.model_losses`,
-  :mod:`arignote.graph.multi_output`, :mod:`arignote.graph.model_config` — what ``Model(...)`` was
+* :mod:`arignote.models.functional` — the functional ``Model``.
+* :mod:`arignote.models.construction`, :mod:`arignote.models.output_losses`,
+  :mod:`arignote.models.multi_output`, :mod:`arignote.models.functional_config` — what ``Model(...)`` was
   asked for, a model's own losses, ``compile`` of several outputs, the Keras 2 ``model_config``.
 
 Keras 2 spellings live in :mod:`arignote.engine` (``Layer``, ``InputSpec``, ``Input``, ``Model``,

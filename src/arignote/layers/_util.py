@@ -28,7 +28,7 @@ from arignote import activations
 from arignote import constraints as _constraints
 from arignote import initializers as _initializers
 from arignote import regularizers as _regularizers
-from arignote.backend_common import normalize_data_format
+from arignote.backend.common import normalize_data_format
 
 __all__ = [
     "normalize_tuple",

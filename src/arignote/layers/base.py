@@ -48,7 +48,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from arignote import config, constraints, legacy_interfaces, regularizers
+from arignote import config, constraints, regularizers
 from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
@@ -67,7 +67,8 @@ from arignote.layers.layer_args import (  # noqa: F401
 )
 from arignote.layers.layer_tensors import _initial_value, as_torch, persistent_buffers, shape_of
 from arignote.layers.serialization import _REGISTRY, deserialize, register_model_class, serialize  # noqa: F401
-from arignote.value_semantics import is_user_layer, keras_value_semantics, layer_augments
+from arignote.layers.value_semantics import is_user_layer, keras_value_semantics, layer_augments
+from arignote.legacy import conversions as legacy_interfaces
 
 # (noqa F401) auto_name, positive_int and register_model_class stay importable from here: the layers,
 # the graph and the models import them from this module

@@ -1,6 +1,6 @@
 """``ConvRNN2D``, ``ConvLSTM2D`` and ``ConvLSTM2DCell`` (Keras 2 ``keras.layers.convolutional_recurrent``).
 
-``ConvRNN2D(cell)`` (:mod:`arignote.layers._conv_rnn`) runs a convolutional cell over sequences of
+``ConvRNN2D(cell)`` (:mod:`arignote.layers.recurrent.conv_rnn`) runs a convolutional cell over sequences of
 images ``(batch, time, rows, cols, channels)`` (``channels_first``: ``(batch, time, channels, rows,
 cols)``); ``ConvLSTM2D`` is a ConvRNN2D around ``ConvLSTM2DCell``, as in Keras 2.3.1: an LSTM whose
 input and recurrent transformations are 2-D convolutions. Keras 2 defaults
@@ -27,11 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote import activations
-from arignote.layers._conv import pad_arg
-from arignote.layers._conv_rnn import ConvRNN2D, ZeroStates
 from arignote.layers._left_out import legacy_getattr
-from arignote.layers._rnn_base import RNN, delegate, run_steps
-from arignote.layers._rnn_cells import _prob, dropout_mask
 from arignote.layers._util import (
     KerasLayer,
     constraint_arg,
@@ -44,6 +40,10 @@ from arignote.layers._util import (
     same_pads,
 )
 from arignote.layers.base import Layer, positive_int
+from arignote.layers.convolutional.conv import pad_arg
+from arignote.layers.recurrent.cells import _prob, dropout_mask
+from arignote.layers.recurrent.conv_rnn import ConvRNN2D, ZeroStates
+from arignote.layers.recurrent.rnn import RNN, delegate, run_steps
 
 __getattr__ = legacy_getattr("arignote.layers.convolutional_recurrent", ["Recurrent", "ConvRecurrent2D"])
 

@@ -5,7 +5,7 @@ portable layer that computes the same function (``LSTM`` / ``GRU(reset_after=Tru
 no dropout, tanh/sigmoid only (cuDNN's fixed formulas).
 
 Weights (Keras order ``[kernel, recurrent_kernel, bias]``; torch tensors as in
-:mod:`arignote.layers._rnn_cells`: gate blocks in Keras order, CuDNNGRU's in cuDNN's ``r, z, n``, one
+:mod:`arignote.layers.recurrent.cells`: gate blocks in Keras order, CuDNNGRU's in cuDNN's ``r, z, n``, one
 flat buffer on the GPU): ``kernel`` ``(in, gates * units)`` and ``recurrent_kernel``
 ``(units, gates * units)`` hold, per gate, cuDNN's memory as Keras 2's CuDNN
 layers do (torch block ``(units, n)`` read row-major as ``(n, units)``; not a transpose), and one flat
@@ -25,10 +25,10 @@ from typing import Any
 
 import torch
 
-from arignote.layers._rnn_base import RNN
-from arignote.layers._rnn_base import delegate as _delegate
-from arignote.layers._rnn_cells import GRUCell, LSTMCell
 from arignote.layers._util import regularizer_arg
+from arignote.layers.recurrent.cells import GRUCell, LSTMCell
+from arignote.layers.recurrent.rnn import RNN
+from arignote.layers.recurrent.rnn import delegate as _delegate
 
 __all__ = ["CuDNNLSTM", "CuDNNGRU"]
 

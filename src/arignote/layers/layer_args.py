@@ -17,7 +17,7 @@ import numbers
 import re
 from typing import Any
 
-from arignote import backend_common
+from arignote.backend import common as backend_common
 
 __all__ = ["reset_name_counters", "auto_name", "unknown_argument_error", "positive_int"]
 

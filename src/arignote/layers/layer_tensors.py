@@ -21,7 +21,7 @@ import torch
 from torch import nn
 
 from arignote import initializers
-from arignote.precision import dtype_of
+from arignote.runtime.precision import dtype_of
 
 __all__ = ["shape_of", "as_torch", "persistent_buffers"]
 

@@ -22,8 +22,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from arignote.layers._conv import _Conv
 from arignote.layers._util import conv_output_length, normalize_data_format, spatial_of, with_spatial
+from arignote.layers.convolutional.conv import _Conv
 
 __all__ = ["LocallyConnected1D", "LocallyConnected2D"]
 

@@ -17,9 +17,9 @@ from typing import Any
 import torch
 
 from arignote import random_state
-from arignote.layers._dropout import _rate
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
+from arignote.layers.core.dropout import _rate
 
 __all__ = ["GaussianNoise", "GaussianDropout", "AlphaDropout"]
 

@@ -22,7 +22,6 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from arignote.layers._conv import pad_arg
 from arignote.layers._util import (
     KerasLayer,
     channels_of,
@@ -38,6 +37,7 @@ from arignote.layers._util import (
     with_spatial,
 )
 from arignote.layers.base import Layer
+from arignote.layers.convolutional.conv import pad_arg
 
 __all__ = [
     "MaxPooling1D",

@@ -18,7 +18,7 @@ import inspect
 from typing import Any
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
-from arignote.safe_mode import scope as safe_mode_scope
+from arignote.config.safe_mode import scope as safe_mode_scope
 
 __all__ = ["serialize", "deserialize", "register_model_class"]
 
@@ -49,7 +49,7 @@ def register_model_class(cls: type) -> type:
 def deserialize(spec: dict, custom_objects: dict | None = None, safe_mode: bool | None = None) -> Any:
     """Rebuild a layer from :func:`serialize`'s output. ``safe_mode`` (None: the enclosing loading
     call's, else the ``saving.safe_mode`` flag) refuses a function stored as bytecode
-    (:mod:`arignote.safe_mode`).
+    (:mod:`arignote.config.safe_mode`).
 
     Example::
 

@@ -23,12 +23,12 @@ from typing import Any
 import torch
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
+from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.layers import _trainable
-from arignote.layers._conv_rnn import ConvRNN2D
-from arignote.layers._rnn_base import with_extra_inputs
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
-from arignote.safe_mode import scope as safe_mode_scope
+from arignote.layers.recurrent.conv_rnn import ConvRNN2D
+from arignote.layers.recurrent.rnn import with_extra_inputs
 
 __all__ = ["Wrapper", "TimeDistributed", "Bidirectional"]
 

@@ -1,6 +1,6 @@
 """Keras 2.3.1's ``keras.legacy.interfaces`` names, for custom layers that decorate their constructor
 the way Keras's own layers did (``@interfaces.legacy_dense_support``) or build their own converter
-(``generate_legacy_interface``). The conversions themselves live in :mod:`arignote.legacy_interfaces`.
+(``generate_legacy_interface``). The conversions themselves live in :mod:`arignote.legacy.conversions`.
 
 Example::
 
@@ -24,7 +24,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
-from arignote.legacy_interfaces import INTERFACES, Interface, add_weight_args, get_updates_args, support
+from arignote.legacy.conversions import INTERFACES, Interface, add_weight_args, get_updates_args, support
 
 __all__ = ["generate_legacy_interface", "generate_legacy_method_interface", "raise_duplicate_arg_error",
            "legacy_add_weight_support", "legacy_get_updates_support",

@@ -19,7 +19,7 @@ from typing import Any
 
 import torch
 
-from arignote import weighting
+from arignote.losses import weighting
 
 __all__ = ["CompiledState", "scaled_loss"]
 
@@ -34,7 +34,7 @@ class CompiledState:
 
     def _mask_targets(self) -> Any:
         """``yb -> yb`` with the masks of the outputs from the module's last forward
-        (:func:`arignote.weighting.with_masks`), which compile's loss and metrics apply as Keras 2.3.1;
+        (:func:`arignote.losses.weighting.with_masks`), which compile's loss and metrics apply as Keras 2.3.1;
         None when no output of the model carries a mask (the trainer then passes targets as they are).
         """
         module = self.module

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote.graph.model_losses import is_custom_loss
-from arignote.graph.multi_output import per_output
 from arignote.graph.network import Packing
+from arignote.models.multi_output import per_output
+from arignote.models.output_losses import is_custom_loss
 from arignote.training import sample_weights
 from arignote.training.data import densified, is_array
 

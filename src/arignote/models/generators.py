@@ -1,7 +1,7 @@
 """Keras 2's ``fit_generator``, ``evaluate_generator`` and ``predict_generator``: thin spellings of
 ``fit``/``evaluate``/``predict`` on a generator or ``Sequence`` (mixed into :class:`Model`). Their
 Keras 1 arguments (``samples_per_epoch``, ``nb_epoch``, ``nb_val_samples``, ``val_samples``, ``nb_worker``,
-``pickle_safe``, ``max_q_size``) convert as in Keras 2.3.1 (:mod:`arignote.legacy_interfaces`).
+``pickle_safe``, ``max_q_size``) convert as in Keras 2.3.1 (:mod:`arignote.legacy.conversions`).
 
 Example::
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from arignote import legacy_interfaces
+from arignote.legacy import conversions as legacy_interfaces
 
 __all__ = ["GeneratorMethods"]
 

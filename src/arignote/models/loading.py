@@ -23,6 +23,7 @@ import os
 from typing import Any
 
 from arignote import checkpoint, optimizers, saving
+from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.errors import UnsafeDeserializationError
 from arignote.models.model import Model
 from arignote.models.saving import (
@@ -36,7 +37,6 @@ from arignote.models.saving import (
     yaml_module,
 )
 from arignote.models.sequential import Sequential
-from arignote.safe_mode import scope as safe_mode_scope
 
 __all__ = ["load_model", "model_from_config", "model_from_json", "model_from_yaml", "from_pickled_hdf5"]
 
@@ -54,7 +54,7 @@ def load_model(filepath: str, custom_objects: dict | None = None, compile: bool 
     ``safe_mode=True`` (Keras 3's default): a function stored as Python bytecode (a Keras 2
     ``Lambda``) is not run but refused with :class:`~arignote.errors.UnsafeDeserializationError`
     naming the layer; ``safe_mode=False`` trusts this file, ``custom_objects={layer_name: fn}`` gives
-    the function instead (:mod:`arignote.safe_mode`; the flag ``saving.safe_mode`` for the process).
+    the function instead (:mod:`arignote.config.safe_mode`; the flag ``saving.safe_mode`` for the process).
 
     Every way the file can be unusable (missing, truncated, corrupt, a checksum that verifies over
     contents that do not make a model: bad JSON, an unknown layer or optimizer class, weights that

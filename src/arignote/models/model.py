@@ -18,7 +18,7 @@ rest of ``Model`` comes from one mixin per concern: :mod:`.weights_and_saving` (
 hooks, training state), :mod:`.batch_methods` (``*_on_batch``), :mod:`.fit_data` (packing the user's
 arrays, sample and class weights), :mod:`.trainer_setup` (device, strategy, trainer),
 :mod:`.compiled_state` (what ``compile`` fixed), :mod:`.generators` (``*_generator``) and
-:mod:`arignote.graph.functional` (the Keras 2 ``Network`` side); fit's callbacks and fast-path facts
+:mod:`arignote.models.functional` (the Keras 2 ``Network`` side); fit's callbacks and fast-path facts
 are in :mod:`.fit_setup`.
 """
 
@@ -29,29 +29,29 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import legacy_interfaces, losses, optimizers
+from arignote import losses, optimizers
 from arignote import metrics as metrics_mod
 from arignote.callbacks.base import CallbackList, History
 from arignote.callbacks.stopping import TerminateOnNaN
-from arignote.devices import setup
+from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.diagnostics import memory_plan
 from arignote.diagnostics.batch_size import trainer_batch_size
 from arignote.diagnostics.memory_plan import summary_lines
-from arignote.graph import functional
-from arignote.graph.functional import Functional
-from arignote.graph.model_construction import construction_args
-from arignote.graph.model_losses import any_custom_loss, captured_tensors, has_losses, with_model_losses
-from arignote.graph.multi_output import compile_outputs
 from arignote.layers.base import register_model_class
-from arignote.models import compile_args, summary
+from arignote.legacy import conversions as legacy_interfaces
+from arignote.models import compile_args, functional, summary
 from arignote.models.batch_methods import BatchMethods
 from arignote.models.compiled_state import CompiledState, scaled_loss
+from arignote.models.construction import construction_args
 from arignote.models.fit_data import FitData
 from arignote.models.fit_setup import fit_callbacks, fit_facts
+from arignote.models.functional import Functional
 from arignote.models.generators import GeneratorMethods
+from arignote.models.multi_output import compile_outputs
+from arignote.models.output_losses import any_custom_loss, captured_tensors, has_losses, with_model_losses
 from arignote.models.trainer_setup import TrainerSetup
 from arignote.models.weights_and_saving import WeightsAndSaving
-from arignote.safe_mode import scope as safe_mode_scope
+from arignote.runtime import setup
 from arignote.training import compiled as compiled_steps
 from arignote.training import inputs, sample_weights
 from arignote.training.checks import check_steps
@@ -265,12 +265,12 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         ``sample_weight`` (one weight per sample, or per time step with ``compile(sample_weight_mode=
         'temporal')``; a list or dict per output), ``class_weight`` (``{class: weight}``, per output
         likewise) and ``validation_data=(x_val, y_val, val_sample_weight)`` weigh the loss as Keras
-        2.3.1 does (:mod:`arignote.weighting`); a generator may yield ``(x, y, sample_weight)``.
+        2.3.1 does (:mod:`arignote.losses.weighting`); a generator may yield ``(x, y, sample_weight)``.
         ``accumulate=k`` runs each batch as ``k`` micro-batches and one optimizer step (same
         gradients, ``1/k`` of the activation memory). ``batch_size="auto"`` searches the largest
         batch that fits the device (array data only). A step that runs out of memory is redone as
         micro-batches (``memory.on_oom``; issue 7). Keras 1's ``nb_epoch`` still means ``epochs``
-        (with Keras 2.3.1's warning; :mod:`arignote.legacy_interfaces`).
+        (with Keras 2.3.1's warning; :mod:`arignote.legacy.conversions`).
         """
         epochs = legacy_interfaces.fit_kwargs(kwargs, epochs, Model.fit)
         if not self.compiled:
@@ -399,7 +399,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                     safe_mode: bool | None = None) -> Model:
         """Rebuild a functional model from :meth:`get_config` (Keras 2 ``model_config`` layout);
         ``safe_mode`` (None: the enclosing loading call's, else the ``saving.safe_mode`` flag) refuses
-        a function stored as bytecode (:mod:`arignote.safe_mode`)."""
+        a function stored as bytecode (:mod:`arignote.config.safe_mode`)."""
         if not isinstance(config, dict) or "layers" not in config or "input_layers" not in config:
             raise ValueError("Model.from_config takes a functional model config (name, layers, input_layers, "
                              "output_layers) as get_config() returns it")

@@ -25,9 +25,9 @@ import numpy as np
 import torch
 from torch import nn
 
+from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import state
-from arignote.graph.functional import forward_masks
 from arignote.graph.network import cast_input, float_dtype
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
@@ -36,9 +36,9 @@ from arignote.layers.base import Layer, auto_name, register_model_class
 from arignote.layers.input_layer import Input, InputLayer
 from arignote.layers.layer_args import _shape_tuple
 from arignote.models import summary as summary_table
+from arignote.models.functional import forward_masks
 from arignote.models.model import Model
 from arignote.parallel import placement
-from arignote.safe_mode import scope as safe_mode_scope
 from arignote.saving.keras_config import with_batch_input_shape
 
 __all__ = ["Sequential"]

@@ -26,7 +26,7 @@ import torch
 from arignote import config, devices, parallel
 from arignote import metrics as metrics_mod
 from arignote.devices import fastpaths
-from arignote.precision import Precision, dtype_of
+from arignote.runtime.precision import Precision, dtype_of
 from arignote.training.loop import Trainer
 
 __all__ = ["TrainerSetup"]

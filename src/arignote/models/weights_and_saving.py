@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote.graph.functional import Functional
 from arignote.models import saving
+from arignote.models.functional import Functional
 
 __all__ = ["WeightsAndSaving"]
 

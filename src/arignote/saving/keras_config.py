@@ -34,7 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from arignote.backend_common import floatx
+from arignote.backend.common import floatx
 from arignote.layers import base as layer_base
 from arignote.saving.channels_first import channels_first_blockers, joins_columns
 from arignote.utils.generic_utils import get_custom_objects

@@ -5,7 +5,7 @@ pooling pads ``k - 1`` and crops): an even kernel has its odd zero *before* the 
 window starts ``kernel // 2`` before TensorFlow's, a 2x2 pool of 4 values takes ``(x0, max(x1, x2))``,
 a strided transposed convolution crops ``kernel // 2`` from the start.
 Weights trained that way expect it, so a Theano file's ``'same'`` layers are switched to it on load
-(``layer.pad_as_theano()``, see :func:`arignote.layers._conv.theano_same_pads` and
+(``layer.pad_as_theano()``, see :func:`arignote.layers.convolutional.conv.theano_same_pads` and
 :func:`arignote.layers.pooling.theano_pool_pads`; a ``ConvLSTM2D`` cell's
 ``theano_same_padding``), and saving records it the way Keras does, in the file's ``backend``: a
 model with any Theano-padded layer is written as a Theano file (kernels flipped for convolution),

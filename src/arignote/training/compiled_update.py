@@ -61,7 +61,7 @@ from typing import Any
 import torch
 import torch.optim.optimizer as _torch_optimizer
 
-from arignote.optim_kernels import _has_step_hooks, run_step
+from arignote.optimizers.kernels import _has_step_hooks, run_step
 from arignote.training.compiled_grads import is_static, mark_static
 
 __all__ = ["UpdatePlan", "plan_update", "CompiledUpdate", "settle_state"]

@@ -24,12 +24,12 @@ import numpy as np
 import torch
 
 from arignote.devices import fastpaths
+from arignote.losses.weighting import Weighted
 from arignote.parallel.sharding import row_range
 from arignote.training.oom import batch_len, take
 from arignote.training.rank_split import set_epoch
 from arignote.utils.data_utils import is_sequence
 from arignote.utils.enqueuers import prefetched
-from arignote.weighting import Weighted
 
 __all__ = ["ArrayData", "IterableData", "as_tensor", "densified", "split_validation", "fits_on_device",
            "is_array", "rows_of"]
@@ -156,7 +156,7 @@ class ArrayData:
     ``batches(indices, batch_size)`` yields ``(xb, yb)`` on ``device``; ``indices`` is a LongTensor
     (the strategy's shard of the epoch) or None for the samples in order. With sample weights ``w``
     (one row per sample, :mod:`arignote.training.sample_weights`) each ``yb`` is
-    :class:`~arignote.weighting.Weighted` ``(y rows, w rows)``.
+    :class:`~arignote.losses.weighting.Weighted` ``(y rows, w rows)``.
     """
 
     def __init__(self, x: Any, y: Any, device: torch.device, float_dtype: torch.dtype,

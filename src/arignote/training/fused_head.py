@@ -8,8 +8,8 @@ such a model, :class:`FusedHead` runs the last layer without its activation and 
 loss from the logits (:func:`arignote.losses.from_logits`: ``log_softmax`` clamped to ``[log eps,
 log(1 - eps)]``, zero gradient where clamped, as the clip): the same values and gradients up to
 float rounding, about 20 operators fewer a step (forward and backward). The metrics get the
-detached logits as :class:`~arignote.predictions.Logits`: Keras's accuracies read the logits
-where that gives the same answer (:mod:`arignote.metric_hits`), every other metric the
+detached logits as :class:`~arignote.metrics.predictions.Logits`: Keras's accuracies read the logits
+where that gives the same answer (:mod:`arignote.metrics.hits`), every other metric the
 probabilities the model outputs (the activation, computed once per batch and only if one asks).
 
 Only the training forward changes: ``evaluate``, ``predict`` and the model itself keep their
@@ -42,8 +42,8 @@ import torch
 
 from arignote import activations, losses
 from arignote.layers.core import Activation, Dense
-from arignote.predictions import Logits
-from arignote.weighting import Weighted
+from arignote.losses.weighting import Weighted
+from arignote.metrics.predictions import Logits
 
 __all__ = ["PlainHead", "FusedHead", "for_model"]
 

@@ -18,8 +18,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import losses, memory
-from arignote.precision import dtype_of
+from arignote import losses
+from arignote.runtime import memory
+from arignote.runtime.precision import dtype_of
 from arignote.training import batch_checks, sample_weights
 from arignote.training.checks import check_batch_size, check_finite, check_input_shape, check_lengths
 from arignote.training.data import ArrayData, IterableData, as_tensor, is_array, split_batch, split_validation

@@ -37,9 +37,9 @@ import torch
 
 from arignote import random_state
 from arignote.callbacks.base import RUNNING_LOSS, CallbackList, LazyLogs
-from arignote.devices.setup import host_cache
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
+from arignote.runtime.setup import host_cache
 from arignote.training import compiled, fused_head
 from arignote.training.compiled_grads import StableGrads
 from arignote.training.data import ArrayData

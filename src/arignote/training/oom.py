@@ -30,8 +30,8 @@ import torch
 
 from arignote import config
 from arignote.config import ConfigError
-from arignote.diagnostics.oom_inject import OOMInjector, make_injector
 from arignote.errors import ArignoteError
+from arignote.training.oom_inject import OOMInjector, make_injector
 from arignote.training.oom_memory import _advice, free_memory, is_out_of_memory, memory_figures
 
 __all__ = ["OOMGuard", "OOMInjector", "StepFns", "UnsplittableOOMError", "make_injector", "micro_slices",

@@ -15,8 +15,9 @@ import gc
 
 import torch
 
-from arignote import config, memory
+from arignote import config
 from arignote.devices import cuda as cuda_dev
+from arignote.runtime import memory
 from arignote.sizes import format_mib
 
 __all__ = ["is_out_of_memory", "memory_figures", "free_memory"]

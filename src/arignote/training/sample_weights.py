@@ -5,7 +5,7 @@ array per output, as Keras 2.3.1's ``training_utils`` does (``standardize_weight
 Arrays get their weights once, before training (:func:`for_arrays`); a generator's
 ``(x, y, sample_weight)`` batches, and ``class_weight`` with any iterable, batch by batch on the
 host (:func:`for_batches`). The weights then travel with the targets as
-:class:`arignote.weighting.Weighted` (see that module for the loss arithmetic). Without
+:class:`arignote.losses.weighting.Weighted` (see that module for the loss arithmetic). Without
 ``sample_weight`` and ``class_weight`` there are no weights at all: Keras's default weights of 1
 give the same loss and metrics as none.
 

@@ -1,6 +1,6 @@
 """Keras 2.3.1's ``keras.utils.losses_utils``: ``Reduction``, how 2.3.1 users pass a loss's reduction
 (``MeanSquaredError(reduction=losses_utils.Reduction.SUM)``). The rest of that module is the
-internals of Keras's ``Loss.__call__`` (:mod:`arignote.loss_classes` does that work here).
+internals of Keras's ``Loss.__call__`` (:mod:`arignote.losses.classes` does that work here).
 
 Example::
 
@@ -10,7 +10,7 @@ Example::
 """
 
 from arignote.errors import keras_names_missing
-from arignote.loss_classes import Reduction
+from arignote.losses.classes import Reduction
 
 __all__ = ["Reduction"]
 

@@ -10,7 +10,7 @@ Example::
 """
 
 from arignote.errors import keras_names_missing
-from arignote.metric_base import Reduction
+from arignote.metrics.base import Reduction
 
 __all__ = ["Reduction"]
 
