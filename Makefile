@@ -37,7 +37,8 @@ lint: $(DEV)
 
 # The docs site (mkdocs.yml) into build/site, strict: a broken link or API reference fails. The flag
 # table of docs/configuration.md is regenerated from the flag registry first. The `docs` extra is part
-# of `dev`. Look at it with: python -m http.server -d build/site
+# of `dev`. Look at it with: python -m http.server -d build/site; `python scripts/docs_browser.py` opens
+# it in headless Chromium, searches "preallocate" and saves the two screenshots under docs/.
 docs: $(DEV)
 	$(PY) scripts/gen_flag_table.py
 	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
