@@ -11,11 +11,14 @@ griffe does not see as an alias of the object's defining path (``obj.__module__`
 Docstrings hold doctests (``>>> x`` then the output) at their left margin; Markdown would read an output
 line such as ``[2.0, 2.0]`` after ``...[-1]`` as a link reference. Such a run of lines, up to the next
 blank line, is fenced as a ``pycon`` block (a doctest indented under ``Example::`` already is code).
+The docstrings' few reST spellings read as Markdown: ``:class:`Model``` as ``Model`` in code, and
+``Example::`` as ``Example:``.
 """
 
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 import griffe
@@ -42,10 +45,24 @@ def fence_doctests(text: str) -> str:
     return "\n".join(out)
 
 
+_ROLE = re.compile(r":(?:class|func|meth|mod|attr|data|exc|obj):`~?([^`]+)`")
+
+
+def markdown_docstring(text: str) -> str:
+    r"""A docstring as Markdown: reST roles as code, ``Example::`` as ``Example:``, doctests fenced.
+
+    >>> markdown_docstring("See :class:`Model`.\n\nExample::\n\n    >>> 1\n    1")
+    'See `Model`.\n\nExample:\n\n    >>> 1\n    1'
+    """
+    text = _ROLE.sub(r"`\1`", text)
+    text = re.sub(r"(?m)(\S)::$", r"\1:", text)
+    return fence_doctests(text) if ">>>" in text else text
+
+
 class PublicFaces(griffe.Extension):
     def on_instance(self, *, obj: griffe.Object, **kwargs: Any) -> None:
-        if obj.docstring is not None and ">>>" in obj.docstring.value:
-            obj.docstring.value = fence_doctests(obj.docstring.value)
+        if obj.docstring is not None:
+            obj.docstring.value = markdown_docstring(obj.docstring.value)
 
     def on_module_members(self, *, mod: griffe.Module, **kwargs: Any) -> None:
         if mod.exports is None and "__all__" not in mod.members:
