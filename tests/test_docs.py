@@ -218,7 +218,8 @@ def test_page_runs(page, tmp_path):
     assert any(o["status"] == "ran" for o in report)
     if page == "README.md":  # what its commands leave behind
         ran = [line for o in report for line in o["ran"]]
-        assert "arignote config --from-theano" in ran and (tmp_path / ".arignoterc").exists()
+        assert any("arignote config --from-theano" in line for line in ran), ran
+        assert (tmp_path / ".arignoterc").exists()
 
 
 def test_a_failing_block_fails_its_page(tmp_path, monkeypatch):
