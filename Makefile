@@ -6,7 +6,7 @@ PY := $(VENV)/bin/python
 CORE := $(VENV)/.arignote-core
 DEV := $(VENV)/.arignote-dev
 
-.PHONY: demo test lint setup clean bench faults
+.PHONY: demo test lint setup clean bench faults docs
 
 $(CORE): pyproject.toml scripts/setup-venv.sh
 	bash scripts/setup-venv.sh $(VENV) ""
@@ -34,6 +34,14 @@ faults: $(DEV)
 
 lint: $(DEV)
 	$(PY) -m ruff check src tests benchmarks examples scripts
+
+# The docs site (mkdocs.yml) into build/site, strict: a broken link or API reference fails. The flag
+# table of docs/configuration.md is regenerated from the flag registry first. The `docs` extra is part
+# of `dev`. Look at it with: python -m http.server -d build/site; `python scripts/docs_browser.py` opens
+# it in headless Chromium, searches "preallocate" and saves the two screenshots under docs/.
+docs: $(DEV)
+	$(PY) scripts/gen_flag_table.py
+	NO_MKDOCS_2_WARNING=1 $(PY) -m mkdocs build --strict
 
 bench: $(DEV)
 	$(PY) -m arignote bench --quick --out bench-out

@@ -355,7 +355,8 @@ def render(results: list[Result], command: str, tag: str) -> str:
         "Keras's tests are read from a git mirror at run time and never stored here. CI does not "
         "run it; to refresh this page:",
         "",
-        "```",
+        "<!-- no-run: needs a git mirror of Keras and minutes; tests/test_keras2_conformance_runner.py -->",
+        "```sh",
         "python scripts/keras2_conformance.py --keras-repo /path/to/keras.git",
         "```",
         "",
