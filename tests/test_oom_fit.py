@@ -106,7 +106,7 @@ def test_fit_batch_size_auto_finds_the_injected_limit_and_trains_with_it(capsys)
 
 def test_fit_batch_size_auto_is_capped_by_the_data():
     auto, _ = _fit(batch_size="auto", epochs=1)
-    assert auto._last_batch_size == 96
+    assert auto.history.params["batch_size"] == 96
 
 
 def test_fit_batch_size_auto_needs_array_data():
