@@ -15,6 +15,7 @@ import torch
 
 from arignote import checkpoint
 from arignote.checkpoint import CheckpointError
+from arignote.devices import atomic_file
 
 
 def _state():
@@ -164,7 +165,7 @@ def test_full_disk_during_the_write_is_named_and_the_old_file_kept(tmp_path, mon
     # the kernel's own ENOSPC: the temporary file is /dev/full, where every write fails
     path = tmp_path / "e02.h5"
     checkpoint.save(path, {"v": 1})
-    real_mkstemp = checkpoint.tempfile.mkstemp
+    real_mkstemp = atomic_file.tempfile.mkstemp
     made = []
 
     def full_disk(prefix, suffix, dir):
@@ -173,7 +174,7 @@ def test_full_disk_during_the_write_is_named_and_the_old_file_kept(tmp_path, mon
         os.dup2(os.open("/dev/full", os.O_WRONLY), fd)
         return fd, tmp
 
-    monkeypatch.setattr(checkpoint.tempfile, "mkstemp", full_disk)
+    monkeypatch.setattr(atomic_file.tempfile, "mkstemp", full_disk)
     with pytest.raises(checkpoint.CheckpointSaveError) as info:
         checkpoint.save(path, {"w": torch.ones(1000)})
     monkeypatch.undo()

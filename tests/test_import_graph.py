@@ -232,8 +232,8 @@ def test_torch_cuda_only_in_devices_cuda_and_torch_distributed_only_in_parallel(
 TORCH_FREE = ["arignote", "arignote.config", "arignote.devices", "arignote.devices.info",
               "arignote.devices.order", "arignote.devices.spec", "arignote.devices.nvml",
               "arignote.devices.identity", "arignote.devices.snapshot", "arignote.devices.banner",
-              "arignote.runtime.memory", "arignote.share", "arignote.monitor", "arignote.dash",
-              "arignote.cli"]
+              "arignote.devices.atomic_file", "arignote.runtime.memory", "arignote.share", "arignote.monitor",
+              "arignote.dash", "arignote.cli"]
 
 
 def _top_level_graph() -> tuple[dict[str, set[str]], set[str]]:

@@ -196,12 +196,56 @@ def test_prepare_refuses_a_plan_the_gpu_cannot_honour(fake_cuda):
 def test_explain_oom_names_limit_flag_and_source(fake_cuda, monkeypatch):
     monkeypatch.setenv("ARIGNOTE_FLAGS", "memory.limit=0.5")
     config.reload()
-    memory.apply(memory.plan(0, 0.5, TOTAL, TOTAL, "cuda:0"), "cuda:0")
+    prepare("cuda0", inventory=two_a100s())  # plans from the flags and applies on cuda:0
     text = memory.explain_oom(torch.OutOfMemoryError("CUDA out of memory"), "cuda:0")
     assert "cuda:0 hit the caching allocator's cap of 40779/81559 MiB" in text
     assert "memory.limit=0.5 (from ARIGNOTE_FLAGS)" in text
     other = memory.explain_oom(torch.OutOfMemoryError("x"), "cuda:1")
-    assert "cuda:1 ran out of memory with no memory.limit set" in other
+    assert other.startswith("cuda:1 ran out of memory with no memory.limit set; try: lower the batch size")
+
+
+# the applied policy, what filled the memory -> the whole explanation
+_CAP = ("cuda:0 hit the caching allocator's cap of 20389/81559 MiB set by memory.limit=0.25 "
+        "(from ~/.arignoterc:4)")
+_BATCH = ("lower the batch size, precision=mixed-bf16 (halves activations), or keep memory.on_oom=split "
+          "(the default)")
+_EXPLAINED = {
+    ("cap", "batch"): f"{_CAP}; try: raise memory.limit (0 removes the cap), {_BATCH}",
+    ("cap", "optimizer"): f"{_CAP}; try: raise memory.limit (0 removes the cap), an optimizer with less "
+                          "state (SGD keeps 0-1 values per parameter, Adam/Adadelta 2), or a smaller model",
+    ("no cap", "activations"): "cuda:0 ran out of memory (81559 MiB total) with no memory.limit set; try: "
+                               "precision=mixed-bf16 (halves activations), or a smaller model",
+    ("none applied", "batch"): f"cuda:0 ran out of memory with no memory.limit set; try: {_BATCH}",
+}
+
+
+@pytest.mark.parametrize("policy, filled_by", sorted(_EXPLAINED))
+def test_explain_oom_message_for_each_applied_policy(fake_cuda, policy, filled_by):
+    limit = {"cap": 0.25, "no cap": 0.0}.get(policy)
+    if limit is not None:
+        applied = memory.plan(0, limit, TOTAL, TOTAL, "cuda:0", {"memory.limit": "~/.arignoterc:4"})
+        memory.apply(applied, "cuda:0")
+    assert memory.explain_oom(None, "cuda:0", filled_by) == _EXPLAINED[policy, filled_by]
+    # a torch.device without index is the first GPU; the device an error names wins over the argument
+    assert memory.explain_oom(None, torch.device("cuda"), filled_by) == _EXPLAINED[policy, filled_by]
+    named = torch.OutOfMemoryError("CUDA out of memory. GPU 0 has a total capacity of 79.65 GiB")
+    assert memory.explain_oom(named, "cuda:1", filled_by) == _EXPLAINED[policy, filled_by]
+
+
+def test_explain_oom_reads_the_applied_policy_not_the_flags(fake_cuda):
+    with config.override(memory_limit=0.25):
+        prepare("cuda0", inventory=two_a100s())
+    before = memory.explain_oom(None, "cuda:0")
+    with config.override(memory_limit=0.75):  # the flag changed after the cap was set: the cap holds
+        assert memory.explain_oom(None, "cuda:0") == before
+    assert "cap of 20389/81559 MiB set by memory.limit=0.25" in before
+
+
+def test_explain_oom_on_the_cpu_and_a_bad_kind():
+    assert memory.explain_oom(None, None, "activations") == (
+        "cpu ran out of memory; try: precision=mixed-bf16 (halves activations), or a smaller model")
+    with pytest.raises(ValueError, match="filled_by must be one of batch, activations, optimizer"):
+        memory.explain_oom(None, "cpu", "weights")
 
 
 def test_oom_explained_reraises_same_type_with_text(fake_cuda):

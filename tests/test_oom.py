@@ -203,7 +203,9 @@ def test_one_sample_per_micro_batch_is_a_clear_error():
     assert tried == [4, 2, 1]
     assert "1 sample per micro-batch" in text and "batch of 4" in text
     assert "Tried to allocate 2.00 GiB" in text
-    assert "precision=mixed-bf16" in text and "smaller model" in text and "memory.limit" in text
+    # memory.explain_oom for the CPU: no memory.limit there
+    assert text.endswith("cpu ran out of memory; try: precision=mixed-bf16 (halves activations), or a "
+                         "smaller model.")
     assert "RAM" in text  # the memory numbers
     assert isinstance(info.value, torch.OutOfMemoryError)
 

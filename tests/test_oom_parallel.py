@@ -53,7 +53,7 @@ SCRIPT = textwrap.dedent('''
     auto = Model(torch.nn.Sequential(torch.nn.Linear(6, 3)))
     auto.compile("sgd", "mse")
     auto.fit(x, y, batch_size="auto", epochs=1, verbose=0)
-    result["auto_batch"] = auto._last_batch_size
+    result["auto_batch"] = auto.history.params["batch_size"]
     result["auto_k"] = auto._trainer.oom.k
     with open(os.path.join(sys.argv[1], f"rank{rank}.json"), "w") as fh:
         json.dump(result, fh)

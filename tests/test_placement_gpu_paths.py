@@ -85,7 +85,7 @@ def test_memory_limit_reaches_every_gpu_the_layers_are_placed_on(monkeypatch, ca
         oom = torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 30.00 GiB. GPU 1 has a total "
                                      "capacity of 79.65 GiB of which 50.00 GiB is free.")
         text = memory.explain_oom(oom, "cuda:0")
-        assert text.startswith("arignote: cuda:1 hit the caching allocator's cap of 20389/81559 MiB")
+        assert text.startswith("cuda:1 hit the caching allocator's cap of 20389/81559 MiB")
         from arignote.training.oom_memory import memory_figures
 
         monkeypatch.setattr(cuda, "peak_memory", lambda i: (0, 0))

@@ -102,8 +102,10 @@ def test_atomic_write_replaces_the_file(tmp_path, monkeypatch):
         open(a).read())["v"])), real(a, b)))
     status.write_record(path, {"v": 1})
     status.write_record(path, {"v": 2})
-    assert seen == [(".run-1-2-3.json.tmp", 1), (".run-1-2-3.json.tmp", 2)]
+    assert [v for _, v in seen] == [1, 2]
+    assert all(name.startswith(".run-1-2-3.json.") and name.endswith(".tmp") for name, _ in seen)
     assert json.loads(path.read_text()) == {"v": 2} and sorted(os.listdir(tmp_path)) == [path.name]
+    assert oct(path.stat().st_mode & 0o777) == "0o644"  # other users' `arignote smi` read it
 
 
 def test_eta_and_progress_mid_run(lease_dir):

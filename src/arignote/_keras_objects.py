@@ -18,12 +18,13 @@ import difflib
 import inspect
 import marshal
 import types
+from collections.abc import Callable
 from typing import Any
 
 from arignote.config.safe_mode import check_code, in_scope
 from arignote.config.safe_mode import scope as safe_mode_scope
 
-__all__ = ["serialize_object", "deserialize_object", "lookup", "serialize_keras_object",
+__all__ = ["serialize_object", "deserialize_object", "lookup", "get", "serialize_keras_object",
            "deserialize_keras_object", "func_dump", "func_load"]
 
 
@@ -73,6 +74,30 @@ def deserialize_object(identifier: Any, module_objects: dict, custom_objects: di
         obj = lookup(kind, identifier, module_objects, custom_objects)
         return obj() if isinstance(obj, type) else obj
     raise ValueError(f"Could not interpret serialized {kind}: {identifier!r}")
+
+
+def get(identifier: Any, deserialize: Callable[[Any], Any], kind: str, none_passes: bool = True) -> Any:
+    """Keras 2's ``get`` of initializers, regularizers and constraints: ``None`` stays None (when
+    ``none_passes``; Keras 2's ``initializers.get(None)`` refuses it), a config dict
+    ``{"class_name", "config"}`` and a name (a config without arguments) go to ``deserialize``, a
+    callable (a function, an instance) passes through; anything else is Keras 2.3.1's
+    ``ValueError: Could not interpret <kind> identifier: <identifier>``.
+
+    >>> get("l2", lambda config: config, "regularizer")
+    {'class_name': 'l2', 'config': {}}
+    >>> get(None, dict, "initializer", none_passes=False)
+    Traceback (most recent call last):
+    ValueError: Could not interpret initializer identifier: None
+    """
+    if identifier is None and none_passes:
+        return None
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
+    if isinstance(identifier, str):
+        return deserialize({"class_name": identifier, "config": {}})
+    if callable(identifier):
+        return identifier
+    raise ValueError(f"Could not interpret {kind} identifier: {identifier}")
 
 
 def serialize_keras_object(instance: Any) -> Any:

@@ -23,14 +23,12 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import hashlib
 import io
 import os
 import pickle
 import re
-import tempfile
 import zipfile
 from collections.abc import Callable
 from typing import IO, Any
@@ -42,6 +40,7 @@ try:  # POSIX only: the file-size limit (ulimit -f) is checked before a save whe
 except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
 
+from arignote.devices.atomic_file import write_atomically
 from arignote.errors import ArignoteError, CheckpointError
 
 __all__ = ["FORMAT", "CheckpointError", "CheckpointSaveError", "save", "load", "is_checkpoint",
@@ -169,23 +168,10 @@ class _RecordingFile:
             raise
 
 
-def _fsync_dir(directory: str) -> None:
-    # Make the rename itself durable. Some platforms (Windows) cannot open a directory: skip there.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically: temp file in the same directory, fsync, rename, fsync dir.
-    A failure raises :class:`CheckpointSaveError` and leaves the previous file intact.
+    """Write ``data`` to ``path`` atomically (:func:`arignote.devices.atomic_file.write_atomically`)
+    with a checkpoint's checks and errors: a failure raises :class:`CheckpointSaveError` and leaves
+    the previous file intact.
 
     Example::
 
@@ -198,32 +184,24 @@ def _atomic_write(path: str | os.PathLike[str], write: Callable[[Any], Any], siz
     path = os.fspath(path)
     directory = os.path.dirname(os.path.abspath(path))
     _check_destination(path, directory, size)
+    recorders: list[_RecordingFile] = []
+
+    def recorded(fh: IO[bytes]) -> None:
+        recorders.append(_RecordingFile(fh))
+        write(recorders[0])
+
     try:
-        fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", suffix=".tmp", dir=directory)
-    except OSError as exc:
-        raise save_error(path, exc.errno, f"creating a temporary file in {directory}") from None
-    recorder = None
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            recorder = _RecordingFile(fh)
-            write(recorder)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        write_atomically(path, recorded)
     except (OSError, RuntimeError) as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
         # torch's zip writer turns a failed write into RuntimeError("... unexpected pos ..."): the
         # recorder kept the OSError underneath (ENOSPC, EFBIG, EDQUOT ...)
-        cause = recorder.error if recorder is not None and recorder.error is not None else exc
+        cause = recorders[0].error if recorders and recorders[0].error is not None else exc
         if isinstance(cause, OSError):
-            raise save_error(path, cause.errno, "" if cause.errno else _first_line(cause)) from exc
+            detail = "" if cause.errno else _first_line(cause)
+            if not recorders:  # the temporary file itself could not be made
+                detail = f"creating a temporary file in {directory}"
+            raise save_error(path, cause.errno, detail) from exc
         raise save_error(path, None, f"{type(exc).__name__}: {_first_line(exc)}") from exc
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    _fsync_dir(directory)
 
 
 def save(path: str | os.PathLike[str], obj: Any) -> None:

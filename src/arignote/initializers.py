@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote import random_state
+from arignote import _keras_objects, random_state
 from arignote._keras_objects import deserialize_object, serialize_object
 from arignote.backend import common as backend_common
 
@@ -352,10 +352,4 @@ def deserialize(config: Any, custom_objects: dict | None = None) -> Any:
 
 def get(identifier: Any) -> Any:
     """An initializer from a name (``'glorot_uniform'``), a config dict, or a callable (passed through)."""
-    if isinstance(identifier, str):  # Keras 2: a name is a config without arguments
-        return deserialize({"class_name": identifier, "config": {}})
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret initializer identifier: {identifier!r}")
+    return _keras_objects.get(identifier, deserialize, "initializer", none_passes=False)

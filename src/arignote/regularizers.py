@@ -18,6 +18,7 @@ from typing import Any
 
 import torch
 
+from arignote import _keras_objects
 from arignote._keras_objects import deserialize_object, serialize_object
 
 __all__ = ["Regularizer", "L1L2", "l1", "l2", "l1_l2", "get", "serialize", "deserialize"]
@@ -91,12 +92,4 @@ def deserialize(config: Any, custom_objects: dict | None = None) -> Any:
 
 def get(identifier: Any) -> Any:
     """``None`` stays None; a name or config dict is deserialized; a callable passes through."""
-    if identifier is None:
-        return None
-    if isinstance(identifier, str):  # Keras 2: a name is a config without arguments
-        return deserialize({"class_name": identifier, "config": {}})
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret regularizer identifier: {identifier!r}")
+    return _keras_objects.get(identifier, deserialize, "regularizer")

@@ -15,16 +15,16 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import tempfile
 import urllib.error
 import urllib.request
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import IO
 
 from arignote import config
+from arignote.devices.atomic_file import write_atomically
 from arignote.errors import DatasetError
 
 __all__ = ["DatasetError", "Remote", "search_dirs", "download_dir", "file_hash", "verify", "download",
@@ -125,37 +125,19 @@ def download(remote: Remote, directory: str | None = None) -> str:
 
 def _fetch(url: str, target: str, hashes: tuple[str, ...]) -> None:
     digests = {alg: hashlib.new(alg) for alg in {_algorithm(h) for h in hashes} if alg}
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(target) + ".", suffix=".part",
-                               dir=os.path.dirname(target))
-    try:
-        with os.fdopen(fd, "wb") as out, _urlopen(url, timeout=_TIMEOUT) as response:
+
+    def stream_and_verify(out: IO[bytes]) -> None:
+        with _urlopen(url, timeout=_TIMEOUT) as response:
             for chunk in iter(lambda: response.read(1 << 20), b""):
                 out.write(chunk)
                 for h in digests.values():
                     h.update(chunk)
-            out.flush()
-            os.fsync(out.fileno())
         got = {alg: h.hexdigest() for alg, h in digests.items()}
         if hashes and not any(got.get(_algorithm(h)) == h.lower() for h in hashes):
             raise ValueError(f"hash mismatch (got {', '.join(f'{a} {v}' for a, v in sorted(got.items()))}; "
                              f"expected one of {', '.join(hashes)}); nothing was saved")
-        os.replace(tmp, target)
-        _fsync_dir(os.path.dirname(target))
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
-
-def _fsync_dir(directory: str) -> None:
-    # Make the rename durable; platforms that cannot open a directory (Windows) skip it.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    with contextlib.suppress(OSError):
-        os.fsync(fd)
-    os.close(fd)
+    write_atomically(target, stream_and_verify, suffix=".part")
 
 
 def offline_message(dataset: str, layouts: list[str], remotes: Iterable[Remote], failure: str = "") -> str:

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 
 from arignote.diagnostics.memory_plan import rng_devices
+from arignote.memory import explain_oom
 from arignote.training.oom import UnsplittableOOMError, free_memory, memory_figures
 
 __all__ = ["SearchResult", "search_batch_size", "auto_batch_size", "TrainingSnapshot"]
@@ -50,6 +51,7 @@ def search_batch_size(
     start: int = 2,
     clear: Callable[[], Any] = lambda: None,
     tolerance: float = 0.0,
+    device: torch.device | str | None = None,
 ) -> SearchResult:
     """Find the largest batch in ``[1, limit]`` for which ``try_step(batch)`` does not raise
     ``torch.OutOfMemoryError``, assuming fitting is monotone in the batch size.
@@ -95,9 +97,7 @@ def search_batch_size(
                 bad = mid
     if good == 0:
         raise UnsplittableOOMError(
-            'batch_size="auto": out of memory even at batch 1. Try precision=mixed-bf16, a smaller '
-            "model, or more memory for this process (memory.limit)."
-        )
+            f'batch_size="auto": out of memory even at batch 1: {explain_oom(None, device, "activations")}')
     result.batch = good
     return result
 
@@ -167,7 +167,8 @@ def auto_batch_size(
     distributed = strategy is not None and getattr(strategy, "world_size", 1) > 1
     failure: UnsplittableOOMError | None = None
     try:
-        result = search_batch_size(step, limit=n_samples, start=start, clear=clear, tolerance=tolerance)
+        result = search_batch_size(step, limit=n_samples, start=start, clear=clear, tolerance=tolerance,
+                                   device=device)
     except UnsplittableOOMError as exc:
         if not distributed:
             raise
@@ -179,9 +180,8 @@ def auto_batch_size(
         result.batch = -strategy.agree([-result.batch])[0]  # the smallest batch found on any rank
         if result.batch == 0:
             raise failure or UnsplittableOOMError(
-                'batch_size="auto": another rank ran out of memory even at batch 1. Try '
-                "precision=mixed-bf16, a smaller model, or more memory (memory.limit)."
-            )
+                'batch_size="auto": another rank ran out of memory even at batch 1 (see its error); on '
+                f'this rank {explain_oom(None, device, "activations")}')
     return result
 
 

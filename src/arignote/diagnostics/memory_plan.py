@@ -373,8 +373,10 @@ class FitPlan:
         >>> plan.counted.total, plan.measure().total                # the second runs two small ones
     """
 
-    def __init__(self, trainer: Any, sample: Callable[[], tuple[Any, Any]], counted: MemoryPlan) -> None:
+    def __init__(self, trainer: Any, sample: Callable[[], tuple[Any, Any]], counted: MemoryPlan,
+                 batch_size: int) -> None:
         self._trainer, self._sample, self.counted = trainer, sample, counted
+        self.batch_size = batch_size  # the fit's global batch this plan is for (``counted.batch`` per rank)
         self._measured: MemoryPlan | None = None
         self._tried = False
 
@@ -399,7 +401,7 @@ class FitPlan:
         counted = counted_plan(model.module, optimizer=_torch_optimizer(model.optimizer),
                                batch=-(-batch_size // world), micro_batches=trainer.oom.k, data_bytes=held,
                                device=trainer.device)
-        return cls(trainer, sample, counted)
+        return cls(trainer, sample, counted, batch_size)
 
     def measure(self) -> MemoryPlan | None:
         """The full plan (two forward passes, the first time); None when even the few measuring
@@ -467,7 +469,7 @@ def summary_lines(model: Any, batch_size: int | None = None) -> str:
     if not model.compiled or shape is None or None in shape:
         return "Memory plan: shown once the model is compiled and its input shape is known (or after fit)"
     trainer = model._get_trainer(tuple(shape))
-    batch = batch_size or getattr(model, "_last_batch_size", None) or 32
+    batch = batch_size or (fit_plan.batch_size if fit_plan is not None else None) or 32
     x = torch.zeros((SAMPLE, *shape), device=trainer.device, dtype=next(model.module.parameters()).dtype)
     y = _stand_in_targets(model, x, trainer)
     loss = (lambda out, target: model.loss_fn(target, out)) if y is not None else None

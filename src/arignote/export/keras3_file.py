@@ -25,15 +25,15 @@ from __future__ import annotations
 import datetime
 import io
 import json
-import os
 import re
 import zipfile
-from typing import Any
+from typing import IO, Any
 
 import h5py
 import numpy as np
 
 from arignote._version import __version__
+from arignote.devices.atomic_file import write_atomically
 from arignote.export.keras3_config import MODEL_CLASSES, model_entry
 from arignote.export.signature import ExportError, refuse_stateful
 
@@ -115,9 +115,11 @@ def export_keras3(model: Any, path: str) -> None:
     metadata = {"keras_version": KERAS3_FORMAT_VERSION, "written_by": f"arignote {__version__}",
                 "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S")}
     weights = _weights_h5(model)
-    tmp = f"{os.fspath(path)}.part"
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        zf.writestr("metadata.json", json.dumps(metadata))
-        zf.writestr("config.json", json.dumps(config))
-        zf.writestr("model.weights.h5", weights)
-    os.replace(tmp, path)
+
+    def zipped(fh: IO[bytes]) -> None:
+        with zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr("metadata.json", json.dumps(metadata))
+            zf.writestr("config.json", json.dumps(config))
+            zf.writestr("model.weights.h5", weights)
+
+    write_atomically(path, zipped, mode=0o644, suffix=".part")

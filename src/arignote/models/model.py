@@ -280,8 +280,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         validation_steps = check_steps(validation_steps, "validation_steps")
         batch_size = inputs.check_fit_args(None if auto else batch_size, epochs, initial_epoch, accumulate,
                                            steps_per_epoch)
-        inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers,
-                                use_multiprocessing)
+        inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers)
         w = self._sample_weights(x, y, sample_weight, class_weight)
         x, y = self._pack(x, y, targets=True)
         if isinstance(validation_data, (list, tuple)) and len(validation_data) in (2, 3) and (
@@ -295,37 +294,31 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                                  f"the training data's {layouts}; pad both to the same lengths")
             validation_data = (vx, vy, vw)
         plan = inputs.plan_fit(self, x, y, batch_size, validation_split, validation_data, steps_per_epoch,
-                               w=w, class_weight=class_weight)
+                               w=w, class_weight=class_weight, validation_batch_size=validation_batch_size)
         inputs.check_stateful_samples(self, plan.samples, None if auto else batch_size)
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape)
-        train, val = inputs.load(plan, trainer, validation_batch_size or batch_size)
+        train, val = inputs.load(plan, trainer)
         setup.fast_paths(fit_facts(self, trainer, train))
         if steps_per_epoch is None and getattr(train, "length", None) is not None:
             plan.steps = train.length  # global batches: the same for any number of processes
         trainer.accumulate = accumulate
         trainer.new_oom_guard()
         if auto:
-            batch_size = trainer_batch_size(trainer, train).batch
-            plan.steps = steps_per_epoch or -(-train.n // batch_size)
-        self._last_batch_size = batch_size
+            plan.use_batch_size(trainer_batch_size(trainer, train).batch, train.n)
 
-        self._memory_plan = memory_plan.FitPlan.of(trainer, train, batch_size)  # measured when shown
+        self._memory_plan = memory_plan.FitPlan.of(trainer, train, plan.batch_size)  # measured when shown
         memory_plan.announce(self._memory_plan, verbose=verbose, is_main=trainer.strategy.is_main)
-        params = {"epochs": epochs, "steps": plan.steps, "samples": plan.samples,
-                  "val_samples": plan.val_samples, "batch_size": batch_size, "verbose": verbose,
-                  "do_validation": val is not None,
-                  "metrics": trainer.metric_names
-                  + ([f"val_{k}" for k in trainer.metric_names] if val is not None else [])}
+        names = trainer.metric_names
+        metrics = names + ([f"val_{k}" for k in names] if val is not None else [])
         cbs = fit_callbacks(self, callbacks, verbose, plan, trainer)
-        cblist = CallbackList(cbs, model=self, params=params)
+        cblist = CallbackList(cbs, model=self, params=plan.callback_params(epochs=epochs, verbose=verbose,
+                                                                           metrics=metrics))
         trainer.skip_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in cblist)
         with self._trainable_as_compiled():
-            trainer.fit(train, val, epochs=epochs, initial_epoch=initial_epoch, batch_size=batch_size,
-                        shuffle=shuffle, steps_per_epoch=steps_per_epoch,
-                        validation_batch_size=validation_batch_size or batch_size, callbacks=cblist,
-                        validation_freq=validation_freq)
+            trainer.fit(train, val, plan, epochs=epochs, initial_epoch=initial_epoch, shuffle=shuffle,
+                        callbacks=cblist, validation_freq=validation_freq)
         return self.history
 
 
@@ -337,7 +330,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         ``workers``/``max_queue_size``: threads fetching a ``Sequence``'s batches ahead, as in fit."""
         batch_size = inputs.check_batch(batch_size)
         steps = check_steps(steps)
-        inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
+        inputs.check_queue_args(None, 1, max_queue_size, workers)
         w = self._sample_weights(x, y, sample_weight, None)
         x, y = self._pack(x, y, targets=True)
         plan = inputs.plan_eval(self, x, y, steps, w=w)
@@ -361,7 +354,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device)."""
         batch_size = inputs.check_batch(batch_size)
         steps = check_steps(steps)
-        inputs.check_queue_args(None, 1, max_queue_size, workers, use_multiprocessing)
+        inputs.check_queue_args(None, 1, max_queue_size, workers)
         x, _ = self._pack(x, None)
         plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
         inputs.check_stateful_samples(self, plan.samples, batch_size, predicting=True)

@@ -54,6 +54,7 @@ class MemoryPolicy:
     limit_fraction: float | None = None
     caching: bool = True
     text: tuple[str, ...] = ()
+    limit_source: str = ""  # where memory.limit's value came from (a file:line, an env var), for errors
 
 
 def _mib(n: int) -> int:
@@ -120,7 +121,7 @@ def plan(preallocate: float, limit: float, total_bytes: int, free_bytes: int, de
     else:
         text.insert(0, f"Memory on {device}: grow on demand, cached for reuse (memory.preallocate=0)")
     return MemoryPolicy(device, total, free, float(preallocate), float(limit), pre_bytes, limit_bytes,
-                      limit_fraction, caching, tuple(text))
+                        limit_fraction, caching, tuple(text), (sources or {}).get("memory.limit", ""))
 
 
 def plan_for(device) -> MemoryPolicy | None:
@@ -198,21 +199,52 @@ def oom_device(exc: BaseException, device) -> str:
     return f"cuda:{found.group(1)}" if found else str(device)
 
 
-def explain_oom(exc: BaseException, device) -> str:
-    """One paragraph for an out-of-memory error on ``device`` (or the GPU the error names): the cap
-    and the flag that set it. The cap is the caching allocator's: what torch allocates through it
-    (tensors, its cache); the CUDA context, NCCL's buffers and libraries' own allocations are not in it."""
-    name = oom_device(exc, device)
+# what to try, by what filled the memory: the batch's activations (a split may still help), the
+# activations of a batch that cannot be split further, the optimizer's state
+_REMEDIES = {
+    "batch": ("lower the batch size", "precision=mixed-bf16 (halves activations)",
+              "keep memory.on_oom=split (the default)"),
+    "activations": ("precision=mixed-bf16 (halves activations)", "a smaller model"),
+    "optimizer": ("an optimizer with less state (SGD keeps 0-1 values per parameter, Adam/Adadelta 2)",
+                  "a smaller model"),
+}
+
+
+def explain_oom(exc: BaseException | str | None, device, filled_by: str = "batch") -> str:
+    """The one explanation of an out-of-memory: on which device (the GPU ``exc`` names, else
+    ``device``; ``None`` is the CPU), under the memory policy :func:`apply` applied there (the cap,
+    the ``memory.limit`` value and where it came from, as applied, not the flags as they are now) and
+    what to try, by what ``filled_by`` the memory: ``"batch"`` (a step's activations, a split may
+    help), ``"activations"`` (a batch that cannot be split further) or ``"optimizer"`` (its state).
+    The cap is the caching allocator's: what torch allocates through it (tensors, its cache); the CUDA
+    context, NCCL's buffers and libraries' own allocations are not in it.
+
+    >>> p = plan(0, 0.5, 81559 << 20, 81559 << 20, "cuda:0", {"memory.limit": "ARIGNOTE_FLAGS"})
+    >>> _applied["cuda:0"] = p   # what apply() records after setting the cap
+    >>> what, _, tries = explain_oom(None, "cuda:0", "optimizer").partition("; try: ")
+    >>> what
+    "cuda:0 hit the caching allocator's cap of 40779/81559 MiB set by memory.limit=0.5 (from ARIGNOTE_FLAGS)"
+    >>> tries.split(", ")[0], tries.endswith("or a smaller model")
+    ('raise memory.limit (0 removes the cap)', True)
+    >>> _applied.clear()
+    """
+    if filled_by not in _REMEDIES:
+        raise ValueError(f"filled_by must be one of {', '.join(_REMEDIES)}, got {filled_by!r}")
+    name = oom_device(exc, "cpu" if device is None else device) if exc is not None else str(device or "cpu")
+    name = "cuda:0" if name == "cuda" else name  # torch.device("cuda"): the first GPU
     p = _applied.get(name)
+    remedies = list(_REMEDIES[filled_by])
     if p is not None and p.limit_bytes:
-        src = config.source("memory.limit")
-        cap = f"{_mib(p.limit_bytes)}/{_mib(p.total_bytes)} MiB"
-        return (f"arignote: {name} hit the caching allocator's cap of {cap} "
-                f"set by memory.limit={p.limit:g} (from {src}); raise memory.limit (0 removes the cap), "
-                "lower the batch size, or keep memory.on_oom=split")
-    total = f" ({_mib(p.total_bytes)} MiB total)" if p is not None else ""
-    return (f"arignote: {name} ran out of memory{total} with no memory.limit set; lower the batch size, "
-            "try precision=mixed-bf16, or keep memory.on_oom=split")
+        flag = _flag("memory.limit", p.limit, {"memory.limit": p.limit_source})
+        what = (f"{name} hit the caching allocator's cap of {_mib(p.limit_bytes)}/{_mib(p.total_bytes)} MiB "
+                f"set by {flag}")
+        remedies.insert(0, "raise memory.limit (0 removes the cap)")
+    elif name.startswith("cuda"):
+        total = f" ({_mib(p.total_bytes)} MiB total)" if p is not None else ""
+        what = f"{name} ran out of memory{total} with no memory.limit set"
+    else:
+        what = f"{name} ran out of memory"
+    return f"{what}; try: {', '.join(remedies[:-1])}, or {remedies[-1]}"
 
 
 @contextlib.contextmanager
@@ -223,4 +255,4 @@ def oom_explained(device) -> Iterator[None]:
     try:
         yield
     except torch.OutOfMemoryError as exc:
-        raise torch.OutOfMemoryError(f"{exc}\n{explain_oom(exc, device)}") from exc
+        raise torch.OutOfMemoryError(f"{exc}\narignote: {explain_oom(exc, device)}") from exc

@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from arignote.devices.atomic_file import write_atomically
 from arignote.share.leases import _alive, _user, lease_dir, read_record
 
 __all__ = ["waiting", "current_queue"]
@@ -42,11 +43,7 @@ def waiting(gpus: int, command: str, min_free_memory: Any = None, max_utilizatio
     data = {"pid": os.getpid(), "uid": os.getuid(), "user": _user(), "host": socket.gethostname(),
             "since": time.time(), "gpus": gpus, "min_free_memory": min_free_memory,
             "max_utilization": max_utilization, "command": command}
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(data), mode=0o644)
     try:
         yield path
     finally:

@@ -39,6 +39,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from arignote.devices.atomic_file import write_atomically
 from arignote.share.leases import _alive, lease_dir, read_record, sticky_dir
 from arignote.share.select import ShareError
 
@@ -83,11 +84,7 @@ def plain(value: Any) -> Any:
 
 def write_record(path: Path, record: Mapping[str, Any]) -> None:
     """Write ``record`` atomically: readers see the old or the new record, never half of one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(json.dumps(record, allow_nan=False, separators=(",", ":")))
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(record, allow_nan=False, separators=(",", ":")), mode=0o644)
 
 
 def clean_own(directory: Path, now: float | None = None, keep: float = KEEP_SECONDS) -> int:

@@ -33,7 +33,18 @@ __all__ = ["Plan", "check_fit_args", "check_batch", "check_stateful_samples", "p
 
 @dataclass
 class Plan:
-    """Checked data: host tensors (arrays) or an iterable, and the numbers the progress log needs."""
+    """Checked data: host tensors (arrays) or an iterable, and, for a ``fit``, the one holder of its
+    batch size and steps (``batch_size="auto"`` sets them through :meth:`use_batch_size`; the trainer
+    reads them here; the callbacks' ``params`` are made from them by :meth:`callback_params`).
+
+    Example::
+
+        >>> plan = Plan(samples=100, steps=4, batch_size=32)
+        >>> plan.use_batch_size(10, 100); plan.steps, plan.val_batch_size
+        (10, 10)
+        >>> plan.callback_params(epochs=2, verbose=0, metrics=["loss"])["batch_size"]
+        10
+    """
 
     x: Any = None
     y: Any = None
@@ -54,6 +65,27 @@ class Plan:
     workers: int = 0  # threads fetching a Sequence's batches ahead
     max_queue_size: int = 10
     use_multiprocessing: bool = False  # the workers are processes (a Sequence's batches)
+    batch_size: int | None = None  # fit's global batch (arrays; an iterable makes its own batches)
+    validation_batch_size: int | None = None  # None: batch_size
+
+    @property
+    def val_batch_size(self) -> int | None:
+        """The validation data's batch (``validation_batch_size``, else the training batch)."""
+        return self.validation_batch_size or self.batch_size
+
+    def use_batch_size(self, batch_size: int, samples: int) -> None:
+        """Train with ``batch_size`` (what ``batch_size="auto"`` found) on ``samples`` rows: the steps
+        follow, unless ``steps_per_epoch`` fixed them."""
+        self.batch_size = batch_size
+        self.steps = self.steps_per_epoch or -(-samples // batch_size)
+
+    def callback_params(self, *, epochs: int, verbose: int, metrics: list[str]) -> dict[str, Any]:
+        """Keras 2's ``callback.params`` for this fit (``val_samples`` is arignote's, for the
+        progress bar's "validate on N samples")."""
+        do_validation = self.x_val is not None or self.val_iterable is not None
+        return {"epochs": epochs, "steps": self.steps, "samples": self.samples,
+                "val_samples": self.val_samples, "batch_size": self.batch_size, "verbose": verbose,
+                "do_validation": do_validation, "metrics": metrics}
 
 
 def _float_dtype() -> torch.dtype:
@@ -104,10 +136,9 @@ def check_fit_args(batch_size: Any, epochs: Any, initial_epoch: Any, accumulate:
     return bs
 
 
-def check_queue_args(validation_steps: Any, validation_freq: Any, max_queue_size: Any, workers: Any,
-                     use_multiprocessing: Any) -> None:
+def check_queue_args(validation_steps: Any, validation_freq: Any, max_queue_size: Any, workers: Any) -> None:
     """Validate fit's Keras 2 data-feeding arguments (``validation_steps``, ``validation_freq``,
-    ``workers``, ``max_queue_size``, ``use_multiprocessing``)."""
+    ``workers``, ``max_queue_size``; ``use_multiprocessing`` is any truth value, as in Keras 2)."""
     if validation_steps is not None:
         check_batch_size(validation_steps, "validation_steps")
     check_batch_size(max_queue_size, "max_queue_size")
@@ -140,7 +171,7 @@ def _check_targets(model: Any, y: Any, what: str) -> None:
         raise ValueError(f"{what}: {exc}") from None
 
 
-def _arrays(model: Any, x: Any, y: Any, names: tuple[str, str]) -> tuple[torch.Tensor, Any]:
+def _arrays(x: Any, y: Any, names: tuple[str, str]) -> tuple[torch.Tensor, Any]:
     if isinstance(x, (list, tuple)) and not is_array(x):
         x = np.asarray(x)
     dtype = _float_dtype()
@@ -175,7 +206,7 @@ def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
     for batch in [peek()] if isinstance(data, PeekedSequence) and callable(peek) else data:
         xb, yb, _ = split_batch(batch)
         xb, yb = model._pack(xb, yb, targets=yb is not None)  # several inputs/outputs: one array each
-        xt, yt = _arrays(model, xb, yb, (f"{name} x batch", f"{name} y batch"))
+        xt, yt = _arrays(xb, yb, (f"{name} x batch", f"{name} y batch"))
         model._ensure_built(tuple(xt.shape[1:]))
         _check_arrays(model, xt, yt, (f"{name} x batch", f"{name} y batch"))
         return tuple(xt.shape[1:])
@@ -184,14 +215,16 @@ def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
 
 def plan_fit(model: Any, x: Any, y: Any, batch_size: int, validation_split: float,
              validation_data: Any, steps_per_epoch: int | None, w: Any = None,
-             class_weight: Any = None) -> Plan:
+             class_weight: Any = None, validation_batch_size: int | None = None) -> Plan:
     """Validate fit's data; the model is built (on the host) from the data's shape if needed.
+    The plan holds the batch sizes and steps of the fit.
     ``w``: the sample weights of array data (:func:`sample_weights.for_arrays`); ``class_weight``
     is applied to each batch of an iterable (arrays have it in ``w`` already)."""
     if x is None:
         raise ValueError("fit needs training data: fit(x, y) with arrays, or fit(loader) with an "
                          "iterable of (x, y) batches")
-    plan = Plan(steps_per_epoch=steps_per_epoch, w=w)
+    plan = Plan(steps_per_epoch=steps_per_epoch, w=w, batch_size=batch_size,
+                validation_batch_size=validation_batch_size)
     if y is None and not is_array(x):
         if validation_split:
             raise ValueError("validation_split needs array data; with a DataLoader/iterable pass "
@@ -206,7 +239,7 @@ def plan_fit(model: Any, x: Any, y: Any, batch_size: int, validation_split: floa
     else:
         if y is None:
             raise ValueError("fit(x, y): y (the targets) is missing")
-        xt, yt = _arrays(model, x, y, ("x", "y"))
+        xt, yt = _arrays(x, y, ("x", "y"))
         if validation_data is None and validation_split:
             xt, yt, xv, yv = split_validation(xt, yt, float(validation_split))
             plan.x_val, plan.y_val = xv, yv
@@ -230,7 +263,7 @@ def _plan_validation(model: Any, plan: Plan, validation_data: Any) -> None:
     if isinstance(validation_data, (tuple, list)) and len(validation_data) in (2, 3) and (
             is_array(validation_data[0]) or isinstance(validation_data[0], list)):
         xv, yv = validation_data[0], validation_data[1]
-        xt, yt = _arrays(model, xv, yv, ("validation x", "validation y"))
+        xt, yt = _arrays(xv, yv, ("validation x", "validation y"))
         _check_arrays(model, xt, yt, ("validation x", "validation y"))
         plan.x_val, plan.y_val, plan.val_samples = xt, yt, len(xt)
         # (x_val, y_val, weights): the weights as sample_weights.for_arrays made them
@@ -255,7 +288,7 @@ def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool 
         return plan
     if need_targets and y is None:
         raise ValueError("targets y are missing: evaluate(x, y)")
-    xt, yt = _arrays(model, x, y if need_targets else None, ("x", "y"))
+    xt, yt = _arrays(x, y if need_targets else None, ("x", "y"))
     model._ensure_built(tuple(xt.shape[1:]))
     _check_arrays(model, xt, yt, ("x", "y"))
     plan.x, plan.y, plan.sample_shape, plan.samples = xt, yt, tuple(xt.shape[1:]), len(xt)
@@ -290,7 +323,7 @@ def _iterable(data: Any, trainer: Any, steps: int | None, **kwargs: Any) -> Iter
     return data
 
 
-def load(plan: Plan, trainer: Any, validation_batch_size: int) -> tuple[Any, Any]:
+def load(plan: Plan, trainer: Any) -> tuple[Any, Any]:
     """Training and validation data on the trainer's device (arrays moved once)."""
     image = trainer.model._image_input
     queue = {"workers": plan.workers, "max_queue_size": plan.max_queue_size,

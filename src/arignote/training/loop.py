@@ -368,19 +368,21 @@ class Trainer:
 
     # ------------------------------------------------------------------ loops
 
-    def fit(self, train: Any, val: Any, **kwargs: Any) -> None:
+    def fit(self, train: Any, val: Any, plan: Any, **kwargs: Any) -> None:
         """Run the epochs (:meth:`_epochs`) with ``memory.host_cache`` in force: malloc keeps freed host
         memory while this fit runs and is back to glibc's settings when it returns (issue 17). Dropout
         masks, noise and the shuffle order follow torch's RNG, seeded here from numpy's unless the user
         seeded torch (:mod:`arignote.random_state`), as Keras 2 runs followed ``numpy.random.seed``."""
         random_state.follow_numpy()
         with host_cache():
-            self._epochs(train, val, **kwargs)
+            self._epochs(train, val, plan, **kwargs)
 
-    def _epochs(self, train: Any, val: Any, *, epochs: int, initial_epoch: int, batch_size: int,
-                shuffle: bool | str, steps_per_epoch: int | None, validation_batch_size: int,
-                callbacks: CallbackList, validation_freq: Any = 1) -> None:
+    def _epochs(self, train: Any, val: Any, plan: Any, *, epochs: int, initial_epoch: int,
+                shuffle: bool | str, callbacks: CallbackList, validation_freq: Any = 1) -> None:
+        """The epochs of a fit; ``plan`` (:class:`arignote.training.inputs.Plan`) holds its batch
+        sizes and steps."""
         model = self.model
+        batch_size, steps_per_epoch = plan.batch_size, plan.steps_per_epoch
         model.stop_training = False
         model.epoch_interrupted = False
         callbacks.on_train_begin()
@@ -420,7 +422,7 @@ class Trainer:
                                  "steps_per_epoch")
             if not interrupted and val is not None and _due(epoch, validation_freq):
                 callbacks.on_test_begin()  # and the test batch hooks, as Keras 2.3.1
-                val_logs = self.evaluate(val, validation_batch_size, callbacks)
+                val_logs = self.evaluate(val, plan.val_batch_size, callbacks)
                 callbacks.on_test_end(val_logs)
                 logs.update({f"val_{k}": v for k, v in val_logs.items()})
             if self.compiled is not None:
@@ -431,7 +433,8 @@ class Trainer:
             callbacks.on_epoch_end(epoch, logs)
             if steps_per_epoch is None and getattr(train, "indexable", False):
                 # Keras 2.3.1 recounts a Sequence's batches after each epoch (its length may change)
-                callbacks.set_params({**callbacks.params, "steps": len(train)})
+                plan.steps = len(train)
+                callbacks.set_params({**callbacks.params, "steps": plan.steps})
             if single:
                 stop = model.stop_training
             else:

@@ -31,8 +31,9 @@ import torch
 from arignote import config
 from arignote.config import ConfigError
 from arignote.errors import ArignoteError
+from arignote.runtime.memory import explain_oom
 from arignote.training.oom_inject import OOMInjector, make_injector
-from arignote.training.oom_memory import _advice, free_memory, is_out_of_memory, memory_figures
+from arignote.training.oom_memory import free_memory, is_out_of_memory, memory_figures
 
 __all__ = ["OOMGuard", "OOMInjector", "StepFns", "UnsplittableOOMError", "make_injector", "micro_slices",
            "take", "batch_len", "next_k", "memory_figures", "free_memory",
@@ -326,8 +327,8 @@ class OOMGuard:
                 f"rank {self.rank}: out of memory in the backward pass while the gradients were being "
                 f"reduced over the ranks ({_first_line(exc)}); the ranks cannot recover together from "
                 f"there, so the job stops. Memory: {memory_figures(self.device)}. Next run: "
-                f"fit(accumulate={2 * self.k}) runs smaller micro-batches from the start. "
-                f"{_advice(self.device)}") from None
+                f"fit(accumulate={2 * self.k}) runs smaller micro-batches from the start; "
+                f"{explain_oom(exc, self.device, 'activations')}.") from None
 
     def _next(self, k: int, n: int, failure: str | None) -> int:
         nxt = next_k(k, n)
@@ -375,9 +376,8 @@ class OOMGuard:
             error = UnsplittableOOMError(
                 f"out of memory in the optimizer step{'' if self.device is None else f' on {self.device}'} "
                 f"({_first_line(exc)}): the optimizer's state, not the batch, fills the memory, so "
-                f"splitting the batch cannot help. Memory: {memory_figures(self.device)}. Try: an "
-                "optimizer with less state (SGD keeps 0-1 values per parameter, Adam/Adadelta 2), a "
-                "smaller model, or more memory for this process (memory.limit)."
+                f"splitting the batch cannot help. Memory: {memory_figures(self.device)}. "
+                f"{explain_oom(exc, self.device, 'optimizer')}."
             )
             if not self.distributed:
                 raise error from None
@@ -401,7 +401,8 @@ class OOMGuard:
         why = failure if failure is not None else "another rank ran out at one sample per micro-batch"
         raise UnsplittableOOMError(
             f"out of memory {where} even with 1 sample per micro-batch (batch of {n} split {k} ways): "
-            f"{why}. Memory: {memory_figures(self.device)}. {_advice(self.device)}"
+            f"{why}. Memory: {memory_figures(self.device)}. "
+            f"{explain_oom(failure, self.device, 'activations')}."
         )
 
     def _notice(self, n: int, k_before: int, k: int, message: str) -> None:

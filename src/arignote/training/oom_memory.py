@@ -15,7 +15,6 @@ import gc
 
 import torch
 
-from arignote import config
 from arignote.devices import cuda as cuda_dev
 from arignote.runtime import memory
 from arignote.sizes import format_mib
@@ -69,15 +68,6 @@ def free_memory(device: torch.device | str | None) -> None:
         held = memory.applied(f"cuda:{_cuda_index(dev)}")
         if held is None or not held.preallocate_bytes:
             cuda_dev.empty_cache()
-
-
-def _advice(device: torch.device | str | None) -> str:
-    limit = config.get("memory.limit")
-    cap = f"memory.limit is {limit:g} ({config.source('memory.limit')})" if limit else "memory.limit is off"
-    return (
-        "Try: precision=mixed-bf16 (halves activations), a smaller model, or more memory for this "
-        f"process ({cap}; raise it, or free the device)."
-    )
 
 
 # --------------------------------------------------------------------------- what counts as OOM
