@@ -1,4 +1,4 @@
-"""devices/atomic_file.py: the one atomic writer (checkpoints, HDF5, .keras, datasets, status and queue
+"""atomic_file.py: the one atomic writer (checkpoints, HDF5, .keras, datasets, status and queue
 records). A crash between the write and the rename leaves the old file whole and no temporary file."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from arignote.devices.atomic_file import fsync_directory, write_atomically
+from arignote.atomic_file import fsync_directory, write_atomically
 
 
 def test_bytes_text_and_a_writer_function_replace_the_file(tmp_path):
@@ -68,7 +68,7 @@ def test_a_killed_writer_leaves_only_a_hidden_temporary_file(tmp_path):
 
     path = tmp_path / "e03.h5"
     write_atomically(path, b"old")
-    code = ("import os, sys; from arignote.devices import atomic_file as a\n"
+    code = ("import os, sys; from arignote import atomic_file as a\n"
             "os.replace = lambda *_: os._exit(9)\n"
             f"a.write_atomically({str(path)!r}, b'new')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=60)

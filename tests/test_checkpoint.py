@@ -15,7 +15,7 @@ import torch
 
 from arignote import checkpoint
 from arignote.checkpoint import CheckpointError
-from arignote.devices import atomic_file
+from arignote import atomic_file
 
 
 def _state():

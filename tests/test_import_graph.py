@@ -117,7 +117,7 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 # package's own __init__.
 FLOORS = {
     # 0 ground: plain data, errors and helpers that import nothing of arignote
-    "errors": 0, "sizes": 0, "_version": 0, "random_state": 0, "_lazy": 0, "_moved": 0, "legacy": 0,
+    "errors": 0, "sizes": 0, "_version": 0, "random_state": 0, "_lazy": 0, "_moved": 0, "legacy": 0, "atomic_file": 0,
     # 1 machine: the devices as they are (no flag read), atomic files
     "devices": 1, "checkpoint": 1,
     # 2 settings: the one flag registry, its parsers, the safe-mode switch, Keras's object rules
@@ -232,7 +232,7 @@ def test_torch_cuda_only_in_devices_cuda_and_torch_distributed_only_in_parallel(
 TORCH_FREE = ["arignote", "arignote.config", "arignote.devices", "arignote.devices.info",
               "arignote.devices.order", "arignote.devices.spec", "arignote.devices.nvml",
               "arignote.devices.identity", "arignote.devices.snapshot", "arignote.devices.banner",
-              "arignote.devices.atomic_file", "arignote.runtime.memory", "arignote.share", "arignote.monitor",
+              "arignote.atomic_file", "arignote.runtime.memory", "arignote.share", "arignote.monitor",
               "arignote.dash", "arignote.cli"]
 
 

@@ -40,7 +40,7 @@ try:  # POSIX only: the file-size limit (ulimit -f) is checked before a save whe
 except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
 
-from arignote.devices.atomic_file import write_atomically
+from arignote.atomic_file import write_atomically
 from arignote.errors import ArignoteError, CheckpointError
 
 __all__ = ["FORMAT", "CheckpointError", "CheckpointSaveError", "save", "load", "is_checkpoint",
@@ -169,7 +169,7 @@ class _RecordingFile:
 
 
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
-    """Write ``data`` to ``path`` atomically (:func:`arignote.devices.atomic_file.write_atomically`)
+    """Write ``data`` to ``path`` atomically (:func:`arignote.atomic_file.write_atomically`)
     with a checkpoint's checks and errors: a failure raises :class:`CheckpointSaveError` and leaves
     the previous file intact.
 

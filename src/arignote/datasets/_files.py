@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import IO
 
 from arignote import config
-from arignote.devices.atomic_file import write_atomically
+from arignote.atomic_file import write_atomically
 from arignote.errors import DatasetError
 
 __all__ = ["DatasetError", "Remote", "search_dirs", "download_dir", "file_hash", "verify", "download",

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from arignote.diagnostics.memory_plan import rng_devices
-from arignote.memory import explain_oom
+from arignote.runtime.memory import explain_oom
 from arignote.training.oom import UnsplittableOOMError, free_memory, memory_figures
 
 __all__ = ["SearchResult", "search_batch_size", "auto_batch_size", "TrainingSnapshot"]

@@ -33,7 +33,7 @@ import h5py
 import numpy as np
 
 from arignote._version import __version__
-from arignote.devices.atomic_file import write_atomically
+from arignote.atomic_file import write_atomically
 from arignote.export.keras3_config import MODEL_CLASSES, model_entry
 from arignote.export.signature import ExportError, refuse_stateful
 

@@ -26,7 +26,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from arignote.devices.atomic_file import write_atomically
+from arignote.atomic_file import write_atomically
 from arignote.share.leases import _alive, _user, lease_dir, read_record
 
 __all__ = ["waiting", "current_queue"]

@@ -39,7 +39,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from arignote.devices.atomic_file import write_atomically
+from arignote.atomic_file import write_atomically
 from arignote.share.leases import _alive, lease_dir, read_record, sticky_dir
 from arignote.share.select import ShareError
 
