@@ -482,3 +482,40 @@ def test_arignote_help_loads_neither_torch_nor_numpy():
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
 
+
+def _named_in_doc(doc: str) -> set[str]:
+    """The arignote modules and files docs/architecture.md names: ``arignote.x.y`` (a module, or a name
+    in one) and ``dir/file.py`` paths (under src/arignote, or the repository's own)."""
+    import re
+
+    names = set(re.findall(r"\barignote(?:\.\w+)+", doc))
+    for a, b in re.findall(r"`((?:\w+/)*\w+\.py)(?:::\w+)?`|\(((?:\w+/)+\w+\.py)", doc):
+        path = (a or b).removeprefix("arignote/")
+        if not path.startswith("keras/"):  # Keras 2's own files, named for comparison
+            names.add(path)
+    return names
+
+
+def _exists(name: str) -> bool:
+    root = SRC / "arignote"
+    if name.endswith(".py"):
+        return (root / name).exists() or (SRC.parent / name).exists() or (
+            "/" not in name and any(root.rglob(name)))
+    import re
+
+    parts = name.split(".")[1:]
+    for n in range(len(parts), 0, -1):
+        for path in ((root / Path(*parts[:n])).with_suffix(".py"), root / Path(*parts[:n]) / "__init__.py"):
+            if path.exists():  # the module, or a name its source defines or imports
+                source = path.read_text(encoding="utf-8")
+                return n == len(parts) or bool(re.search(rf"\b{parts[n]}\b", source))
+    return False
+
+
+def test_every_module_the_architecture_doc_names_exists():
+    doc = (SRC.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    named = _named_in_doc(doc)
+    assert len(named) > 50
+    assert sorted(n for n in named if not _exists(n)) == []
+    assert not _exists("no_such_file.py") and not _exists("arignote.no_such_module")
+    assert not _exists("arignote.layers._no_such") and _exists("arignote.layers.Dense")
