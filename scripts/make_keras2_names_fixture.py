@@ -37,6 +37,10 @@ MODULES = [
     "keras.layers.embeddings", "keras.layers.noise", "keras.layers.advanced_activations",
     "keras.layers.wrappers", "keras.layers.local", "keras.layers.cudnn_recurrent",
     "keras.layers.convolutional_recurrent",
+    # issue 33 item 2: the rest of the Keras 2 module paths a script imports from
+    "keras.legacy", "keras.legacy.interfaces", "keras.preprocessing", "keras.wrappers",
+    "keras.datasets.boston_housing", "keras.datasets.fashion_mnist",
+    "keras.datasets.imdb", "keras.datasets.reuters",
 ]
 
 

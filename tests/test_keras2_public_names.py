@@ -35,6 +35,7 @@ INTERNAL = {
     "SensitivitySpecificityBase",  # keras.metrics' private base of no public metric in 2.3.1
     "saving", "sequential", "training_arrays", "training_generator", "training_utils",  # engine files
     "imagenet_utils",  # keras.applications.imagenet_utils re-imports keras_applications' module of that name
+    "keras_preprocessing",  # keras.preprocessing's own import of the separate keras_preprocessing package
 }
 # being added now; each leaves this set when it lands
 NOT_YET: set = set()
@@ -84,6 +85,21 @@ def test_the_fixture_is_keras_2_3_1s_and_broad():
     assert KERAS["keras_version"] == "2.3.1"
     assert len(CASES) > 900
     assert "Conv2D" in KERAS["modules"]["keras.layers"]
+    # every Keras 2 module path a script imports from (issue 33 item 2)
+    paths = ["layers", *(f"layers.{m}" for m in (
+        "core", "convolutional", "recurrent", "pooling", "merge", "normalization", "embeddings",
+        "advanced_activations", "wrappers", "noise", "local", "convolutional_recurrent", "cudnn_recurrent")),
+        "models", "backend", "losses", "metrics", "optimizers", "utils", "engine", "legacy.interfaces",
+        "activations", "initializers", "regularizers", "constraints", "callbacks", "datasets",
+        "preprocessing", "applications", "wrappers"]
+    assert {f"keras.{p}" for p in paths} <= set(KERAS["modules"])
+
+
+def test_a_deliberately_missing_name_says_what_to_use():
+    from arignote.legacy import interfaces
+
+    with pytest.raises(KerasNameMissing, match="deliberately not provided.*legacy_conv2d_support"):
+        interfaces.conv2d_args_preprocessor  # noqa: B018
 
 
 @pytest.mark.parametrize("keras_module", sorted(KERAS["modules"]))

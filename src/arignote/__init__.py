@@ -57,6 +57,9 @@ _SUBMODULES = {
 _SUBMODULE_PATHS = {"memory": "arignote.runtime.memory", "precision": "arignote.runtime.precision",
                     "metric_names": "arignote.metrics.names"}
 
+# read by tests/test_import_graph.py as this face's edges
+_LAZY_TARGETS = {**_LAZY, **{name: _SUBMODULE_PATHS.get(name, f"arignote.{name}") for name in _SUBMODULES}}
+
 __all__ = ["config", "configure", "override", "ArignoteError", "ConfigError", "DeviceError", *sorted(_LAZY)]
 
 

@@ -30,7 +30,8 @@ def lazy_namespace(
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: ``names`` maps a public name to the module that
     defines it (a submodule's own name maps to that submodule, which is then the value); ``fallback``
-    answers any other name (default: AttributeError)."""
+    answers any other name (default: AttributeError). The table is kept as the package's
+    ``_LAZY_TARGETS`` (tests/test_import_graph.py reads it: a string import is an edge too)."""
 
     def __getattr__(name: str) -> Any:
         where = names.get(name)
@@ -46,5 +47,7 @@ def lazy_namespace(
 
     def __dir__() -> list[str]:
         return sorted(set(namespace) | set(names))
+
+    namespace["_LAZY_TARGETS"] = dict(names)  # what the import-graph test reads as this face's edges
 
     return __getattr__, __dir__

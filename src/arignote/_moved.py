@@ -62,6 +62,7 @@ MOVED = {
     "arignote.predictions": "arignote.metrics.predictions",
     "arignote.optim_kernels": "arignote.optimizers.kernels",
     "arignote.value_semantics": "arignote.layers.value_semantics",
+    "arignote.graph.ops": "arignote.layers.op_layer",
     "arignote.layers._conv": "arignote.layers.convolutional.conv",
     "arignote.layers._conv_extra": "arignote.layers.convolutional.separable",
     "arignote.layers._reshaping": "arignote.layers.convolutional.reshaping",

@@ -145,6 +145,7 @@ _LAZY = {**{name: "arignote.ops.tensor" for name in TENSOR_FUNCTIONS},
          **{name: "arignote.ops.function" for name in GRAPH_FUNCTIONS},
          **{name: "arignote.ops.nn" for name in NN_FUNCTIONS},
          **{name: "arignote.ops.control" for name in CONTROL_FUNCTIONS}}
+_LAZY_TARGETS = _LAZY  # read by tests/test_import_graph.py as this face's edges
 
 
 # Keras 2.3 backend functions arignote deliberately does not provide, with what to use instead (every

@@ -40,12 +40,14 @@ _NAMES = {
 }
 
 __all__ = sorted(_NAMES)
+# read by tests/test_import_graph.py as this face's edges
+_LAZY_TARGETS = {name: where if "." in where else f"arignote.devices.{where}"
+                 for name, where in _NAMES.items()}
 
 
 def __getattr__(name: str) -> Any:
     if name in _NAMES:
-        where = _NAMES[name] if "." in _NAMES[name] else f"arignote.devices.{_NAMES[name]}"
-        value = getattr(importlib.import_module(where), name)
+        value = getattr(importlib.import_module(_LAZY_TARGETS[name]), name)
         globals()[name] = value
         return value
     raise AttributeError(f"module 'arignote.devices' has no attribute '{name}'")

@@ -5,7 +5,7 @@
 * :mod:`arignote.graph.tensor` — :class:`KerasTensor`, the symbolic tensor ``Input()`` and every layer
   called on one return (shape with ``None`` batch, dtype, the node that made it);
 * :mod:`arignote.graph.node` — :class:`Node` bookkeeping and the symbolic call of a layer;
-* :mod:`arignote.graph.ops` — backend functions on symbolic tensors record an operation node;
+* :mod:`arignote.layers.op_layer` — backend functions on symbolic tensors record an operation node;
 * :mod:`arignote.graph.network` — the node order sorted once into a plain ``torch.nn.Module``;
 * :mod:`arignote.models.functional` — the functional ``Model``.
 * :mod:`arignote.models.construction`, :mod:`arignote.models.output_losses`,

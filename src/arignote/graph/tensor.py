@@ -3,7 +3,7 @@
 It carries what Keras 2 code reads from a graph tensor: ``shape`` / ``_keras_shape`` (batch dim
 ``None``), ``dtype`` (a name, ``'float32'``), ``_keras_history`` ``(layer, node_index, tensor_index)``
 and ``_keras_mask``. Arithmetic, comparisons and indexing (``x[:, 0]``) record operation nodes
-through the dispatcher :mod:`arignote.graph.ops` registers, as backend functions do.
+through the dispatcher :mod:`arignote.layers.op_layer` registers, as backend functions do.
 
 Example::
 
@@ -60,7 +60,7 @@ def records_symbolic_input(fn: Callable) -> Callable:
 def _op(name: str, *args: Any) -> Any:
     dispatch = _DISPATCH[0]
     if dispatch is None:  # pragma: no cover - graph.ops is imported with every way to make a tensor
-        raise RuntimeError("arignote.graph.ops is not loaded")
+        raise RuntimeError("arignote.layers.op_layer is not loaded")
     return dispatch(name, *args)
 
 

@@ -66,7 +66,13 @@ from arignote.layers.layer_args import (  # noqa: F401
     unknown_argument_error,
 )
 from arignote.layers.layer_tensors import _initial_value, as_torch, persistent_buffers, shape_of
-from arignote.layers.serialization import _REGISTRY, deserialize, register_model_class, serialize  # noqa: F401
+from arignote.layers.serialization import (  # noqa: F401
+    _REGISTRY,
+    deserialize,
+    is_builtin,
+    register_model_class,
+    serialize,
+)
 from arignote.layers.value_semantics import is_user_layer, keras_value_semantics, layer_augments
 from arignote.legacy import conversions as legacy_interfaces
 
@@ -149,8 +155,9 @@ class Layer(Bookkeeping, nn.Module):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        # built-in layers only: a user's class (even one named Dense) needs custom_objects, as in Keras
-        if cls.__module__.startswith("arignote.layers"):
+        # built-in layers only (listed in serialization.BUILTIN_LAYERS): a user's class (even one
+        # named Dense) needs custom_objects, as in Keras
+        if is_builtin(cls):
             _REGISTRY[cls.__name__] = cls
             legacy_interfaces.install(cls)  # Keras 1 argument names, as Keras 2.3.1 converted them
         # built-in layers may define forward(x, mask=None) directly instead of call

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from arignote.graph import ops
+from arignote.layers import op_layer as ops
 from arignote.layers._util import KerasLayer, constraint_arg, initializer_arg, regularizer_arg
 from arignote.layers.base import Layer, positive_int
 

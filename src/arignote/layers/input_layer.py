@@ -19,9 +19,9 @@ import numpy as np
 import torch
 
 from arignote import config
-from arignote.graph import ops  # noqa: F401 - registers the operators of symbolic tensors
 from arignote.graph.node import Node
 from arignote.graph.tensor import KerasTensor
+from arignote.layers import op_layer as ops  # noqa: F401 - registers the operators of symbolic tensors
 from arignote.layers.base import Layer, _shape_tuple
 
 __all__ = ["InputLayer", "Input"]

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from arignote.graph import ops
+from arignote.layers import op_layer as ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
 

@@ -1,5 +1,6 @@
 """Keras's ``{"class_name", "config"}`` form of layers: the registry of the built-in layer classes
-(filled as they are defined, :class:`~arignote.layers.base.Layer`'s ``__init_subclass__``) and of
+(the names in :data:`BUILTIN_LAYERS`, registered as they are defined by
+:class:`~arignote.layers.base.Layer`'s ``__init_subclass__``, wherever their file is) and of
 the model classes (:func:`register_model_class`), :func:`serialize` and :func:`deserialize`
 (``custom_objects`` and ``get_custom_objects()`` for a user's own classes).
 
@@ -23,6 +24,36 @@ from arignote.config.safe_mode import scope as safe_mode_scope
 __all__ = ["serialize", "deserialize", "register_model_class"]
 
 _REGISTRY: dict[str, type] = {}
+
+# The built-in layers that deserialize by name and take Keras 1 argument names (Keras 3 marks them
+# with @keras_export): listed here, so a file can move without changing what registers, and a layer
+# class that is not Keras's (OpLayer, a private base) stays out. Grouped by Keras 2 module.
+BUILTIN_LAYERS = frozenset({
+    # core, core.dropout, core.lambda_layer
+    "Activation", "Dense", "Flatten", "Permute", "RepeatVector", "Reshape", "Dropout", "SpatialDropout1D",
+    "SpatialDropout2D", "SpatialDropout3D", "ActivityRegularization", "Lambda", "Masking", "InputLayer",
+    # convolutional
+    "Conv1D", "Conv2D", "Conv2DTranspose", "Conv3D", "Conv3DTranspose", "DepthwiseConv2D",
+    "SeparableConv1D", "SeparableConv2D", "Cropping1D", "Cropping2D", "Cropping3D", "UpSampling1D",
+    "UpSampling2D", "UpSampling3D", "ZeroPadding1D", "ZeroPadding2D", "ZeroPadding3D",
+    # recurrent, convolutional_recurrent, cudnn_recurrent
+    "RNN", "StackedRNNCells", "SimpleRNN", "GRU", "LSTM", "SimpleRNNCell", "GRUCell", "LSTMCell",
+    "ConvRNN2D", "ConvLSTM2D", "ConvLSTM2DCell", "CuDNNGRU", "CuDNNLSTM",
+    # pooling
+    "AveragePooling1D", "AveragePooling2D", "AveragePooling3D", "MaxPooling1D", "MaxPooling2D",
+    "MaxPooling3D", "GlobalAveragePooling1D", "GlobalAveragePooling2D", "GlobalAveragePooling3D",
+    "GlobalMaxPooling1D", "GlobalMaxPooling2D", "GlobalMaxPooling3D",
+    # merge, advanced_activations, embeddings, local, noise, normalization, wrappers, legacy
+    "Add", "Average", "Concatenate", "Dot", "Maximum", "Minimum", "Multiply", "Subtract",
+    "ELU", "LeakyReLU", "PReLU", "ReLU", "Softmax", "ThresholdedReLU", "Embedding",
+    "LocallyConnected1D", "LocallyConnected2D", "AlphaDropout", "GaussianDropout", "GaussianNoise",
+    "BatchNormalization", "Bidirectional", "TimeDistributed", "Wrapper", "Highway", "MaxoutDense",
+})
+
+
+def is_builtin(cls: type) -> bool:
+    """A class of :data:`BUILTIN_LAYERS` defined by arignote (a user's own ``Dense`` is not)."""
+    return cls.__name__ in BUILTIN_LAYERS and cls.__module__.split(".")[0] == "arignote"
 
 
 def serialize(layer: Any) -> dict:

@@ -24,6 +24,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from arignote.errors import keras_names_missing
 from arignote.legacy.conversions import INTERFACES, Interface, add_weight_args, get_updates_args, support
 
 __all__ = ["generate_legacy_interface", "generate_legacy_method_interface", "raise_duplicate_arg_error",
@@ -67,3 +68,18 @@ legacy_add_weight_support = add_weight_args
 for _name in INTERFACES:
     globals()[f"legacy_{_name}_support"] = support(
         _name, "method" if _name == "generator_methods" else "class")
+
+# Keras 2.3.1's argument preprocessors are the insides of its decorators: here each decorator does
+# its own preprocessing, so a layer uses the decorator (the names say which)
+_PREPROCESSORS = {
+    "add_weight_args_preprocessing": "legacy_add_weight_support",
+    "get_updates_arg_preprocessing": "legacy_get_updates_support",
+    **{f"{kind}_args_preprocessor": f"legacy_{kind}_support" for kind in (
+        "batchnorm", "conv1d", "conv2d", "conv3d", "convlstm2d", "deconv2d", "recurrent", "separable_conv2d",
+        "zeropadding2d", "generator_methods")},
+    "embedding_kwargs_preprocessor": "legacy_embedding_support",
+}
+__getattr__ = keras_names_missing(
+    "arignote.legacy.interfaces",
+    {name: f"the decorator {use} (it runs this conversion itself)" for name, use in _PREPROCESSORS.items()},
+    deliberate=True)

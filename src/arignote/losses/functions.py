@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote import backend
-from arignote.graph.ops import symbolic
+from arignote.layers.op_layer import symbolic
 
 
 def _cce_values(y_true: torch.Tensor, y_pred: torch.Tensor) -> torch.Tensor:

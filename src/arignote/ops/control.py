@@ -30,7 +30,7 @@ import torch.nn.functional as F
 from arignote.backend import common as backend_common
 from arignote.backend.names import CONTROL_FUNCTIONS
 from arignote.graph import state
-from arignote.graph.ops import symbolic
+from arignote.layers.op_layer import symbolic
 from arignote.ops.tensor import _t, _torch_dtype, variable
 
 __all__ = list(CONTROL_FUNCTIONS)

@@ -28,8 +28,8 @@ from arignote import config
 from arignote.graph import state
 from arignote.graph.network import GraphModule, topology
 from arignote.graph.node import symbolic_call
-from arignote.graph.ops import OpLayer
 from arignote.graph.tensor import KerasTensor
+from arignote.layers.op_layer import OpLayer
 
 __all__ = ["LearningPhase", "learning_phase", "set_learning_phase", "function", "gradients"]
 

@@ -2,7 +2,7 @@
 
 Each works on torch tensors (inside ``call``, ``Lambda``, custom losses and metrics) and on the
 symbolic tensors of the functional API, where it records an operation node
-(:func:`arignote.graph.ops.symbolic`). Axes, ``keepdims`` and argument names are Keras 2's
+(:func:`arignote.layers.op_layer.symbolic`). Axes, ``keepdims`` and argument names are Keras 2's
 (``K.sum(x, axis=-1, keepdims=False)``; ``axis=None`` reduces everything).
 
 Example::
@@ -25,9 +25,9 @@ import torch.nn.functional as F
 from arignote import backend, config, random_state
 from arignote.backend.names import TENSOR_FUNCTIONS
 from arignote.graph import state
-from arignote.graph.ops import symbolic
 from arignote.graph.tensor import KerasTensor
 from arignote.layers.input_layer import Input
+from arignote.layers.op_layer import symbolic
 
 __all__ = list(TENSOR_FUNCTIONS)
 

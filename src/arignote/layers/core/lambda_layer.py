@@ -31,7 +31,7 @@ from arignote import backend, regularizers
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS, func_dump, func_load
 from arignote.config.safe_mode import check_code, code_allowed
 from arignote.config.safe_mode import scope as safe_mode_scope
-from arignote.graph import ops
+from arignote.layers import op_layer as ops
 from arignote.layers._util import KerasLayer
 from arignote.layers.base import Layer
 from arignote.layers.value_semantics import augments, keras_value_semantics

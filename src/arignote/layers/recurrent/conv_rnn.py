@@ -32,8 +32,8 @@ from typing import Any, NamedTuple
 import numpy as np
 import torch
 
-from arignote.graph import ops
 from arignote.graph.tensor import KerasTensor
+from arignote.layers import op_layer as ops
 from arignote.layers._util import check_rank, conv_output_length, normalize_tuple
 from arignote.layers.base import Layer, deserialize
 from arignote.layers.recurrent.rnn import RNN

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote.graph import ops
 from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers import _trainable
+from arignote.layers import op_layer as ops
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
 from arignote.layers.recurrent.cells import LSTMCell, _Cell, dropout_mask
