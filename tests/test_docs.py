@@ -33,7 +33,7 @@ NOT_RUN = {
     "arignote bench --quick --out bench-out": "minutes of training; tests/test_bench.py",
     "arignote bench": "the full benchmark (hours on a CPU)",
     "arignote bench --batch-size 32,128 --vs torch,keras,lightning --out bench-out": "the full benchmark",
-    "arignote bench --zoo --out zoo-out": "the whole zoo (minutes on a CPU); tests/test_bench_zoo.py: --quick",
+    "arignote bench --zoo --out zoo-out": "the whole zoo: minutes; tests/test_bench_zoo.py runs --quick",
     "arignote selftest": "exercises GPUs; tests/test_bench.py runs it on the CPU",
     "arignote dash": "serves a web page until stopped; tests/test_dash*.py",
     "pip install 'arignote[export]'": "installs packages; the dev extra has them",
