@@ -427,19 +427,58 @@ def run_steps(
         >>> out[:, :, 0].tolist(), last.tolist()
         ([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], [[3.0], [3.0]])
     """
+    if mask is not None:
+        return _run_masked(step, steps, mask, states, sequence)
     outs: list[torch.Tensor] = []
     prev = None
     for t in range(steps):
         out, new = step(t, states)
-        if mask is not None:
-            m = mask[:, t].to(torch.bool)
-            prev = torch.zeros_like(out) if prev is None else prev
-            out = torch.where(_along(m, out), out, prev)
-            new = [torch.where(_along(m, n), n, s) for n, s in zip(new, states)]
         states, prev = list(new), out
         if sequence:
             outs.append(out)
     return (torch.stack(outs, 1) if sequence else None), prev, states
+
+
+def _run_masked(
+    step: Callable[[int, list], tuple], steps: int, mask: torch.Tensor, states: list, sequence: bool
+) -> tuple:
+    """:func:`run_steps` under a mask. When a step's output is its first new state (LSTM, GRU,
+    SimpleRNN, ConvLSTM2D cells), the masked output at ``t`` is the masked first state where a valid
+    step has been seen by ``t``, else zeros: one ``where`` per state a step, and one on the stacked
+    outputs at the end, instead of one more per step on the output (the same values; in the backward
+    the output's and the state's gradients are summed in another order)."""
+    valid_all = mask.to(torch.bool)
+    valid = valid_all.unbind(1)  # one cast; per-step views
+    outs: list[torch.Tensor] = []
+    prev = None
+    first_is_output = None
+    for t in range(steps):
+        out, new = step(t, states)
+        if first_is_output is None:
+            first_is_output = out is new[0]
+        elif first_is_output != (out is new[0]):
+            how = "apart from" if first_is_output else "as"
+            raise RuntimeError(f"an RNN cell's step {t} returned its output {how} its first state, unlike "
+                               "its step 0: a step must do the same every time")
+        m = valid[t]
+        new = [torch.where(_along(m, n), n, s) for n, s in zip(new, states)]
+        if first_is_output:
+            out = new[0]
+        else:
+            prev = torch.zeros_like(out) if prev is None else prev
+            out = torch.where(_along(m, out), out, prev)
+        states, prev = new, out
+        if sequence:
+            outs.append(out)
+    if not first_is_output:
+        return (torch.stack(outs, 1) if sequence else None), prev, states
+    seen = valid_all.to(torch.int8).cummax(1).values.to(torch.bool)  # a valid step seen by t
+    last = torch.where(_along(seen[:, -1], prev), prev, torch.zeros((), dtype=prev.dtype, device=prev.device))
+    if not sequence:
+        return None, last, states
+    seq = torch.stack(outs, 1)
+    zero = torch.zeros((), dtype=seq.dtype, device=seq.device)
+    return torch.where(seen.view(*seen.shape, *([1] * (seq.dim() - 2))), seq, zero), last, states
 
 
 def with_extra_inputs(name: str, inputs: Any, extra: list) -> Any:
