@@ -1,7 +1,8 @@
 """The ``RNN`` layer (Keras 2 ``keras.layers.recurrent.RNN``): runs a cell over the time axis.
 
-The fused torch kernel when the cell has one for its configuration (no mask, or a padded-sequence
-mask); otherwise a loop over the cell's ``step`` with the input projection of all steps done at once.
+The fused torch kernel when the cell has one for its configuration (with or without a mask: a
+mask's valid steps are gathered to the front); otherwise a loop over the cell's ``step`` with the
+input projection of all steps done at once.
 See :mod:`arignote.layers.recurrent` for the layers built on it.
 
 Example::
@@ -325,11 +326,13 @@ class RNN(KerasLayer, Layer):
     def _padded_fused(
         self, x: torch.Tensor, mask: torch.Tensor, states: list, training: bool
     ) -> tuple | None:
-        """Masks of padded sequences (each row one run of valid steps, e.g. ``pad_sequences`` 'pre' or
-        'post') on the fused kernel: rows are shifted so their valid steps come first (later steps cannot
-        change earlier outputs), then shifted back with Keras 2's masked values (zeros before the run,
-        the last output after it). None when the mask has another pattern, or when an LSTM's cell state
-        at the last valid step is needed (``return_state``/``stateful``), and under ``torch.export``."""
+        """A mask on the fused kernel: each row's valid steps are gathered to the front, in order (a
+        masked step changes nothing, so the recurrence over them is Keras 2's), the kernel runs over
+        them (the rows' masked steps after them cannot change earlier outputs), and the outputs are
+        spread back with Keras 2's masked values (zeros before a row's first valid step, the last
+        output after a valid one). Padded sequences (``pad_sequences`` 'pre' or 'post') and masks with
+        zeros inside alike. None when a row has no valid step, or when an LSTM's cell state at the
+        last valid step is needed (``return_state``/``stateful``), and under ``torch.export``."""
         cell = self.cell
         if isinstance(cell, LSTMCell) and (self.return_state or self.stateful):
             return None
@@ -337,20 +340,16 @@ class RNN(KerasLayer, Layer):
             return None
         m = mask.to(torch.bool)
         n, t = m.shape
-        steps = torch.arange(t, device=m.device)
         lengths = m.sum(1)
-        start = torch.argmax(m.to(torch.int8), 1)
-        run = (steps >= start[:, None]) & (steps < (start + lengths)[:, None])
-        if not bool(torch.equal(run, m) and (lengths > 0).all()):  # one host sync
+        if not bool((lengths > 0).all()):  # one host sync
             return None
-        source = (steps[None, :] + start[:, None]) % t
-        shifted = x.gather(1, source[..., None].expand(n, t, x.shape[-1]))
+        order = torch.argsort((~m).to(torch.int8), dim=1, stable=True)  # valid steps first, in order
+        shifted = x.gather(1, order[..., None].expand(n, t, x.shape[-1]))
         out, _ = cell.fused(shifted, states, training)
         last = out.gather(1, (lengths - 1).view(n, 1, 1).expand(n, 1, out.shape[-1]))[:, 0]
-        index = torch.clamp(steps[None, :] - start[:, None], min=0)
-        index = torch.minimum(index, (lengths - 1)[:, None])
-        seq = out.gather(1, index[..., None].expand(n, t, out.shape[-1]))
-        seq = seq * (steps[None, :] >= start[:, None]).unsqueeze(-1).to(seq.dtype)
+        done = m.cumsum(1)  # valid steps up to each step
+        seq = out.gather(1, (done - 1).clamp(min=0)[..., None].expand(n, t, out.shape[-1]))
+        seq = seq * (done > 0).unsqueeze(-1).to(seq.dtype)
         return seq, last, [last]
 
     # ---------------------------------------------------------------------------- weights and config
