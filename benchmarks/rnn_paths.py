@@ -5,8 +5,8 @@ The fused path (``torch.lstm`` / ``torch.gru``) takes LSTM with tanh/sigmoid, GR
 ``GRU(reset_after=False)`` run the loop path (the input projection of all steps at once, then one
 step per time step); a mask runs the fused kernel over each row's valid steps gathered to the front
 (the loop when the cell has no fused kernel: the last case, against its unmasked loop). One training
-step (forward + backward + RMSprop) of ``Embedding -> RNN(128) -> Dense(1)`` on imdb_lstm.py's shapes, cases alternating round by round;
-ratio = median step CPU time of the case / of its fused reference.
+step (forward + backward + RMSprop) of ``Embedding -> RNN(128) -> Dense(1)`` on imdb_lstm.py's shapes,
+cases alternating round by round; ratio = median step CPU time of the case / of its fused reference.
 
 Example::
 
