@@ -471,7 +471,7 @@ def _run_masked(
             outs.append(out)
     if not first_is_output:
         return (torch.stack(outs, 1) if sequence else None), prev, states
-    seen = valid_all.to(torch.int8).cummax(1).values.to(torch.bool)  # a valid step seen by t
+    seen = valid_all.to(torch.int32).cumsum(1) > 0  # a valid step seen by t (cumsum: ONNX has no cummax)
     last = torch.where(_along(seen[:, -1], prev), prev, torch.zeros((), dtype=prev.dtype, device=prev.device))
     if not sequence:
         return None, last, states
