@@ -2,10 +2,11 @@
 
 The fused path (``torch.lstm`` / ``torch.gru``) takes LSTM with tanh/sigmoid, GRU with
 ``reset_after=True``; any other Keras activation, ``recurrent_dropout`` in training, Keras 2's default
-``GRU(reset_after=False)`` and masks that are not padding run the loop path (the input projection of
-all steps at once, then one step per time step). One training step (forward + backward + RMSprop) of
-``Embedding -> RNN(128) -> Dense(1)`` on imdb_lstm.py's shapes, cases alternating round by round;
-ratio = median step CPU time of the case / of its fused reference.
+``GRU(reset_after=False)`` run the loop path (the input projection of all steps at once, then one
+step per time step); a mask runs the fused kernel over each row's valid steps gathered to the front
+(the loop when the cell has no fused kernel: the last case, against its unmasked loop). One training
+step (forward + backward + RMSprop) of ``Embedding -> RNN(128) -> Dense(1)`` on imdb_lstm.py's shapes,
+cases alternating round by round; ratio = median step CPU time of the case / of its fused reference.
 
 Example::
 
@@ -35,6 +36,10 @@ CASES = {  # name -> (layer factory, the fused case it is compared with)
         "LSTM (fused)",
     ),
     "LSTM with a mask (zeros inside)": (lambda: LSTM(UNITS), "LSTM (fused)"),
+    "LSTM hard_sigmoid with a mask (the loop's masked steps)": (
+        lambda: LSTM(UNITS, recurrent_activation="hard_sigmoid"),
+        "LSTM recurrent_activation=hard_sigmoid",
+    ),
     "GRU reset_after=True (fused)": (lambda: GRU(UNITS, reset_after=True), None),
     "GRU reset_after=False (Keras 2 default)": (
         lambda: GRU(UNITS, reset_after=False),
@@ -56,7 +61,7 @@ def build(name: str) -> tuple:
     )
     model.compile(loss="binary_crossentropy", optimizer="rmsprop")
     x = rng.randint(1, VOCAB, size=(BATCH, STEPS))
-    if masked:  # zeros inside the sequences: not a padding pattern, so the loop path runs
+    if masked:  # zeros inside the sequences: not a padding pattern (each row's valid steps are gathered)
         x[:, 10::7] = 0
     return model, x, (rng.rand(BATCH, 1) > 0.5).astype("float32")
 

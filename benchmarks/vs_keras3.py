@@ -1,7 +1,8 @@
 """arignote against Keras 3 (torch backend) on the Keras 2 zoo (:mod:`arignote.bench.zoo`), side by side.
 
 Two long-lived workers, one per framework (arignote in this interpreter's venv, Keras 3 in the side
-venv of ``scripts/setup-keras3-venv.sh``, both on the same torch), build the same models; for each
+venv of ``scripts/setup-keras3-venv.sh``, both on the same torch; :mod:`arignote.bench.zoo_timing`,
+which ``arignote bench --zoo --vs-keras3`` uses too), build the same models; for each
 model the parent runs alternating rounds (arignote first in even rounds, Keras 3 first in odd ones)
 of ``--steps`` ``train_on_batch`` calls after ``--warmup`` ones, then ``predict`` at batch 1 and 64.
 Per round, the ratio is Keras 3's median step time over arignote's (> 1: arignote faster); the table
@@ -21,124 +22,14 @@ import json
 import os
 import platform
 import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve()
 SRC = HERE.parents[1] / "src"
-PREDICT_BATCHES = (1, 64)
+sys.path.insert(0, str(SRC))
 
-
-# ------------------------------------------------------------------------------------------ worker
-def _keras3_api():
-    import keras
-
-    from arignote.bench.zoo import make_api
-
-    return make_api(keras.layers, keras.models, keras.ops, lambda shape: keras.random.normal(shape))
-
-
-def _rows(x, n):
-    return [a[:n] for a in x] if isinstance(x, list) else x[:n]
-
-
-def _grow(x, n):
-    import numpy as np
-
-    def one(a):
-        return np.concatenate([a] * (-(-n // len(a))))[:n]
-
-    return [one(a) for a in x] if isinstance(x, list) else one(x)
-
-
-def worker(framework: str) -> None:
-    """Serve ``{"model", "warmup", "steps"}`` requests on stdin, one JSON answer per line on stdout."""
-    import torch
-
-    torch.set_num_threads(1)
-    if framework == "keras3":
-        import keras
-
-        api, version = _keras3_api(), f"keras {keras.__version__}"
-    else:
-        import arignote
-        from arignote.bench import zoo
-
-        api, version = zoo.arignote_api(), f"arignote {arignote.__version__}"
-    from arignote.bench import zoo
-
-    built: dict = {}
-    out = sys.stdout
-    sys.stdout = sys.stderr  # banners and warnings must not break the protocol
-    print(json.dumps({"ready": version, "torch": torch.__version__}), file=out, flush=True)
-    for line in sys.stdin:
-        req = json.loads(line)
-        name = req["model"]
-        if name not in built:
-            torch.manual_seed(0)
-            built[name] = zoo.build(name, api)
-        model, x, y = built[name]
-        for _ in range(req["warmup"]):
-            model.train_on_batch(x, y)
-        cpu, wall = [], []
-        for _ in range(req["steps"]):
-            c, w = time.process_time(), time.perf_counter()
-            model.train_on_batch(x, y)
-            cpu.append(time.process_time() - c)
-            wall.append(time.perf_counter() - w)
-        pred = {}
-        for b in PREDICT_BATCHES:
-            xb = _grow(x, b) if b > (len(x[0]) if isinstance(x, list) else len(x)) else _rows(x, b)
-            model.predict(xb, batch_size=b, verbose=0)
-            times = []
-            for _ in range(req["predict_reps"]):
-                c = time.process_time()
-                model.predict(xb, batch_size=b, verbose=0)
-                times.append(time.process_time() - c)
-            pred[str(b)] = statistics.median(times)
-        print(json.dumps({"cpu": cpu, "wall": wall, "predict": pred}), file=out, flush=True)
-
-
-# ------------------------------------------------------------------------------------------ parent
-class Worker:
-    def __init__(self, framework: str, python: str) -> None:
-        env = dict(
-            os.environ,
-            OMP_NUM_THREADS="1",
-            MKL_NUM_THREADS="1",
-            PYTHONPATH=str(SRC) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-        )
-        if framework == "keras3":
-            env["KERAS_BACKEND"] = "torch"
-        self.proc = subprocess.Popen(
-            [python, str(HERE), "--worker", framework],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            env=env,
-        )
-        self.hello = self._read()
-
-    def _read(self) -> dict:
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker {self.proc.args} stopped (run it by hand to see why)")
-        return json.loads(line)
-
-    def run(self, model: str, warmup: int, steps: int, predict_reps: int) -> dict:
-        self.proc.stdin.write(
-            json.dumps({"model": model, "warmup": warmup, "steps": steps, "predict_reps": predict_reps})
-            + "\n"
-        )
-        self.proc.stdin.flush()
-        return self._read()
-
-    def close(self) -> None:
-        self.proc.stdin.close()
-        self.proc.wait(timeout=60)
+from arignote.bench.zoo_timing import PREDICT_BATCHES, Worker  # noqa: E402
 
 
 def _spread(values: list[float]) -> str:
@@ -148,7 +39,8 @@ def _spread(values: list[float]) -> str:
 def compare(
     models: list[str], rounds: int, steps: int, warmup: int, predict_reps: int, k3_python: str
 ) -> list:
-    ours, theirs = Worker("arignote", sys.executable), Worker("keras3", k3_python)
+    ours = Worker("arignote", sys.executable, "cpu", threads=1)
+    theirs = Worker("keras3", k3_python, threads=1)
     print(f"# {ours.hello['ready']} vs {theirs.hello['ready']}, torch {ours.hello['torch']}", file=sys.stderr)
     rows = []
     try:
@@ -169,7 +61,7 @@ def compare(
                 ratios_cpu.append(theirs_cpu[-1] / ours_cpu[-1])
                 ratios_wall.append(statistics.median(k["wall"]) / statistics.median(a["wall"]))
                 for b in PREDICT_BATCHES:
-                    pred[b].append((a["predict"][str(b)], k["predict"][str(b)]))
+                    pred[b].append((a["predict"][str(b)]["cpu"], k["predict"][str(b)]["cpu"]))
             row = {
                 "model": name,
                 "arignote_ms": 1000 * statistics.median(ours_cpu),
@@ -208,7 +100,6 @@ def markdown(rows: list, args: argparse.Namespace) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--worker", choices=("arignote", "keras3"), help=argparse.SUPPRESS)
     parser.add_argument("--models", default="", help="comma-separated zoo names (default: all)")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=5, help="timed train_on_batch steps per round")
@@ -220,10 +111,6 @@ def main() -> int:
         "--check", action="store_true", help="exit 1 when a model's lowest ratio is under --goal"
     )
     args = parser.parse_args()
-    if args.worker:
-        worker(args.worker)
-        return 0
-    sys.path.insert(0, str(SRC))
     from arignote.bench.zoo import MODELS
 
     models = [m for m in args.models.split(",") if m] or list(MODELS)

@@ -513,13 +513,13 @@ def test_cudnn_lstm_on_gpu_equals_lstm():
     np.testing.assert_allclose(got.numpy(), ref(x).detach().numpy(), rtol=1e-4, atol=1e-5)
 
 
-def test_padded_masks_stay_on_the_fused_kernel_and_match_the_loop(monkeypatch):
+def test_masks_stay_on_the_fused_kernel_and_match_the_loop(monkeypatch):
     x = X.copy()
     x[0, 3:] = 0.0  # 'post' padding
     x[1, :2] = 0.0  # 'pre' padding (pad_sequences' default)
     mask = torch.tensor(np.any(x != 0, axis=-1))
     holes = mask.clone()
-    holes[2, 1] = False  # a gap in the middle: not a padded sequence
+    holes[2, 1] = False  # a gap in the middle: not a padded sequence (its valid steps are gathered)
     for make in (
         lambda: GRU(4, reset_after=True, return_sequences=True),
         lambda: LSTM(4, return_sequences=True, go_backwards=True),
@@ -531,28 +531,28 @@ def test_padded_masks_stay_on_the_fused_kernel_and_match_the_loop(monkeypatch):
         calls = []
         original = getattr(torch, fused_name)
         monkeypatch.setattr(torch, fused_name, lambda *a, _f=original, _c=calls: _c.append(1) or _f(*a))
-        fast = run(layer, x, mask=mask)
-        assert calls, type(layer).__name__
-        calls.clear()
-        with torch.no_grad():  # the loop, step by step, on the same layer
-            xs = torch.tensor(x)
-            m = mask
-            if layer.go_backwards:
-                xs, m = xs.flip(1), m.flip(1)
-            states = layer.get_initial_state(xs)
-            cell = layer.cell
-            projected = cell.project(xs, None)
-            prev, outs = torch.zeros(3, 4), []
-            for s in range(5):
-                out, new = cell.step(projected[:, s], states, None)
-                keep = m[:, s].unsqueeze(-1)
-                out = torch.where(keep, out, prev)
-                states = [torch.where(keep, a, b) for a, b in zip(new, states)]
-                prev = out
-                outs.append(out)
-        np.testing.assert_allclose(fast, torch.stack(outs, 1).numpy(), rtol=1e-5, atol=1e-6)
-        run(layer, x, mask=holes)
-        assert not calls  # a mask with a gap takes the loop
+        for mask_ in (mask, holes):
+            fast = run(layer, x, mask=mask_)
+            assert calls, type(layer).__name__
+            calls.clear()
+            with torch.no_grad():  # the loop, step by step, on the same layer
+                xs = torch.tensor(x)
+                m = mask_
+                if layer.go_backwards:
+                    xs, m = xs.flip(1), m.flip(1)
+                states = layer.get_initial_state(xs)
+                cell = layer.cell
+                projected = cell.project(xs, None)
+                prev, outs = torch.zeros(3, 4), []
+                for s in range(5):
+                    out, new = cell.step(projected[:, s], states, None)
+                    keep = m[:, s].unsqueeze(-1)
+                    out = torch.where(keep, out, prev)
+                    states = [torch.where(keep, a, b) for a, b in zip(new, states)]
+                    prev = out
+                    outs.append(out)
+            np.testing.assert_allclose(fast, torch.stack(outs, 1).numpy(), rtol=1e-5, atol=1e-6)
+            assert not calls
         monkeypatch.setattr(torch, fused_name, original)
 
 

@@ -10,6 +10,7 @@ Example::
     $ arignote bench --quick --out bench-out
     $ arignote bench --batch-size 32,128 --configs cpu --vs torch,keras,lightning --out seeds
     $ arignote bench --plan      # counts of one step and its predicted time on named GPUs
+    $ arignote bench --zoo       # the Keras 2 zoo: step and predict times per model (commands/bench_zoo.py)
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import arignote
 from arignote import devices
 from arignote.bench import configs as configs_mod
 from arignote.bench import models, perfmodel, report, runners, suite
+from arignote.commands import bench_zoo
 
 HELP = "benchmark the seeds' CIFAR-10 CNN (or an MLP/LSTM) on every configuration, vs PyTorch/Keras/Lightning"
 
@@ -57,6 +59,7 @@ def add_arguments(parser) -> None:
     parser.add_argument("--plan", action="store_true",
                         help="no timing: count one training step (operators, FLOPs, bytes, host syncs) and "
                              "predict its time on named GPUs (arignote.bench.perfmodel)")
+    bench_zoo.add_arguments(parser)
 
 
 def _fail(message: str) -> int:
@@ -70,6 +73,13 @@ def _positive(name: str, value: int) -> str | None:
 
 def run(args) -> int:
     from arignote.bench.data import default_val  # imports numpy: kept off `arignote --help`
+
+    if args.zoo:
+        return bench_zoo.run(args)
+    zoo_only = [flag for flag, given in (("--zoo-models", args.zoo_models), ("--device", args.device),
+                                         ("--vs-keras3", args.vs_keras3)) if given]
+    if zoo_only:
+        return _fail(f"{zoo_only[0]} goes with --zoo (the seeds' table takes --configs)")
 
     # ---- validate everything before the first (slow) run
     if args.model not in models.SPECS:

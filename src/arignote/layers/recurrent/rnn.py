@@ -1,7 +1,8 @@
 """The ``RNN`` layer (Keras 2 ``keras.layers.recurrent.RNN``): runs a cell over the time axis.
 
-The fused torch kernel when the cell has one for its configuration (no mask, or a padded-sequence
-mask); otherwise a loop over the cell's ``step`` with the input projection of all steps done at once.
+The fused torch kernel when the cell has one for its configuration (with or without a mask: a
+mask's valid steps are gathered to the front); otherwise a loop over the cell's ``step`` with the
+input projection of all steps done at once.
 See :mod:`arignote.layers.recurrent` for the layers built on it.
 
 Example::
@@ -325,11 +326,13 @@ class RNN(KerasLayer, Layer):
     def _padded_fused(
         self, x: torch.Tensor, mask: torch.Tensor, states: list, training: bool
     ) -> tuple | None:
-        """Masks of padded sequences (each row one run of valid steps, e.g. ``pad_sequences`` 'pre' or
-        'post') on the fused kernel: rows are shifted so their valid steps come first (later steps cannot
-        change earlier outputs), then shifted back with Keras 2's masked values (zeros before the run,
-        the last output after it). None when the mask has another pattern, or when an LSTM's cell state
-        at the last valid step is needed (``return_state``/``stateful``), and under ``torch.export``."""
+        """A mask on the fused kernel: each row's valid steps are gathered to the front, in order (a
+        masked step changes nothing, so the recurrence over them is Keras 2's), the kernel runs over
+        them (the rows' masked steps after them cannot change earlier outputs), and the outputs are
+        spread back with Keras 2's masked values (zeros before a row's first valid step, the last
+        output after a valid one). Padded sequences (``pad_sequences`` 'pre' or 'post') and masks with
+        zeros inside alike. None when a row has no valid step, or when an LSTM's cell state at the
+        last valid step is needed (``return_state``/``stateful``), and under ``torch.export``."""
         cell = self.cell
         if isinstance(cell, LSTMCell) and (self.return_state or self.stateful):
             return None
@@ -337,20 +340,16 @@ class RNN(KerasLayer, Layer):
             return None
         m = mask.to(torch.bool)
         n, t = m.shape
-        steps = torch.arange(t, device=m.device)
         lengths = m.sum(1)
-        start = torch.argmax(m.to(torch.int8), 1)
-        run = (steps >= start[:, None]) & (steps < (start + lengths)[:, None])
-        if not bool(torch.equal(run, m) and (lengths > 0).all()):  # one host sync
+        if not bool((lengths > 0).all()):  # one host sync
             return None
-        source = (steps[None, :] + start[:, None]) % t
-        shifted = x.gather(1, source[..., None].expand(n, t, x.shape[-1]))
+        order = torch.argsort((~m).to(torch.int8), dim=1, stable=True)  # valid steps first, in order
+        shifted = x.gather(1, order[..., None].expand(n, t, x.shape[-1]))
         out, _ = cell.fused(shifted, states, training)
         last = out.gather(1, (lengths - 1).view(n, 1, 1).expand(n, 1, out.shape[-1]))[:, 0]
-        index = torch.clamp(steps[None, :] - start[:, None], min=0)
-        index = torch.minimum(index, (lengths - 1)[:, None])
-        seq = out.gather(1, index[..., None].expand(n, t, out.shape[-1]))
-        seq = seq * (steps[None, :] >= start[:, None]).unsqueeze(-1).to(seq.dtype)
+        done = m.cumsum(1)  # valid steps up to each step
+        seq = out.gather(1, (done - 1).clamp(min=0)[..., None].expand(n, t, out.shape[-1]))
+        seq = seq * (done > 0).unsqueeze(-1).to(seq.dtype)
         return seq, last, [last]
 
     # ---------------------------------------------------------------------------- weights and config
@@ -427,19 +426,58 @@ def run_steps(
         >>> out[:, :, 0].tolist(), last.tolist()
         ([[1.0, 2.0, 3.0], [1.0, 2.0, 3.0]], [[3.0], [3.0]])
     """
+    if mask is not None:
+        return _run_masked(step, steps, mask, states, sequence)
     outs: list[torch.Tensor] = []
     prev = None
     for t in range(steps):
         out, new = step(t, states)
-        if mask is not None:
-            m = mask[:, t].to(torch.bool)
-            prev = torch.zeros_like(out) if prev is None else prev
-            out = torch.where(_along(m, out), out, prev)
-            new = [torch.where(_along(m, n), n, s) for n, s in zip(new, states)]
         states, prev = list(new), out
         if sequence:
             outs.append(out)
     return (torch.stack(outs, 1) if sequence else None), prev, states
+
+
+def _run_masked(
+    step: Callable[[int, list], tuple], steps: int, mask: torch.Tensor, states: list, sequence: bool
+) -> tuple:
+    """:func:`run_steps` under a mask. When a step's output is its first new state (LSTM, GRU,
+    SimpleRNN, ConvLSTM2D cells), the masked output at ``t`` is the masked first state where a valid
+    step has been seen by ``t``, else zeros: one ``where`` per state a step, and one on the stacked
+    outputs at the end, instead of one more per step on the output (the same values; in the backward
+    the output's and the state's gradients are summed in another order)."""
+    valid_all = mask.to(torch.bool)
+    valid = valid_all.unbind(1)  # one cast; per-step views
+    outs: list[torch.Tensor] = []
+    prev = None
+    first_is_output = None
+    for t in range(steps):
+        out, new = step(t, states)
+        if first_is_output is None:
+            first_is_output = out is new[0]
+        elif first_is_output != (out is new[0]):
+            how = "apart from" if first_is_output else "as"
+            raise RuntimeError(f"an RNN cell's step {t} returned its output {how} its first state, unlike "
+                               "its step 0: a step must do the same every time")
+        m = valid[t]
+        new = [torch.where(_along(m, n), n, s) for n, s in zip(new, states)]
+        if first_is_output:
+            out = new[0]
+        else:
+            prev = torch.zeros_like(out) if prev is None else prev
+            out = torch.where(_along(m, out), out, prev)
+        states, prev = new, out
+        if sequence:
+            outs.append(out)
+    if not first_is_output:
+        return (torch.stack(outs, 1) if sequence else None), prev, states
+    seen = valid_all.to(torch.int32).cumsum(1) > 0  # a valid step seen by t (cumsum: ONNX has no cummax)
+    last = torch.where(_along(seen[:, -1], prev), prev, torch.zeros((), dtype=prev.dtype, device=prev.device))
+    if not sequence:
+        return None, last, states
+    seq = torch.stack(outs, 1)
+    zero = torch.zeros((), dtype=seq.dtype, device=seq.device)
+    return torch.where(seen.view(*seen.shape, *([1] * (seq.dim() - 2))), seq, zero), last, states
 
 
 def with_extra_inputs(name: str, inputs: Any, extra: list) -> Any:
