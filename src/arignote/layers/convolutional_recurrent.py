@@ -27,6 +27,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote import activations
+from arignote.layers import _conv_lstm_sequence as recurrence
 from arignote.layers._conv import pad_arg
 from arignote.layers._conv_rnn import ConvRNN2D, ZeroStates
 from arignote.layers._left_out import legacy_getattr
@@ -266,6 +267,17 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         k = self._to_keras(xc)
         return [self._to_torch(f) for f in k.reshape(n, t, *k.shape[1:]).unbind(1)]
 
+    def _recurrence(self, mask: Any, rec: Any, fresh: bool) -> recurrence.Recurrence | None:
+        """The hand-differentiated recurrence's settings when it applies: no mask, no recurrent
+        dropout, activations it knows, symmetric 'same' margins (odd kernel sizes); else None."""
+        known = recurrence.ACTIVATIONS
+        if mask is not None or rec is not None or self.activation not in known or any(
+                k % 2 == 0 for k in self.kernel_size) or self.recurrent_activation not in known:
+            return None
+        pads = tuple((k - 1) // 2 for k in self.kernel_size)
+        return recurrence.Recurrence(self.filters, pads, self.activation, self.recurrent_activation, fresh,
+                                     self.data_format == "channels_first")
+
     @property
     def runs_sequences(self) -> bool:
         """True unless a subclass replaces :meth:`call` (then ConvRNN2D steps through its call)."""
@@ -287,6 +299,11 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         xc = self.input_conv(
             x.reshape(n * t, *x.shape[2:]), None if dp is None else [m.repeat_interleave(t, 0) for m in dp]
         )
+        spec = self._recurrence(mask, rec, fresh)
+        if spec is not None:
+            out, c = recurrence.run(xc, h, c, self.recurrent_weight, spec)
+            last = out[:, -1]
+            return (out if sequence else None), last, [last, self._to_keras(c)]
         frames = self._frames(xc, n, t)
 
         def step(s: int, st: list) -> tuple:
