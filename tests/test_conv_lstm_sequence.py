@@ -99,3 +99,14 @@ def test_which_configurations_take_the_hand_differentiated_recurrence():
     assert spec(mask=torch.ones(2, 3)) is None
     assert spec(rec=[torch.ones(1)] * 4) is None  # recurrent dropout
     assert ConvLSTM2DCell(2, (3, 2), padding="same")._recurrence(None, None, True) is None  # even kernel
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_export_traces_the_graph_path_and_predicts_the_same():
+    layer = ConvLSTM2D(2, 3, padding="same", return_sequences=True)
+    layer.build((1, 3, 5, 5, 1))
+    x = torch.randn(1, 3, 5, 5, 1)
+    assert not recurrence.tracing()
+    program = torch.export.export(layer, (x,))  # its trace would fail on the function's out= buffers
+    with torch.no_grad():
+        np.testing.assert_allclose(program.module()(x).numpy(), layer(x).numpy(), rtol=1e-5, atol=1e-6)

@@ -32,7 +32,7 @@ import torch.nn.functional as F
 
 from arignote import activations
 
-__all__ = ["ACTIVATIONS", "Recurrence", "run"]
+__all__ = ["ACTIVATIONS", "Recurrence", "run", "tracing"]
 
 _conv_backward = torch.ops.aten.convolution_backward
 
@@ -214,6 +214,13 @@ def _sequence_shape(xc: torch.Tensor, n: int, channels: int, first: bool) -> tup
 def _sequence_shape_k(seq: torch.Tensor, channels: int, first: bool) -> tuple:
     """The Keras-layout shape of ``seq`` with ``channels`` channels."""
     return (*seq.shape[:2], channels, *seq.shape[3:]) if first else (*seq.shape[:-1], channels)
+
+
+def tracing() -> bool:
+    """True under ``torch.export`` / ``torch.compile`` / ``torch.jit.trace`` (ONNX): they record the
+    per-operator graph, not this function (its ``out=`` buffers are not traceable)."""
+    compiler = torch.compiler
+    return compiler.is_compiling() or compiler.is_exporting() or torch.jit.is_tracing()
 
 
 def run(xc: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: torch.Tensor, spec: Recurrence) -> tuple:

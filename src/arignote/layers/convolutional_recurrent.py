@@ -269,9 +269,10 @@ class ConvLSTM2DCell(KerasLayer, Layer):
 
     def _recurrence(self, mask: Any, rec: Any, fresh: bool) -> recurrence.Recurrence | None:
         """The hand-differentiated recurrence's settings when it applies: no mask, no recurrent
-        dropout, activations it knows, symmetric 'same' margins (odd kernel sizes); else None."""
+        dropout, activations it knows, symmetric 'same' margins (odd kernel sizes), not under an export's
+        trace (which records the per-operator graph); else None."""
         known = recurrence.ACTIVATIONS
-        if mask is not None or rec is not None or self.activation not in known or any(
+        if recurrence.tracing() or mask is not None or rec is not None or self.activation not in known or any(
                 k % 2 == 0 for k in self.kernel_size) or self.recurrent_activation not in known:
             return None
         pads = tuple((k - 1) // 2 for k in self.kernel_size)
