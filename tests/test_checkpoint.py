@@ -13,9 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from arignote import checkpoint
+from arignote import atomic_file, checkpoint
 from arignote.checkpoint import CheckpointError
-from arignote import atomic_file
 
 
 def _state():

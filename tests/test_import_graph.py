@@ -117,7 +117,8 @@ def circles(edges: dict[str, set[str]]) -> list[list[str]]:
 # package's own __init__.
 FLOORS = {
     # 0 ground: plain data, errors and helpers that import nothing of arignote
-    "errors": 0, "sizes": 0, "_version": 0, "random_state": 0, "_lazy": 0, "_moved": 0, "legacy": 0, "atomic_file": 0,
+    "errors": 0, "sizes": 0, "_version": 0, "random_state": 0, "_lazy": 0, "_moved": 0, "legacy": 0,
+    "atomic_file": 0,
     # 1 machine: the devices as they are (no flag read), atomic files
     "devices": 1, "checkpoint": 1,
     # 2 settings: the one flag registry, its parsers, the safe-mode switch, Keras's object rules

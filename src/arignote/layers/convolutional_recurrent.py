@@ -41,6 +41,7 @@ from arignote.layers._util import (
 )
 from arignote.layers.base import Layer, positive_int
 from arignote.layers.convolutional.conv import pad_arg
+from arignote.layers.recurrent import conv_lstm_sequence as recurrence
 from arignote.layers.recurrent.cells import _prob, dropout_mask
 from arignote.layers.recurrent.conv_rnn import ConvRNN2D, ZeroStates
 from arignote.layers.recurrent.rnn import RNN, delegate, run_steps
@@ -266,6 +267,18 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         k = self._to_keras(xc)
         return [self._to_torch(f) for f in k.reshape(n, t, *k.shape[1:]).unbind(1)]
 
+    def _recurrence(self, mask: Any, rec: Any, fresh: bool) -> recurrence.Recurrence | None:
+        """The hand-differentiated recurrence's settings when it applies: no mask, no recurrent
+        dropout, activations it knows, symmetric 'same' margins (odd kernel sizes), not under an export's
+        trace (which records the per-operator graph); else None."""
+        known = recurrence.ACTIVATIONS
+        if recurrence.tracing() or mask is not None or rec is not None or self.activation not in known or any(
+                k % 2 == 0 for k in self.kernel_size) or self.recurrent_activation not in known:
+            return None
+        pads = tuple((k - 1) // 2 for k in self.kernel_size)
+        return recurrence.Recurrence(self.filters, pads, self.activation, self.recurrent_activation, fresh,
+                                     self.data_format == "channels_first")
+
     @property
     def runs_sequences(self) -> bool:
         """True unless a subclass replaces :meth:`call` (then ConvRNN2D steps through its call)."""
@@ -287,6 +300,11 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         xc = self.input_conv(
             x.reshape(n * t, *x.shape[2:]), None if dp is None else [m.repeat_interleave(t, 0) for m in dp]
         )
+        spec = self._recurrence(mask, rec, fresh)
+        if spec is not None:
+            out, c = recurrence.run(xc, h, c, self.recurrent_weight, spec)
+            last = out[:, -1]
+            return (out if sequence else None), last, [last, self._to_keras(c)]
         frames = self._frames(xc, n, t)
 
         def step(s: int, st: list) -> tuple:
