@@ -66,7 +66,13 @@ from arignote.layers.layer_args import (  # noqa: F401
     unknown_argument_error,
 )
 from arignote.layers.layer_tensors import _initial_value, as_torch, persistent_buffers, shape_of
-from arignote.layers.serialization import _REGISTRY, deserialize, register_model_class, serialize  # noqa: F401
+from arignote.layers.serialization import (  # noqa: F401
+    _REGISTRY,
+    builtin_class,
+    deserialize,
+    register_model_class,
+    serialize,
+)
 from arignote.value_semantics import is_user_layer, keras_value_semantics, layer_augments
 
 # (noqa F401) auto_name, positive_int and register_model_class stay importable from here: the layers,
