@@ -34,7 +34,6 @@ from arignote.layers.base import Layer, auto_name, deserialize, register_model_c
 from arignote.layers.input_layer import Input, InputLayer
 from arignote.layers.layer_args import _shape_tuple
 from arignote.models.model import Model
-from arignote.parallel import placement
 from arignote.safe_mode import scope as safe_mode_scope
 
 __all__ = ["Sequential"]
@@ -131,6 +130,8 @@ class Sequential(Model):
             raise TypeError(f"Sequential.add takes an arignote layer (arignote.layers.Dense, ...) or a "
                             f"functional/Sequential model, got {type(layer).__name__}; wrap a torch module "
                             "with arignote.models.Model")
+        from arignote.parallel import placement  # the strategies load with the first layer added (issue 32)
+
         placement.mark(layer)  # inside `with arignote.device("dev1"):` the layer goes to dev1
         graph = self._graph
         self.module.append(layer)

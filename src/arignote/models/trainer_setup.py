@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from arignote import config, devices, parallel
+from arignote import config, devices
 from arignote.precision import Precision, dtype_of
 
 if TYPE_CHECKING:
@@ -112,8 +112,9 @@ class TrainerSetup:
         if need_compile and not self.compiled:
             raise RuntimeError("the model must be compiled before training or evaluation: call "
                                "model.compile(optimizer='rmsprop', loss='categorical_crossentropy') first")
-        # the metrics' tables and the training loop load with the first trainer (import time, issue 32)
+        # the metrics' tables, the strategies and the training loop load with the first trainer (issue 32)
         from arignote import metrics as metrics_mod
+        from arignote import parallel
         from arignote.training.loop import Trainer
 
         self._ensure_built(sample_shape)
