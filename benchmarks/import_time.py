@@ -3,7 +3,12 @@
 Acceptance: ``import arignote`` at most 0.3 s more than ``import torch`` (issue 2); the first use
 (``from arignote.models import Sequential; from arignote.layers import Dense, Conv2D`` after torch)
 at most 0.15 s more (issue 32), median of 7 fresh processes. CPU time of the child processes is
-printed beside wall time: on a shared machine it moves much less with the load.
+printed beside wall time: on a shared machine it moves much less with the load. The spread of the
+first use's cost over torch is the range of the per-round differences (each round runs both).
+
+Python reads each module's cached bytecode (``__pycache__``) as an installed package does; with
+``PYTHONDONTWRITEBYTECODE=1`` and no cache it compiles every arignote module from source in every
+process, which costs more than the imports themselves: ``python -m compileall -q src`` first.
 
 Each case runs in a fresh interpreter; the cases alternate round by round so drift (other jobs,
 disk cache) hits them all alike; the median of ``--rounds`` is reported. Wall time of the whole
@@ -18,6 +23,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import platform
 import resource
@@ -25,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 BUDGET_S = 0.3
 FIRST_USE_BUDGET_S = 0.15
@@ -51,8 +58,8 @@ def once(code: str) -> tuple[float, float]:
     return time.perf_counter() - start, _children_cpu() - cpu
 
 
-def measure(rounds: int) -> tuple[dict[str, float], dict[str, float]]:
-    """Median wall and median CPU seconds per case."""
+def measure(rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Wall and CPU seconds per case, one per round."""
     wall: dict[str, list[float]] = {name: [] for name in CASES}
     cpu: dict[str, list[float]] = {name: [] for name in CASES}
     names = list(CASES)
@@ -62,8 +69,13 @@ def measure(rounds: int) -> tuple[dict[str, float], dict[str, float]]:
             w, c = once(CASES[name])
             wall[name].append(w)
             cpu[name].append(c)
-    return ({name: statistics.median(v) for name, v in wall.items()},
-            {name: statistics.median(v) for name, v in cpu.items()})
+    return wall, cpu
+
+
+def spread(a: list[float], b: list[float]) -> str:
+    """The range of the per-round differences ``a - b``."""
+    d = sorted(x - y for x, y in zip(a, b))
+    return f"{d[0]:+.3f} .. {d[-1]:+.3f}"
 
 
 def main() -> int:
@@ -75,7 +87,9 @@ def main() -> int:
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
     once("import torch, arignote")  # warm the file cache so round 1 is not an outlier
-    med, cpu = measure(args.rounds)
+    walls, cpus = measure(args.rounds)
+    med = {name: statistics.median(v) for name, v in walls.items()}
+    cpu = {name: statistics.median(v) for name, v in cpus.items()}
     base, base_cpu = med["python (empty)"], cpu["python (empty)"]
     print(f"{platform.node()} · Python {platform.python_version()} · {args.rounds} rounds, median, "
           f"minus the empty interpreter ({base * 1000:.0f} ms wall, {base_cpu * 1000:.0f} ms CPU) · "
@@ -90,8 +104,13 @@ def main() -> int:
     first_cpu = cpu["first use of the Keras API"] - cpu["import torch"]
     print(f"\nimport arignote - import torch = {extra:+.3f} s (budget +{BUDGET_S} s); "
           f"arignote on top of torch = {on_top:+.3f} s")
+    key = "first use of the Keras API"
     print(f"first use - import torch = {first:+.3f} s wall, {first_cpu:+.3f} s CPU "
-          f"(budget +{FIRST_USE_BUDGET_S} s)")
+          f"(budget +{FIRST_USE_BUDGET_S} s); per round: wall {spread(walls[key], walls['import torch'])}, "
+          f"CPU {spread(cpus[key], cpus['import torch'])}")
+    package = Path(importlib.util.find_spec("arignote").origin).parent
+    cached = any((package / "__pycache__").glob("*.pyc"))
+    print("arignote's bytecode cache: " + ("present" if cached else "ABSENT (each module compiled anew)"))
     return 1 if args.check and (extra > BUDGET_S or first > FIRST_USE_BUDGET_S) else 0
 
 
