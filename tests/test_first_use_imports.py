@@ -16,10 +16,18 @@ FIRST_USE = "from arignote.models import Sequential; from arignote.layers import
 HEAVY = ["h5py", "arignote.devices.nvml", "arignote.devices.snapshot", "arignote.saving.hdf5",
          "arignote.callbacks.status", "arignote.callbacks.backup", "arignote.share",
          "arignote.datasets.mnist", "arignote.utils.vis_utils"]
+# what only compile/fit/save use (issue 32 item 4): the training loop and its inputs, the callbacks,
+# the device set-up and the memory plan, rich (the monitor's tables), losses, metrics, optimizers and
+# their kernels, the loaders and savers, and the layer families the first use does not name
+LATER = ["rich", "arignote.training.loop", "arignote.training.inputs", "arignote.training.data",
+         "arignote.callbacks.base", "arignote.runtime.setup", "arignote.diagnostics.memory_plan",
+         "arignote.losses", "arignote.metrics", "arignote.optimizers", "arignote.optimizers.kernels",
+         "arignote.models.loading", "arignote.models.saving", "arignote.saving.keras_config",
+         "arignote.layers.recurrent", "arignote.layers.merge", "arignote.layers.wrappers"]
 
 
-def _loaded(code: str) -> list[str]:
-    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {HEAVY!r} if m in sys.modules)))"
+def _loaded(code: str, watched: list[str] = HEAVY) -> list[str]:
+    probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))"
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=env, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -50,3 +58,34 @@ def test_lazy_namespaces_keep_names_dir_and_star_import():
     assert namespace["EarlyStopping"].__name__ == "EarlyStopping" and "RunStatus" in namespace
     with pytest.raises(AttributeError, match="NoSuchCallback"):
         _ = cb.NoSuchCallback
+
+
+def test_first_use_does_not_load_the_training_loop_or_what_only_fit_and_save_use():
+    assert _loaded("import torch\n" + FIRST_USE, LATER) == []
+
+
+def test_the_probe_sees_the_training_loop_once_a_model_is_fitted_and_saved():
+    # the same watch list after a Keras 2 script's build, compile, fit, save and load: each loads then
+    code = (FIRST_USE + "\nimport os, tempfile, numpy as np\nfrom arignote.models import load_model\n"
+            "from arignote.layers import LSTM, Add, TimeDistributed\n"
+            "m = Sequential([Dense(3, input_shape=(4,), activation='softmax')])\n"
+            "m.compile('adam', 'categorical_crossentropy', metrics=['accuracy'])\n"
+            "m.fit(np.zeros((8, 4), 'float32'), np.eye(3)[[0] * 8], epochs=1, verbose=0)\n"
+            "path = os.path.join(tempfile.mkdtemp(), 'm.h5'); m.save(path)\n"
+            "assert load_model(path).predict(np.zeros((1, 4), 'float32')).shape == (1, 3)")
+    assert _loaded(code, LATER) == sorted(set(LATER) - {"rich"})  # rich: only `arignote smi`/monitor
+
+
+def test_a_layer_class_met_by_name_loads_its_family_first():
+    # arignote.layers loads its families on first use; a config naming a class of one not loaded yet
+    # (GRU here: only Dense was imported) still finds it, and a misspelt one still gets the hint
+    code = ("from arignote.layers import Dense, deserialize\n"
+            "import sys; assert 'arignote.layers.recurrent' not in sys.modules\n"
+            "gru = deserialize({'class_name': 'GRU', 'config': {'units': 2}})\n"
+            "print(type(gru).__module__, gru.units)\n"
+            "try:\n    deserialize({'class_name': 'Bidirectionl', 'config': {}})\n"
+            "except ValueError as e:\n    print(e)")
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    assert out.stdout.splitlines() == ["arignote.layers.recurrent 2",
+                                       "unknown layer class 'Bidirectionl'. Did you mean 'Bidirectional'?"]

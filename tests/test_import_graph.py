@@ -268,6 +268,7 @@ TOP_LEVEL = {
     "__init__": "the package face", "__main__": "python -m arignote", "cli": "the command line's entry",
     "_version": "ground", "errors": "ground", "sizes": "ground", "random_state": "ground",
     "_lazy": "ground: lazy package namespaces", "_moved": "ground: old module names, one release",
+    "atomic_file": "ground: the one atomic file writer",
     "checkpoint": "machine floor: atomic checkpoint files", "_keras_objects": "Keras's object rules",
     "activations": "Keras 2", "initializers": "Keras 2", "regularizers": "Keras 2", "constraints": "Keras 2",
     "monitor": "arignote.monitor (smi's views), public",

@@ -28,7 +28,9 @@ from arignote.models import Model, Sequential
 from arignote.regularizers import l1, l2
 
 FIXTURE = json.loads((Path(__file__).parent / "fixtures" / "keras2" / "legacy_args.json").read_text())
-NAMES = {**vars(convolutional), **vars(layers), "l1": l1, "l2": l2, "maxnorm": maxnorm, "nonneg": nonneg}
+# (every name of the face: arignote.layers loads its modules on first use, so vars() holds only those)
+NAMES = {**vars(convolutional), **{n: getattr(layers, n) for n in layers.__all__}, "l1": l1, "l2": l2,
+         "maxnorm": maxnorm, "nonneg": nonneg}
 # Theano-only notes Keras 2.3.1 added on its backend (not part of the conversion)
 THEANO_ONLY = ("RNN dropout is no longer supported with the Theano backend",)
 # config keys where arignote knowingly differs, not from the conversion: Keras 2.3.1 zeroed RNN dropout

@@ -104,9 +104,10 @@ def test_the_trainer_prepares_each_gpu_its_layers_are_placed_on(monkeypatch):
     monkeypatch.setattr(devices, "configured_devices", lambda: [NS(torch="cuda:0")])
     monkeypatch.setattr(devices, "prepare",
                         lambda d, layout=None: prepared.append(str(getattr(d, "torch", d))))
-    monkeypatch.setattr(trainer_setup.parallel, "strategy_for", lambda chosen: NS(device="cuda:0"))
+    # (the strategies and the trainer are imported where the trainer is built: replaced in their modules)
+    monkeypatch.setattr("arignote.parallel.strategy_for", lambda chosen: NS(device="cuda:0"))
     monkeypatch.setattr(trainer_setup.Precision, "from_config", staticmethod(lambda d: None))
-    monkeypatch.setattr(trainer_setup, "Trainer", lambda model, strategy, precision: "trainer")
+    monkeypatch.setattr("arignote.training.loop.Trainer", lambda model, strategy, precision: "trainer")
     with config.override(contexts="dev0->cuda0;dev1->cuda1"):
         model = Sequential()
         with placement.device("dev0"):

@@ -20,124 +20,80 @@ Example::
 """
 
 from arignote._keras_objects import deserialize_keras_object
+from arignote._lazy import lazy_namespace
 from arignote.errors import KerasNameMissing
 from arignote.layers._left_out import legacy_getattr
-from arignote.layers.advanced_activations import ELU, LeakyReLU, PReLU, ReLU, Softmax, ThresholdedReLU
-from arignote.layers.base import (
-    InputSpec,
-    Layer,
-    deserialize,
-    reset_name_counters,
-    serialize,
-)
-from arignote.layers.convolutional import (
-    Conv1D,
-    Conv2D,
-    Conv2DTranspose,
-    Conv3D,
-    Conv3DTranspose,
-    Convolution1D,
-    Convolution2D,
-    Convolution3D,
-    Cropping1D,
-    Cropping2D,
-    Cropping3D,
-    Deconvolution2D,
-    Deconvolution3D,
-    DepthwiseConv2D,
-    SeparableConv1D,
-    SeparableConv2D,
-    UpSampling1D,
-    UpSampling2D,
-    UpSampling3D,
-    ZeroPadding1D,
-    ZeroPadding2D,
-    ZeroPadding3D,
-)
-from arignote.layers.convolutional_recurrent import ConvLSTM2D, ConvLSTM2DCell
-from arignote.layers.core import (
-    Activation,
-    ActivityRegularization,
-    Dense,
-    Dropout,
-    Flatten,
-    Input,
-    InputLayer,
-    Lambda,
-    Masking,
-    Permute,
-    RepeatVector,
-    Reshape,
-    SpatialDropout1D,
-    SpatialDropout2D,
-    SpatialDropout3D,
-)
-from arignote.layers.cudnn_recurrent import CuDNNGRU, CuDNNLSTM
-from arignote.layers.embeddings import Embedding
-from arignote.layers.legacy import AtrousConvolution1D, AtrousConvolution2D, Highway, MaxoutDense
-from arignote.layers.local import LocallyConnected1D, LocallyConnected2D
-from arignote.layers.merge import (
-    Add,
-    Average,
-    Concatenate,
-    Dot,
-    Maximum,
-    Minimum,
-    Multiply,
-    Subtract,
-    add,
-    average,
-    concatenate,
-    dot,
-    maximum,
-    minimum,
-    multiply,
-    subtract,
-)
-from arignote.layers.noise import AlphaDropout, GaussianDropout, GaussianNoise
-from arignote.layers.normalization import BatchNormalization
-from arignote.layers.pooling import (
-    AveragePooling1D,
-    AveragePooling2D,
-    AveragePooling3D,
-    AvgPool1D,
-    AvgPool2D,
-    AvgPool3D,
-    GlobalAveragePooling1D,
-    GlobalAveragePooling2D,
-    GlobalAveragePooling3D,
-    GlobalAvgPool1D,
-    GlobalAvgPool2D,
-    GlobalAvgPool3D,
-    GlobalMaxPool1D,
-    GlobalMaxPool2D,
-    GlobalMaxPool3D,
-    GlobalMaxPooling1D,
-    GlobalMaxPooling2D,
-    GlobalMaxPooling3D,
-    MaxPool1D,
-    MaxPool2D,
-    MaxPool3D,
-    MaxPooling1D,
-    MaxPooling2D,
-    MaxPooling3D,
-)
-from arignote.layers.recurrent import (
-    GRU,
-    LSTM,
-    RNN,
-    GRUCell,
-    LSTMCell,
-    SimpleRNN,
-    SimpleRNNCell,
-    StackedRNNCells,
-)
-from arignote.layers.wrappers import Bidirectional, TimeDistributed, Wrapper
+from arignote.layers.base import InputSpec, Layer, deserialize, reset_name_counters, serialize
+from arignote.layers.serialization import defer_builtin_modules
 
 #: The error a left-out name raises (kept under its old name; it is :class:`KerasNameMissing`).
 UnsupportedLayerError = KerasNameMissing
 
-__getattr__ = legacy_getattr("arignote.layers", ["Recurrent", "ConvRecurrent2D"])
+# public name -> module defining it, imported on first use: `from arignote.layers import Dense, Conv2D`
+# loads those two families, not the recurrent, merge, pooling... modules (issue 32, import time);
+# a layer class met by name in a config (deserialize) loads the rest first (layers/serialization.py)
+_NAMES = {
+    "ELU": "arignote.layers.advanced_activations", "LeakyReLU": "arignote.layers.advanced_activations",
+    "PReLU": "arignote.layers.advanced_activations", "ReLU": "arignote.layers.advanced_activations",
+    "Softmax": "arignote.layers.advanced_activations",
+    "ThresholdedReLU": "arignote.layers.advanced_activations",
+    "Conv1D": "arignote.layers.convolutional", "Conv2D": "arignote.layers.convolutional",
+    "Conv2DTranspose": "arignote.layers.convolutional", "Conv3D": "arignote.layers.convolutional",
+    "Conv3DTranspose": "arignote.layers.convolutional", "Convolution1D": "arignote.layers.convolutional",
+    "Convolution2D": "arignote.layers.convolutional", "Convolution3D": "arignote.layers.convolutional",
+    "Cropping1D": "arignote.layers.convolutional", "Cropping2D": "arignote.layers.convolutional",
+    "Cropping3D": "arignote.layers.convolutional", "Deconvolution2D": "arignote.layers.convolutional",
+    "Deconvolution3D": "arignote.layers.convolutional", "DepthwiseConv2D": "arignote.layers.convolutional",
+    "SeparableConv1D": "arignote.layers.convolutional", "SeparableConv2D": "arignote.layers.convolutional",
+    "UpSampling1D": "arignote.layers.convolutional", "UpSampling2D": "arignote.layers.convolutional",
+    "UpSampling3D": "arignote.layers.convolutional", "ZeroPadding1D": "arignote.layers.convolutional",
+    "ZeroPadding2D": "arignote.layers.convolutional", "ZeroPadding3D": "arignote.layers.convolutional",
+    "ConvLSTM2D": "arignote.layers.convolutional_recurrent",
+    "ConvLSTM2DCell": "arignote.layers.convolutional_recurrent",
+    "Activation": "arignote.layers.core", "ActivityRegularization": "arignote.layers.core",
+    "Dense": "arignote.layers.core", "Dropout": "arignote.layers.core", "Flatten": "arignote.layers.core",
+    "Input": "arignote.layers.core", "InputLayer": "arignote.layers.core", "Lambda": "arignote.layers.core",
+    "Masking": "arignote.layers.core", "Permute": "arignote.layers.core",
+    "RepeatVector": "arignote.layers.core", "Reshape": "arignote.layers.core",
+    "SpatialDropout1D": "arignote.layers.core", "SpatialDropout2D": "arignote.layers.core",
+    "SpatialDropout3D": "arignote.layers.core",
+    "CuDNNGRU": "arignote.layers.cudnn_recurrent", "CuDNNLSTM": "arignote.layers.cudnn_recurrent",
+    "Embedding": "arignote.layers.embeddings",
+    "AtrousConvolution1D": "arignote.layers.legacy", "AtrousConvolution2D": "arignote.layers.legacy",
+    "Highway": "arignote.layers.legacy", "MaxoutDense": "arignote.layers.legacy",
+    "LocallyConnected1D": "arignote.layers.local", "LocallyConnected2D": "arignote.layers.local",
+    "Add": "arignote.layers.merge", "Average": "arignote.layers.merge",
+    "Concatenate": "arignote.layers.merge", "Dot": "arignote.layers.merge",
+    "Maximum": "arignote.layers.merge", "Minimum": "arignote.layers.merge",
+    "Multiply": "arignote.layers.merge", "Subtract": "arignote.layers.merge", "add": "arignote.layers.merge",
+    "average": "arignote.layers.merge", "concatenate": "arignote.layers.merge",
+    "dot": "arignote.layers.merge", "maximum": "arignote.layers.merge", "minimum": "arignote.layers.merge",
+    "multiply": "arignote.layers.merge", "subtract": "arignote.layers.merge",
+    "AlphaDropout": "arignote.layers.noise", "GaussianDropout": "arignote.layers.noise",
+    "GaussianNoise": "arignote.layers.noise",
+    "BatchNormalization": "arignote.layers.normalization",
+    "AveragePooling1D": "arignote.layers.pooling", "AveragePooling2D": "arignote.layers.pooling",
+    "AveragePooling3D": "arignote.layers.pooling", "AvgPool1D": "arignote.layers.pooling",
+    "AvgPool2D": "arignote.layers.pooling", "AvgPool3D": "arignote.layers.pooling",
+    "GlobalAveragePooling1D": "arignote.layers.pooling", "GlobalAveragePooling2D": "arignote.layers.pooling",
+    "GlobalAveragePooling3D": "arignote.layers.pooling", "GlobalAvgPool1D": "arignote.layers.pooling",
+    "GlobalAvgPool2D": "arignote.layers.pooling", "GlobalAvgPool3D": "arignote.layers.pooling",
+    "GlobalMaxPool1D": "arignote.layers.pooling", "GlobalMaxPool2D": "arignote.layers.pooling",
+    "GlobalMaxPool3D": "arignote.layers.pooling", "GlobalMaxPooling1D": "arignote.layers.pooling",
+    "GlobalMaxPooling2D": "arignote.layers.pooling", "GlobalMaxPooling3D": "arignote.layers.pooling",
+    "MaxPool1D": "arignote.layers.pooling", "MaxPool2D": "arignote.layers.pooling",
+    "MaxPool3D": "arignote.layers.pooling", "MaxPooling1D": "arignote.layers.pooling",
+    "MaxPooling2D": "arignote.layers.pooling", "MaxPooling3D": "arignote.layers.pooling",
+    "GRU": "arignote.layers.recurrent", "LSTM": "arignote.layers.recurrent",
+    "RNN": "arignote.layers.recurrent", "GRUCell": "arignote.layers.recurrent",
+    "LSTMCell": "arignote.layers.recurrent", "SimpleRNN": "arignote.layers.recurrent",
+    "SimpleRNNCell": "arignote.layers.recurrent", "StackedRNNCells": "arignote.layers.recurrent",
+    "Bidirectional": "arignote.layers.wrappers", "TimeDistributed": "arignote.layers.wrappers",
+    "Wrapper": "arignote.layers.wrappers",
+}
+__getattr__, __dir__ = lazy_namespace(
+    __name__, _NAMES, globals(), fallback=legacy_getattr("arignote.layers", ["Recurrent", "ConvRecurrent2D"]))
+defer_builtin_modules(sorted(set(_NAMES.values())))
 
 
 __all__ = [

@@ -68,6 +68,7 @@ from arignote.layers.layer_args import (  # noqa: F401
 from arignote.layers.layer_tensors import _initial_value, as_torch, persistent_buffers, shape_of
 from arignote.layers.serialization import (  # noqa: F401
     _REGISTRY,
+    builtin_class,
     deserialize,
     is_builtin,
     register_model_class,

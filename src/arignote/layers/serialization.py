@@ -15,15 +15,38 @@ Example::
 from __future__ import annotations
 
 import difflib
+import importlib
 import inspect
 from typing import Any
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.config.safe_mode import scope as safe_mode_scope
 
-__all__ = ["serialize", "deserialize", "register_model_class"]
+__all__ = ["serialize", "deserialize", "register_model_class", "builtin_class", "defer_builtin_modules"]
 
 _REGISTRY: dict[str, type] = {}
+# the built-in layer modules not imported yet: arignote.layers loads its families on first use (its
+# table _NAMES names them, issue 32); a class name the registry does not know imports them all first,
+# so a config finds every built-in class as when the package imported them all
+_DEFERRED: list[str] = []
+
+
+def defer_builtin_modules(modules: list[str]) -> None:
+    """Register the modules (from ``arignote.layers``'s table) whose layer classes
+    :func:`builtin_class` and :func:`deserialize` import before calling a class name unknown."""
+    _DEFERRED.extend(m for m in modules if m not in _DEFERRED)
+
+
+def builtin_class(name: str) -> type | None:
+    """The registered layer or model class ``name`` (None when there is none), importing the
+    deferred built-in layer modules when it is not registered yet.
+
+    >>> builtin_class("GRU").__module__, builtin_class("NoSuchLayer") is None
+    ('arignote.layers.recurrent', True)
+    """
+    while name not in _REGISTRY and _DEFERRED:
+        importlib.import_module(_DEFERRED.pop(0))
+    return _REGISTRY.get(name)
 
 # The built-in layers that deserialize by name and take Keras 1 argument names (Keras 3 marks them
 # with @keras_export): listed here, so a file can move without changing what registers, and a layer
@@ -90,6 +113,7 @@ def deserialize(spec: dict, custom_objects: dict | None = None, safe_mode: bool 
     if not isinstance(spec, dict) or "class_name" not in spec:
         raise ValueError(f"a serialized layer is a dict with 'class_name' and 'config', got {spec!r}")
     name = spec["class_name"]
+    builtin_class(name)  # a built-in layer's module is imported when first met by name
     classes = {**_REGISTRY, **GLOBAL_CUSTOM_OBJECTS, **(custom_objects or {})}
     cls = classes.get(name)
     if cls is None or name.startswith("_"):

@@ -24,12 +24,20 @@ Example::
 
 from __future__ import annotations
 
-from arignote.layers import Input, InputLayer
-from arignote.models.cloning import clone_model
-from arignote.models.loading import load_model, model_from_config, model_from_json, model_from_yaml
-from arignote.models.model import Model
-from arignote.models.saving import save_model
-from arignote.models.sequential import Sequential
+from arignote._lazy import lazy_namespace
+
+# public name -> module defining it, imported on first use: `from arignote.models import Sequential`
+# loads the model classes, not the file formats (h5py) or the loaders (issue 32, import time)
+_NAMES = {
+    "Input": "arignote.layers.input_layer", "InputLayer": "arignote.layers.input_layer",
+    "Model": "arignote.models.model",
+    "Sequential": "arignote.models.sequential",
+    "clone_model": "arignote.models.cloning",
+    "load_model": "arignote.models.loading", "model_from_config": "arignote.models.loading",
+    "model_from_json": "arignote.models.loading", "model_from_yaml": "arignote.models.loading",
+    "save_model": "arignote.models.saving",
+}
+__getattr__, __dir__ = lazy_namespace(__name__, _NAMES, globals())
 
 __all__ = ["Input", "InputLayer", "Model", "Sequential", "clone_model", "load_model", "model_from_config",
            "model_from_json", "model_from_yaml", "save_model"]

@@ -15,13 +15,13 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from arignote.training import inputs
-from arignote.training.loop import Trainer
+if TYPE_CHECKING:
+    from arignote.training.loop import Trainer
 
 __all__ = ["BatchMethods"]
 
@@ -79,6 +79,9 @@ class BatchMethods:
         return self.predict(x, batch_size=max(1, n))
 
     def _one_batch(self, x: Any, y: Any, w: Any = None) -> tuple[Trainer, Any, Any, int, int]:
+        # the training loop's inputs load with the first batch, not with the model class (issue 32)
+        from arignote.training import inputs
+
         x, y = self._pack(x, y, targets=True)
         plan = inputs.plan_eval(self, x, y, None, w=w)
         trainer = self._get_trainer(plan.sample_shape)

@@ -19,8 +19,6 @@ from typing import Any
 
 import torch
 
-from arignote.losses import weighting
-
 __all__ = ["CompiledState", "scaled_loss"]
 
 
@@ -42,6 +40,9 @@ class CompiledState:
         if not flags or not any(flags):
             return None
         single = len(flags) == 1
+
+        # Keras's weighting rules load with the first masked output (issue 32)
+        from arignote.losses import weighting
 
         def attach(yb: Any) -> Any:
             masks = module.output_masks

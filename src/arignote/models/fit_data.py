@@ -24,10 +24,6 @@ import numpy as np
 import torch
 
 from arignote.graph.network import Packing
-from arignote.models.multi_output import per_output
-from arignote.models.output_losses import is_custom_loss
-from arignote.training import sample_weights
-from arignote.training.data import densified, is_array
 
 __all__ = ["FitData", "pack_data"]
 
@@ -83,6 +79,10 @@ class FitData:
         1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
         output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``). Sparse (scipy) inputs
         and targets are made dense."""
+        # the loop's data helpers and the custom-loss test load with the first data (issue 32)
+        from arignote.models.output_losses import is_custom_loss
+        from arignote.training.data import densified
+
         x, y = densified(x), densified(y)
         if (targets and self.compiled and is_custom_loss(self.loss) and y is not None
                 and getattr(y, "ndim", None) == 1):
@@ -120,6 +120,8 @@ class FitData:
         the others get a placeholder column that no loss or metric reads."""
         if not self.compiled or self.loss is None:
             return y
+        from arignote.models.multi_output import per_output  # compile's tables load with compile (issue 32)
+
         has_loss = [v is not None for v in per_output(self, self.loss, "loss")]
         if all(has_loss) or not any(has_loss):
             return y
@@ -139,6 +141,10 @@ class FitData:
 
     def _sample_weights(self, x: Any, y: Any, sample_weight: Any, class_weight: Any) -> Any:
         """The weights of array data (None without any); for an iterable, Keras 2's errors."""
+        # the training loop's weighting loads with the first data, not with the model class (issue 32)
+        from arignote.training import sample_weights
+        from arignote.training.data import is_array
+
         if y is None and x is not None and not is_array(x) and not isinstance(x, (list, tuple, dict)):
             if sample_weight is not None:
                 raise ValueError("`sample_weight` argument is not supported when data is a generator or "

@@ -24,39 +24,30 @@ are in :mod:`.fit_setup`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
-from arignote import losses, optimizers
-from arignote import metrics as metrics_mod
-from arignote.callbacks.base import CallbackList, History
-from arignote.callbacks.stopping import TerminateOnNaN
 from arignote.config.safe_mode import scope as safe_mode_scope
-from arignote.diagnostics import memory_plan
-from arignote.diagnostics.batch_size import trainer_batch_size
-from arignote.diagnostics.memory_plan import summary_lines
 from arignote.layers.base import register_model_class
 from arignote.legacy import conversions as legacy_interfaces
-from arignote.models import compile_args, functional, summary
+from arignote.models import functional
 from arignote.models.batch_methods import BatchMethods
-from arignote.models.compiled_state import CompiledState, scaled_loss
+from arignote.models.compiled_state import CompiledState
 from arignote.models.construction import construction_args
 from arignote.models.fit_data import FitData
-from arignote.models.fit_setup import fit_callbacks, fit_facts
 from arignote.models.functional import Functional
 from arignote.models.generators import GeneratorMethods
-from arignote.models.multi_output import compile_outputs
-from arignote.models.output_losses import any_custom_loss, captured_tensors, has_losses, with_model_losses
 from arignote.models.trainer_setup import TrainerSetup
 from arignote.models.weights_and_saving import WeightsAndSaving
-from arignote.runtime import setup
-from arignote.training import compiled as compiled_steps
-from arignote.training import inputs, sample_weights
-from arignote.training.checks import check_steps
-from arignote.training.data import is_array
-from arignote.training.loop import Trainer
+
+if TYPE_CHECKING:
+    from arignote.callbacks.base import History
+
+# What compile, fit, evaluate, predict and summary use (the training loop, losses, metrics,
+# optimizers, callbacks, device setup, the memory plan) is imported inside them: building a model
+# does not pay for it (issue 32, the first-use import time; tests/test_first_use_imports.py).
 
 __all__ = ["Model"]
 
@@ -100,8 +91,11 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         self.epochs_done = 0
         self.epoch_interrupted = False  # the last epoch ended early (stop_training during its batches)
         self.device_stats: dict[str, float] = {}  # the last epoch's device figures (DeviceStatsMonitor)
+        # the callbacks load with the first model, not with the class (import time, issue 32)
+        from arignote.callbacks.base import History
+
         self.history = History()
-        self._trainer: Trainer | None = None
+        self._trainer: Any = None  # a training.loop.Trainer once compiled
         self._placed = False
         self._compile_args: dict[str, Any] = {}
         self._metric_ids: list[Any] = []
@@ -184,12 +178,22 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         Example: ``model.compile(optimizer=RMSprop(lr=1e-4), loss="categorical_crossentropy",
         metrics=["accuracy"], jit_compile=True)``.
         """
+        # losses, metrics, optimizers and the step compiler load with the first compile (issue 32)
+        from arignote import losses, optimizers
+        from arignote import metrics as metrics_mod
+        from arignote.models import compile_args
+        from arignote.models import output_losses as model_losses
+        from arignote.models.compiled_state import scaled_loss
+        from arignote.models.multi_output import compile_outputs
+        from arignote.training import compiled as compiled_steps
+        from arignote.training import sample_weights
+
         unsupported = sorted(k for k in kwargs if kwargs[k] is not None)
         if unsupported:
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
                             "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
         self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
-        if loss is None and not has_losses(self):
+        if loss is None and not model_losses.has_losses(self):
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy' (loss=None "
                              "only for a model with losses of its own: add_loss or regularizers)")
         names = self.output_names if self._is_graph else ["output"]
@@ -221,10 +225,11 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                                 + [(m, True) for m in weighted_metrics or []])
             self.metrics_list = metrics_mod.resolve(self._metric_ids, loss)
         if self._is_graph:
-            self.module.keep_values = any_custom_loss(loss)  # a custom loss may read graph tensors
-            self.module.track_gradients(captured_tensors(loss))  # and take K.gradients with respect to them
+            # a custom loss may read graph tensors, and take K.gradients with respect to them
+            self.module.keep_values = model_losses.any_custom_loss(loss)
+            self.module.track_gradients(model_losses.captured_tensors(loss))
         needs_wrapper = self._is_graph or bool(self._model_losses)
-        self.loss_fn = with_model_losses(self, base) if needs_wrapper else base
+        self.loss_fn = model_losses.with_model_losses(self, base) if needs_wrapper else base
         self.metrics_names = ["loss", *[m.name for m in self.metrics_list]]
         self._compile_args = {"optimizer": optimizer, "loss": loss, "metrics": metrics if multi else
                               list(metrics or [])}
@@ -272,6 +277,17 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         micro-batches (``memory.on_oom``; issue 7). Keras 1's ``nb_epoch`` still means ``epochs``
         (with Keras 2.3.1's warning; :mod:`arignote.legacy.conversions`).
         """
+        # the training loop, callbacks, device setup and the memory plan load with the first fit (issue 32)
+        from arignote.callbacks.base import CallbackList
+        from arignote.callbacks.stopping import TerminateOnNaN
+        from arignote.diagnostics import memory_plan
+        from arignote.diagnostics.batch_size import trainer_batch_size
+        from arignote.models.fit_setup import fit_callbacks, fit_facts
+        from arignote.runtime import setup
+        from arignote.training import inputs
+        from arignote.training.checks import check_steps
+        from arignote.training.data import is_array
+
         epochs = legacy_interfaces.fit_kwargs(kwargs, epochs, Model.fit)
         if not self.compiled:
             self._get_trainer()  # raises the "compile first" error
@@ -328,6 +344,11 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         """``[loss, *metrics]`` over the data (a scalar when the model has no metric, as Keras).
         ``sample_weight``: as in :meth:`fit` (the loss is then ``sum(w * loss) / samples``).
         ``workers``/``max_queue_size``: threads fetching a ``Sequence``'s batches ahead, as in fit."""
+        # the loop's input checks and the callbacks load with the first use (import time, issue 32)
+        from arignote.callbacks.base import CallbackList
+        from arignote.training import inputs
+        from arignote.training.checks import check_steps
+
         batch_size = inputs.check_batch(batch_size)
         steps = check_steps(steps)
         inputs.check_queue_args(None, 1, max_queue_size, workers)
@@ -352,6 +373,11 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                 callbacks: list | None = None, steps: int | None = None, max_queue_size: int = 10,
                 workers: int = 1, use_multiprocessing: bool = False) -> np.ndarray:
         """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device)."""
+        # the loop's input checks and the callbacks load with the first use (import time, issue 32)
+        from arignote.callbacks.base import CallbackList
+        from arignote.training import inputs
+        from arignote.training.checks import check_steps
+
         batch_size = inputs.check_batch(batch_size)
         steps = check_steps(steps)
         inputs.check_queue_args(None, 1, max_queue_size, workers)
@@ -374,6 +400,10 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
     # ------------------------------------------------------------------ summary and config
 
     def summary(self, print_fn: Any = None, line_length: Any = None, positions: Any = None) -> None:
+        # the table and the memory plan load with the first summary (import time, issue 32)
+        from arignote.diagnostics.memory_plan import summary_lines
+        from arignote.models import summary
+
         self._ensure_built(None)
         if self._is_graph:
             summary.print_summary(summary.graph_summary(self), print_fn)

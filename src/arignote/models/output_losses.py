@@ -23,7 +23,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from arignote import losses as losses_mod
 from arignote.graph.network import GraphModule
 from arignote.graph.tensor import KerasTensor
 from arignote.layers.base import Layer
@@ -102,6 +101,8 @@ def with_model_losses(model: Any, fn: Any) -> Any:
 
 def is_custom_loss(loss: Any) -> bool:
     """Whether ``loss`` is the user's own function (not a name, a built-in or a loss module)."""
+    from arignote import losses as losses_mod  # the loss tables load with the first compile (issue 32)
+
     return (callable(loss) and not isinstance(loss, (str, nn.Module))
             and loss not in losses_mod._NAMES.values())
 

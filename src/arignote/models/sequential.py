@@ -26,20 +26,15 @@ import torch
 from torch import nn
 
 from arignote.config.safe_mode import scope as safe_mode_scope
-from arignote.diagnostics.memory_plan import summary_lines
 from arignote.graph import state
 from arignote.graph.network import cast_input, float_dtype
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
-from arignote.layers import deserialize, serialize
-from arignote.layers.base import Layer, auto_name, register_model_class
+from arignote.layers.base import Layer, auto_name, deserialize, register_model_class, serialize
 from arignote.layers.input_layer import Input, InputLayer
 from arignote.layers.layer_args import _shape_tuple
-from arignote.models import summary as summary_table
 from arignote.models.functional import forward_masks
 from arignote.models.model import Model
-from arignote.parallel import placement
-from arignote.saving.keras_config import with_batch_input_shape
 
 __all__ = ["Sequential"]
 
@@ -135,6 +130,8 @@ class Sequential(Model):
             raise TypeError(f"Sequential.add takes an arignote layer (arignote.layers.Dense, ...) or a "
                             f"functional/Sequential model, got {type(layer).__name__}; wrap a torch module "
                             "with arignote.models.Model")
+        from arignote.parallel import placement  # the strategies load with the first layer added (issue 32)
+
         placement.mark(layer)  # inside `with arignote.device("dev1"):` the layer goes to dev1
         graph = self._graph
         self.module.append(layer)
@@ -362,6 +359,9 @@ class Sequential(Model):
             >>> "build_input_shape" in config
             False
         """
+        # the file formats' rules load when a config is written (issue 32, import time)
+        from arignote.saving.keras_config import with_batch_input_shape
+
         specs = [serialize(layer) for layer in self.layers]
         if self._input_layer is not None and specs:
             shape = self._input_layer.batch_input_shape
@@ -440,6 +440,10 @@ class Sequential(Model):
 
     def summary(self, line_length: Any = None, positions: Any = None, print_fn: Any = None) -> None:
         """Print the Keras 2 table (Layer (type) / Output Shape / Param #) and the totals."""
+        # the table and the memory plan load with the first summary (import time, issue 32)
+        from arignote.diagnostics.memory_plan import summary_lines
+        from arignote.models import summary as summary_table
+
         self._ensure_built(None)
         rows = summary_table.layer_rows(self.layers, self._built_shape)
         total = sum(layer.count_params() for layer in self.layers)

@@ -19,15 +19,15 @@ Example::
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from arignote import config, devices, parallel
-from arignote import metrics as metrics_mod
-from arignote.devices import fastpaths
+from arignote import config, devices
 from arignote.runtime.precision import Precision, dtype_of
-from arignote.training.loop import Trainer
+
+if TYPE_CHECKING:
+    from arignote.training.loop import Trainer
 
 __all__ = ["TrainerSetup"]
 
@@ -89,6 +89,8 @@ class TrainerSetup:
         # convolution weights in channels-last memory format (NHWC kernels; cuDNN/oneDNN fast path)
         # unless memory_format says otherwise
         convs = self._conv_modules()
+        from arignote.devices import fastpaths  # the fast-path rules load with the first placement (issue 32)
+
         self._memory_format = fastpaths.memory_format(config.get, device.type, bool(convs)).value
         fmt = torch.channels_last if self._memory_format == "channels_last" else torch.contiguous_format
         for m in convs:
@@ -110,6 +112,11 @@ class TrainerSetup:
         if need_compile and not self.compiled:
             raise RuntimeError("the model must be compiled before training or evaluation: call "
                                "model.compile(optimizer='rmsprop', loss='categorical_crossentropy') first")
+        # the metrics' tables, the strategies and the training loop load with the first trainer (issue 32)
+        from arignote import metrics as metrics_mod
+        from arignote import parallel
+        from arignote.training.loop import Trainer
+
         self._ensure_built(sample_shape)
         if self.compiled and self._metric_ids:
             self.metrics_list = metrics_mod.resolve(self._metric_ids, self.loss, self._sample_output_shape())

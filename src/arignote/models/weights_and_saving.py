@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote.models import saving
 from arignote.models.functional import Functional
 
 __all__ = ["WeightsAndSaving"]
@@ -93,17 +92,23 @@ class WeightsAndSaving:
     def save_weights(self, filepath: str, overwrite: bool = True) -> None:
         """Write the weights: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras`` names, else a checkpoint;
         ``overwrite=False`` asks before replacing a file (Keras 2's prompt)."""
+        from arignote.models import saving  # the file formats load with their first use (issue 32)
+
         saving.save_weights(self, filepath, overwrite=overwrite)
 
     def load_weights(self, filepath: str, by_name: bool = False, skip_mismatch: bool = False,
                      reshape: bool = False) -> None:
         """Load weights written by :meth:`save_weights` or :meth:`save`, or by Keras 2 (HDF5; there also
         ``by_name=True``, ``skip_mismatch=True`` and ``reshape=True`` as in Keras 2)."""
+        from arignote.models import saving  # the file formats load with their first use (issue 32)
+
         saving.load_weights(self, filepath, by_name=by_name, skip_mismatch=skip_mismatch, reshape=reshape)
 
     def save(self, filepath: str, overwrite: bool = True, include_optimizer: bool = True) -> None:
         """Architecture + weights + optimizer state in one file: Keras 2 HDF5 for ``.h5``/``.hdf5``/``.keras``
         names, arignote's checkpoint for any other (Keras 2's argument order: ``overwrite`` second)."""
+        from arignote.models import saving  # the file formats load with their first use (issue 32)
+
         saving.save_model(self, filepath, overwrite=overwrite, include_optimizer=include_optimizer)
 
     def export(self, filepath: str, format: str | None = None, verbose: bool | None = None,
@@ -127,22 +132,30 @@ class WeightsAndSaving:
         if getattr(self, "layers", None) is None or getattr(self, "_subclassed", False):
             return super().__reduce_ex__(protocol)
         stream = io.BytesIO()
+        from arignote.models import saving  # the file formats load with their first use (issue 32)
+
         saving.save_model(self, stream)
         loader = importlib.import_module("arignote.models.loading").from_pickled_hdf5  # a floor up
         return loader, (stream.getvalue(),)
 
     def to_json(self, **kwargs: Any) -> str:
         """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
+        from arignote.models import saving  # the file formats load with their first use (issue 32)
+
         return saving.to_json(self, **kwargs)
 
     def to_yaml(self, **kwargs: Any) -> str:
         """The architecture as Keras 2 YAML (``model_from_yaml`` rebuilds it); needs PyYAML
         (``pip install arignote[yaml]``); ``kwargs`` go to ``yaml.safe_dump``."""
+        from arignote.models import saving  # the file formats load with their first use (issue 32)
+
         return saving.to_yaml(self, **kwargs)
 
     def training_state(self) -> dict[str, Any]:
         """What BackupAndRestore saves: module, optimizer and grad-scaler state, and ``epoch``
         (the number of finished epochs, i.e. the epoch to resume at)."""
+        from arignote.models import saving  # the file formats load with their first use (issue 32)
+
         state: dict[str, Any] = {"module": self.module.state_dict(), "epoch": int(self.epochs_done),
                                  saving.GATES_KEY: saving.GATES_CUDNN}
         if self.optimizer is not None and getattr(self.optimizer, "built", True):
@@ -153,6 +166,8 @@ class WeightsAndSaving:
 
     def load_training_state(self, state: dict[str, Any]) -> None:
         """Restore :meth:`training_state`; the next ``fit`` resumes at ``state['epoch']``."""
+        from arignote.models import saving  # the file formats load with their first use (issue 32)
+
         self.module.load_state_dict(saving.gates_in_cudnn_order(state, state["module"], self.module))
         if "optimizer" in state and self.optimizer is not None:
             self.optimizer.load_state_dict(state["optimizer"])

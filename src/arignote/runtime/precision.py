@@ -36,7 +36,6 @@ import torch
 
 from arignote import config
 from arignote.config import ConfigError
-from arignote.devices import cuda
 
 __all__ = ["dtype_of", "Precision", "MODES"]
 
@@ -89,6 +88,8 @@ class Precision:
             raise ConfigError(f"precision={self.mode}{where}: torch has no autocast for device type "
                               f"{self.device_type!r}; use precision=fp32")
         if self.mode == "mixed-bf16" and self.device_type == "cuda":
+            from arignote.devices import cuda  # the CUDA probes load when a GPU is asked (issue 32)
+
             if not cuda.bf16_supported(index or 0):
                 raise ConfigError(f"precision=mixed-bf16{where}: {self.device} has no native bfloat16 "
                                   "(needs compute capability 8.0+); use precision=mixed-fp16")

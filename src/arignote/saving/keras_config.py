@@ -136,6 +136,7 @@ def _accepted(cls: type) -> set[str] | None:
 
 
 def _lookup(class_name: str, custom_objects: dict | None) -> type | None:
+    layer_base.builtin_class(class_name)  # a built-in layer's module is imported when first met by name
     classes = {**layer_base._REGISTRY, **get_custom_objects(), **(custom_objects or {})}
     return classes.get(class_name)
 
