@@ -41,7 +41,7 @@ CASES = {
     "import torch": "import torch",
     "import arignote": "import arignote",
     "import torch, arignote": "import torch, arignote",
-    "arignote + first device query": "import arignote; arignote.devices.configured_devices()",
+    "arignote + first device query": "import arignote.runtime.setup as s; s.configured_devices()",
     "first use of the Keras API": FIRST_USE,
 }
 # the first use timed inside the process, after its own `import torch`: the increment alone, without

@@ -422,7 +422,7 @@ def test_config_check_uses_the_strategy_layout_rules(monkeypatch):
     from arignote.commands import config_cmd
     from arignote.devices import Device
 
-    monkeypatch.setattr("arignote.devices.configured_devices",
+    monkeypatch.setattr("arignote.runtime.setup.configured_devices",
                         lambda lease=True: [Device("cuda", 0), Device("cuda", 1)])
     monkeypatch.setattr("arignote.runtime.memory.plan_for", lambda d: None)
     monkeypatch.setattr("arignote.runtime.precision.Precision.from_config", classmethod(lambda cls, d: None))

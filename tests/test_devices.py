@@ -15,17 +15,16 @@ from arignote.devices import (
     GPUInfo,
     Inventory,
     banner,
-    configured_devices,
     current_inventory,
     gpu_device_name,
     is_gpu_available,
     list_devices,
     parse_spec,
-    prepare,
     resolve,
 )
 from arignote.devices.spec import Spec, rank_by_free_memory
 from arignote.runtime import setup
+from arignote.runtime.setup import configured_devices, prepare
 
 MiB = 1 << 20
 A100 = "NVIDIA A100-SXM4-80GB"

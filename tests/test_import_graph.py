@@ -142,8 +142,6 @@ FLOORS = {
 
 # Upward imports, each with its reason: the test fails on any new one and when one of these is gone.
 KNOWN_UPWARD: set[tuple[str, str]] = {
-    # devices' lazy table still names runtime.setup's functions (they leave it next)
-    ("arignote.devices", "arignote.runtime.setup"),
     # K's face (floor 3, light: no torch at import) names its operations in one lazy table; the
     # operations sit above layers/ because a symbolic call builds an OpLayer (LAYOUT.md, "left for later")
     ("arignote.backend", "arignote.ops.tensor"), ("arignote.backend", "arignote.ops.nn"),

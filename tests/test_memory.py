@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from arignote import config
-from arignote.devices import GPUInfo, Inventory, prepare, resolve
+from arignote.devices import GPUInfo, Inventory, resolve
 from arignote.runtime import memory, setup
 from arignote.runtime.memory import MemoryPlanError
+from arignote.runtime.setup import prepare
 
 MiB = 1 << 20
 TOTAL = 81559 * MiB

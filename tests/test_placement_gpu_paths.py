@@ -75,9 +75,9 @@ def test_memory_limit_reaches_every_gpu_the_layers_are_placed_on(monkeypatch, ca
     with config.override(device="cuda0", contexts="dev0->cuda0;dev1->cuda1", memory_limit=0.25,
                          print_active_device=True):
         layers = [NS(device_context="dev0"), NS(device_context="dev1")]
-        devices.prepare("cuda:0")
+        setup.prepare("cuda:0")
         for gpu in placement.placed_gpus(layers, "cuda:0"):
-            devices.prepare(gpu)
+            setup.prepare(gpu)
         out = capsys.readouterr().out
         assert set(fractions) == {0, 1} and all(abs(f - 0.25) < 0.01 for f in fractions.values())
         assert "Mapped cuda:0" in out and "Mapped cuda:1" in out
@@ -101,8 +101,8 @@ def test_the_trainer_prepares_each_gpu_its_layers_are_placed_on(monkeypatch):
     from arignote.models import Sequential, trainer_setup
 
     prepared = []
-    monkeypatch.setattr(devices, "configured_devices", lambda: [NS(torch="cuda:0")])
-    monkeypatch.setattr(devices, "prepare",
+    monkeypatch.setattr(setup, "configured_devices", lambda: [NS(torch="cuda:0")])
+    monkeypatch.setattr(setup, "prepare",
                         lambda d, layout=None: prepared.append(str(getattr(d, "torch", d))))
     # (the strategies and the trainer are imported where the trainer is built: replaced in their modules)
     monkeypatch.setattr("arignote.parallel.strategy_for", lambda chosen: NS(device="cuda:0"))

@@ -142,14 +142,14 @@ def environment(inventory: Any) -> dict[str, Any]:
 
 def main(argv: list[str]) -> int:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
-    from arignote import devices
+    from arignote.runtime import setup
 
     by_name = {c.name: c for c in CHECKS}
     if len(argv) != 1 or argv[0] not in by_name:
         print(f"usage: python -m arignote.bench.selfchecks {{{','.join(by_name)}}}", file=sys.stderr)
         return 2
     result = run_item(by_name[argv[0]])
-    if devices.rank() == 0:
+    if setup.rank() == 0:
         print(MARK + json.dumps(result), flush=True)
     return 0 if result["ok"] else 1
 

@@ -105,7 +105,7 @@ def dp_record(kind: str, hook: Any = None) -> dict[str, Any]:
     the record of the 2-rank fit on this rank: world size, backend, its OOM guard's k, the largest
     weight difference from the reference."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
-    from arignote.devices import rank
+    from arignote.runtime.setup import rank
 
     one_flags, two_flags, backend = LAYOUTS[kind]
     one = reference_weights(one_flags) if rank() == 0 else None
@@ -144,7 +144,8 @@ def _cap_rank_1(model: Any) -> None:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
-    from arignote.devices import cuda, rank
+    from arignote.devices import cuda
+    from arignote.runtime.setup import rank
 
     if rank() != 1:
         return
@@ -166,7 +167,7 @@ def _inject_on_rank_1(model: Any) -> None:
     """On rank 1 (CPU): an injected out-of-memory above 32 samples (the local batch is 64)."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
-    from arignote.devices import rank
+    from arignote.runtime.setup import rank
 
     if rank() == 1:
         config.configure(memory_oom_inject_above=32)
@@ -188,7 +189,7 @@ SYNC_OOM_JOB = r"""
 import sys
 import numpy as np, torch
 from arignote import config
-from arignote.devices import rank
+from arignote.runtime.setup import rank
 from arignote.models import Model
 
 mode = sys.argv[1]
@@ -317,7 +318,7 @@ def main(argv: list[str]) -> int:
     """``reference FLAGS_JSON OUT.npz``: one fit, weights saved; ``weights|oom cpu|gpu``: the item's
     record printed on rank 0 (``@@selftest-record {...}``)."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
-    from arignote.devices import rank
+    from arignote.runtime.setup import rank
 
     if len(argv) == 3 and argv[0] == "reference":
         weights = _train(json.loads(argv[1])).get_weights()

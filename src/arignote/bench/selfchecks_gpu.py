@@ -46,12 +46,13 @@ def judge_banner_gpu(record: dict[str, Any]) -> Verdict:
 
 def run_memory_preallocate() -> dict[str, Any]:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
-    from arignote import config, devices
+    from arignote import config
     from arignote.devices import cuda
+    from arignote.runtime import setup
 
     free0, total = cuda.mem_get_info(0)  # creates the CUDA context before measuring
     config.configure(device="cuda0", print_active_device=False, memory_preallocate=0.5)
-    devices.prepare("cuda:0")
+    setup.prepare("cuda:0")
     free1, _ = cuda.mem_get_info(0)
     return {"total": total, "free_before": free0, "free_after": free1, "reserved": cuda.memory_in_use(0)[1]}
 
@@ -114,12 +115,13 @@ def limit_problems(probe: dict[str, Any], where: str) -> list[str]:
 
 def run_memory_limit() -> dict[str, Any]:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
-    from arignote import config, devices
+    from arignote import config
     from arignote.devices import cuda
+    from arignote.runtime import setup
 
     _, total = cuda.mem_get_info(0)
     config.configure(device="cuda0", print_active_device=False, memory_limit=0.25)
-    devices.prepare("cuda:0")
+    setup.prepare("cuda:0")
     return {"total": total, **limit_probe(0, total)}
 
 
@@ -133,12 +135,13 @@ def run_memory_no_cache() -> dict[str, Any]:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     import torch
 
-    from arignote import config, devices
+    from arignote import config
     from arignote.devices import cuda
+    from arignote.runtime import setup
 
     cuda.mem_get_info(0)
     config.configure(device="cuda0", print_active_device=False, memory_preallocate=-1)
-    devices.prepare("cuda:0")
+    setup.prepare("cuda:0")
     free0, _ = cuda.mem_get_info(0)
     block = torch.empty(512 * MiB, dtype=torch.uint8, device="cuda:0")
     del block

@@ -78,7 +78,7 @@ def judge_placement_memory_limit(record: dict[str, Any]) -> Verdict:
 def _inject_on_rank_1() -> None:
     # loads torch in the check's own process, not when `arignote selftest` lists checks
     from arignote import config
-    from arignote.devices import rank
+    from arignote.runtime.setup import rank
 
     if rank() == 1:
         config.configure(memory_oom_inject_above=32)

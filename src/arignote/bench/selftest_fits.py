@@ -68,12 +68,13 @@ def fit(flags: dict[str, Any], kind: str = "mlp", epochs: int = 2, samples: int 
 def banner(device: str) -> list[str]:
     """The banner lines ``prepare`` prints for ``device``."""
     # loads torch in the check's own process, not when `arignote selftest` lists checks
-    from arignote import config, devices
+    from arignote import config
+    from arignote.runtime import setup
 
     config.configure(device=device, print_active_device=True)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        devices.prepare(devices.configured_devices()[0])
+        setup.prepare(setup.configured_devices()[0])
     return out.getvalue().strip().splitlines()
 
 

@@ -31,7 +31,9 @@ MARK = "@@bench "
 
 def emit(event: str, **payload: Any) -> None:
     """Send one message to the parent (rank 0 only)."""
-    if devices.rank() == 0:
+    from arignote.runtime import setup  # torch: suite.py imports MARK from here on the CLI's start path
+
+    if setup.rank() == 0:
         print(MARK + json.dumps({"event": event, **payload}), flush=True)
 
 
@@ -45,19 +47,20 @@ def peak_rss_bytes() -> int:
 
 def main(argv: list[str]) -> int:
     from arignote.bench import data  # numpy: suite.py imports MARK from here on the CLI's start path
+    from arignote.runtime import setup  # torch (as the line above)
 
     spec = json.loads(argv[0])
     inventory = devices.current_inventory()
     cfg = configs.get(spec["config"], inventory)
     config.configure(**cfg.flags, print_active_device=False)
-    chosen = devices.configured_devices(inventory)
+    chosen = setup.configured_devices(inventory)
     device = chosen[0]
     # the peers get the same process-wide settings (threads, cuDNN switches, memory policy)
-    devices.prepare(device, inventory)
+    setup.prepare(device, inventory)
     if device.is_cuda and spec["runner"] != "arignote":
         # dnn.benchmark=auto is decided per fit; a peer gets the decision fit makes (arrays: fixed shapes)
         conv = len(models.spec(spec["model"]).input_shape) == 3
-        devices.fast_paths(devices.FitFacts(device=str(device), has_conv=conv, fixed_shapes=True), inventory)
+        setup.fast_paths(devices.FitFacts(device=str(device), has_conv=conv, fixed_shapes=True), inventory)
     if spec["runner"] != "arignote":
         warnings.filterwarnings("ignore")  # Lightning's and Keras's advice is noise in a benchmark log
     bench_data = data.load(spec["model"], spec["n_train"], spec["n_val"], source=spec["data"])

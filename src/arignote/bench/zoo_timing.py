@@ -95,11 +95,12 @@ def _setup(framework: str, device: str | None) -> tuple[Any, dict]:
     from arignote import config, devices  # torch and the device setup: in the arignote worker only
     from arignote._version import __version__  # (with the line above: the arignote worker only)
     from arignote.bench import zoo  # numpy, in the worker only
+    from arignote.runtime import setup  # the device setup: in the arignote worker only
 
     config.configure(**({"device": device} if device else {}), print_active_device=False)
     inventory = devices.current_inventory()
-    chosen = devices.configured_devices(inventory)[0]
-    devices.prepare(chosen, inventory)
+    chosen = setup.configured_devices(inventory)[0]
+    setup.prepare(chosen, inventory)
     if threads:  # the side-by-side's thread count wins over arignote's own setting
         torch.set_num_threads(int(threads))
     return zoo.arignote_api(), {"ready": f"arignote {__version__}", "device": str(chosen),

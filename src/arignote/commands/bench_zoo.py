@@ -72,7 +72,8 @@ def _device_problem(device: str | None) -> str | None:
         return None
     try:
         with config.override(device=device):
-            devices.configured_devices(lease=False)
+            from arignote.runtime import setup  # torch loads with the device query, not with --help
+            setup.configured_devices(lease=False)
     except (ValueError, devices.DeviceError) as exc:
         return f"--device {device}: {exc}"
     return None

@@ -23,7 +23,7 @@ import json
 import os
 import sys
 
-from arignote import config, devices
+from arignote import config
 from arignote.config import theanorc
 from arignote.devices import banner
 from arignote.errors import ConfigError
@@ -46,10 +46,11 @@ def check() -> tuple[list[str], list[str]]:
     settings that cannot take effect here. Looks only (a ``free:N`` device is not leased)."""
     # both import torch: kept off `arignote --help` and `config --from-theano`
     from arignote.parallel import check_layout
+    from arignote.runtime import setup  # (torch)
     from arignote.runtime.precision import Precision  # (torch)
 
     try:
-        chosen = devices.configured_devices(lease=False)
+        chosen = setup.configured_devices(lease=False)
     except ConfigError as exc:
         return [str(exc)], []
     errors = []

@@ -50,7 +50,8 @@ def _selection() -> dict:
     """What the device flag resolves to, or why it cannot."""
     spec, src = config.get("device"), config.source("device")
     try:
-        chosen = [str(d) for d in devices.configured_devices(lease=False)]  # look, do not lease free:N GPUs
+        from arignote.runtime import setup  # torch loads with the device query, not with --help
+        chosen = [str(d) for d in setup.configured_devices(lease=False)]  # look, do not lease free:N GPUs
         return {"spec": spec, "source": src, "devices": chosen, "error": None}
     except DeviceError as exc:
         return {"spec": spec, "source": src, "devices": [], "error": str(exc)}

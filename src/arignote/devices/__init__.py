@@ -1,4 +1,7 @@
-"""Devices: what the machine has, which devices the ``device`` flag names, and getting them ready.
+"""Devices: what the machine has and how a device spec resolves on it; no flag is read here.
+
+Choosing the devices the ``device`` flag names and getting them ready (``configured_devices``,
+``prepare``, ``rank``, ``host_cache``, ``fast_paths``) is :mod:`arignote.runtime.setup`'s work.
 
 Names load lazily, so ``import arignote.devices.nvml`` (or the spec parser) never pays for torch.
 ``devices/cuda.py`` is the only module that calls ``torch.cuda`` / ``torch.backends.cudnn``.
@@ -33,9 +36,7 @@ _NAMES = {
     "gpu_device_name": "inventory", "cudnn_version": "inventory", "gpu_count": "inventory",
     "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",
     "rank_by_free_memory": "spec",
-    "configured_devices": "arignote.runtime.setup", "prepare": "arignote.runtime.setup",
-    "rank": "arignote.runtime.setup", "host_cache": "arignote.runtime.setup",
-    "fast_paths": "arignote.runtime.setup", "FitFacts": "fastpaths",
+    "FitFacts": "fastpaths",
     "Versions": "banner",
 }
 

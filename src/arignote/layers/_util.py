@@ -32,6 +32,7 @@ from arignote.backend.common import normalize_data_format
 
 __all__ = [
     "normalize_tuple",
+    "pad_arg",
     "normalize_padding",
     "normalize_data_format",
     "to_torch",
@@ -398,3 +399,14 @@ class KerasLayer(KerasWeights):
                 value = list(value)
             cfg[key] = value
         return cfg
+
+
+def pad_arg(pads: list[tuple[int, int]]) -> tuple[int, ...]:
+    """Per-axis ``(before, after)`` pads as ``F.pad``'s argument (last axis first).
+
+    Example::
+
+        >>> pad_arg([(0, 1), (2, 3)])
+        (2, 3, 0, 1)
+    """
+    return tuple(p for pair in reversed(pads) for p in pair)

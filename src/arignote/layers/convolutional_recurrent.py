@@ -36,11 +36,11 @@ from arignote.layers._util import (
     normalize_data_format,
     normalize_padding,
     normalize_tuple,
+    pad_arg,
     regularizer_arg,
     same_pads,
 )
 from arignote.layers.base import Layer, positive_int
-from arignote.layers.convolutional.conv import pad_arg
 from arignote.layers.recurrent import conv_lstm_sequence as recurrence
 from arignote.layers.recurrent.cells import _prob, dropout_mask
 from arignote.layers.recurrent.conv_rnn import ConvRNN2D, ZeroStates

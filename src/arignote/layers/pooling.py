@@ -31,13 +31,13 @@ from arignote.layers._util import (
     normalize_data_format,
     normalize_padding,
     normalize_tuple,
+    pad_arg,
     same_pads,
     spatial_of,
     to_torch,
     with_spatial,
 )
 from arignote.layers.base import Layer
-from arignote.layers.convolutional.conv import pad_arg
 
 __all__ = [
     "MaxPooling1D",

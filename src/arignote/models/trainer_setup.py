@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from arignote import config, devices
+from arignote import config
 from arignote.runtime.precision import Precision, dtype_of
 
 if TYPE_CHECKING:
@@ -115,6 +115,7 @@ class TrainerSetup:
         # the metrics' tables, the strategies and the training loop load with the first trainer (issue 32)
         from arignote import metrics as metrics_mod
         from arignote import parallel
+        from arignote.runtime import setup
         from arignote.training.loop import Trainer
 
         self._ensure_built(sample_shape)
@@ -125,12 +126,12 @@ class TrainerSetup:
             # multi_gpu_model(model, gpus=N) names this model's GPUs as the device flag would
             spec = getattr(self, "device_spec", None)
             with config.override(device=spec) if spec else contextlib.nullcontext():
-                chosen = devices.configured_devices()
+                chosen = setup.configured_devices()
             strategy = parallel.strategy_for(chosen)
             device = next((d for d in chosen if str(d.torch) == str(strategy.device)), chosen[0])
-            devices.prepare(device, layout=getattr(strategy, "layout", None))
+            setup.prepare(device, layout=getattr(strategy, "layout", None))
             for gpu in parallel.placed_gpus(getattr(self, "layers", ()), strategy.device):
-                devices.prepare(gpu)  # memory policy and banner line on each GPU the layers are placed on
+                setup.prepare(gpu)  # memory policy and banner line on each GPU the layers are placed on
             precision = Precision.from_config(strategy.device)
             if not self._placed or self.device != strategy.device:
                 self._place(strategy.device)

@@ -30,8 +30,15 @@ import torch.nn.functional as F
 
 from arignote.backend.common import normalize_data_format
 from arignote.backend.names import NN_FUNCTIONS
-from arignote.layers._util import conv_output_length, from_torch, normalize_padding, same_pads, to_torch
-from arignote.layers.convolutional.conv import deconv_length, pad_arg
+from arignote.layers._util import (
+    conv_output_length,
+    from_torch,
+    normalize_padding,
+    pad_arg,
+    same_pads,
+    to_torch,
+)
+from arignote.layers.convolutional.conv import deconv_length
 from arignote.layers.convolutional.reshaping import _bilinear_axis
 from arignote.layers.op_layer import symbolic
 from arignote.ops.tensor import _t

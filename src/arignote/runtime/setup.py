@@ -4,7 +4,7 @@ and print the startup banner once per process on rank 0.
 Example::
 
     >>> from arignote import config
-    >>> from arignote.devices import configured_devices, prepare
+    >>> from arignote.runtime.setup import configured_devices, prepare
     >>> with config.override(device="cpu", print_active_device=False):
     ...     [str(d) for d in configured_devices()], prepare("cpu")
     (['cpu'], None)

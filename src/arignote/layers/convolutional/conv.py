@@ -39,6 +39,7 @@ from arignote.layers._util import (
     normalize_data_format,
     normalize_padding,
     normalize_tuple,
+    pad_arg,
     regularizer_arg,
     same_pads,
     spatial_of,
@@ -83,11 +84,6 @@ def theano_same_pads(n: int | None, k: int, s: int, d: int = 1) -> tuple[int, in
         return before, ke - 1 - before
     out = -(-n // s)
     return before, max(0, (out - 1) * s + ke - n - before)  # a negative rest: input past the last window
-
-
-def pad_arg(pads: list[tuple[int, int]]) -> tuple[int, ...]:
-    """Per-axis ``(before, after)`` pads as ``F.pad``'s argument (last axis first)."""
-    return tuple(p for pair in reversed(pads) for p in pair)
 
 
 def _pair1(pad: Any) -> tuple:

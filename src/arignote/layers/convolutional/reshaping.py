@@ -29,12 +29,12 @@ from arignote.layers._util import (
     from_torch,
     normalize_data_format,
     normalize_tuple,
+    pad_arg,
     spatial_of,
     to_torch,
     with_spatial,
 )
 from arignote.layers.base import Layer
-from arignote.layers.convolutional.conv import pad_arg
 
 __all__ = [
     "ZeroPadding1D",
