@@ -50,7 +50,7 @@ def expected(get: Callable[[str], Any], facts: fastpaths.FitFacts) -> dict[str, 
         "benchmark": fastpaths.autotune(get, kind, facts.cudnn_enabled, facts.has_conv,
                                         facts.fixed_shapes).value,
         "tf32": fastpaths.tf32(get, facts.capability).value,
-        "channels_last": fastpaths.memory_format(get, kind, facts.has_conv).value == "channels_last",
+        "channels_last": fastpaths.memory_format(get, facts.has_conv).value == "channels_last",
         "fused": (fastpaths.optimizer_impl(get, facts.optimizer, {kind}, True).value == "fused"
                   if facts.optimizer else False),
     }

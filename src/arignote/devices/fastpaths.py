@@ -137,7 +137,7 @@ def tf32_line(choice: Choice) -> str:
 # --------------------------------------------------------------------------- memory format
 
 
-def memory_format(get: Get, device_kind: str, has_conv: bool) -> Choice:
+def memory_format(get: Get, has_conv: bool) -> Choice:
     """``channels_last`` or ``contiguous`` for a model's 4-D convolution kernels (and a wrapped
     module's image arrays).
 
@@ -146,7 +146,7 @@ def memory_format(get: Get, device_kind: str, has_conv: bool) -> Choice:
     channels-last in memory once viewed as NCHW, so no copy is made. A model without 4-D kernels
     is left as it is.
 
-    >>> memory_format({"memory_format": "auto"}.get, "cuda", True).value
+    >>> memory_format({"memory_format": "auto"}.get, True).value
     'channels_last'
     """
     flag = get("memory_format")
@@ -248,7 +248,7 @@ def fit_line(get: Get, facts: FitFacts) -> str:
     kind = facts.device_kind
     tune = autotune(get, kind, facts.cudnn_enabled, facts.has_conv, facts.fixed_shapes)
     parts = [f"cuDNN autotune {'on' if tune.value else 'off'} ({tune.why})"]
-    fmt = memory_format(get, kind, facts.has_conv)
+    fmt = memory_format(get, facts.has_conv)
     parts.append(f"{fmt.value.replace('_', '-')} ({fmt.why})")
     if facts.optimizer and facts.optimizer_impl:
         parts.append(f"{facts.optimizer} {facts.optimizer_impl}")

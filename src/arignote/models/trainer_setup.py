@@ -91,7 +91,7 @@ class TrainerSetup:
         convs = self._conv_modules()
         from arignote.devices import fastpaths  # the fast-path rules load with the first placement (issue 32)
 
-        self._memory_format = fastpaths.memory_format(config.get, device.type, bool(convs)).value
+        self._memory_format = fastpaths.memory_format(config.get, bool(convs)).value
         fmt = torch.channels_last if self._memory_format == "channels_last" else torch.contiguous_format
         for m in convs:
             m.to(memory_format=fmt)
