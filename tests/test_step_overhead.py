@@ -173,7 +173,9 @@ class _Calls(Callback):
 def test_python_calls_of_the_loop_per_step_within_budget():
     """The loop's own Python per step (training/, callbacks/, parallel/): a layer added to the hot
     path shows here. Today: the epoch loop, the batch source, train_step, the OOM guard's one try,
-    forward/backward/update, the record and the per-batch callback dispatch."""
+    forward/backward/update, the record and the per-batch callback dispatch. (33 since the house
+    move put the OOM injector's no-op call, always made once a step, under training/: the same calls
+    as before, one more of them counted.)"""
     x, y = _data()
     marks = _Calls()
     try:
@@ -181,7 +183,7 @@ def test_python_calls_of_the_loop_per_step_within_budget():
     finally:
         sys.setprofile(None)
     total = sum(marks.calls.values())
-    assert total <= 32, sorted(marks.calls.items())
+    assert total <= 33, sorted(marks.calls.items())
     assert marks.calls["training/loop.py:train_step"] == 1
     assert marks.calls["training/loop.py:_zero_grad"] == 1  # the previous step's gradients, released
     assert not any("zero_grad" in k and "loop.py" not in k for k in marks.calls)
