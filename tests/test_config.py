@@ -491,6 +491,27 @@ def test_from_theano_writes_an_equivalent_arignoterc(tmp_path, monkeypatch, caps
     assert code == 2 and "--force" in err
 
 
+def test_from_theano_force_replaces_whole_or_not_at_all(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("THEANORC", str(tmp_path / "none"))
+    monkeypatch.setenv("THEANO_FLAGS", "floatX=float32")
+    out_path = tmp_path / "arignoterc"
+    out_path.write_text("[global]\ndevice = cpu\n")
+
+    def broken_replace(src, dst):  # the disk fails at the last moment
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "replace", broken_replace)
+    code, _, err = run_cli(capsys, "config", "--from-theano", "--force", "--output", str(out_path))
+    assert code == 1 and f"could not write {out_path}: No space left on device" in err
+    assert out_path.read_text() == "[global]\ndevice = cpu\n"  # the old file is intact
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["arignoterc"]  # no temporary left
+    monkeypatch.undo()
+    monkeypatch.setenv("THEANORC", str(tmp_path / "none"))
+    monkeypatch.setenv("THEANO_FLAGS", "floatX=float32")
+    code, out, _ = run_cli(capsys, "config", "--from-theano", "--force", "--output", str(out_path))
+    assert code == 0 and "floatX = float32" in out_path.read_text()
+
+
 def test_from_theano_lists_bad_values_and_prints_to_stdout(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("THEANORC", str(tmp_path / "none"))
     monkeypatch.setenv("THEANO_FLAGS", "floatX=float8,device=opencl0:0,dnn.conv.algo_fwd=small")

@@ -24,6 +24,7 @@ import os
 import sys
 
 from arignote import config
+from arignote.atomic_file import write_atomically
 from arignote.config import theanorc
 from arignote.devices import banner
 from arignote.errors import ConfigError
@@ -91,8 +92,13 @@ def _from_theano(args) -> int:
         print(f"arignote config: {path} exists; pass --force to replace it, or --output - to print the "
               "converted settings", file=sys.stderr)
         return 2
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
+    # replaced whole or not at all: an interrupted --force never leaves a half-written rc file
+    try:
+        write_atomically(path, text)
+    except OSError as exc:
+        print(f"arignote config: could not write {path}: {exc.strerror or exc}; nothing was changed there",
+              file=sys.stderr)
+        return 1
     print(f"wrote {path}: {len(conv.flags)} setting(s) converted")
     for s in conv.unconverted:
         print(f"  no equivalent: {s.key} = {s.value} ({s.origin}): {s.reason}")
