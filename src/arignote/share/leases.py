@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from arignote import config
+from arignote.atomic_file import write_atomically
 from arignote.devices import nvml
 from arignote.devices.identity import uuid_key
 from arignote.devices.nvml import NA, GPUSnapshot, Snapshot
@@ -326,9 +327,8 @@ def _write_record(directory: Path, stem: str, gpu: GPUSnapshot, key: str, comman
             stale.unlink()
     data = {"key": key, "index": gpu.index, "uuid": None if gpu.uuid is NA else gpu.uuid, "pid": pid,
             "user": _user(), "host": socket.gethostname(), "start": time.time(), "command": command}
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(data, fh)
+    # whole or absent: a reader (dash, another job choosing GPUs) never sees a half-written record
+    write_atomically(path, json.dumps(data), mode=0o644)
     return path
 
 
