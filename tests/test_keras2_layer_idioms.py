@@ -209,6 +209,32 @@ def test_wgan_gp_gradient_penalty_trains():
     assert np.mean(losses[-5:]) < np.mean(losses[:5]), losses
 
 
+def test_loss_taking_k_gradients_evaluates():
+    """evaluate / test_on_batch of a model whose loss takes K.gradients with respect to a graph
+    tensor (a gradient penalty on the input): the loss is the one computed by hand with torch's
+    autograd, and evaluation changes no weight (it raised "autograd did not track" before)."""
+    torch.manual_seed(0)
+    inp = Input((4,))
+    model = Model(inp, Dense(1)(inp))
+
+    def penalised(y_true, y_pred):
+        g = K.gradients(y_pred, [inp])[0]
+        return K.mean(K.square(y_pred - y_true)) + K.mean(K.square(K.sqrt(K.sum(K.square(g), axis=1)) - 1))
+
+    model.compile("sgd", penalised)
+    rng = np.random.RandomState(0)
+    x, y = rng.rand(6, 4).astype("float32"), rng.rand(6, 1).astype("float32")
+    kernel, bias = model.get_weights()
+    xt = torch.tensor(x, requires_grad=True)
+    pred = xt @ torch.tensor(kernel) + torch.tensor(bias)
+    (g,) = torch.autograd.grad(pred.sum(), xt)
+    expected = float(((pred - torch.tensor(y)) ** 2).mean().detach() + ((g.square().sum(1).sqrt() - 1) ** 2).mean())
+    np.testing.assert_allclose(model.evaluate(x, y, verbose=0), expected, rtol=1e-5)
+    np.testing.assert_allclose(model.test_on_batch(x, y), expected, rtol=1e-5)
+    np.testing.assert_array_equal(model.get_weights()[0], kernel)  # evaluation trained nothing
+    assert all(p.grad is None for p in model.module.parameters())  # and left no gradient behind
+
+
 class ClippedDense(Layer):
     """A weight constrained by an expression written in build (WGAN critics, binarized nets)."""
 

@@ -27,6 +27,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import sys
@@ -82,6 +83,10 @@ class Trainer:
         # compile(jit_compile=...) / the jit flag: the step's arithmetic through torch.compile
         plan, notes = compiled.resolve(getattr(model, "jit_compile", None), self.device)
         self.compiled: compiled.CompiledSteps | None = None
+        # a custom loss taking K.gradients with respect to graph tensors (WGAN-GP's penalty) needs
+        # autograd in evaluation too, as Keras 2's one graph had it: chosen once, not per batch
+        self._eval_autograd = (torch.enable_grad if getattr(model.module, "grad_slots", None)
+                               else contextlib.nullcontext)
         self._train_fn, self._eval_fn, self._predict_fn = self._loss_and_pred, self._eval_loss, self._predict
         self._train_now = self._train_fn  # this step's training forward (see train_step)
         self._keep = _same
@@ -198,10 +203,10 @@ class Trainer:
 
     def _eval_loss(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
         """The evaluation forward: the bare module (no DDP hook), the loss and the penalties."""
-        with self.precision.autocast():
+        with self._eval_autograd(), self.precision.autocast():
             y_pred = self.model.module(xb)
             loss = self.penalties.add_to(self.model.loss_fn(self._with_masks(yb), y_pred))
-        return loss, y_pred
+        return loss.detach(), (y_pred.detach() if isinstance(y_pred, torch.Tensor) else y_pred)
 
     def _predict(self, xb: Any) -> Any:
         with self.precision.autocast():
