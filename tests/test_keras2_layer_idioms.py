@@ -228,7 +228,8 @@ def test_loss_taking_k_gradients_evaluates():
     xt = torch.tensor(x, requires_grad=True)
     pred = xt @ torch.tensor(kernel) + torch.tensor(bias)
     (g,) = torch.autograd.grad(pred.sum(), xt)
-    expected = float(((pred - torch.tensor(y)) ** 2).mean().detach() + ((g.square().sum(1).sqrt() - 1) ** 2).mean())
+    penalty = ((g.square().sum(1).sqrt() - 1) ** 2).mean()
+    expected = float(((pred - torch.tensor(y)) ** 2).mean().detach() + penalty)
     np.testing.assert_allclose(model.evaluate(x, y, verbose=0), expected, rtol=1e-5)
     np.testing.assert_allclose(model.test_on_batch(x, y), expected, rtol=1e-5)
     np.testing.assert_array_equal(model.get_weights()[0], kernel)  # evaluation trained nothing
