@@ -153,3 +153,26 @@ def test_a_given_name_is_kept_and_takes_no_number(cls):
     K.reset_uids()
     assert cls(name="mine").name == "mine"
     assert cls().name.endswith("_1")  # the given name did not use up the counter
+
+
+def test_outputs_of_one_shared_layer_keep_their_own_values():
+    """Two outputs of one shared model carry the same name (Keras 2.3.1 names both 'sequential_1',
+    its metrics_names repeat 'sequential_1_loss'): train_on_batch, test_on_batch and evaluate still
+    return each output's own loss, as Keras 2.3.1's lists do (they collapsed into one value before)."""
+    torch.manual_seed(0)
+    K.reset_uids()
+    critic = Sequential([Dense(2, input_shape=(3,)), Dense(1)])
+    a, b = Input((3,)), Input((3,))
+    model = Model([a, b], [critic(a), critic(b)])
+    model.compile("sgd", ["mse", "mae"])
+    name = model.output_names[0]
+    assert model.output_names == [name, name]
+    assert model.metrics_names == ["loss", f"{name}_loss", f"{name}_loss"]
+    x = [np.ones((4, 3), "float32"), np.full((4, 3), 2.0, "float32")]
+    y = [np.zeros((4, 1), "float32"), np.ones((4, 1), "float32")]
+    pa, pb = (critic.predict(v)[:, 0] for v in x)
+    expected = [float(np.mean(pa ** 2)), float(np.mean(np.abs(pb - 1)))]
+    for got in (model.test_on_batch(x, y), model.evaluate(x, y, verbose=0)):
+        np.testing.assert_allclose(got, [sum(expected), *expected], rtol=1e-5)
+    trained = model.train_on_batch(x, y)  # the values before the step's update
+    np.testing.assert_allclose(trained, [sum(expected), *expected], rtol=1e-5)

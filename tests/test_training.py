@@ -303,13 +303,13 @@ def test_on_batch_methods():
 
 def test_one_sync_per_epoch_when_nobody_reads_batch_logs(monkeypatch):
     calls = []
-    real = loop_mod.Trainer.results
+    real = loop_mod.Trainer._gathered  # the one device sync behind results() and result_values()
 
-    def counting(self, reduce=True, buffers=False):
+    def counting(self, reduce, buffers, step):
         calls.append(reduce)
-        return real(self, reduce, buffers)
+        return real(self, reduce, buffers, step)
 
-    monkeypatch.setattr(loop_mod.Trainer, "results", counting)
+    monkeypatch.setattr(loop_mod.Trainer, "_gathered", counting)
     x, y = _blobs(200)
     # the shared server's status record reads the batch logs every 2 s: a slow run would count those
     with config.override(**{"share.status": False}):

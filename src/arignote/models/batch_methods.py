@@ -91,6 +91,5 @@ class BatchMethods:
 
     @staticmethod
     def _scalars(trainer: Trainer) -> Any:
-        logs = trainer.results()
-        values = [logs[k] for k in trainer.metric_names]
+        values = trainer.result_values()  # a list: two outputs may carry the same name (Keras 2's)
         return values[0] if len(values) == 1 else values

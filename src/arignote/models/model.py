@@ -366,7 +366,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         cblist.on_test_end(logs)
         if verbose:
             print(" - ".join(f"{k}: {v:.4f}" for k, v in logs.items()))
-        values = [logs[k] for k in trainer.metric_names]
+        values = trainer.last_values  # a list: two outputs may carry the same name (Keras 2's)
         return values[0] if len(values) == 1 else values
 
     def predict(self, x: Any, batch_size: int | None = None, verbose: int = 0,

@@ -80,6 +80,7 @@ class Trainer:
         self._step_records: list | None = None  # the last training step's (its batch logs' loss)
         self._count = 0
         self.last_count = 0.0  # samples behind the last results(), over all ranks
+        self.last_values: list[float] = []  # the last evaluate's loss and metrics, in metric_names order
         # compile(jit_compile=...) / the jit flag: the step's arithmetic through torch.compile
         plan, notes = compiled.resolve(getattr(model, "jit_compile", None), self.device)
         self.compiled: compiled.CompiledSteps | None = None
@@ -151,7 +152,24 @@ class Trainer:
         ``buffers``: average the module's floating buffers (BatchNorm statistics) over the ranks in
         the same reduction (DDP does not broadcast them: see DataParallel.wrap). ``step``: the
         records of one step (this rank's, never reduced): its own loss comes back as ``loss`` in
-        the same transfer, and the mean so far as ``RUNNING_LOSS`` (a batch's logs, as Keras 2's)."""
+        the same transfer, and the mean so far as ``RUNNING_LOSS`` (a batch's logs, as Keras 2's).
+        Names that repeat (two outputs of one shared layer, as Keras 2 names them) keep the last
+        value: :meth:`result_values` has them all, in :attr:`metric_names` order."""
+        loss, values, step_loss = self._gathered(reduce, buffers, step)
+        out = {"loss": loss}
+        for m, v in zip(self.model.metrics_list, values):
+            out[m.name] = v
+        if step:
+            out[RUNNING_LOSS], out["loss"] = out["loss"], step_loss
+        return out
+
+    def result_values(self) -> list[float]:
+        """:meth:`results` as a list in :attr:`metric_names` order, every entry even where two names
+        are the same (what ``train_on_batch``/``test_on_batch`` return, as Keras 2's lists)."""
+        loss, values, _ = self._gathered(True, False, None)
+        return [loss, *values]
+
+    def _gathered(self, reduce: bool, buffers: bool, step: list | None) -> tuple[float, list[float], float]:
         f64 = _f64(self.device)
         parts = [self._loss_sum.reshape(1).to(f64),
                  torch.tensor([float(self._count)], dtype=f64, device=self.device)]
@@ -175,14 +193,12 @@ class Trainer:
                     offset += b.numel()
         state = state.cpu()
         count = self.last_count = float(state[1])
-        out = {"loss": float(state[0]) / count if count else float("nan")}
-        offset = 2
+        values, offset = [], 2
         for m, size in zip(self.model.metrics_list, sizes):
-            out[m.name] = float(m.result_from(state[offset:offset + size]))
+            values.append(float(m.result_from(state[offset:offset + size])))
             offset += size
-        if step:
-            out[RUNNING_LOSS], out["loss"] = out["loss"], float(state[-1])
-        return out
+        loss = float(state[0]) / count if count else float("nan")
+        return loss, values, (float(state[-1]) if step else float("nan"))
 
     # ------------------------------------------------------------------ steps
 
@@ -479,10 +495,10 @@ class Trainer:
                     if listen:
                         logs = functools.partial(self.results, reduce=False, step=[record])
                         callbacks.on_test_batch_end(step, LazyLogs(fixed, logs, keys))
-            logs = self.results()
+            self.last_values = self.result_values()  # every value, even under a repeated name
             if self.last_count == 0:
                 raise ValueError("the evaluation data yielded no batch")
-            return logs
+            return dict(zip(keys, self.last_values))
         finally:
             module.train(was_training)
 
