@@ -38,6 +38,7 @@ from arignote.layers._util import (
     with_spatial,
 )
 from arignote.layers.base import Layer
+from arignote.layers.max_reduction import amax
 
 __all__ = [
     "MaxPooling1D",
@@ -277,7 +278,7 @@ class _GlobalPooling(KerasLayer, Layer):
 
 class _GlobalMax(_GlobalPooling):
     def call(self, x: torch.Tensor) -> torch.Tensor:
-        return x.amax(dim=self._dims())
+        return amax(x, self._dims())  # torch's amax, its backward in fewer passes
 
 
 class _GlobalAverage(_GlobalPooling):
