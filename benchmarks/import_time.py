@@ -18,6 +18,7 @@ Example::
 
     $ .venv/bin/python benchmarks/import_time.py --rounds 9
     $ .venv/bin/python benchmarks/import_time.py --check     # exit 1 when the budget is exceeded
+    $ .venv/bin/python benchmarks/import_time.py --rounds 7 --srcs /tmp/main/src /tmp/branch/src
 """
 
 from __future__ import annotations
@@ -56,18 +57,61 @@ def _children_cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def once(code: str) -> tuple[float, float]:
+def _env(src: str | None) -> dict[str, str] | None:
+    """The children's environment: ``src`` first on PYTHONPATH (None: this process's own)."""
+    return None if src is None else {**os.environ, "PYTHONPATH": src}
+
+
+def once(code: str, src: str | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds of one fresh interpreter running ``code``."""
     cpu, start = _children_cpu(), time.perf_counter()
-    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True)
+    subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, env=_env(src))
     return time.perf_counter() - start, _children_cpu() - cpu
 
 
-def in_process() -> tuple[float, float]:
+def in_process(src: str | None = None) -> tuple[float, float]:
     """(wall, CPU) seconds of the first use inside a fresh interpreter that imported torch."""
-    out = subprocess.run([sys.executable, "-c", IN_PROCESS], check=True, capture_output=True, text=True)
+    out = subprocess.run([sys.executable, "-c", IN_PROCESS], check=True, capture_output=True, text=True,
+                         env=_env(src))
     w, c = out.stdout.split()[-2:]
     return float(w), float(c)
+
+
+def side_by_side(rounds: int, srcs: list[str]) -> None:
+    """The first use of each ``src`` (a compiled copy of ``src/``) and ``import torch``, alternating
+    round by round: per src the median (range) of the process minus torch's in the same round, and of
+    the in-process timing; each src's arignote module count at the first use."""
+    names = ["import torch", *(f"first use {i}" for i in range(len(srcs))),
+             *(f"in process {i}" for i in range(len(srcs)))]
+    wall: dict[str, list[float]] = {n: [] for n in names}
+    cpu: dict[str, list[float]] = {n: [] for n in names}
+    for r in range(rounds):
+        for name in names if r % 2 == 0 else names[::-1]:
+            kind, _, i = name.rpartition(" ")
+            if name == "import torch":
+                w, c = once("import torch")
+            else:
+                w, c = (in_process if kind == "in process" else lambda s: once(FIRST_USE, s))(srcs[int(i)])
+            wall[name].append(w)
+            cpu[name].append(c)
+    count = "import sys, torch; n = len(sys.modules); " + FIRST_USE.removeprefix("import torch; ") + (
+        "; print(sum(m.startswith('arignote') for m in sys.modules), len(sys.modules) - n)")
+
+    def stat(values: list[float]) -> str:
+        return f"{statistics.median(values):.3f} ({min(values):.3f} .. {max(values):.3f})"
+
+    print(f"{platform.node()} · Python {platform.python_version()} · {rounds} rounds side by side · load "
+          f"average {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
+    print("| src | first use - torch, wall s | same, CPU s | in process, wall s | in process, CPU s "
+          "| arignote modules (all new) |\n| --- | ---: | ---: | ---: | ---: | ---: |")
+    for i, src in enumerate(srcs):
+        dw = [a - b for a, b in zip(wall[f"first use {i}"], wall["import torch"])]
+        dc = [a - b for a, b in zip(cpu[f"first use {i}"], cpu["import torch"])]
+        mods = subprocess.run([sys.executable, "-c", count], check=True, capture_output=True, text=True,
+                              env=_env(src)).stdout.split()
+        print(f"| {src} | {stat(dw)} | {stat(dc)} | {stat(wall[f'in process {i}'])} | "
+              f"{stat(cpu[f'in process {i}'])} | {mods[0]} ({mods[1]}) |")
+    print(f"\nimport torch: {stat(wall['import torch'])} s wall, {stat(cpu['import torch'])} s CPU")
 
 
 def measure(rounds: int, cases: dict[str, str]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
@@ -95,11 +139,18 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--first-use-only", action="store_true",
                         help="only the empty interpreter, torch and the first use (faster, more rounds)")
+    parser.add_argument("--srcs", nargs="+", metavar="SRC", help="side by side: the first use with each "
+                        "SRC (a compiled copy of src/) first on PYTHONPATH, alternating round by round")
     parser.add_argument("--check", action="store_true", help=f"exit 1 if arignote costs > {BUDGET_S} s more "
                         f"or its first use > {FIRST_USE_BUDGET_S} s more than torch (wall)")
     args = parser.parse_args()
     if args.rounds < 1:
         parser.error("--rounds must be >= 1")
+    if args.srcs:
+        for src in args.srcs:
+            once("import torch, arignote", src)  # warm the file cache so round 1 is not an outlier
+        side_by_side(args.rounds, args.srcs)
+        return 0
     once("import torch, arignote")  # warm the file cache so round 1 is not an outlier
     cases = {k: v for k, v in CASES.items() if not args.first_use_only or k in (
         "python (empty)", "import torch", "first use of the Keras API")}
