@@ -46,10 +46,15 @@ CASES = {
     "first use of the Keras API": FIRST_USE,
 }
 # the first use timed inside the process, after its own `import torch`: the increment alone, without
-# the variance of torch's import (seconds on a loaded machine); prints "wall CPU"
-IN_PROCESS = ("import time, torch\nw, c = time.perf_counter(), time.process_time()\n"
+# the variance of torch's import (seconds on a loaded machine); prints "wall CPU full-GC": the last is
+# the wall time of the full (generation 2) garbage collections that ran meanwhile (torch's ~170k
+# objects walked once the new objects cross the collector's threshold, not arignote's own work)
+IN_PROCESS = ("import gc, time, torch\nfull, t = [], {}\n"
+              "gc.callbacks.append(lambda phase, info: info['generation'] == 2 and (t.__setitem__('s', "
+              "time.perf_counter()) if phase == 'start' else full.append(time.perf_counter() - t['s'])))\n"
+              "w, c = time.perf_counter(), time.process_time()\n"
               + FIRST_USE.removeprefix("import torch; ").replace("; ", "\n")
-              + "\nprint(time.perf_counter() - w, time.process_time() - c)")
+              + "\nprint(time.perf_counter() - w, time.process_time() - c, sum(full))")
 
 
 def _children_cpu() -> float:
@@ -69,12 +74,12 @@ def once(code: str, src: str | None = None) -> tuple[float, float]:
     return time.perf_counter() - start, _children_cpu() - cpu
 
 
-def in_process(src: str | None = None) -> tuple[float, float]:
-    """(wall, CPU) seconds of the first use inside a fresh interpreter that imported torch."""
+def in_process(src: str | None = None) -> tuple[float, float, float]:
+    """(wall, CPU, full-GC wall) seconds of the first use inside a fresh interpreter that imported torch."""
     out = subprocess.run([sys.executable, "-c", IN_PROCESS], check=True, capture_output=True, text=True,
                          env=_env(src))
-    w, c = out.stdout.split()[-2:]
-    return float(w), float(c)
+    w, c, g = out.stdout.split()[-3:]
+    return float(w), float(c), float(g)
 
 
 def side_by_side(rounds: int, srcs: list[str]) -> None:
@@ -85,13 +90,17 @@ def side_by_side(rounds: int, srcs: list[str]) -> None:
              *(f"in process {i}" for i in range(len(srcs)))]
     wall: dict[str, list[float]] = {n: [] for n in names}
     cpu: dict[str, list[float]] = {n: [] for n in names}
+    full_gc: dict[str, list[float]] = {n: [] for n in names}
     for r in range(rounds):
         for name in names if r % 2 == 0 else names[::-1]:
             kind, _, i = name.rpartition(" ")
             if name == "import torch":
                 w, c = once("import torch")
+            elif kind == "in process":
+                w, c, g = in_process(srcs[int(i)])
+                full_gc[name].append(g)
             else:
-                w, c = (in_process if kind == "in process" else lambda s: once(FIRST_USE, s))(srcs[int(i)])
+                w, c = once(FIRST_USE, srcs[int(i)])
             wall[name].append(w)
             cpu[name].append(c)
     count = "import sys, torch; n = len(sys.modules); " + FIRST_USE.removeprefix("import torch; ") + (
@@ -103,14 +112,16 @@ def side_by_side(rounds: int, srcs: list[str]) -> None:
     print(f"{platform.node()} · Python {platform.python_version()} · {rounds} rounds side by side · load "
           f"average {' '.join(f'{x:.1f}' for x in os.getloadavg())}\n")
     print("| src | first use - torch, wall s | same, CPU s | in process, wall s | in process, CPU s "
-          "| arignote modules (all new) |\n| --- | ---: | ---: | ---: | ---: | ---: |")
+          "| of which full GC, wall s | arignote modules (all new) |\n| --- | ---: | ---: | ---: | ---: "
+          "| ---: | ---: |")
     for i, src in enumerate(srcs):
         dw = [a - b for a, b in zip(wall[f"first use {i}"], wall["import torch"])]
         dc = [a - b for a, b in zip(cpu[f"first use {i}"], cpu["import torch"])]
         mods = subprocess.run([sys.executable, "-c", count], check=True, capture_output=True, text=True,
                               env=_env(src)).stdout.split()
         print(f"| {src} | {stat(dw)} | {stat(dc)} | {stat(wall[f'in process {i}'])} | "
-              f"{stat(cpu[f'in process {i}'])} | {mods[0]} ({mods[1]}) |")
+              f"{stat(cpu[f'in process {i}'])} | {stat(full_gc[f'in process {i}'])} | "
+              f"{mods[0]} ({mods[1]}) |")
     print(f"\nimport torch: {stat(wall['import torch'])} s wall, {stat(cpu['import torch'])} s CPU")
 
 
@@ -122,7 +133,7 @@ def measure(rounds: int, cases: dict[str, str]) -> tuple[dict[str, list[float]],
     for r in range(rounds):
         order = names if r % 2 == 0 else names[::-1]  # alternate the order each round
         for name in order:
-            w, c = in_process() if name == "in process" else once(cases[name])
+            w, c = in_process()[:2] if name == "in process" else once(cases[name])
             wall[name].append(w)
             cpu[name].append(c)
     return wall, cpu
