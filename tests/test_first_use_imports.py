@@ -25,6 +25,26 @@ LATER = ["rich", "arignote.training.loop", "arignote.training.inputs", "arignote
          "arignote.models.loading", "arignote.models.saving", "arignote.saving.keras_config",
          "arignote.layers.recurrent", "arignote.layers.merge", "arignote.layers.wrappers"]
 
+# every arignote module the first use loads (after `import torch`), and nothing else new: session 12
+# took out the INI parser (rc files only), the machine check's device-spec parser (the first flag
+# read), sizes (size flags), legacy.interfaces (custom Keras 2 layers), the dropout, Lambda, padding,
+# cropping and pooling families; a module added to the first use fails here until it is pinned
+FIRST_USE_MODULES = sorted(["arignote", *(f"arignote.{m}" for m in (
+    "_keras_objects _lazy _moved _version activations backend backend.common backend.names "
+    "backend.variables config config.safe_mode config.types constraints devices devices.order errors "
+    "graph graph.network graph.node graph.state graph.tensor initializers layers layers._left_out "
+    "layers._trainable layers._util layers.activations layers.base layers.bookkeeping layers.conditional "
+    "layers.convolutional layers.convolutional.conv layers.convolutional.separable layers.core "
+    "layers.derived_weights layers.input_layer layers.input_spec layers.layer_args layers.layer_tensors "
+    "layers.op_layer layers.serialization layers.value_semantics legacy legacy.conversions models "
+    "models.batch_methods models.compiled_state models.construction models.fit_data models.functional "
+    "models.functional_config models.generators models.model models.output_losses models.sequential "
+    "models.trainer_setup models.weights_and_saving random_state regularizers runtime runtime.precision"
+).split())])
+DEFERRED = ["configparser", "arignote.devices.machine_check", "arignote.devices.spec", "arignote.sizes",
+            "arignote.legacy.interfaces", "arignote.layers.core.dropout", "arignote.layers.core.lambda_layer",
+            "arignote.layers.convolutional.reshaping", "arignote.layers.pooling"]
+
 
 def _loaded(code: str, watched: list[str] = HEAVY) -> list[str]:
     probe = f"{code}\nimport json, sys\nprint(json.dumps(sorted(m for m in {watched!r} if m in sys.modules)))"
@@ -89,3 +109,25 @@ def test_a_layer_class_met_by_name_loads_its_family_first():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.splitlines() == ["arignote.layers.recurrent 2",
                                        "unknown layer class 'Bidirectionl'. Did you mean 'Bidirectional'?"]
+
+
+def test_first_use_loads_exactly_the_pinned_modules():
+    # the modules new in sys.modules after `import torch`: the pinned set, nothing heavier, nothing else
+    code = ("import sys, torch, json\nbefore = set(sys.modules)\n" + FIRST_USE
+            + "\nprint(json.dumps(sorted(set(sys.modules) - before)))")
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
+    new = json.loads(out.stdout.strip().splitlines()[-1])
+    assert [m for m in new if m not in FIRST_USE_MODULES] == []  # a module came back or was added
+    assert new == FIRST_USE_MODULES  # one went away: pin the smaller set
+
+
+def test_the_deferred_modules_load_when_their_feature_is_used():
+    # each deferred module loads with the feature that needs it (the probe can see them)
+    code = (FIRST_USE + "\nimport os, tempfile\nfrom arignote.layers import Dropout, Lambda, Cropping2D\n"
+            "from arignote.layers.convolutional import MaxPooling2D\nfrom arignote.legacy import interfaces\n"
+            "rc = os.path.join(tempfile.mkdtemp(), 'rc')\nopen(rc, 'w').write('[memory]\\nlimit = 1GiB\\n')\n"
+            "os.environ['ARIGNOTERC'] = rc\nos.environ['ARIGNOTE_FLAGS'] = 'device=cpu'\n"
+            "import arignote\nassert arignote.config.get('device') == 'cpu'")
+    assert _loaded(code, DEFERRED) == sorted(DEFERRED)
+    assert _loaded(FIRST_USE, DEFERRED) == []

@@ -22,14 +22,22 @@ from arignote import _moved, config
 from arignote import devices as _devices  # noqa: F401 - cheap (no torch): sets CUDA_DEVICE_ORDER early
 from arignote._version import __version__  # noqa: F401 - arignote.__version__
 from arignote.config import configure, override
-from arignote.devices import machine_check as _machine_check
 from arignote.errors import ArignoteError, ConfigError, DeviceError
 
 _moved.install()  # old module names of the house move load (pickles made before it), for one release
 
 # the device flag is checked against this machine's GPU count at the first config read (issue 15)
-config.set_machine_check("device", _machine_check.device_on_this_machine, DeviceError)
-config.set_machine_check("contexts", _machine_check.contexts_on_this_machine, DeviceError)
+config.set_machine_check("device", lambda spec: _machine_check().device_on_this_machine(spec), DeviceError)
+config.set_machine_check("contexts", lambda spec: _machine_check().contexts_on_this_machine(spec),
+                         DeviceError)
+
+
+def _machine_check() -> Any:
+    # why: the device spec parser loads when a device or contexts flag is first read, not at import
+    # (the first use of the Keras API reads no flag, issue 32)
+    from arignote.devices import machine_check
+
+    return machine_check
 
 
 # public name -> module that defines it (imported on first access)

@@ -14,7 +14,6 @@ Example::
 
 from __future__ import annotations
 
-import configparser
 import contextlib
 import contextvars
 import difflib
@@ -304,6 +303,9 @@ def _display_path(path: str) -> str:
 
 def _read_rc(path: str, values: dict[str, tuple[Any, str]], notes: list[str]) -> None:
     shown = _display_path(path)
+    # why: only an rc file needs the INI parser (the first use of the Keras API reads none, issue 32)
+    import configparser
+
     # inline comments ("preallocate = 0.8   # why") as .theanorc allows; "#" or ";" after a space
     parser = configparser.ConfigParser(interpolation=None, strict=True, inline_comment_prefixes=("#", ";"))
     parser.optionxform = str  # keep floatX's case

@@ -16,8 +16,6 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from arignote import sizes
-
 
 def parse_bool(text: Any) -> bool:
     if isinstance(text, bool):
@@ -108,6 +106,8 @@ def device(text: Any) -> str:
 
 
 def _size(text: Any, what: str) -> float:
+    from arignote import sizes  # why: parsed only when a size flag is set (not at the first use, issue 32)
+
     try:
         return sizes.mib_or_fraction(sizes.parse_size(text))
     except ValueError as exc:
@@ -140,6 +140,8 @@ limit.kind = "size"  # type: ignore[attr-defined]
 
 def mib(text: Any) -> int:
     """An absolute size in whole MiB (``memory.host_cache``): ``1024``, ``512MiB``, ``1GiB``."""
+    from arignote import sizes  # why: parsed only when a size flag is set (not at the first use, issue 32)
+
     size = sizes.parse_size(text)
     if size.nbytes is None and size.fraction != 0:
         raise ValueError(f"{text!r} is a fraction, but this flag takes an absolute size such as 1GiB or "

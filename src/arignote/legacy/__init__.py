@@ -9,6 +9,10 @@ Example::
     True
 """
 
-from arignote.legacy import interfaces
+from arignote._lazy import lazy_namespace
+
+# `interfaces` loads on first use: the layers import only `conversions` (Keras 1's argument names), and
+# `from arignote.legacy import conversions` runs this file first (issue 32, the first use's import time)
+__getattr__, __dir__ = lazy_namespace(__name__, {"interfaces": "arignote.legacy.interfaces"}, globals())
 
 __all__ = ["interfaces"]

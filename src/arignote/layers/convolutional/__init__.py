@@ -12,6 +12,7 @@ Example::
 import warnings
 from typing import Any
 
+from arignote._lazy import lazy_namespace
 from arignote.layers.convolutional.conv import (
     Conv1D,
     Conv2D,
@@ -24,32 +25,18 @@ from arignote.layers.convolutional.conv import (
     Deconvolution2D,
     Deconvolution3D,
 )
-from arignote.layers.convolutional.reshaping import (
-    Cropping1D,
-    Cropping2D,
-    Cropping3D,
-    UpSampling1D,
-    UpSampling2D,
-    UpSampling3D,
-    ZeroPadding1D,
-    ZeroPadding2D,
-    ZeroPadding3D,
-)
 from arignote.layers.convolutional.separable import DepthwiseConv2D, SeparableConv1D, SeparableConv2D
-from arignote.layers.pooling import (
-    AveragePooling1D,
-    AveragePooling2D,
-    AveragePooling3D,
-    AvgPool1D,
-    AvgPool2D,
-    AvgPool3D,
-    MaxPool1D,
-    MaxPool2D,
-    MaxPool3D,
-    MaxPooling1D,
-    MaxPooling2D,
-    MaxPooling3D,
-)
+
+# padding, cropping and up-sampling, and the pooling layers Keras 2 re-exported here, load on first use
+# (`from arignote.layers import Conv2D` needs neither, issue 32); arignote.layers's table names their
+# modules, so a config naming one of their classes loads it first
+_NAMES = {
+    **dict.fromkeys([f"{kind}{n}D" for kind in ("Cropping", "UpSampling", "ZeroPadding") for n in (1, 2, 3)],
+                    "arignote.layers.convolutional.reshaping"),
+    **dict.fromkeys([f"{kind}{n}D" for kind in ("AveragePooling", "AvgPool", "MaxPool", "MaxPooling")
+                     for n in (1, 2, 3)], "arignote.layers.pooling"),
+}
+__getattr__, __dir__ = lazy_namespace(__name__, _NAMES, globals())
 
 # Keras 2.3.1's other aliases in this module (keras.layers exports only the Convolution*/Deconvolution* ones)
 SeparableConvolution1D = SeparableConv1D
@@ -57,7 +44,6 @@ SeparableConvolution2D = SeparableConv2D
 Convolution2DTranspose = Conv2DTranspose
 Deconv2D = Conv2DTranspose
 Deconv3D = Conv3DTranspose
-
 
 
 def _atrous(conv: type, name: str, args: tuple, kwargs: dict) -> Any:

@@ -22,6 +22,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote import activations
+from arignote._lazy import lazy_namespace
 from arignote.layers._util import (
     KerasLayer,
     check_rank,
@@ -31,9 +32,16 @@ from arignote.layers._util import (
     regularizer_arg,
 )
 from arignote.layers.base import Layer, positive_int
-from arignote.layers.core.dropout import Dropout, SpatialDropout1D, SpatialDropout2D, SpatialDropout3D
-from arignote.layers.core.lambda_layer import ActivityRegularization, Lambda, Masking
 from arignote.layers.input_layer import Input, InputLayer
+
+# the dropout and Lambda families load on first use (`from arignote.layers import Dense` needs neither,
+# issue 32); arignote.layers's table names these modules, so a config naming one loads it first
+_NAMES = {
+    "Dropout": "arignote.layers.core.dropout", "SpatialDropout1D": "arignote.layers.core.dropout",
+    "SpatialDropout2D": "arignote.layers.core.dropout", "SpatialDropout3D": "arignote.layers.core.dropout",
+    **dict.fromkeys(["ActivityRegularization", "Lambda", "Masking"], "arignote.layers.core.lambda_layer"),
+}
+__getattr__, __dir__ = lazy_namespace(__name__, _NAMES, globals())
 
 __all__ = [
     "InputLayer",
