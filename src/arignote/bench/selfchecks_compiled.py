@@ -20,10 +20,10 @@ never run where it was written.
 
 This module does not import torch at import time (``arignote selftest`` plans its items without it).
 
-Example::
+Example (skipped by the doctest run: the probe compiles and trains for epochs, a GPU item)::
 
     >>> facts = probe("cpu", backend="aot_eager")            # doctest: +SKIP
-    >>> facts["graphs_first_epoch"] == facts["graphs_last_epoch"], facts["graph_replays"]
+    >>> facts["graphs_first_epoch"] == facts["graphs_last_epoch"], facts["graph_replays"]  # doctest: +SKIP
     (True, 0)
 """
 
@@ -220,8 +220,8 @@ HOST_SYNC = "called a synchronizing CUDA operation"
 def is_host_sync_error(exc: BaseException) -> bool:
     """Whether ``exc`` is torch's sync-debug error (any other RuntimeError is not a host sync).
 
-    >>> is_host_sync_error(RuntimeError("called a synchronizing CUDA operation")), \
-    ...     is_host_sync_error(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    >>> (is_host_sync_error(RuntimeError("called a synchronizing CUDA operation")),
+    ...  is_host_sync_error(RuntimeError("CUDA error: an illegal memory access was encountered")))
     (True, False)
     """
     lines = str(exc).strip().splitlines()

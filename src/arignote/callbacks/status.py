@@ -12,7 +12,8 @@ A process killed outside Python leaves ``running`` behind, which readers show as
 Example::
 
     >>> from arignote.callbacks.status import RunStatus
-    >>> model.fit(x, y, epochs=10)             # doctest: +SKIP  (added by fit itself)
+    >>> # fit adds it by itself (the fits below are sketches: no model here, so they are skipped)
+    >>> model.fit(x, y, epochs=10)             # doctest: +SKIP
     >>> # or explicitly, e.g. with a slower rhythm:
     >>> model.fit(x, y, epochs=10, callbacks=[RunStatus(interval=10)])   # doctest: +SKIP
 """

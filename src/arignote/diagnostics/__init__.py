@@ -14,7 +14,9 @@ only ``oom_inject`` from here.
 
 Example::
 
+    >>> import torch
     >>> from arignote.diagnostics.batch_size import search_batch_size
+    >>> def oom(): raise torch.OutOfMemoryError("out of memory")
     >>> search_batch_size(lambda b: None if b <= 48 else oom(), limit=1000).batch
     48
 """

@@ -6,8 +6,9 @@ are cleared between tries and the model and optimizer are put back as they were,
 does not train. Unlike Lightning's ``BatchSizeFinder`` the result is the batch the user trains
 with, reported, and the out-of-memory policy still guards it.
 
-Example::
+Example (a step of more than 48 samples runs out of memory)::
 
+    >>> def oom(): raise torch.OutOfMemoryError("out of memory")
     >>> result = search_batch_size(lambda b: None if b <= 48 else oom(), limit=1000)
     >>> result.batch, [b for b, ok in result.tries]
     (48, [2, 4, 8, 16, 32, 64, 48, 56, 52, 50, 49])
@@ -105,7 +106,11 @@ def search_batch_size(
 class TrainingSnapshot:
     """A copy (in host memory) of a module's and an optimizer's state, to put back after trial steps.
 
-    >>> snap = TrainingSnapshot(module, optimizer); ...; snap.restore()
+    >>> module = torch.nn.Linear(2, 1); optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+    >>> snap = TrainingSnapshot(module, optimizer)
+    >>> with torch.no_grad(): _ = module.weight.add_(1.0)   # a trial step changes the weights
+    >>> snap.restore(); torch.equal(module.weight, snap.module_state["weight"])
+    True
     """
 
     def __init__(self, module: torch.nn.Module, optimizer: torch.optim.Optimizer | None,

@@ -10,8 +10,8 @@ channels_last and ``(in, kh, kw)`` for channels_first 2-D), ``bias`` ``(output_l
 
 Example::
 
-    >>> LocallyConnected1D(4, 3).compute_output_shape((10, 2))
-    (8, 4)
+    >>> LocallyConnected1D(4, 3).compute_output_shape((None, 10, 2))
+    (None, 8, 4)
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ Theano-backend file pads as Keras 2's Theano backend did (``layer.theano_same_pa
 
 Example::
 
-    >>> MaxPooling2D().compute_output_shape((32, 32, 3))
-    (16, 16, 3)
-    >>> GlobalAveragePooling1D().compute_output_shape((10, 4))
-    (4,)
+    >>> MaxPooling2D().compute_output_shape((None, 32, 32, 3))
+    (None, 16, 16, 3)
+    >>> GlobalAveragePooling1D().compute_output_shape((None, 10, 4))
+    (None, 4)
 """
 
 from __future__ import annotations

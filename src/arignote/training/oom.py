@@ -9,10 +9,13 @@ of this is tested on a CPU.
 
 Example::
 
+    >>> import torch
+    >>> x, y = torch.ones(32, 2), torch.ones(32, 1)
+    >>> forward_backward = lambda xb, yb, weight: len(xb)   # a real one runs (loss * weight).backward()
     >>> guard = OOMGuard(inject_above=8)          # pretend only 8 samples fit
-    >>> outs = guard.step(x, y, forward_backward, optimizer_step, zero_grad)   # x: 32 samples
-    >>> guard.k, len(outs)                        # redone as 4 micro-batches of 8, one update
-    (4, 4)
+    >>> outs = guard.step(x, y, forward_backward, lambda: None, lambda: None)   # the notice goes to stderr
+    >>> guard.k, outs                             # redone as 4 micro-batches of 8, one update
+    (4, [8, 8, 8, 8])
 
 ``forward_backward(xb, yb, weight)`` must scale its loss by ``weight`` (the micro-batch's share of
 the batch) before ``backward()`` so that the accumulated gradient is the full-batch gradient.

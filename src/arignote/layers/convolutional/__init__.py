@@ -5,8 +5,8 @@ Keras 2 also re-exported here.
 Example::
 
     >>> from arignote.layers.convolutional import Conv2D, UpSampling2D
-    >>> UpSampling2D().compute_output_shape((4, 4, 3))
-    (8, 8, 3)
+    >>> UpSampling2D().compute_output_shape((None, 4, 4, 3))
+    (None, 8, 8, 3)
 """
 
 import warnings

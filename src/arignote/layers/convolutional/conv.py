@@ -14,10 +14,10 @@ Weights (torch tensor -> Keras weight, in ``layer.weights`` order):
 
 Example::
 
-    >>> Conv2D(8, 3, padding="same").compute_output_shape((32, 32, 3))
-    (32, 32, 8)
-    >>> Conv2DTranspose(4, 3, strides=2, padding="same").compute_output_shape((5, 5, 2))
-    (10, 10, 4)
+    >>> Conv2D(8, 3, padding="same").compute_output_shape((None, 32, 32, 3))
+    (None, 32, 32, 8)
+    >>> Conv2DTranspose(4, 3, strides=2, padding="same").compute_output_shape((None, 5, 5, 2))
+    (None, 10, 10, 4)
 """
 
 from __future__ import annotations

@@ -8,10 +8,10 @@ shift, edges clamped).
 
 Example::
 
-    >>> ZeroPadding2D(((1, 0), (2, 2))).compute_output_shape((4, 4, 3))
-    (5, 8, 3)
-    >>> Cropping1D((1, 2)).compute_output_shape((10, 3))
-    (7, 3)
+    >>> ZeroPadding2D(((1, 0), (2, 2))).compute_output_shape((None, 4, 4, 3))
+    (None, 5, 8, 3)
+    >>> Cropping1D((1, 2)).compute_output_shape((None, 10, 3))
+    (None, 7, 3)
 """
 
 from __future__ import annotations

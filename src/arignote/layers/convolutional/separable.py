@@ -10,8 +10,8 @@ Weights (torch tensor -> Keras weight, in ``layer.weights`` order):
 
 Example::
 
-    >>> DepthwiseConv2D(3, depth_multiplier=2).compute_output_shape((8, 8, 4))
-    (6, 6, 8)
+    >>> DepthwiseConv2D(3, depth_multiplier=2).compute_output_shape((None, 8, 8, 4))
+    (None, 6, 6, 8)
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ channel), as Keras 2 does. No weights.
 Example::
 
     >>> import torch
-    >>> d = SpatialDropout2D(0.5); d.train()
+    >>> d = SpatialDropout2D(0.5).train()
     >>> y = d(torch.ones(2, 4, 4, 3)); bool(((y == 0) | (y == 2)).all())
     True
 """

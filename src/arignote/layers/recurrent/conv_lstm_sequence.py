@@ -18,8 +18,8 @@ Example::
     >>> spec = Recurrence(2, (1, 1), activations.get("tanh"), activations.get("hard_sigmoid"), True, False)
     >>> xc = torch.zeros(3 * 4, 8, 5, 5)  # 3 sequences of 4 steps, 4 gates of 2 filters, 5x5 images
     >>> h, c = run(xc, torch.zeros(3, 2, 5, 5), torch.zeros(3, 2, 5, 5), torch.zeros(8, 2, 3, 3), spec)
-    >>> tuple(h.shape), tuple(c.shape)  # outputs (batch, time, channels, rows, cols) in channels_first
-    ((3, 4, 2, 5, 5), (3, 2, 5, 5))
+    >>> tuple(h.shape), tuple(c.shape)  # first=False: outputs (batch, time, rows, cols, channels)
+    ((3, 4, 5, 5, 2), (3, 2, 5, 5))
 """
 
 from __future__ import annotations
