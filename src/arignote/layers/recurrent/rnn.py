@@ -290,7 +290,11 @@ class RNN(KerasLayer, Layer):
                 return padded
             training = False if 0 < cell.dropout < 1 else training  # input dropout already applied
         dp, rec = cell.masks(x[:, 0], states[0], training)
-        projected = cell.project(x, dp).unbind(1)  # one backward (a stack), not a zero-filled copy per step
+        projected = cell.project(x, dp)
+        whole = _lstm_sequence(cell, projected, states, rec, mask)
+        if whole is not None:
+            return whole
+        projected = projected.unbind(1)  # one backward (a stack), not a zero-filled copy per step
 
         def step(t: int, st: list) -> tuple:
             return cell.step(projected[t], st, rec)
@@ -478,6 +482,24 @@ def _run_masked(
     seq = torch.stack(outs, 1)
     zero = torch.zeros((), dtype=seq.dtype, device=seq.device)
     return torch.where(seen.view(*seen.shape, *([1] * (seq.dim() - 2))), seq, zero), last, states
+
+
+def _lstm_sequence(cell: _Cell, projected: torch.Tensor, states: list, rec: list | None,
+                   mask: torch.Tensor | None) -> tuple | None:
+    """An LSTM loop as one hand-differentiated function (:mod:`~arignote.layers.recurrent.lstm_sequence`)
+    when :func:`~arignote.layers.recurrent.lstm_sequence.takes` says so, else None (the graph's loop)."""
+    if not isinstance(cell, LSTMCell):
+        return None
+    from arignote.layers.recurrent import lstm_sequence as seq  # why: loaded when an LSTM first runs its loop
+
+    if not seq.takes(lstm_step=type(cell).step is LSTMCell.step, activation=cell.activation,
+                     recurrent_activation=cell.recurrent_activation, recurrent_masks=len(rec or ()),
+                     masked=mask is not None, steps=projected.shape[1], tracing=seq.tracing()):
+        return None
+    spec = seq.Spec(cell.activation, cell.recurrent_activation)
+    out, c = seq.run(projected, states[0], states[1], cell.recurrent_weight, rec[0] if rec else None, spec)
+    last = out[:, -1]
+    return out, last, [last, c]
 
 
 def with_extra_inputs(name: str, inputs: Any, extra: list) -> Any:
