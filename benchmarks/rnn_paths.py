@@ -5,8 +5,8 @@ The fused path (``torch.lstm`` / ``torch.gru``) takes LSTM with tanh/sigmoid, GR
 ``GRU(reset_after=False)`` run the loop path (the input projection of all steps at once, then one
 step per time step; an LSTM's loop as one hand-differentiated function, ``lstm_sequence``: the
 "graph loop" rows run the per-operator loop it replaced, in the same process); a mask runs the
-fused kernel over each row's valid steps gathered to the front (the loop when the cell has no fused
-kernel: the last case, against its unmasked loop). One training step (forward + backward + RMSprop)
+fused kernel (or the LSTM function) over each row's valid steps gathered to the front (the graph
+loop's masked steps in the "before" row). One training step (forward + backward + RMSprop)
 of ``Embedding -> RNN(128) -> Dense(1)`` on imdb_lstm.py's shapes, cases alternating round by round;
 ratio = median step CPU time of the case / of its fused reference.
 
@@ -49,9 +49,13 @@ CASES = {  # name -> (layer factory, the fused case it is compared with)
         "LSTM (fused)",
     ),
     "LSTM with a mask (zeros inside)": (lambda: LSTM(UNITS), "LSTM (fused)"),
-    "LSTM hard_sigmoid with a mask (the loop's masked steps)": (
+    "LSTM hard_sigmoid with a mask": (
         lambda: LSTM(UNITS, recurrent_activation="hard_sigmoid"),
-        "LSTM recurrent_activation=hard_sigmoid",
+        "LSTM (fused)",
+    ),
+    "LSTM hard_sigmoid with a mask, graph loop (before)": (
+        lambda: LSTM(UNITS, recurrent_activation="hard_sigmoid"),
+        "LSTM (fused)",
     ),
     "GRU reset_after=True (fused)": (lambda: GRU(UNITS, reset_after=True), None),
     "GRU reset_after=False (Keras 2 default)": (

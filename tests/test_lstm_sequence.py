@@ -100,6 +100,28 @@ def test_layer_equals_the_graph_loop(config):
     _close(_both_paths(lambda: LSTM(4, **config), x, _weighted))
 
 
+MASKS = {
+    "zeros_inside": [[1, 0, 1, 1, 0, 1], [0, 1, 1, 0, 1, 1], [1, 1, 1, 1, 1, 0]],
+    "padded": [[0, 0, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 1, 0, 0, 0]],
+}
+
+
+@pytest.mark.usefixtures("one_thread")
+@pytest.mark.parametrize("mask", MASKS)
+@pytest.mark.parametrize("config", [
+    {"recurrent_activation": "hard_sigmoid", "return_sequences": True},
+    {"recurrent_activation": "hard_sigmoid", "go_backwards": True},
+    {"recurrent_dropout": 0.3, "return_sequences": True, "go_backwards": True},
+], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
+def test_masked_layer_equals_the_graph_loop(config, mask):
+    """Under a mask the function runs over each row's valid steps gathered to the front; the graph's
+    loop keeps the states at the masked steps: the same outputs and gradients."""
+    rng = np.random.RandomState(8)
+    x = torch.tensor(rng.uniform(-1, 1, (3, 6, 5)).astype("float32"))
+    m = torch.tensor(MASKS[mask], dtype=torch.bool)
+    _close(_both_paths(lambda: LSTM(4, **config), x, _weighted, mask=m))
+
+
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("pick", [[0], [2], [1, 2]], ids=["output", "cell_state", "states"])
 def test_initial_states_and_returned_states_equal_the_graph_loop(pick):
@@ -138,7 +160,7 @@ def test_inference_equals_the_graph_loop_without_keeping_steps():
 
 def _takes(**kw):
     base = dict(lstm_step=True, activation=A("tanh"), recurrent_activation=A("hard_sigmoid"),
-                recurrent_masks=0, masked=False, steps=5, tracing=False)
+                recurrent_masks=0, steps=5, tracing=False)
     return seq.takes(**{**base, **kw})
 
 
@@ -149,7 +171,6 @@ def test_which_configurations_take_it():
     assert not _takes(activation=A("softsign"))  # an activation it does not differentiate by hand
     assert not _takes(recurrent_activation=A("elu"))
     assert not _takes(recurrent_masks=4)  # implementation=1's recurrent dropout: one mask per gate
-    assert not _takes(masked=True)
     assert not _takes(steps=0)
     assert not _takes(tracing=True)
 
@@ -161,7 +182,9 @@ class _OwnStep(LSTMCell):
 
 @pytest.mark.parametrize("make, mask, expected", [
     (lambda: LSTM(3, recurrent_activation="hard_sigmoid"), None, True),
-    (lambda: LSTM(3, recurrent_activation="hard_sigmoid"), [[1, 1, 0, 1]] * 2, False),
+    (lambda: LSTM(3, recurrent_activation="hard_sigmoid"), [[1, 1, 0, 1]] * 2, True),  # valid steps gathered
+    (lambda: LSTM(3, recurrent_activation="hard_sigmoid", return_state=True), [[1, 1, 0, 1]] * 2, False),
+    (lambda: LSTM(3, recurrent_activation="hard_sigmoid"), [[1, 1, 0, 1], [0, 0, 0, 0]], False),  # empty row
     (lambda: LSTM(3, recurrent_dropout=0.2, implementation=1), None, False),
     (lambda: LSTM(3, activation="softsign"), None, False),
     (lambda: LSTM(3), None, False),  # the fused kernel

@@ -291,7 +291,7 @@ class RNN(KerasLayer, Layer):
             training = False if 0 < cell.dropout < 1 else training  # input dropout already applied
         dp, rec = cell.masks(x[:, 0], states[0], training)
         projected = cell.project(x, dp)
-        whole = _lstm_sequence(cell, projected, states, rec, mask)
+        whole = self._lstm_sequence(projected, mask, states, rec)
         if whole is not None:
             return whole
         projected = projected.unbind(1)  # one backward (a stack), not a zero-filled copy per step
@@ -330,8 +330,38 @@ class RNN(KerasLayer, Layer):
     def _padded_fused(
         self, x: torch.Tensor, mask: torch.Tensor, states: list, training: bool
     ) -> tuple | None:
-        """A mask on the fused kernel: each row's valid steps are gathered to the front, in order (a
-        masked step changes nothing, so the recurrence over them is Keras 2's), the kernel runs over
+        """A mask on the fused kernel (:meth:`_gathered`)."""
+        return self._gathered(x, mask, lambda shifted: self.cell.fused(shifted, states, training)[0])
+
+    def _lstm_sequence(self, xp: torch.Tensor, mask: torch.Tensor | None, states: list,
+                       rec: list | None) -> tuple | None:
+        """An LSTM loop as one hand-differentiated function (:mod:`.lstm_sequence`) when
+        :func:`.lstm_sequence.takes` says so (under a mask: over each row's valid steps,
+        :meth:`_gathered`), else None (the graph's loop)."""
+        cell = self.cell
+        if not isinstance(cell, LSTMCell):
+            return None
+        from arignote.layers.recurrent import lstm_sequence as seq  # why: loaded when an LSTM runs its loop
+
+        if not seq.takes(lstm_step=type(cell).step is LSTMCell.step, activation=cell.activation,
+                         recurrent_activation=cell.recurrent_activation, recurrent_masks=len(rec or ()),
+                         steps=xp.shape[1], tracing=seq.tracing()):
+            return None
+        spec = seq.Spec(cell.activation, cell.recurrent_activation)
+
+        def run(steps: torch.Tensor) -> tuple:
+            return seq.run(steps, states[0], states[1], cell.recurrent_weight, rec[0] if rec else None, spec)
+
+        if mask is not None:
+            return self._gathered(xp, mask, lambda shifted: run(shifted)[0])
+        out, c = run(xp)
+        last = out[:, -1]
+        return out, last, [last, c]
+
+    def _gathered(self, x: torch.Tensor, mask: torch.Tensor, run: Callable) -> tuple | None:
+        """A mask on a whole-sequence function ``run`` (``(n, t, ...) -> outputs (n, t, units)``: the
+        fused kernel, the LSTM recurrence): each row's valid steps are gathered to the front, in order
+        (a masked step changes nothing, so the recurrence over them is Keras 2's), ``run`` runs over
         them (the rows' masked steps after them cannot change earlier outputs), and the outputs are
         spread back with Keras 2's masked values (zeros before a row's first valid step, the last
         output after a valid one). Padded sequences (``pad_sequences`` 'pre' or 'post') and masks with
@@ -349,7 +379,7 @@ class RNN(KerasLayer, Layer):
             return None
         order = torch.argsort((~m).to(torch.int8), dim=1, stable=True)  # valid steps first, in order
         shifted = x.gather(1, order[..., None].expand(n, t, x.shape[-1]))
-        out, _ = cell.fused(shifted, states, training)
+        out = run(shifted)
         last = out.gather(1, (lengths - 1).view(n, 1, 1).expand(n, 1, out.shape[-1]))[:, 0]
         done = m.cumsum(1)  # valid steps up to each step
         seq = out.gather(1, (done - 1).clamp(min=0)[..., None].expand(n, t, out.shape[-1]))
@@ -482,24 +512,6 @@ def _run_masked(
     seq = torch.stack(outs, 1)
     zero = torch.zeros((), dtype=seq.dtype, device=seq.device)
     return torch.where(seen.view(*seen.shape, *([1] * (seq.dim() - 2))), seq, zero), last, states
-
-
-def _lstm_sequence(cell: _Cell, projected: torch.Tensor, states: list, rec: list | None,
-                   mask: torch.Tensor | None) -> tuple | None:
-    """An LSTM loop as one hand-differentiated function (:mod:`~arignote.layers.recurrent.lstm_sequence`)
-    when :func:`~arignote.layers.recurrent.lstm_sequence.takes` says so, else None (the graph's loop)."""
-    if not isinstance(cell, LSTMCell):
-        return None
-    from arignote.layers.recurrent import lstm_sequence as seq  # why: loaded when an LSTM first runs its loop
-
-    if not seq.takes(lstm_step=type(cell).step is LSTMCell.step, activation=cell.activation,
-                     recurrent_activation=cell.recurrent_activation, recurrent_masks=len(rec or ()),
-                     masked=mask is not None, steps=projected.shape[1], tracing=seq.tracing()):
-        return None
-    spec = seq.Spec(cell.activation, cell.recurrent_activation)
-    out, c = seq.run(projected, states[0], states[1], cell.recurrent_weight, rec[0] if rec else None, spec)
-    last = out[:, -1]
-    return out, last, [last, c]
 
 
 def with_extra_inputs(name: str, inputs: Any, extra: list) -> Any:
