@@ -173,6 +173,25 @@ def test_which_configurations_take_it():
     assert not _takes(recurrent_masks=4)  # implementation=1's recurrent dropout: one mask per gate
     assert not _takes(steps=0)
     assert not _takes(tracing=True)
+    assert not _takes(autocast=True)
+
+
+def test_autocast_keeps_the_graph_loop():
+    """Mixed precision (bf16 autocast on a CPU) casts each operator of the graph's loop; the function
+    would mix a bf16 projection with float32 states."""
+    x = torch.randn(2, 5, 3, requires_grad=True)
+    layer = LSTM(4, recurrent_activation="hard_sigmoid", return_sequences=True)
+    layer(x)
+    calls = []
+    run = seq.run
+    seq.run = lambda *a: calls.append(1) or run(*a)
+    try:
+        with torch.autocast("cpu", dtype=torch.bfloat16):
+            y = layer(x)
+        y.float().sum().backward()
+    finally:
+        seq.run = run
+    assert calls == [] and y.dtype == torch.float32 and x.grad.abs().sum() > 0
 
 
 class _OwnStep(LSTMCell):

@@ -109,14 +109,16 @@ class Spec(NamedTuple):
 
 
 def takes(*, lstm_step: bool, activation: Any, recurrent_activation: Any, recurrent_masks: int,
-          steps: int, tracing: bool) -> bool:
+          steps: int, tracing: bool, autocast: bool = False) -> bool:
     """Whether an LSTM loop runs this function: the built-in LSTM step (``lstm_step``: an
     ``LSTMCell`` whose ``step`` no subclass replaced), both activations in :data:`ACTIVATIONS`, no
     recurrent dropout or one mask for all gates (``implementation=2``; ``1`` draws one per gate), at
     least one step, and not under ``torch.export`` / ``torch.compile`` / ``torch.jit.trace`` (they
-    record the per-operator graph). The caller checks first that the fused kernel does not take the
-    layer; under a Keras mask it runs the function over each row's valid steps when it can gather
-    them (``RNN._gathered``: not for an LSTM whose last cell state is returned or carried).
+    record the per-operator graph), nor under autocast (``autocast``: mixed precision casts each of
+    the graph's operators; the function's buffers keep one dtype). The caller checks first that the
+    fused kernel does not take the layer; under a Keras mask it runs the function over each row's
+    valid steps when it can gather them (``RNN._gathered``: not for an LSTM whose last cell state is
+    returned or carried).
 
     >>> from arignote import activations as a
     >>> takes(lstm_step=True, activation=a.tanh, recurrent_activation=a.hard_sigmoid,
@@ -127,7 +129,7 @@ def takes(*, lstm_step: bool, activation: Any, recurrent_activation: Any, recurr
     False
     """
     return (lstm_step and activation in ACTIVATIONS and recurrent_activation in ACTIVATIONS
-            and recurrent_masks in (0, 1) and steps > 0 and not tracing)
+            and recurrent_masks in (0, 1) and steps > 0 and not tracing and not autocast)
 
 
 def tracing() -> bool:

@@ -345,7 +345,8 @@ class RNN(KerasLayer, Layer):
 
         if not seq.takes(lstm_step=type(cell).step is LSTMCell.step, activation=cell.activation,
                          recurrent_activation=cell.recurrent_activation, recurrent_masks=len(rec or ()),
-                         steps=xp.shape[1], tracing=seq.tracing()):
+                         steps=xp.shape[1], tracing=seq.tracing(),
+                         autocast=torch.is_autocast_enabled(xp.device.type)):
             return None
         spec = seq.Spec(cell.activation, cell.recurrent_activation)
 
