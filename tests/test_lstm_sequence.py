@@ -17,8 +17,9 @@ A = activations.get
 
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("act, ract, dropout", [
-    ("tanh", "hard_sigmoid", False), ("tanh", "hard_sigmoid", True), ("tanh", "sigmoid", True),
-    ("relu", "hard_sigmoid", False), ("hard_sigmoid", "linear", False), ("linear", "relu", True),
+    ("tanh", "hard_sigmoid", 0), ("tanh", "hard_sigmoid", 1), ("tanh", "sigmoid", 1),
+    ("relu", "hard_sigmoid", 0), ("hard_sigmoid", "linear", 0), ("linear", "relu", 1),
+    ("tanh", "hard_sigmoid", 4), ("relu", "sigmoid", 4),
 ])
 def test_backward_equals_finite_differences(act, ract, dropout):
     torch.manual_seed(0)
@@ -28,7 +29,8 @@ def test_backward_equals_finite_differences(act, ract, dropout):
     w = (torch.randn(4 * u, u, dtype=torch.float64) * 0.5).requires_grad_()
     h = torch.randn(n, u, dtype=torch.float64).requires_grad_()
     c = torch.randn(n, u, dtype=torch.float64).requires_grad_()
-    rec = (torch.rand(n, u, dtype=torch.float64) > 0.3).to(torch.float64) / 0.7 if dropout else None
+    shape = {1: (n, u), 4: (4, n, u)}.get(dropout)  # one mask, or one per gate (implementation=1)
+    rec = (torch.rand(*shape, dtype=torch.float64) > 0.3).to(torch.float64) / 0.7 if shape else None
     assert torch.autograd.gradcheck(lambda *a: seq.run(*a, rec, spec), (xp, h, c, w), atol=1e-6)
     # through the last cell state alone (no output gradient reaches a step), and the outputs alone
     assert torch.autograd.gradcheck(lambda *a: seq.run(*a, rec, spec)[1], (xp, h, c, w), atol=1e-6)
@@ -86,7 +88,9 @@ CONFIGS = [
     {"recurrent_activation": "hard_sigmoid", "return_state": True},
     {"recurrent_dropout": 0.3, "return_sequences": True},
     {"recurrent_dropout": 0.3, "dropout": 0.2, "recurrent_activation": "hard_sigmoid"},
-    {"dropout": 0.2, "implementation": 1, "return_sequences": True},  # 4 input masks, one recurrent
+    {"dropout": 0.2, "implementation": 1, "return_sequences": True},  # 4 input masks
+    {"recurrent_dropout": 0.3, "implementation": 1, "recurrent_activation": "hard_sigmoid"},  # 4 recurrent
+    {"recurrent_dropout": 0.3, "dropout": 0.1, "implementation": 1, "return_sequences": True},
     {"activation": "relu", "recurrent_activation": "hard_sigmoid", "return_sequences": True},
     {"activation": "hard_sigmoid", "recurrent_activation": "linear", "use_bias": False},
 ]
@@ -112,6 +116,7 @@ MASKS = {
     {"recurrent_activation": "hard_sigmoid", "return_sequences": True},
     {"recurrent_activation": "hard_sigmoid", "go_backwards": True},
     {"recurrent_dropout": 0.3, "return_sequences": True, "go_backwards": True},
+    {"recurrent_dropout": 0.3, "implementation": 1, "return_sequences": True},
 ], ids=lambda c: ",".join(f"{k}={v}" for k, v in c.items()))
 def test_masked_layer_equals_the_graph_loop(config, mask):
     """Under a mask the function runs over each row's valid steps gathered to the front; the graph's
@@ -170,7 +175,8 @@ def test_which_configurations_take_it():
     assert not _takes(lstm_step=False)  # a subclass's own step
     assert not _takes(activation=A("softsign"))  # an activation it does not differentiate by hand
     assert not _takes(recurrent_activation=A("elu"))
-    assert not _takes(recurrent_masks=4)  # implementation=1's recurrent dropout: one mask per gate
+    assert _takes(recurrent_masks=4)  # implementation=1's recurrent dropout: one mask per gate
+    assert not _takes(recurrent_masks=2)
     assert not _takes(steps=0)
     assert not _takes(tracing=True)
     assert not _takes(autocast=True)
@@ -204,7 +210,7 @@ class _OwnStep(LSTMCell):
     (lambda: LSTM(3, recurrent_activation="hard_sigmoid"), [[1, 1, 0, 1]] * 2, True),  # valid steps gathered
     (lambda: LSTM(3, recurrent_activation="hard_sigmoid", return_state=True), [[1, 1, 0, 1]] * 2, False),
     (lambda: LSTM(3, recurrent_activation="hard_sigmoid"), [[1, 1, 0, 1], [0, 0, 0, 0]], False),  # empty row
-    (lambda: LSTM(3, recurrent_dropout=0.2, implementation=1), None, False),
+    (lambda: LSTM(3, recurrent_dropout=0.2, implementation=1), None, True),
     (lambda: LSTM(3, activation="softsign"), None, False),
     (lambda: LSTM(3), None, False),  # the fused kernel
 ])
@@ -270,6 +276,9 @@ def test_graph_equals_run_in_float64():
             torch.randn(2, 3, dtype=torch.float64), torch.randn(12, 3, dtype=torch.float64),
             torch.ones(2, 3, dtype=torch.float64) * 1.25)
     for a, b in zip(seq.run(*args, spec), seq.graph(*args, spec)):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12)
+    per_gate = (*args[:4], torch.rand(4, 2, 3, dtype=torch.float64))  # implementation=1's four masks
+    for a, b in zip(seq.run(*per_gate, spec), seq.graph(*per_gate, spec)):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12, atol=1e-12)
 
 

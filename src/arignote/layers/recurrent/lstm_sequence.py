@@ -112,7 +112,7 @@ def takes(*, lstm_step: bool, activation: Any, recurrent_activation: Any, recurr
           steps: int, tracing: bool, autocast: bool = False) -> bool:
     """Whether an LSTM loop runs this function: the built-in LSTM step (``lstm_step``: an
     ``LSTMCell`` whose ``step`` no subclass replaced), both activations in :data:`ACTIVATIONS`, no
-    recurrent dropout or one mask for all gates (``implementation=2``; ``1`` draws one per gate), at
+    recurrent dropout, or its one mask for all gates (``implementation=2``) or four (``1``), at
     least one step, and not under ``torch.export`` / ``torch.compile`` / ``torch.jit.trace`` (they
     record the per-operator graph), nor under autocast (``autocast``: mixed precision casts each of
     the graph's operators; the function's buffers keep one dtype). The caller checks first that the
@@ -125,11 +125,11 @@ def takes(*, lstm_step: bool, activation: Any, recurrent_activation: Any, recurr
     ...       recurrent_masks=0, steps=80, tracing=False)
     True
     >>> takes(lstm_step=True, activation=a.tanh, recurrent_activation=a.hard_sigmoid,
-    ...       recurrent_masks=4, steps=80, tracing=False)
+    ...       recurrent_masks=0, steps=80, tracing=True)
     False
     """
     return (lstm_step and activation in ACTIVATIONS and recurrent_activation in ACTIVATIONS
-            and recurrent_masks in (0, 1) and steps > 0 and not tracing and not autocast)
+            and recurrent_masks in (0, 1, 4) and steps > 0 and not tracing and not autocast)
 
 
 def tracing() -> bool:
@@ -167,11 +167,22 @@ class _Sequence(torch.autograd.Function):
         i_all, f_all, o_all = (_steps(gates, 0, k * u, (k + 1) * u) for k in (0, 1, 3))
         g_s, tc_s, kg_s, kc_s = _steps(cands, 0), _steps(tcs, 0), _steps(k_g, 0), _steps(k_c, 0)
         c_s, x_s, out_s = _steps(cs, 0), _steps(xp, 1), _steps(out, 1)
-        wt, hm = w.t(), None if rec is None else xp.new_empty(n, u)
+        wt, hm = w.t(), None if rec is None else torch.empty_like(rec)
+        per_gate = rec is not None and rec.dim() == 3  # implementation=1: one mask per gate
+        if per_gate:
+            x_k, z_k = [_steps(xp, 1, j * u, (j + 1) * u) for j in range(4)], [
+                _steps(zs, 0, j * u, (j + 1) * u) for j in range(4)]
+            w_k = [b.t() for b in w.split(u)]
         h, c = h0, c0
         for t in range(steps):
             k = t if per else 0
-            z = torch.addmm(x_s[t], h if rec is None else torch.mul(h, rec, out=hm), wt, out=z_all[k])
+            if per_gate:  # z_j = xp_j + (h * mask_j) @ W_j^T, as LSTMCell.step's four products
+                hm = torch.mul(h, rec, out=hm)
+                for j in range(4):
+                    torch.addmm(x_k[j][t], hm[j], w_k[j], out=z_k[j][k])
+                z = z_all[k]
+            else:
+                z = torch.addmm(x_s[t], h if rec is None else torch.mul(h, rec, out=hm), wt, out=z_all[k])
             act.forward(z_g[k], g_s[k], kg_s[k], keep)
             ract.forward(z, g_all[k], z, keep)
             c = torch.mul(f_all[k], c, out=c_s[t if per else t % 2]).addcmul_(i_all[k], g_s[k])
@@ -207,6 +218,8 @@ class _Sequence(torch.autograd.Function):
         dz_all = _steps(d_xp, 1)
         dz_i, dz_f, dz_g, dz_o = (_steps(d_xp, 1, k * u, (k + 1) * u) for k in range(4))
         d_outs = None if d_out is None else _steps(d_out, 1)
+        per_gate = rec is not None and rec.dim() == 3
+        w4, d4 = (w.view(4, u, u), xp.new_empty(4, n, u)) if per_gate else (None, None)
         d_r = None  # the gradient reaching h_t from step t + 1
         for t in range(steps - 1, -1, -1):
             d_h = d_r
@@ -226,15 +239,23 @@ class _Sequence(torch.autograd.Function):
             ract.backward(dz_all[t], g_all[t], z_all[t], dz_all[t])  # the candidate's block is rewritten next
             act.backward(torch.mul(d_c, i_all[t], out=tmp), g_s[t], kg_s[t], dz_g[t])
             d_c = d_c.mul_(f_all[t])
-            d_r = torch.mm(dz_all[t], w, out=d_rec)
-            if rec is not None:
-                d_r.mul_(rec)
+            if per_gate:  # the sum over gates of (dz_j @ W_j) * mask_j
+                torch.bmm(dz_all[t].view(n, 4, u).transpose(0, 1), w4, out=d4)
+                d_r = torch.sum(d4.mul_(rec), 0, out=d_rec)
+            else:
+                d_r = torch.mm(dz_all[t], w, out=d_rec)
+                if rec is not None:
+                    d_r.mul_(rec)
         d_w = None
         if ctx.needs_input_grad[3]:  # sum over steps of dz_t^T (h_{t-1} * mask): one product
             h_prev = torch.cat([h0.unsqueeze(1), out[:, :-1]], 1)
-            if rec is not None:
-                h_prev = h_prev.mul_(rec.unsqueeze(1))
-            d_w = d_xp.reshape(n * steps, width).t().mm(h_prev.reshape(n * steps, u))
+            if per_gate:  # gate j's rows: dz_j^T (h_{t-1} * mask_j), one batched product
+                hm4 = (h_prev.unsqueeze(0) * rec.unsqueeze(2)).reshape(4, n * steps, u)
+                d_w = torch.bmm(d_xp.view(n * steps, 4, u).permute(1, 2, 0), hm4).reshape(width, u)
+            else:
+                if rec is not None:
+                    h_prev = h_prev.mul_(rec.unsqueeze(1))
+                d_w = d_xp.reshape(n * steps, width).t().mm(h_prev.reshape(n * steps, u))
         d_h0 = d_r if ctx.needs_input_grad[1] else None
         d_c0 = d_c if ctx.needs_input_grad[2] else None
         return d_xp, d_h0, d_c0, d_w, None, None, None
@@ -253,7 +274,10 @@ def graph(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: torch.Tensor, r
     """
     u, outs = h.shape[1], []
     for xt in xp.unbind(1):
-        z = torch.addmm(xt, h if rec is None else h * rec, w.t())
+        if rec is not None and rec.dim() == 3:
+            z = xt + torch.cat([(h * m) @ b.t() for m, b in zip(rec, w.split(u))], -1)
+        else:
+            z = torch.addmm(xt, h if rec is None else h * rec, w.t())
         i, f, _, o = spec.recurrent_activation(z).split(u, -1)
         c = f * c + i * spec.activation(z[:, 2 * u: 3 * u])
         h = o * spec.activation(c)
@@ -281,7 +305,8 @@ def run(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: torch.Tensor, rec
         spec: Spec) -> tuple:
     """The steps of an LSTM from the input projection ``xp`` ``(n, time, 4 * units)`` (bias included,
     gates ``i, f, c, o``), the states ``h``, ``c`` ``(n, units)``, the recurrent weight ``w``
-    ``(4 * units, units)`` (torch layout) and the recurrent dropout mask ``rec`` ``(n, units)`` or
+    ``(4 * units, units)`` (torch layout) and the recurrent dropout mask ``rec`` ``(n, units)``, or
+    ``(4, n, units)`` (one per gate, Keras order: ``implementation=1``), or
     None: the outputs ``(n, time, units)`` and the last cell state."""
     keep = torch.is_grad_enabled() and any(t.requires_grad for t in (xp, h, c, w))
     return _Sequence.apply(xp, h, c, w, rec, spec, keep)

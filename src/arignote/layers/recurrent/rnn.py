@@ -351,7 +351,8 @@ class RNN(KerasLayer, Layer):
         spec = seq.Spec(cell.activation, cell.recurrent_activation)
 
         def run(steps: torch.Tensor) -> tuple:
-            return seq.run(steps, states[0], states[1], cell.recurrent_weight, rec[0] if rec else None, spec)
+            masks = None if not rec else rec[0] if len(rec) == 1 else torch.stack(rec)
+            return seq.run(steps, states[0], states[1], cell.recurrent_weight, masks, spec)
 
         if mask is not None:
             return self._gathered(xp, mask, lambda shifted: run(shifted)[0])
