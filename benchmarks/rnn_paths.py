@@ -48,6 +48,14 @@ CASES = {  # name -> (layer factory, the fused case it is compared with)
         lambda: LSTM(UNITS, recurrent_activation="hard_sigmoid"),
         "LSTM (fused)",
     ),
+    "LSTM recurrent_dropout=0.2 implementation=1 (Keras <= 2.2)": (
+        lambda: LSTM(UNITS, recurrent_dropout=0.2, implementation=1),
+        "LSTM (fused)",
+    ),
+    "LSTM recurrent_dropout=0.2 implementation=1, graph loop (before)": (
+        lambda: LSTM(UNITS, recurrent_dropout=0.2, implementation=1),
+        "LSTM (fused)",
+    ),
     "LSTM with a mask (zeros inside)": (lambda: LSTM(UNITS), "LSTM (fused)"),
     "LSTM hard_sigmoid with a mask": (
         lambda: LSTM(UNITS, recurrent_activation="hard_sigmoid"),

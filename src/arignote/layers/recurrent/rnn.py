@@ -2,7 +2,8 @@
 
 The fused torch kernel when the cell has one for its configuration (with or without a mask: a
 mask's valid steps are gathered to the front); otherwise a loop over the cell's ``step`` with the
-input projection of all steps done at once.
+input projection of all steps done at once (an LSTM's loop as one hand-differentiated function,
+:mod:`arignote.layers.recurrent.lstm_sequence`, when its ``takes`` says so).
 See :mod:`arignote.layers.recurrent` for the layers built on it.
 
 Example::
