@@ -53,3 +53,15 @@ def isolated_config(monkeypatch, tmp_path):
     yield
     config.reload()
     _forget_prepared_devices()
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for the test (gradchecks of thousands of tiny products: on a loaded machine
+    threads only wait on each other); the previous count afterwards."""
+    import torch  # why: only the tests that ask for this fixture need torch loaded here
+
+    was = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(was)

@@ -2,7 +2,8 @@
 
 The fused torch kernel when the cell has one for its configuration (with or without a mask: a
 mask's valid steps are gathered to the front); otherwise a loop over the cell's ``step`` with the
-input projection of all steps done at once.
+input projection of all steps done at once (an LSTM's loop as one hand-differentiated function,
+:mod:`arignote.layers.recurrent.lstm_sequence`, when its ``takes`` says so).
 See :mod:`arignote.layers.recurrent` for the layers built on it.
 
 Example::
@@ -290,7 +291,11 @@ class RNN(KerasLayer, Layer):
                 return padded
             training = False if 0 < cell.dropout < 1 else training  # input dropout already applied
         dp, rec = cell.masks(x[:, 0], states[0], training)
-        projected = cell.project(x, dp).unbind(1)  # one backward (a stack), not a zero-filled copy per step
+        projected = cell.project(x, dp)
+        whole = self._lstm_sequence(projected, mask, states, rec)
+        if whole is not None:
+            return whole
+        projected = projected.unbind(1)  # one backward (a stack), not a zero-filled copy per step
 
         def step(t: int, st: list) -> tuple:
             return cell.step(projected[t], st, rec)
@@ -326,8 +331,40 @@ class RNN(KerasLayer, Layer):
     def _padded_fused(
         self, x: torch.Tensor, mask: torch.Tensor, states: list, training: bool
     ) -> tuple | None:
-        """A mask on the fused kernel: each row's valid steps are gathered to the front, in order (a
-        masked step changes nothing, so the recurrence over them is Keras 2's), the kernel runs over
+        """A mask on the fused kernel (:meth:`_gathered`)."""
+        return self._gathered(x, mask, lambda shifted: self.cell.fused(shifted, states, training)[0])
+
+    def _lstm_sequence(self, xp: torch.Tensor, mask: torch.Tensor | None, states: list,
+                       rec: list | None) -> tuple | None:
+        """An LSTM loop as one hand-differentiated function (:mod:`.lstm_sequence`) when
+        :func:`.lstm_sequence.takes` says so (under a mask: over each row's valid steps,
+        :meth:`_gathered`), else None (the graph's loop)."""
+        cell = self.cell
+        if not isinstance(cell, LSTMCell):
+            return None
+        from arignote.layers.recurrent import lstm_sequence as seq  # why: loaded when an LSTM runs its loop
+
+        if not seq.takes(lstm_step=type(cell).step is LSTMCell.step, activation=cell.activation,
+                         recurrent_activation=cell.recurrent_activation, recurrent_masks=len(rec or ()),
+                         steps=xp.shape[1], tracing=seq.tracing(),
+                         autocast=torch.is_autocast_enabled(xp.device.type)):
+            return None
+        spec = seq.Spec(cell.activation, cell.recurrent_activation)
+
+        def run(steps: torch.Tensor) -> tuple:
+            masks = None if not rec else rec[0] if len(rec) == 1 else torch.stack(rec)
+            return seq.run(steps, states[0], states[1], cell.recurrent_weight, masks, spec)
+
+        if mask is not None:
+            return self._gathered(xp, mask, lambda shifted: run(shifted)[0])
+        out, c = run(xp)
+        last = out[:, -1]
+        return out, last, [last, c]
+
+    def _gathered(self, x: torch.Tensor, mask: torch.Tensor, run: Callable) -> tuple | None:
+        """A mask on a whole-sequence function ``run`` (``(n, t, ...) -> outputs (n, t, units)``: the
+        fused kernel, the LSTM recurrence): each row's valid steps are gathered to the front, in order
+        (a masked step changes nothing, so the recurrence over them is Keras 2's), ``run`` runs over
         them (the rows' masked steps after them cannot change earlier outputs), and the outputs are
         spread back with Keras 2's masked values (zeros before a row's first valid step, the last
         output after a valid one). Padded sequences (``pad_sequences`` 'pre' or 'post') and masks with
@@ -345,7 +382,7 @@ class RNN(KerasLayer, Layer):
             return None
         order = torch.argsort((~m).to(torch.int8), dim=1, stable=True)  # valid steps first, in order
         shifted = x.gather(1, order[..., None].expand(n, t, x.shape[-1]))
-        out, _ = cell.fused(shifted, states, training)
+        out = run(shifted)
         last = out.gather(1, (lengths - 1).view(n, 1, 1).expand(n, 1, out.shape[-1]))[:, 0]
         done = m.cumsum(1)  # valid steps up to each step
         seq = out.gather(1, (done - 1).clamp(min=0)[..., None].expand(n, t, out.shape[-1]))

@@ -1,0 +1,312 @@
+"""The recurrence of an LSTM sequence off torch's fused kernel as one autograd function.
+
+An LSTM whose activations torch's fused kernel does not take (Keras 2's ``hard_sigmoid``, the
+recurrent activation of every LSTM saved by Keras <= 2.2; ``relu``; ``linear``) or that trains with
+``recurrent_dropout`` runs a loop over its steps. Through the per-operator graph a step of 128 units
+costs more in dispatch and autograd bookkeeping than in arithmetic; this function runs the steps from
+the input projection of all steps (``cell.project``) without recording a graph: per step one
+``addmm`` with the recurrent kernel, the gates' activations into reused buffers, the cell state and
+the output written into the result. Its backward walks the steps in reverse with autograd's own
+kernels (``sigmoid_backward``, ``tanh_backward``, ``threshold_backward``, hard_sigmoid's clamp as a
+0 / 0.2 slope), one ``mm`` per step for the state gradient, and the recurrent kernel's gradient in
+ONE matrix product over all steps after the loop. Results equal the graph's up to float summation
+order. :func:`takes` decides which layers run it; everything else keeps the graph.
+
+Example::
+
+    >>> import torch
+    >>> from arignote import activations
+    >>> spec = Spec(activations.get("tanh"), activations.get("hard_sigmoid"))
+    >>> xp = torch.zeros(3, 5, 4 * 2)  # 3 sequences of 5 steps, 4 gates of 2 units
+    >>> out, c = run(xp, torch.zeros(3, 2), torch.zeros(3, 2), torch.zeros(8, 2), None, spec)
+    >>> tuple(out.shape), tuple(c.shape)
+    ((3, 5, 2), (3, 2))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import torch
+from torch.autograd.function import once_differentiable
+
+from arignote import activations
+
+__all__ = ["ACTIVATIONS", "Spec", "graph", "run", "takes", "tracing"]
+
+_aten = torch.ops.aten
+
+
+def _hard_sigmoid(z: torch.Tensor, out: torch.Tensor, buf: torch.Tensor, keep: bool) -> None:
+    """``clamp(0.2 * z + 0.5, 0, 1)`` into ``out`` (as :func:`arignote.activations.hard_sigmoid`);
+    ``buf`` (may be ``z``) then holds the slope: clamp passes the gradient where ``0 <= u <= 1``, i.e.
+    where clamping left ``u`` unchanged, times 0.2."""
+    u = torch.mul(z, 0.2, out=buf).add_(0.5)
+    torch.clamp(u, 0.0, 1.0, out=out)
+    if keep:
+        torch.eq(out, u, out=u).mul_(0.2)
+
+
+def _hard_sigmoid_backward(grad: torch.Tensor, a: Any, slope: torch.Tensor, out: torch.Tensor) -> None:
+    torch.mul(grad, slope, out=out)
+
+
+def _sigmoid(z: torch.Tensor, out: torch.Tensor, buf: Any, keep: bool) -> None:
+    torch.sigmoid(z, out=out)
+
+
+def _sigmoid_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tensor) -> None:
+    _aten.sigmoid_backward.grad_input(grad, a, grad_input=out)
+
+
+def _tanh(z: torch.Tensor, out: torch.Tensor, buf: Any, keep: bool) -> None:
+    torch.tanh(z, out=out)
+
+
+def _tanh_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tensor) -> None:
+    _aten.tanh_backward.grad_input(grad, a, grad_input=out)
+
+
+def _relu(z: torch.Tensor, out: torch.Tensor, buf: Any, keep: bool) -> None:
+    torch.clamp_min(z, 0.0, out=out)  # torch.relu's own kernel
+
+
+def _relu_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tensor) -> None:
+    _aten.threshold_backward.grad_input(grad, a, 0, grad_input=out)  # relu's autograd formula
+
+
+def _linear(z: torch.Tensor, out: torch.Tensor, buf: Any, keep: bool) -> None:
+    out.copy_(z)
+
+
+def _linear_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tensor) -> None:
+    if out.data_ptr() != grad.data_ptr():
+        out.copy_(grad)
+
+
+class _Act(NamedTuple):
+    forward: Callable  # (z, out, buf, keep): the activation of z into out; buf: what the backward needs
+    backward: Callable  # (grad, activation, buf, out): the gradient of z into out (may be grad itself)
+    slope: bool  # whether the backward needs buf (else the activation alone)
+
+
+#: the Keras activations this function differentiates by hand (the rest keep the per-operator graph)
+ACTIVATIONS = {
+    activations.get("hard_sigmoid"): _Act(_hard_sigmoid, _hard_sigmoid_backward, True),
+    activations.get("sigmoid"): _Act(_sigmoid, _sigmoid_backward, False),
+    activations.get("tanh"): _Act(_tanh, _tanh_backward, False),
+    activations.get("relu"): _Act(_relu, _relu_backward, False),
+    activations.get("linear"): _Act(_linear, _linear_backward, False),
+}
+
+
+class Spec(NamedTuple):
+    """The cell's activations (keys of :data:`ACTIVATIONS`)."""
+
+    activation: Callable
+    recurrent_activation: Callable
+
+
+def takes(*, lstm_step: bool, activation: Any, recurrent_activation: Any, recurrent_masks: int,
+          steps: int, tracing: bool, autocast: bool = False) -> bool:
+    """Whether an LSTM loop runs this function: the built-in LSTM step (``lstm_step``: an
+    ``LSTMCell`` whose ``step`` no subclass replaced), both activations in :data:`ACTIVATIONS`, no
+    recurrent dropout, or its one mask for all gates (``implementation=2``) or four (``1``), at
+    least one step, and not under ``torch.export`` / ``torch.compile`` / ``torch.jit.trace`` (they
+    record the per-operator graph), nor under autocast (``autocast``: mixed precision casts each of
+    the graph's operators; the function's buffers keep one dtype). The caller checks first that the
+    fused kernel does not take the layer; under a Keras mask it runs the function over each row's
+    valid steps when it can gather them (``RNN._gathered``: not for an LSTM whose last cell state is
+    returned or carried).
+
+    >>> from arignote import activations as a
+    >>> takes(lstm_step=True, activation=a.tanh, recurrent_activation=a.hard_sigmoid,
+    ...       recurrent_masks=0, steps=80, tracing=False)
+    True
+    >>> takes(lstm_step=True, activation=a.tanh, recurrent_activation=a.hard_sigmoid,
+    ...       recurrent_masks=0, steps=80, tracing=True)
+    False
+    """
+    return (lstm_step and activation in ACTIVATIONS and recurrent_activation in ACTIVATIONS
+            and recurrent_masks in (0, 1, 4) and steps > 0 and not tracing and not autocast)
+
+
+def tracing() -> bool:
+    """True under ``torch.export`` / ``torch.compile`` / ``torch.jit.trace`` (ONNX)."""
+    compiler = torch.compiler
+    return compiler.is_compiling() or compiler.is_exporting() or torch.jit.is_tracing()
+
+
+def _steps(t: torch.Tensor, dim: int, start: int | None = None, stop: int | None = None) -> tuple:
+    """Per-step views of ``t`` (time along ``dim``), its last axis cut to ``start:stop``: one call
+    for all steps instead of a slice per step and block."""
+    return (t if start is None else t[..., start:stop]).unbind(dim)
+
+
+class _Sequence(torch.autograd.Function):
+    """Forward: per step ``z = xp_t + (h * mask) @ W^T`` (one addmm), the candidate's activation, the
+    recurrent activation over all four gates at once (as ``LSTMCell.step``: the candidate's block is
+    computed and left unused), the cell state and the output, written into buffers of all steps (what
+    the backward reads) or reused ones (no gradient needed)."""
+
+    @staticmethod
+    def forward(ctx: Any, xp: torch.Tensor, h0: torch.Tensor, c0: torch.Tensor, w: torch.Tensor,
+                rec: torch.Tensor | None, spec: Spec, keep: bool) -> tuple:
+        n, steps, width = xp.shape
+        u = width // 4
+        ract, act = ACTIVATIONS[spec.recurrent_activation], ACTIVATIONS[spec.activation]
+        kept = steps if keep else 1
+        zs, gates = xp.new_empty(kept, n, width), xp.new_empty(kept, n, width)
+        cands, tcs = xp.new_empty(kept, n, u), xp.new_empty(kept, n, u)
+        k_g, k_c = (xp.new_empty(kept, n, u) if act.slope else zs[:, :, 2 * u: 3 * u] for _ in range(2))
+        cs = xp.new_empty(steps if keep else 2, n, u)
+        out = xp.new_empty(n, steps, u)
+        per = steps if keep else None
+        z_all, z_g, g_all = _steps(zs, 0), _steps(zs, 0, 2 * u, 3 * u), _steps(gates, 0)
+        i_all, f_all, o_all = (_steps(gates, 0, k * u, (k + 1) * u) for k in (0, 1, 3))
+        g_s, tc_s, kg_s, kc_s = _steps(cands, 0), _steps(tcs, 0), _steps(k_g, 0), _steps(k_c, 0)
+        c_s, x_s, out_s = _steps(cs, 0), _steps(xp, 1), _steps(out, 1)
+        wt, hm = w.t(), None if rec is None else torch.empty_like(rec)
+        per_gate = rec is not None and rec.dim() == 3  # implementation=1: one mask per gate
+        if per_gate:
+            x_k, z_k = [_steps(xp, 1, j * u, (j + 1) * u) for j in range(4)], [
+                _steps(zs, 0, j * u, (j + 1) * u) for j in range(4)]
+            w_k = [b.t() for b in w.split(u)]
+        h, c = h0, c0
+        for t in range(steps):
+            k = t if per else 0
+            if per_gate:  # z_j = xp_j + (h * mask_j) @ W_j^T, as LSTMCell.step's four products
+                hm = torch.mul(h, rec, out=hm)
+                for j in range(4):
+                    torch.addmm(x_k[j][t], hm[j], w_k[j], out=z_k[j][k])
+                z = z_all[k]
+            else:
+                z = torch.addmm(x_s[t], h if rec is None else torch.mul(h, rec, out=hm), wt, out=z_all[k])
+            act.forward(z_g[k], g_s[k], kg_s[k], keep)
+            ract.forward(z, g_all[k], z, keep)
+            c = torch.mul(f_all[k], c, out=c_s[t if per else t % 2]).addcmul_(i_all[k], g_s[k])
+            act.forward(c, tc_s[k], kc_s[k], keep)
+            h = torch.mul(o_all[k], tc_s[k], out=out_s[t])
+        if keep:
+            ctx.spec, ctx.buffers = spec, (zs, gates, cands, tcs, k_g, k_c, cs)
+            ctx.save_for_backward(xp, h0, c0, w, rec, out)
+        ctx.set_materialize_grads(False)
+        return out, c.clone()  # not a view of the buffers (a stateful layer keeps it)
+
+    @staticmethod
+    def backward(ctx: Any, d_out: torch.Tensor | None, d_c: torch.Tensor | None) -> tuple:
+        if torch.is_grad_enabled():  # create_graph=True: a gradient that is itself differentiated
+            return _graph_backward(ctx, d_out, d_c)
+        return _Sequence._backward(ctx, d_out, d_c)
+
+    @staticmethod
+    @once_differentiable
+    def _backward(ctx: Any, d_out: torch.Tensor | None, d_c: torch.Tensor | None) -> tuple:
+        xp, h0, c0, w, rec, out = ctx.saved_tensors
+        zs, gates, cands, tcs, k_g, k_c, cs = ctx.buffers
+        ract, act = ACTIVATIONS[ctx.spec.recurrent_activation], ACTIVATIONS[ctx.spec.activation]
+        n, steps, width = xp.shape
+        u = width // 4
+        d_xp = xp.new_empty(n, steps, width)
+        tmp, d_tc, d_cell, d_hid, d_rec = (xp.new_empty(n, u) for _ in range(5))
+        d_c = None if d_c is None else d_cell.copy_(d_c)
+        z_all, g_all = _steps(zs, 0), _steps(gates, 0)
+        i_all, f_all, o_all = (_steps(gates, 0, k * u, (k + 1) * u) for k in (0, 1, 3))
+        g_s, tc_s, kg_s, kc_s = _steps(cands, 0), _steps(tcs, 0), _steps(k_g, 0), _steps(k_c, 0)
+        c_prev = (c0, *_steps(cs, 0)[:-1])
+        dz_all = _steps(d_xp, 1)
+        dz_i, dz_f, dz_g, dz_o = (_steps(d_xp, 1, k * u, (k + 1) * u) for k in range(4))
+        d_outs = None if d_out is None else _steps(d_out, 1)
+        per_gate = rec is not None and rec.dim() == 3
+        w4, d4 = (w.view(4, u, u), xp.new_empty(4, n, u)) if per_gate else (None, None)
+        d_r = None  # the gradient reaching h_t from step t + 1
+        for t in range(steps - 1, -1, -1):
+            d_h = d_r
+            if d_outs is not None:
+                d_h = d_outs[t] if d_h is None else torch.add(d_h, d_outs[t], out=d_hid)
+            if d_h is None and d_c is None:  # nothing reaches this step
+                dz_all[t].zero_()
+                continue
+            if d_h is None:
+                dz_o[t].zero_()
+            else:
+                torch.mul(d_h, tc_s[t], out=dz_o[t])
+                act.backward(torch.mul(d_h, o_all[t], out=d_tc), tc_s[t], kc_s[t], d_tc)
+                d_c = d_cell.copy_(d_tc) if d_c is None else d_c.add_(d_tc)
+            torch.mul(d_c, g_s[t], out=dz_i[t])
+            torch.mul(d_c, c_prev[t], out=dz_f[t])
+            ract.backward(dz_all[t], g_all[t], z_all[t], dz_all[t])  # the candidate's block is rewritten next
+            act.backward(torch.mul(d_c, i_all[t], out=tmp), g_s[t], kg_s[t], dz_g[t])
+            d_c = d_c.mul_(f_all[t])
+            if per_gate:  # the sum over gates of (dz_j @ W_j) * mask_j
+                torch.bmm(dz_all[t].view(n, 4, u).transpose(0, 1), w4, out=d4)
+                d_r = torch.sum(d4.mul_(rec), 0, out=d_rec)
+            else:
+                d_r = torch.mm(dz_all[t], w, out=d_rec)
+                if rec is not None:
+                    d_r.mul_(rec)
+        d_w = None
+        if ctx.needs_input_grad[3]:  # sum over steps of dz_t^T (h_{t-1} * mask): one product
+            h_prev = torch.cat([h0.unsqueeze(1), out[:, :-1]], 1)
+            if per_gate:  # gate j's rows: dz_j^T (h_{t-1} * mask_j), one batched product
+                hm4 = (h_prev.unsqueeze(0) * rec.unsqueeze(2)).reshape(4, n * steps, u)
+                d_w = torch.bmm(d_xp.view(n * steps, 4, u).permute(1, 2, 0), hm4).reshape(width, u)
+            else:
+                if rec is not None:
+                    h_prev = h_prev.mul_(rec.unsqueeze(1))
+                d_w = d_xp.reshape(n * steps, width).t().mm(h_prev.reshape(n * steps, u))
+        d_h0 = d_r if ctx.needs_input_grad[1] else None
+        d_c0 = d_c if ctx.needs_input_grad[2] else None
+        return d_xp, d_h0, d_c0, d_w, None, None, None
+
+
+def graph(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: torch.Tensor, rec: torch.Tensor | None,
+          spec: Spec) -> tuple:
+    """:func:`run` through the per-operator graph (``LSTMCell.step``'s operators): what a second
+    derivative differentiates.
+
+    >>> spec = Spec(activations.get("tanh"), activations.get("hard_sigmoid"))
+    >>> xp, h = torch.randn(2, 3, 8), torch.randn(2, 2)
+    >>> a, b = run(xp, h, h, torch.ones(8, 2), None, spec), graph(xp, h, h, torch.ones(8, 2), None, spec)
+    >>> all(torch.allclose(x, y, atol=1e-6) for x, y in zip(a, b))
+    True
+    """
+    u, outs = h.shape[1], []
+    for xt in xp.unbind(1):
+        if rec is not None and rec.dim() == 3:
+            z = xt + torch.cat([(h * m) @ b.t() for m, b in zip(rec, w.split(u))], -1)
+        else:
+            z = torch.addmm(xt, h if rec is None else h * rec, w.t())
+        i, f, _, o = spec.recurrent_activation(z).split(u, -1)
+        c = f * c + i * spec.activation(z[:, 2 * u: 3 * u])
+        h = o * spec.activation(c)
+        outs.append(h)
+    return torch.stack(outs, 1), c
+
+
+def _graph_backward(ctx: Any, d_out: torch.Tensor | None, d_c: torch.Tensor | None) -> tuple:
+    """The backward as a graph of its own (``create_graph=True``, e.g. a gradient penalty): the
+    steps are recomputed through :func:`graph` from the saved inputs, which carry their history."""
+    xp, h0, c0, w, rec, _ = ctx.saved_tensors
+    inputs = (xp, h0, c0, w)
+    wanted = [k for k in range(4) if ctx.needs_input_grad[k]]
+    out, c = graph(xp, h0, c0, w, rec, ctx.spec)
+    pairs = [(o, g) for o, g in ((out, d_out), (c, d_c)) if g is not None]
+    grads = torch.autograd.grad([o for o, _ in pairs], [inputs[k] for k in wanted], [g for _, g in pairs],
+                                create_graph=True, allow_unused=True)
+    result: list = [None] * 7
+    for k, g in zip(wanted, grads):
+        result[k] = g
+    return tuple(result)
+
+
+def run(xp: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: torch.Tensor, rec: torch.Tensor | None,
+        spec: Spec) -> tuple:
+    """The steps of an LSTM from the input projection ``xp`` ``(n, time, 4 * units)`` (bias included,
+    gates ``i, f, c, o``), the states ``h``, ``c`` ``(n, units)``, the recurrent weight ``w``
+    ``(4 * units, units)`` (torch layout) and the recurrent dropout mask ``rec`` ``(n, units)``, or
+    ``(4, n, units)`` (one per gate, Keras order: ``implementation=1``), or
+    None: the outputs ``(n, time, units)`` and the last cell state."""
+    keep = torch.is_grad_enabled() and any(t.requires_grad for t in (xp, h, c, w))
+    return _Sequence.apply(xp, h, c, w, rec, spec, keep)
