@@ -55,8 +55,10 @@ def test_gradcheck_float64():
                         bias_initializer="ones")
         x = torch.randn(2, 9, 3, dtype=torch.float64, requires_grad=True)
         relu = activation == "relu"
-        assert torch.autograd.gradcheck(lambda t, w, b, conv=conv, relu=relu: cm._ConvMax.apply(t, w, b, conv, relu),
-                                        (x, conv.weight, conv.bias))
+        def fused(t, w, b, conv=conv, relu=relu):
+            return cm._ConvMax.apply(t, w, b, conv, relu)
+
+        assert torch.autograd.gradcheck(fused, (x, conv.weight, conv.bias))
 
 
 def test_positive_ties_take_the_unfused_backward_and_match_it():
@@ -129,6 +131,8 @@ def test_which_calls_run_fused():
     assert not runs_fused(x.double(), conv)  # the kernel is float32
     assert not runs_fused(torch.randn(2, 3, 9).transpose(1, 2), conv)  # channels not contiguous
     assert not runs_fused(torch.randn(2, 2, 3), conv)  # shorter than the kernel: the layer's error
+    assert not runs_fused(torch.randn(1, 32768, 3), conv)  # steps counted in int16
+    assert runs_fused(torch.randn(1, 32767, 3), conv)
     for p in conv.parameters():
         p.requires_grad_(False)
     assert not runs_fused(x, conv)  # nothing needs a gradient

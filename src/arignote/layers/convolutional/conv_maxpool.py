@@ -44,6 +44,7 @@ from arignote.layers.pooling import GlobalMaxPooling1D
 __all__ = ["ConvMaxPool", "fusable", "runs_fused"]
 
 _FLOATS = (torch.float32, torch.float64)
+_STEPS_LIMIT = torch.iinfo(torch.int16).max  # steps and tie counts are summed in int16
 
 
 def _hooked(module: torch.nn.Module) -> bool:
@@ -93,8 +94,9 @@ def _compiling() -> bool:
 
 def runs_fused(x: torch.Tensor, conv: Any) -> bool:
     """Whether this call takes the fused path: the layer in training mode, gradient enabled and
-    needed, float32/float64 input and kernel of one dtype, ``(N, steps, channels)`` with contiguous channels, no autocast, not
-    under ``torch.jit`` tracing, ``torch.compile`` or ``torch.export`` (they see the plain layers).
+    needed, float32/float64 input and kernel of one dtype, ``(N, steps, channels)`` with contiguous
+    channels, no autocast, not under ``torch.jit`` tracing, ``torch.compile`` or ``torch.export``
+    (they see the plain layers).
 
     >>> from arignote.layers import Conv1D
     >>> conv = Conv1D(2, 3); conv.build((None, 5, 1))
@@ -112,15 +114,21 @@ def runs_fused(x: torch.Tensor, conv: Any) -> bool:
         return False
     if not conv.training or torch.is_autocast_enabled() or torch.jit.is_tracing() or _compiling():
         return False
-    return conv._pad is None and x.shape[1] >= conv.kernel_size[0]
+    return conv._pad is None and conv.kernel_size[0] <= x.shape[1] <= _STEPS_LIMIT
 
 
 class _ConvMax(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x, weight, bias, conv, relu):  # type: ignore[override]
-        y = conv._conv(x.permute(0, 2, 1))  # (N, C, T): the unfused layer's kernel call
-        top, where = y.max(dim=2)
-        ties = (y == top.unsqueeze(2)).view(torch.uint8).sum(dim=2, dtype=torch.int16) > 1
+        # the unfused layer's kernel call; its (N, C, T) result is (N, T, C) in memory: reduce there
+        y = conv._conv(x.permute(0, 2, 1)).permute(0, 2, 1)
+        # amax, the mask of its maxima, their count and (one maximum) its step: cheaper than max's indices
+        top = y.amax(dim=1)
+        mask = (y == top.unsqueeze(1)).view(torch.uint8)
+        ties = mask.sum(dim=1, dtype=torch.int16) != 1  # 0: a NaN column (the unfused path too)
+        steps = torch.arange(y.shape[1], dtype=torch.int16, device=y.device).view(1, -1, 1)
+        where = (mask * steps).sum(dim=1, dtype=torch.int16).long()  # the step when there is one
+        where = torch.where(ties, 0, where)  # ties that get no gradient (relu at 0): any valid step
         live = top > 0 if relu else torch.ones_like(ties)
         ctx.dense = bool((ties & live).any())
         ctx.relu = relu
@@ -144,7 +152,7 @@ class _ConvMax(torch.autograd.Function):
         gx = gw = gb = None
         if ctx.needs_input_grad[1]:
             windows = x.reshape(n * steps, cin)[rows]  # (N, C, K, C_in)
-            gw = torch.einsum("nc,nckj->cjk", g, windows)
+            gw = (windows * g.view(n, -1, 1, 1)).sum(0).permute(0, 2, 1).contiguous()  # (C, C_in, K)
         if ctx.needs_input_grad[0]:
             parts = g.unsqueeze(2).unsqueeze(3) * weight.permute(0, 2, 1).unsqueeze(0)  # (N, C, K, C_in)
             gx = torch.zeros(n * steps, cin, dtype=x.dtype, device=x.device)
@@ -159,14 +167,14 @@ def _dense_backward(ctx, x, weight, bias, y, top, g) -> tuple:
     """The unfused backward: ``g`` split between tied maxima as torch's ``amax`` splits it, then the
     convolution's own backward."""
     _COUNTS["dense"] += 1
-    mask = y == top.unsqueeze(2)
-    count = mask.view(torch.uint8).sum(dim=2, keepdim=True, dtype=torch.int16)
-    gy = torch.where(mask, g.unsqueeze(2) / count, 0.0)
+    mask = y == top.unsqueeze(1)  # y: (N, T, C)
+    count = mask.view(torch.uint8).sum(dim=1, keepdim=True, dtype=torch.int16)
+    gy = torch.where(mask, g.unsqueeze(1) / count, 0.0)
     if ctx.relu:
         gy = torch.where(y > 0, gy, 0.0)
     xt = x.permute(0, 2, 1).unsqueeze(2)
     gx, gw, gb = torch.ops.aten.convolution_backward(
-        gy.unsqueeze(2), xt, weight.unsqueeze(2), None if bias is None else [bias.shape[0]],
+        gy.permute(0, 2, 1).unsqueeze(2), xt, weight.unsqueeze(2), None if bias is None else [bias.shape[0]],
         [1, 1], [0, 0], [1, 1], False, [0, 0], 1,
         [ctx.needs_input_grad[0], ctx.needs_input_grad[1], bias is not None and ctx.needs_input_grad[2]])
     return (None if gx is None else gx.squeeze(2).permute(0, 2, 1),
