@@ -182,3 +182,21 @@ def test_functional_chain_fuses_and_a_popped_sequential_does_not():
     seq.pop()  # Conv1D last: nothing to fuse
     assert not any(isinstance(m, ConvMaxPool) for m in _stack(seq)._fused())
     assert seq.predict(np.zeros((2, 20), "int64")).shape == (2, 18, 16)
+
+
+def test_a_compiled_step_traces_the_plain_layers_and_matches_eager():
+    from arignote import config
+
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 50, (16, 20)), rng.integers(0, 2, (16, 1)).astype("float32")
+    with config.override(print_active_device=False, jit_backend="aot_eager"):
+        eager, jit = _imdb(), _imdb()
+        jit.compile("adam", "binary_crossentropy", jit_compile=True)
+        jit.set_weights(eager.get_weights())
+        calls = cm.fused_calls()
+        eager.fit(x, y, epochs=2, verbose=0, shuffle=False, batch_size=8)
+        assert cm.fused_calls() == calls + 4
+        jit.fit(x, y, epochs=2, verbose=0, shuffle=False, batch_size=8)
+        assert cm.fused_calls() == calls + 4  # Dynamo traced the two layers, not the fused function
+    for a, b in zip(eager.get_weights(), jit.get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
