@@ -88,7 +88,7 @@ class _Stack(nn.Module):
     def _fused(self) -> list:
         """The members with fusable pairs fused (:func:`fused_chain`), rebuilt when the members change."""
         key = tuple(map(id, self.members))
-        if self._fused_key != key:
+        if getattr(self, "_fused_key", None) != key:  # (a stack unpickled from before it had one)
             self._fused_list, self._fused_key = fused_chain(self.members), key
         return self._fused_list
 
