@@ -35,7 +35,8 @@ from arignote.graph import state
 from arignote.graph.node import nest_like, runtime_module
 from arignote.graph.tensor import KerasTensor
 
-__all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed", "cast_input", "float_dtype"]
+__all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed", "cast_input", "float_dtype",
+           "fused_chain"]
 
 
 def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[list, list]:
@@ -305,7 +306,7 @@ class GraphModule(nn.Module):
                 return None
             chain.append(module)
             previous = outs[0]
-        return chain if previous == self.out_slots[0] else None
+        return fused_chain(chain) if previous == self.out_slots[0] else None
 
     def packed_outputs(self) -> Packing | None:
         """The layout of the outputs of the last packed forward (the declared one when it has no None)."""
@@ -457,6 +458,24 @@ class GraphModule(nn.Module):
     def live_values(self) -> Any:
         """A context exposing the last forward's values to backend functions (custom losses)."""
         return state.live_values(self.live)
+
+
+def fused_chain(modules: list) -> list:
+    """``modules`` (a chain run one after the other) with each pair a layer fuses with its successor
+    (``layer.fused_with(next)``: Conv1D + GlobalMaxPooling1D) replaced by the fused callable.
+
+    >>> from torch import nn
+    >>> chain = [nn.ReLU(), nn.Tanh()]
+    >>> fused_chain(chain) == chain
+    True
+    """
+    out, i = [], 0
+    while i < len(modules):
+        fuse = getattr(modules[i], "fused_with", None)
+        pair = fuse(modules[i + 1]) if fuse is not None and i + 1 < len(modules) else None
+        out.append(modules[i] if pair is None else pair)
+        i += 1 if pair is None else 2
+    return out
 
 
 def _seed_masks(mask: Any, n_inputs: int) -> list | None:

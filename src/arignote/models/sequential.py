@@ -27,7 +27,7 @@ from torch import nn
 
 from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.graph import state
-from arignote.graph.network import cast_input, float_dtype
+from arignote.graph.network import cast_input, float_dtype, fused_chain
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
 from arignote.layers.base import Layer, auto_name, deserialize, register_model_class, serialize
@@ -50,6 +50,8 @@ class _Stack(nn.Module):
         self.mask_plan: list[bool] | None = None  # per layer: does its output carry a mask
         self.output_masks: list | None = None  # [the last forward's output mask] when it has one
         self.input_dtype: torch.dtype | None = None  # a float Input's dtype: integer data is cast to it
+        self._fused_key: tuple | None = None  # the members' ids when _fused_list was made
+        self._fused_list: list = []
 
     def append(self, member: Any) -> None:
         self.layers.append(runtime_module(member))
@@ -67,7 +69,7 @@ class _Stack(nn.Module):
             x = cast_input(x, self.input_dtype)
         plan = self.mask_plan
         if plan is None and mask is None:
-            for layer in self.members:
+            for layer in self._fused():
                 x = layer(x)
             return x
         seeded = mask is not None
@@ -82,6 +84,13 @@ class _Stack(nn.Module):
             x = y
         self.output_masks = [mask]
         return x
+
+    def _fused(self) -> list:
+        """The members with fusable pairs fused (:func:`fused_chain`), rebuilt when the members change."""
+        key = tuple(map(id, self.members))
+        if getattr(self, "_fused_key", None) != key:  # (a stack unpickled from before it had one)
+            self._fused_list, self._fused_key = fused_chain(self.members), key
+        return self._fused_list
 
     @property
     def out_masked(self) -> list[bool]:

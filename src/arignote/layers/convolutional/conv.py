@@ -270,6 +270,16 @@ class Conv1D(_Conv):
                      (0, *_pair1(self._op_pad)), (1, *self.dilation_rate))
         return y.squeeze(2)
 
+    def fused_with(self, following: Any) -> Any:
+        """``following(self(x))`` as one callable when it is a ``GlobalMaxPooling1D`` this layer fuses
+        with (:mod:`arignote.layers.convolutional.conv_maxpool`), else None (layer chains ask)."""
+        if type(following).__name__ != "GlobalMaxPooling1D":  # no import of the pooling family otherwise
+            return None
+        # why: loaded when a chain pairs Conv1D with GlobalMaxPooling1D, not at first use
+        from arignote.layers.convolutional.conv_maxpool import ConvMaxPool, fusable
+
+        return ConvMaxPool(self, following) if fusable(self, following) else None
+
     def __init__(
         self,
         filters: int,
