@@ -16,7 +16,7 @@ from typing import Any
 
 MiB = 1 << 20
 # glibc <malloc.h>: mallopt parameters, and the largest mmap threshold glibc accepts on 64-bit
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_MMAP_MAX = -1, -3, -4
 MMAP_THRESHOLD_MAX = 32 * MiB
 
 
@@ -61,12 +61,14 @@ def ram() -> tuple[int, int]:
 def host_cache_settings(mib: int) -> dict[str, int]:
     """The glibc ``mallopt`` settings that keep up to ``mib`` MiB of freed memory in the process.
 
-    Blocks up to 32 MiB come from the heap (not a fresh ``mmap`` each time) and freed memory at the
-    top of the heap is returned to the OS only when more than ``mib`` MiB of it is free. ``mib=0``
-    keeps glibc's own behaviour (no settings).
+    Every block comes from the heap, not a fresh ``mmap`` each time (``M_MMAP_MAX=0``: glibc's
+    mmap threshold cannot go above 32 MiB, and the zoo's conv_lstm step frees and maps ~350 MB of
+    larger tensors, ~87 000 page faults a step, without it), and freed memory at the top of the heap
+    is returned to the OS only when more than ``mib`` MiB of it is free. ``mib=0`` keeps glibc's
+    own behaviour (no settings).
 
     >>> host_cache_settings(1024)
-    {'M_MMAP_THRESHOLD': 33554432, 'M_TRIM_THRESHOLD': 1073741824}
+    {'M_MMAP_THRESHOLD': 33554432, 'M_TRIM_THRESHOLD': 1073741824, 'M_MMAP_MAX': 0}
     >>> host_cache_settings(0)
     {}
     """
@@ -74,10 +76,11 @@ def host_cache_settings(mib: int) -> dict[str, int]:
         raise ValueError(f"memory.host_cache must be >= 0 MiB, got {mib}")
     if mib == 0:
         return {}
-    return {"M_MMAP_THRESHOLD": MMAP_THRESHOLD_MAX, "M_TRIM_THRESHOLD": mib * MiB}
+    return {"M_MMAP_THRESHOLD": MMAP_THRESHOLD_MAX, "M_TRIM_THRESHOLD": mib * MiB, "M_MMAP_MAX": 0}
 
 
-_CODES = {"M_MMAP_THRESHOLD": _M_MMAP_THRESHOLD, "M_TRIM_THRESHOLD": _M_TRIM_THRESHOLD}
+_CODES = {"M_MMAP_THRESHOLD": _M_MMAP_THRESHOLD, "M_TRIM_THRESHOLD": _M_TRIM_THRESHOLD,
+          "M_MMAP_MAX": _M_MMAP_MAX}
 
 
 def _glibc() -> Any:
