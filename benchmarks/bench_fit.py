@@ -14,9 +14,9 @@ Sides, each run in a fresh subprocess (so the RSS high-water mark is its own):
 
 ``fit`` runs with arignote's defaults, including ``memory.host_cache`` (malloc keeps freed memory:
 see RESULTS.md); ``ARIGNOTE_FLAGS=memory.host_cache=0`` measures it without, and the environment
-``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824`` gives every side the same
-allocator settings (``--same-allocator`` sets it for every worker). Each worker reports its minor page
-faults.
+``MALLOC_MMAP_THRESHOLD_=33554432 MALLOC_TRIM_THRESHOLD_=1073741824 MALLOC_MMAP_MAX_=0`` gives every
+side the same allocator settings (``--same-allocator`` sets it for every worker). Each worker reports
+its minor page faults.
 
 Workloads: the seeds' CNN (Keras 2 ``cifar10_cnn.py``, RMSprop lr=1e-4) on CIFAR-shaped synthetic
 data at batch 32 and 128, and the MLP 784-512-512-10 at batch 32 and 128. The sides alternate
@@ -220,8 +220,9 @@ def worker(side: str, workload: str, epochs: int, samples: int | None, threads: 
 # ----------------------------------------------------------------------------- the driver
 
 
-# glibc settings equal to what memory.host_cache gives fit (1024 MiB), for every side (--same-allocator)
-SAME_ALLOCATOR = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "1073741824"}
+# glibc settings equal to what memory.host_cache gives (1024 MiB), for every side (--same-allocator)
+SAME_ALLOCATOR = {"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "1073741824",
+                  "MALLOC_MMAP_MAX_": "0"}
 _EXTRA_ENV: dict[str, str] = {}
 
 

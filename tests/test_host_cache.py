@@ -8,22 +8,31 @@ import platform
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+import torch
 
-from arignote import config
+from arignote import config, devices
 from arignote.config import ConfigError
 from arignote.devices import cpu
+from arignote.layers import Dense
+from arignote.models import Model, Sequential
+from arignote.runtime import setup
 
 glibc = pytest.mark.skipif(platform.system() != "Linux" or platform.libc_ver()[0] != "glibc",
                            reason="memory.host_cache acts on glibc's malloc only")
 
-# Allocates and frees 96 MiB of float tensors 20 times inside the host_cache block fit runs in, then
-# 20 times after it; prints the minor page faults of each loop and the resident memory (RSS) held at
-# the end of the block's churn and just after the block
+# One train_on_batch (the process's first training call applies memory.host_cache), then allocates
+# and frees 96 MiB of float tensors 20 times; prints the minor page faults of that loop, the resident
+# memory (RSS) held after it and after devices.release_host_memory(), and the faults of 20 more
+# rounds after the release (the settings stay in force)
 CHURN = """
 import json, resource, sys
+import numpy as np
 import torch
-from arignote import config
+from arignote import config, devices
+from arignote.layers import Dense
+from arignote.models import Sequential
 from arignote.runtime import setup
 config.configure(device="cpu", print_active_device=False, **{"memory.host_cache": int(sys.argv[1])})
 PAGE = resource.getpagesize()
@@ -32,19 +41,23 @@ def rss():
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * PAGE
 
-def churn():
+def churn(n=6):
     before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(20):
-        parts = [torch.ones(4 << 20) for _ in range(6)]  # 6 x 16 MiB, written to
+        parts = [torch.ones((24 // n) << 20) for _ in range(n)]  # n x 96/n MiB, written to
         del parts
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
-with setup.host_cache() as applied:
-    inside = churn()
-    held = rss()
+model = Sequential([Dense(1, input_dim=2)])
+model.compile("sgd", "mse")
+model.train_on_batch(np.zeros((4, 2), "float32"), np.zeros((4, 1), "float32"))
+inside = churn()
+big = churn(2)  # 2 x 48 MiB: above the largest mmap threshold glibc accepts (32 MiB)
+held = rss()
+trimmed = devices.release_host_memory()
 released = rss()
-print(json.dumps({"faults": inside, "after": churn(), "applied": applied, "held": held,
-                  "released": released}))
+print(json.dumps({"faults": inside, "big": big, "after": churn(), "applied": setup.HOST_MEMORY.applied,
+                  "held": held, "released": released, "trimmed": trimmed}))
 """
 
 
@@ -60,7 +73,8 @@ def _churn(mib: int) -> dict:
 
 def test_settings_arithmetic():
     assert cpu.host_cache_settings(0) == {}
-    assert cpu.host_cache_settings(256) == {"M_MMAP_THRESHOLD": 32 << 20, "M_TRIM_THRESHOLD": 256 << 20}
+    assert cpu.host_cache_settings(256) == {"M_MMAP_THRESHOLD": 32 << 20, "M_TRIM_THRESHOLD": 256 << 20,
+                                            "M_MMAP_MAX": 0}
     with pytest.raises(ValueError, match="memory.host_cache must be >= 0"):
         cpu.host_cache_settings(-1)
 
@@ -78,19 +92,22 @@ def test_zero_leaves_malloc_alone():
 
 
 @glibc
-def test_cache_removes_the_page_faults_of_freed_tensors():
+def test_cache_removes_the_page_faults_of_freed_tensors_and_release_returns_them():
     kept, returned = _churn(1024), _churn(0)
     assert kept["applied"] is True and returned["applied"] is False
     # without the cache each round maps its 96 MiB afresh (~24 600 faults a round, ~490 000 in all);
-    # with it only the first round does
+    # with it (applied by the first train_on_batch) only the first round does
     assert returned["faults"] > 200_000, returned
     assert kept["faults"] < 3 * 24_600 and kept["faults"] * 5 < returned["faults"], (kept, returned)
-    # leaving the block gives the kept memory back to the OS (malloc_trim): the ~96 MiB the block held
-    # is no longer resident. (Counting the page faults of a churn after the block does not show the
-    # restored settings reliably: glibc serves the next requests from free chunks that malloc_trim
-    # could only madvise, so whether they fault depends on the heap's layout, ~29 000 to ~490 000.)
+    # tensors above 32 MiB too (mmap is off, not only its threshold raised): conv_lstm's sequences
+    assert returned["big"] > 200_000 and kept["big"] < 3 * 24_600, (kept, returned)
+    # release_host_memory (malloc_trim) gives the kept memory back to the OS: the ~96 MiB held is no
+    # longer resident; without the cache there was nothing to give back
+    assert kept["trimmed"] is True and returned["trimmed"] is True
     assert kept["held"] - kept["released"] > 64 * 2**20, (kept, returned)
     assert returned["held"] - returned["released"] < 16 * 2**20, (kept, returned)
+    # the settings outlive the release: the next 20 rounds fault their memory in once, not 20 times
+    assert kept["after"] < 3 * 24_600 and returned["after"] > 200_000, (kept, returned)
 
 
 class FakeLibc:
@@ -110,68 +127,117 @@ class FakeLibc:
 
 @pytest.fixture
 def fake_libc(monkeypatch):
+    """A fake glibc, and a process that has not decided memory.host_cache yet."""
     libc = FakeLibc()
     monkeypatch.setattr(cpu, "_glibc", lambda: libc)
+    monkeypatch.setattr(setup.HOST_MEMORY, "applied", None)
     return libc
 
 
-APPLY_256 = [("mallopt", -3, 32 << 20), ("mallopt", -1, 256 << 20)]
+APPLY_64 = [("mallopt", -3, 32 << 20), ("mallopt", -1, 64 << 20), ("mallopt", -4, 0)]
+X, Y = np.zeros((8, 2), "float32"), np.zeros((8, 1), "float32")
 
 
-def test_block_applies_then_restores_the_start_settings_and_trims(fake_libc):
-    start = {"M_MMAP_THRESHOLD": 131072, "M_TRIM_THRESHOLD": 262144}
-    with cpu.keeping_freed_memory(256, start) as applied:
-        assert applied is True and fake_libc.calls == APPLY_256
-    restore = [("mallopt", -3, 131072), ("mallopt", -1, 262144), ("malloc_trim", 0)]
-    assert fake_libc.calls == APPLY_256 + restore
+def _model():
+    model = Sequential([Dense(1, input_dim=2)])
+    model.compile("sgd", "mse")
+    return model
 
 
-def test_block_restores_when_the_body_raises_and_nested_blocks_apply_once(fake_libc):
-    with pytest.raises(RuntimeError, match="boom"):
-        with cpu.keeping_freed_memory(256, cpu.GLIBC_DEFAULTS):
-            with cpu.keeping_freed_memory(512, cpu.GLIBC_DEFAULTS) as inner:
-                assert inner is True and fake_libc.calls == APPLY_256  # the outer block's settings hold
-            assert fake_libc.calls == APPLY_256  # leaving the inner block restores nothing
-            raise RuntimeError("boom")
-    assert fake_libc.calls[2:] == [("mallopt", -3, 128 << 10), ("mallopt", -1, 128 << 10), ("malloc_trim", 0)]
-    assert cpu._KEEPING == [0]
+@pytest.fixture
+def ensure_calls(monkeypatch):
+    """How often HostMemory.ensure runs (prepare's once-check), not only how often it applies."""
+    calls = []
+    real = setup.HOST_MEMORY.ensure
+
+    def counting():
+        calls.append(1)
+        return real()
+
+    monkeypatch.setattr(setup.HOST_MEMORY, "ensure", counting)
+    return calls
 
 
-def test_zero_or_no_glibc_touches_nothing(fake_libc, monkeypatch):
-    with cpu.keeping_freed_memory(0, cpu.GLIBC_DEFAULTS) as applied:
-        assert applied is False
-    monkeypatch.setattr(cpu, "_glibc", lambda: None)
-    with cpu.keeping_freed_memory(256, cpu.GLIBC_DEFAULTS) as applied:
-        assert applied is False
+def test_first_train_on_batch_applies_the_cache_once_for_the_process(fake_libc, ensure_calls):
+    with config.override(device="cpu", print_active_device=False, memory_host_cache=64):
+        model = _model()
+        model.train_on_batch(X, Y)
+        assert fake_libc.calls == APPLY_64 and setup.HOST_MEMORY.applied is True
+        for _ in range(3):
+            model.train_on_batch(X, Y)
+        model.test_on_batch(X, Y)
+        model.predict_on_batch(X)
+        model.evaluate(X, Y, verbose=0)
+        model.fit(X, Y, epochs=2, batch_size=2, verbose=0)
+        model.predict(X)
+        # the steps after the first do not even check (the check is in the device's preparation)
+        assert len(ensure_calls) == 1
+        other = _model()  # another model: checks once, applies nothing more
+        other.train_on_batch(X, Y)
+        assert len(ensure_calls) == 2
+    # nothing undone or trimmed behind the user's back: the settings stay in force
+    assert fake_libc.calls == APPLY_64
+
+
+@pytest.mark.parametrize("first", ["predict", "predict_on_batch", "evaluate", "test_on_batch", "fit"])
+def test_any_first_call_applies_it(fake_libc, first):
+    model = _model()
+    with config.override(device="cpu", print_active_device=False, memory_host_cache=64):
+        if first == "predict":
+            model.predict(X)
+        elif first == "predict_on_batch":
+            model.predict_on_batch(X)
+        elif first == "evaluate":
+            model.evaluate(X, Y, verbose=0)
+        elif first == "test_on_batch":
+            model.test_on_batch(X, Y)
+        else:
+            model.fit(X, Y, epochs=1, verbose=0)
+    assert fake_libc.calls == APPLY_64
+
+
+def test_a_torch_module_model_applies_it(fake_libc):
+    wrapped = Model(torch.nn.Linear(2, 1))
+    wrapped.compile("sgd", "mse")
+    with config.override(device="cpu", print_active_device=False, memory_host_cache=64):
+        wrapped.train_on_batch(X, Y)
+    assert fake_libc.calls == APPLY_64
+
+
+def test_zero_keeps_glibcs_own_behaviour_for_the_process(fake_libc):
+    with config.override(device="cpu", print_active_device=False, memory_host_cache=0):
+        _model().train_on_batch(X, Y)
+    assert fake_libc.calls == [] and setup.HOST_MEMORY.applied is False
+    # decided at the first call: a later flag change does not switch the cache on halfway
+    with config.override(device="cpu", print_active_device=False, memory_host_cache=64):
+        _model().train_on_batch(X, Y)
     assert fake_libc.calls == []
 
 
-def test_start_settings_follow_glibcs_variables():
-    assert cpu.malloc_start_settings({}.get) == {"M_MMAP_THRESHOLD": 131072, "M_TRIM_THRESHOLD": 131072}
-    env = {"MALLOC_MMAP_THRESHOLD_": "65536", "MALLOC_TRIM_THRESHOLD_": " nonsense"}
-    assert cpu.malloc_start_settings(env.get) == {"M_MMAP_THRESHOLD": 65536, "M_TRIM_THRESHOLD": 131072}
-
-
-def test_fit_keeps_freed_memory_only_while_it_runs(fake_libc):
-    import numpy as np
-
-    from arignote.callbacks import Callback
-    from arignote.layers import Dense
-    from arignote.models import Sequential
-
-    seen = []
-
-    class Watch(Callback):
-        def on_epoch_begin(self, epoch, logs=None):
-            seen.append((cpu._KEEPING[0], len(fake_libc.calls)))
-
-    model = Sequential([Dense(1, input_dim=2)])
-    model.compile("sgd", "mse")
+def test_no_glibc_applies_nothing_without_error(monkeypatch):
+    monkeypatch.setattr(cpu, "_glibc", lambda: None)
+    monkeypatch.setattr(setup.HOST_MEMORY, "applied", None)
     with config.override(device="cpu", print_active_device=False, memory_host_cache=64):
-        model.fit(np.zeros((8, 2), "float32"), np.zeros((8, 1), "float32"), epochs=2, verbose=0,
-                  callbacks=[Watch()])
-        assert seen == [(1, 2), (1, 2)]  # applied before the first epoch, not undone between epochs
-        assert fake_libc.calls[:2] == [("mallopt", -3, 32 << 20), ("mallopt", -1, 64 << 20)]
-        assert fake_libc.calls[-1] == ("malloc_trim", 0) and cpu._KEEPING == [0]
-        model.predict(np.zeros((4, 2), "float32"))
-        assert len(fake_libc.calls) == 5  # predict leaves malloc alone
+        _model().train_on_batch(X, Y)
+    assert setup.HOST_MEMORY.applied is False
+    assert devices.release_host_memory() is False
+
+
+def test_release_calls_malloc_trim_and_keeps_the_settings(fake_libc):
+    with config.override(device="cpu", print_active_device=False, memory_host_cache=64):
+        model = _model()
+        model.train_on_batch(X, Y)
+        assert devices.release_host_memory() is True
+        model.train_on_batch(X, Y)
+    assert fake_libc.calls == [*APPLY_64, ("malloc_trim", 0)]
+    assert setup.HOST_MEMORY.applied is True
+
+
+def test_policy_reads_the_flag_at_its_first_call_only():
+    seen = []
+    policy = setup.HostMemory(keep=lambda mib: seen.append(mib) or mib > 0)
+    with config.override(memory_host_cache=128):
+        assert policy.ensure() is True
+    with config.override(memory_host_cache=0):
+        assert policy.ensure() is True
+    assert seen == [128]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,16 +55,19 @@ def _rows(x: Any, n: int) -> Any:
 
 def measure(model: Any, x: Any, y: Any, warmup: int, steps: int, predict_reps: int) -> dict:
     """Seconds of ``steps`` ``train_on_batch(x, y)`` calls after ``warmup`` ones (lists ``cpu`` and
-    ``wall``), and of ``predict`` (median of ``predict_reps`` after one untimed call) at each batch
-    of :data:`PREDICT_BATCHES`, keyed by the batch as a string."""
+    ``wall``; ``minflt``: the minor page faults of those steps), and of ``predict`` (median of
+    ``predict_reps`` after one untimed call) at each batch of :data:`PREDICT_BATCHES`, keyed by the
+    batch as a string."""
     for _ in range(warmup):
         model.train_on_batch(x, y)
     cpu, wall = [], []
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     for _ in range(steps):
         c, w = time.process_time(), time.perf_counter()
         model.train_on_batch(x, y)
         cpu.append(time.process_time() - c)
         wall.append(time.perf_counter() - w)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     predict = {}
     for b in PREDICT_BATCHES:
         xb = _rows(x, b)
@@ -75,7 +79,7 @@ def measure(model: Any, x: Any, y: Any, warmup: int, steps: int, predict_reps: i
             pc.append(time.process_time() - c)
             pw.append(time.perf_counter() - w)
         predict[str(b)] = {"cpu": statistics.median(pc), "wall": statistics.median(pw)}
-    return {"cpu": cpu, "wall": wall, "predict": predict}
+    return {"cpu": cpu, "wall": wall, "predict": predict, "minflt": faults}
 
 
 def _setup(framework: str, device: str | None) -> tuple[Any, dict]:

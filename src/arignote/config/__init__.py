@@ -84,8 +84,9 @@ _FLAG_LIST = [
          "own allocations come on top): 0 none, or a size: a fraction (0.5 or 50%), MiB (8192 or 8192MiB), "
          "8GiB"),
     Flag("memory.host_cache", _t.mib, 1024,
-         "MiB of freed host memory malloc keeps for reuse (glibc; fewer page faults on CPU); "
-         "0 returns it to the OS at once"),
+         "MiB of freed host memory malloc keeps for reuse (glibc; fewer page faults on CPU), set once "
+         "at the process's first training/inference call; 0 leaves glibc's default; "
+         "arignote.devices.release_host_memory() returns it to the OS"),
     Flag("memory.on_oom", _t.choice("split", "raise"), "split",
          "on out-of-memory, redo the step as micro-batches (split) or raise"),
     Flag("memory.oom_inject_above", _t.non_negative(_t.parse_int), 0,

@@ -1,7 +1,9 @@
 """Devices: what the machine has and how a device spec resolves on it; no flag is read here.
 
 Choosing the devices the ``device`` flag names and getting them ready (``configured_devices``,
-``prepare``, ``rank``, ``host_cache``, ``fast_paths``) is :mod:`arignote.runtime.setup`'s work.
+``prepare``, ``rank``, ``HOST_MEMORY``, ``fast_paths``) is :mod:`arignote.runtime.setup`'s work.
+``release_host_memory()`` returns the freed host memory ``memory.host_cache`` keeps to the OS
+(like ``torch.cuda.empty_cache()``).
 
 Names load lazily, so ``import arignote.devices.nvml`` (or the spec parser) never pays for torch.
 ``devices/cuda.py`` is the only module that calls ``torch.cuda`` / ``torch.backends.cudnn``.
@@ -37,6 +39,7 @@ _NAMES = {
     "DeviceError": "spec", "Spec": "spec", "parse_spec": "spec", "resolve": "spec",
     "rank_by_free_memory": "spec",
     "FitFacts": "fastpaths",
+    "release_host_memory": "cpu",
     "Versions": "banner",
 }
 

@@ -12,8 +12,8 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
 
@@ -110,11 +110,13 @@ def _cudnn_enabled() -> bool:
 
 
 def prepare(device: Device | str, inventory: Inventory | None = None, layout: str | None = None):
-    """Apply the flags to ``device`` once per process; returns its
+    """Apply the flags to ``device`` once per process (and ``memory.host_cache`` to the process, once:
+    :class:`HostMemory`); returns its
     :class:`~arignote.runtime.memory.MemoryPolicy` (None on CPU). Prints the banner lines not printed yet
     when ``print_active_device`` is on, rank 0;
     ``layout`` is the strategy's line (``data parallel: 2 processes x 1 thread (gloo)``).
     """
+    HOST_MEMORY.ensure()
     inv = inventory if inventory is not None else current_inventory()
     dev = _as_device(device, inv)
     key = str(dev)
@@ -205,14 +207,31 @@ def reset() -> None:
     _state.update(prepared={}, header_printed=False, threads_set=False, cudnn_set=False, fast_line=None)
 
 
-def host_cache() -> contextlib.AbstractContextManager[bool]:
-    """A block during which ``malloc`` keeps up to ``memory.host_cache`` MiB of freed host memory
-    (:func:`arignote.devices.cpu.keeping_freed_memory`); ``fit`` runs inside one, and on leaving it the
-    process's malloc settings are back to what glibc started with. Yields whether they were applied.
+class HostMemory:
+    """``memory.host_cache`` for this process: ``malloc`` keeps up to that many MiB of freed host
+    memory for reuse (:func:`arignote.devices.cpu.keep_freed_memory`), the host-side counterpart of
+    the CUDA caching allocator. :meth:`ensure` applies the flag as it is at the process's first
+    training or inference call (``fit``, ``evaluate``, ``predict``, the batch methods: each model's
+    first call prepares its device, :func:`prepare`) and the settings stay in force for the rest of
+    the process; ``memory.host_cache=0`` then leaves glibc's own behaviour untouched.
+    :func:`arignote.devices.release_host_memory` returns the kept memory to the OS.
 
-    >>> with config.override(memory_host_cache=0), host_cache() as applied:
-    ...     applied
-    False
+    >>> policy = HostMemory(keep=lambda mib: mib > 0)
+    >>> with config.override(memory_host_cache=0):
+    ...     policy.ensure(), policy.ensure()
+    (False, False)
     """
-    start = cpu.malloc_start_settings(config.environ)
-    return cpu.keeping_freed_memory(config.get("memory.host_cache"), start)
+
+    def __init__(self, keep: Callable[[int], bool] = cpu.keep_freed_memory) -> None:
+        self._keep = keep
+        self.applied: bool | None = None  # None: not decided yet in this process
+
+    def ensure(self) -> bool:
+        """Apply ``memory.host_cache`` unless this process already decided; whether it is in force."""
+        if self.applied is None:
+            self.applied = self._keep(config.get("memory.host_cache"))
+        return self.applied
+
+
+# the process's one policy (malloc's settings are process-wide; reset() leaves it alone)
+HOST_MEMORY = HostMemory()

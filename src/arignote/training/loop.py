@@ -40,7 +40,6 @@ from arignote import random_state
 from arignote.callbacks.base import RUNNING_LOSS, CallbackList, LazyLogs
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
-from arignote.runtime.setup import host_cache
 from arignote.training import compiled, fused_head
 from arignote.training.compiled_grads import StableGrads
 from arignote.training.data import ArrayData
@@ -390,13 +389,12 @@ class Trainer:
     # ------------------------------------------------------------------ loops
 
     def fit(self, train: Any, val: Any, plan: Any, **kwargs: Any) -> None:
-        """Run the epochs (:meth:`_epochs`) with ``memory.host_cache`` in force: malloc keeps freed host
-        memory while this fit runs and is back to glibc's settings when it returns (issue 17). Dropout
+        """Run the epochs (:meth:`_epochs`); ``memory.host_cache`` is already in force (applied once per
+        process when the model's device was prepared: :class:`arignote.runtime.setup.HostMemory`). Dropout
         masks, noise and the shuffle order follow torch's RNG, seeded here from numpy's unless the user
         seeded torch (:mod:`arignote.random_state`), as Keras 2 runs followed ``numpy.random.seed``."""
         random_state.follow_numpy()
-        with host_cache():
-            self._epochs(train, val, plan, **kwargs)
+        self._epochs(train, val, plan, **kwargs)
 
     def _epochs(self, train: Any, val: Any, plan: Any, *, epochs: int, initial_epoch: int,
                 shuffle: bool | str, callbacks: CallbackList, validation_freq: Any = 1) -> None:
