@@ -71,13 +71,15 @@ def _tanh_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tenso
 class _Act(NamedTuple):
     forward: Callable  # (z, keep) -> (activation, what the backward needs besides it); may overwrite z
     backward: Callable  # (grad, activation, kept, out): writes the gradient of z into out
+    fresh: Callable  # as forward, into new memory (z is kept)
 
 
 #: the activations the function differentiates by hand (Keras functions -> forward and backward)
 ACTIVATIONS = {
-    activations.get("hard_sigmoid"): _Act(_hard_sigmoid, _hard_sigmoid_backward),
-    activations.get("sigmoid"): _Act(_sigmoid, _sigmoid_backward),
-    activations.get("tanh"): _Act(_tanh, _tanh_backward),
+    activations.get("hard_sigmoid"): _Act(_hard_sigmoid, _hard_sigmoid_backward,
+                                          lambda z, keep: _hard_sigmoid(z.clone(), keep)),
+    activations.get("sigmoid"): _Act(_sigmoid, _sigmoid_backward, lambda z, keep: (torch.sigmoid(z), None)),
+    activations.get("tanh"): _Act(_tanh, _tanh_backward, lambda z, keep: (torch.tanh(z), None)),
 }
 
 
@@ -132,7 +134,7 @@ class _Sequence(torch.autograd.Function):
         out = _keras(xc, first).new_empty(_sequence_shape(xc, n, f, first))
         outs = [_torch(o, first) for o in out.unbind(1)]
         h0, saved = h, []
-        h_buf = ig = None
+        h_buf = None
         for s, x in enumerate(_frames(xc, n, steps, first)):
             conv = not (fresh and s == 0)
             z = F.conv2d(h, w, None, 1, spec.padding).add_(x) if conv else x.clone()
@@ -141,10 +143,10 @@ class _Sequence(torch.autograd.Function):
             o, k_o = ract.forward(z[:, 3 * f:], keep)
             i, fg = i_f[:, :f], i_f[:, f:]
             if h_buf is None:
-                h_buf, ig = _like(z, f), _like(z, f)
+                h_buf = _like(z, f)
             c_prev = c
-            c = (fg * c_prev).add_(torch.mul(i, g, out=ig)) if conv else i * g
-            tc, k_tc = act.forward(c.clone(), keep)
+            c = torch.mul(fg, c_prev).addcmul_(i, g) if conv else i * g
+            tc, k_tc = act.fresh(c, keep)
             h = torch.mul(o, tc, out=h_buf)
             outs[s].copy_(h)
             if keep:
