@@ -328,6 +328,15 @@ class Conv3D(_Conv):
     ) -> None:
         super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate, **kwargs)
 
+    def _conv(self, x: torch.Tensor) -> torch.Tensor:
+        # why: imported on first call, the first-use module set stays as pinned
+        from arignote.layers.convolutional import few_filters
+
+        w, pad = self.weight, self._op_pad
+        if self._pad is None and few_filters.eligible(x, w, self.strides, pad, self.dilation_rate):
+            return few_filters.conv3d(x, w, self.bias, pad)  # one filter: matrix products
+        return super()._conv(x)
+
 
 def deconv_length(n: int | None, s: int, k: int, padding: str, output_padding: int | None, d: int = 1):
     """Keras 2 ``conv_utils.deconv_length``: the output length of a transposed convolution."""

@@ -71,13 +71,15 @@ def _tanh_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tenso
 class _Act(NamedTuple):
     forward: Callable  # (z, keep) -> (activation, what the backward needs besides it); may overwrite z
     backward: Callable  # (grad, activation, kept, out): writes the gradient of z into out
+    fresh: Callable  # as forward, into new memory (z is kept)
 
 
 #: the activations the function differentiates by hand (Keras functions -> forward and backward)
 ACTIVATIONS = {
-    activations.get("hard_sigmoid"): _Act(_hard_sigmoid, _hard_sigmoid_backward),
-    activations.get("sigmoid"): _Act(_sigmoid, _sigmoid_backward),
-    activations.get("tanh"): _Act(_tanh, _tanh_backward),
+    activations.get("hard_sigmoid"): _Act(_hard_sigmoid, _hard_sigmoid_backward,
+                                          lambda z, keep: _hard_sigmoid(z.clone(), keep)),
+    activations.get("sigmoid"): _Act(_sigmoid, _sigmoid_backward, lambda z, keep: (torch.sigmoid(z), None)),
+    activations.get("tanh"): _Act(_tanh, _tanh_backward, lambda z, keep: (torch.tanh(z), None)),
 }
 
 
@@ -132,7 +134,7 @@ class _Sequence(torch.autograd.Function):
         out = _keras(xc, first).new_empty(_sequence_shape(xc, n, f, first))
         outs = [_torch(o, first) for o in out.unbind(1)]
         h0, saved = h, []
-        h_buf = ig = None
+        h_buf = None
         for s, x in enumerate(_frames(xc, n, steps, first)):
             conv = not (fresh and s == 0)
             z = F.conv2d(h, w, None, 1, spec.padding).add_(x) if conv else x.clone()
@@ -141,10 +143,10 @@ class _Sequence(torch.autograd.Function):
             o, k_o = ract.forward(z[:, 3 * f:], keep)
             i, fg = i_f[:, :f], i_f[:, f:]
             if h_buf is None:
-                h_buf, ig = _like(z, f), _like(z, f)
+                h_buf = _like(z, f)
             c_prev = c
-            c = (fg * c_prev).add_(torch.mul(i, g, out=ig)) if conv else i * g
-            tc, k_tc = act.forward(c.clone(), keep)
+            c = torch.mul(fg, c_prev).addcmul_(i, g) if conv else i * g
+            tc, k_tc = act.fresh(c, keep)
             h = torch.mul(o, tc, out=h_buf)
             outs[s].copy_(h)
             if keep:
@@ -160,11 +162,9 @@ class _Sequence(torch.autograd.Function):
         spec, saved = ctx.spec, ctx.saved
         f, first, fresh, steps = spec.filters, spec.first, spec.fresh, len(saved)
         ract, act = ACTIVATIONS[spec.recurrent_activation], ACTIVATIONS[spec.activation]
-        hs = [h0, *(_torch(o, first) for o in out.unbind(1)[:-1])]
         d_k = out.new_empty(_sequence_shape_k(out, 4 * f, first))  # Keras layout, as the forward's frames
         d_frames = [_torch(d, first) for d in d_k.unbind(1)]
         d_outs = None if d_out is None else [_torch(d, first) for d in d_out.unbind(1)]
-        need_w = ctx.needs_input_grad[3]
         dz = _like(h0, 4 * f)
         h_buf, tmp, d_tc, d_cell = (_like(h0, f) for _ in range(4))
         if d_c is not None:
@@ -196,12 +196,31 @@ class _Sequence(torch.autograd.Function):
             ract.backward(torch.mul(d_c, c_prev, out=tmp), fg, k_f, dz[:, f: 2 * f])
             d_c = d_c.mul_(fg)
             d_frames[s].copy_(dz)
-            d_h, dw, _ = _conv_backward(dz, h_buf.copy_(hs[s]), w, None, [1, 1], list(spec.padding), [1, 1],
-                                        False, [0, 0], 1, [True, need_w, False])
-            if need_w:
-                d_w = dw if d_w is None else d_w + dw
+            # only the input gradient is sequential; h_buf stands for the input's size and layout
+            d_h = _conv_backward(dz, h_buf, w, None, [1, 1], list(spec.padding), [1, 1],
+                                 False, [0, 0], 1, [True, False, False])[0]
         k = d_k.reshape(-1, *d_k.shape[2:])
+        if ctx.needs_input_grad[3]:
+            d_w = _weight_gradient(_torch(k, first), h0, out, w, spec)
         return _torch(k, first), d_h, d_c, d_w, None, None
+
+
+def _weight_gradient(dz: torch.Tensor, h0: torch.Tensor, out: torch.Tensor, w: torch.Tensor,
+                     spec: Recurrence) -> torch.Tensor:
+    """The recurrent kernel's gradient over all steps as one convolution backward (batch = samples x
+    steps): the gate gradients ``dz`` (torch layout ``(n * time, 4f, H, W)``, the backward's Keras-layout
+    buffer) against each step's recurrent input, h0 then the outputs shifted by one step. A fresh
+    sequence's zero h0 adds exact zeros (its first step had no recurrent convolution)."""
+    first = spec.first
+    ins = torch.empty_like(out)  # Keras layout (n, time, ...), as out
+    ins[:, 1:].copy_(out[:, :-1])
+    if spec.fresh:
+        ins[:, 0].zero_()
+    else:
+        ins[:, 0].copy_(_keras(h0, first))
+    ins = _torch(ins.reshape(-1, *ins.shape[2:]), first)
+    return _conv_backward(dz, ins, w, None, [1, 1], list(spec.padding), [1, 1],
+                          False, [0, 0], 1, [False, True, False])[1]
 
 
 def _sequence_shape(xc: torch.Tensor, n: int, channels: int, first: bool) -> tuple:
