@@ -87,6 +87,8 @@ class _Stack(nn.Module):
 
     def _fused(self) -> list:
         """The members with fusable pairs fused (:func:`fused_chain`), rebuilt when the members change."""
+        if torch.compiler.is_compiling():  # never fused there; id() per member would break the graph
+            return self.members
         key = tuple(map(id, self.members))
         if getattr(self, "_fused_key", None) != key:  # (a stack unpickled from before it had one)
             self._fused_list, self._fused_key = fused_chain(self.members), key
