@@ -48,6 +48,9 @@ def test_cpu_epoch_logs_carry_the_rss_peak_of_that_epoch():
     if not _reset_hwm():
         pytest.skip("this kernel does not allow resetting the RSS high-water mark")
     x, y = _data()
+    # earlier tests' freed memory, kept resident by memory.host_cache, would serve Hog's block
+    # without raising the RSS: hand it back first
+    devices.release_host_memory()
     with config.override(device="cpu"):
         model = _model()
         # the monitor runs before Hog's on_epoch_end frees the block, after its on_epoch_begin
