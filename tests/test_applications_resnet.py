@@ -277,13 +277,3 @@ def test_preprocess_input_modes():
     first = resnet_v2.preprocess_input(rgb.transpose(0, 3, 1, 2).copy(), data_format="channels_first")
     np.testing.assert_allclose(first[0, :, 0, 0], [10 / 127.5 - 1, 20 / 127.5 - 1, 30 / 127.5 - 1], rtol=1e-6)
 
-
-@pytest.mark.parametrize("module", [_resnet_common, resnet, resnet_v2])
-def test_docstring_examples_hold(module):
-    import doctest
-
-    from arignote import config
-
-    with config.override(device="cpu", print_active_device=False):
-        result = doctest.testmod(module, optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0

@@ -467,19 +467,6 @@ def test_fit_tensorboard_event_files(tmp_path, fit_model):
     assert len(acc.Tags()["histograms"]) == 4  # two Dense layers: kernel and bias each
 
 
-@pytest.mark.parametrize("module", [
-    "arignote.checkpoint", "arignote.callbacks", "arignote.callbacks._monitor", "arignote.callbacks.backup",
-    "arignote.callbacks.loggers", "arignote.callbacks.lr", "arignote.callbacks.model_checkpoint",
-    "arignote.callbacks.stopping"])
-def test_docstring_examples_hold(module, tmp_path, monkeypatch):
-    import doctest
-    import importlib
-
-    monkeypatch.chdir(tmp_path)
-    result = doctest.testmod(importlib.import_module(module), optionflags=doctest.ELLIPSIS)
-    assert result.attempted > 0 and result.failed == 0
-
-
 def test_model_checkpoint_mode_max_and_reduce_lr_mode_min(tmp_path):
     drive(FakeModel(), [ModelCheckpoint(str(tmp_path / "m{epoch}.h5"), monitor="score", mode="max",
                                         save_best_only=True)], [{"score": v} for v in (1.0, 3.0, 2.0, 4.0)])

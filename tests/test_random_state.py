@@ -8,7 +8,6 @@ History. The torch-seeded figures below were computed with this script on main b
 
 from __future__ import annotations
 
-import doctest
 import json
 import subprocess
 import sys
@@ -200,11 +199,6 @@ def test_a_users_torch_seed_switches_numpy_off(numpy_mode, seed_torch):
     random_state.follow_numpy()
     assert _np_state() == state
     assert torch.initial_seed() == seed
-
-
-def test_docstring_example_holds():
-    result = doctest.testmod(random_state)
-    assert result.attempted > 0 and result.failed == 0
 
 
 def test_a_compiled_step_keeps_torchs_stream(numpy_mode, monkeypatch):
