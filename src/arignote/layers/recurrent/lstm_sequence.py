@@ -166,39 +166,42 @@ class _Sequence(torch.autograd.Function):
         gates = xp.new_empty(steps if keep else 1, n, width)
         # [g, c_{t-1}, 0, tanh(c_t)] at step t (two, in turn): what the derivatives in p multiply
         s = xp.new_zeros(2, n, width)
-        z, k_g, k_c = xp.new_empty(n, width), xp.new_empty(n, u), xp.new_empty(n, u)
+        per_gate = rec is not None and rec.dim() == 3  # implementation=1: one mask per gate
+        # z: (n, 4u), or (4, n, u) per gate (one batched product writes it); zv: z as (n, 4u) or (n, 4, u)
+        z = xp.new_empty(4, n, u) if per_gate else xp.new_empty(n, width)
+        k_g, k_c = xp.new_empty(n, u), xp.new_empty(n, u)  # what act's derivative needs (hard_sigmoid)
+        zv, z_g = (z.transpose(0, 1), z[2]) if per_gate else (z, z[:, 2 * u: 3 * u])
         p, q = (xp.new_empty(steps, n, width), xp.new_empty(steps, n, u)) if keep else (None, None)
         out = xp.new_empty(n, steps, u)
         g_all = _steps(gates, 0)
         i_all, f_all, o_all = (_steps(gates, 0, k * u, (k + 1) * u) for k in (0, 1, 3))
         s_all = _steps(s, 0)
         sg, sc, sh = (_steps(s, 0, k * u, (k + 1) * u) for k in (0, 1, 3))
-        x_s, out_s, z_g = _steps(xp, 1), _steps(out, 1), z[:, 2 * u: 3 * u]
+        x_s, out_s = _steps(xp, 1), _steps(out, 1)
         if keep:
             p_all, p_g, q_s = _steps(p, 0), _steps(p, 0, 2 * u, 3 * u), _steps(q, 0)
-        wt = w.t().contiguous()  # a contiguous (units, 4 * units): addmm ~1.5x faster than on w.t()
         hm = None if rec is None else torch.empty_like(rec)
-        per_gate = rec is not None and rec.dim() == 3  # implementation=1: one mask per gate
-        if per_gate:
-            x_k, z_k = [_steps(xp, 1, j * u, (j + 1) * u) for j in range(4)], z.split(u, 1)
-            w_k = [b.t().contiguous() for b in w.split(u)]
+        # W^T contiguous (units, 4 * units): addmm ~1.5x faster than on w.t(); per gate: each W_j^T
+        wt = torch.stack([b.t() for b in w.split(u)]) if per_gate else w.t().contiguous()
+        if per_gate:  # the gates' full-width buffers seen as (n, 4, u), as z
+            g_all, s_all = [a.view(n, 4, u) for a in g_all], [a.view(n, 4, u) for a in s_all]
+            p_all = [a.view(n, 4, u) for a in p_all] if keep else None
+            x_s = [a.view(n, 4, u).transpose(0, 1) for a in x_s]
         sc[0].copy_(c0)
         h = h0
         for t in range(steps):
             k, j, j1 = t if keep else 0, t % 2, (t + 1) % 2
-            if per_gate:  # z_j = xp_j + (h * mask_j) @ W_j^T, as LSTMCell.step's four products
-                hm = torch.mul(h, rec, out=hm)
-                for b in range(4):
-                    torch.addmm(x_k[b][t], hm[b], w_k[b], out=z_k[b])
+            if per_gate:  # z_j = xp_j + (h * mask_j) @ W_j^T, LSTMCell.step's four products in one
+                torch.baddbmm(x_s[t], torch.mul(h, rec, out=hm), wt, out=z)
             else:
                 torch.addmm(x_s[t], h if rec is None else torch.mul(h, rec, out=hm), wt, out=z)
             act.forward(z_g, sg[j], k_g, keep)
-            ract.forward(z, g_all[k], z, keep)
+            ract.forward(zv, g_all[k], zv, keep)
             c = torch.mul(f_all[k], sc[j], out=sc[j1]).addcmul_(i_all[k], sg[j])
             act.forward(c, sh[j], k_c, keep)
             h = torch.mul(o_all[k], sh[j], out=out_s[t])
             if keep:
-                ract.backward(s_all[j], g_all[k], z, p_all[t])  # the candidate's block: next line
+                ract.backward(s_all[j], g_all[k], zv, p_all[t])  # the candidate's block: next line
                 act.backward(i_all[k], sg[j], k_g, p_g[t])
                 act.backward(o_all[k], sh[j], k_c, q_s[t])
         if keep:
