@@ -257,7 +257,8 @@ class _Sequence(torch.autograd.Function):
             else:
                 if rec is not None:
                     h_prev = h_prev.mul_(rec.unsqueeze(1))
-                d_w = d_xp.reshape(n * steps, width).t().mm(h_prev.reshape(n * steps, u))
+                # as (h^T dz)^T: MKL's product in this orientation is ~20% faster (2560 x 128 x 512)
+                d_w = h_prev.reshape(n * steps, u).t().mm(d_xp.reshape(n * steps, width)).t().contiguous()
         d_h0 = d_h if ctx.needs_input_grad[1] else None
         d_c0 = d_c if ctx.needs_input_grad[2] else None
         return d_xp, d_h0, d_c0, d_w, None, None, None
