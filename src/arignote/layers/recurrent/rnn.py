@@ -291,11 +291,10 @@ class RNN(KerasLayer, Layer):
                 return padded
             training = False if 0 < cell.dropout < 1 else training  # input dropout already applied
         dp, rec = cell.masks(x[:, 0], states[0], training)
-        projected = cell.project(x, dp)
-        whole = self._lstm_sequence(projected, mask, states, rec)
+        whole = self._lstm_sequence(x, dp, mask, states, rec)
         if whole is not None:
             return whole
-        projected = projected.unbind(1)  # one backward (a stack), not a zero-filled copy per step
+        projected = cell.project(x, dp).unbind(1)  # one backward (a stack), not a zero-filled copy per step
 
         def step(t: int, st: list) -> tuple:
             return cell.step(projected[t], st, rec)
@@ -334,11 +333,12 @@ class RNN(KerasLayer, Layer):
         """A mask on the fused kernel (:meth:`_gathered`)."""
         return self._gathered(x, mask, lambda shifted: self.cell.fused(shifted, states, training)[0])
 
-    def _lstm_sequence(self, xp: torch.Tensor, mask: torch.Tensor | None, states: list,
+    def _lstm_sequence(self, x: torch.Tensor, dp: list | None, mask: torch.Tensor | None, states: list,
                        rec: list | None) -> tuple | None:
-        """An LSTM loop as one hand-differentiated function (:mod:`.lstm_sequence`) when
-        :func:`.lstm_sequence.takes` says so (under a mask: over each row's valid steps,
-        :meth:`_gathered`), else None (the graph's loop)."""
+        """An LSTM loop as one hand-differentiated function (:mod:`.lstm_sequence`) over the input
+        projection of ``x`` (input dropout masks ``dp``) when :func:`.lstm_sequence.takes` says so
+        (under a mask: over each row's valid steps, :meth:`_gathered`, which moves ``x`` before its
+        projection: a quarter of the data), else None (the graph's loop)."""
         cell = self.cell
         if not isinstance(cell, LSTMCell):
             return None
@@ -346,18 +346,18 @@ class RNN(KerasLayer, Layer):
 
         if not seq.takes(lstm_step=type(cell).step is LSTMCell.step, activation=cell.activation,
                          recurrent_activation=cell.recurrent_activation, recurrent_masks=len(rec or ()),
-                         steps=xp.shape[1], tracing=seq.tracing(),
-                         autocast=torch.is_autocast_enabled(xp.device.type)):
+                         steps=x.shape[1], tracing=seq.tracing(),
+                         autocast=torch.is_autocast_enabled(x.device.type)):
             return None
         spec = seq.Spec(cell.activation, cell.recurrent_activation)
 
         def run(steps: torch.Tensor) -> tuple:
             masks = None if not rec else rec[0] if len(rec) == 1 else torch.stack(rec)
-            return seq.run(steps, states[0], states[1], cell.recurrent_weight, masks, spec)
+            return seq.run(cell.project(steps, dp), states[0], states[1], cell.recurrent_weight, masks, spec)
 
         if mask is not None:
-            return self._gathered(xp, mask, lambda shifted: run(shifted)[0])
-        out, c = run(xp)
+            return self._gathered(x, mask, lambda shifted: run(shifted)[0])
+        out, c = run(x)
         last = out[:, -1]
         return out, last, [last, c]
 
@@ -369,7 +369,10 @@ class RNN(KerasLayer, Layer):
         spread back with Keras 2's masked values (zeros before a row's first valid step, the last
         output after a valid one). Padded sequences (``pad_sequences`` 'pre' or 'post') and masks with
         zeros inside alike. None when a row has no valid step, or when an LSTM's cell state at the
-        last valid step is needed (``return_state``/``stateful``), and under ``torch.export``."""
+        last valid step is needed (``return_state``/``stateful``), and under ``torch.export``. Steps
+        move as whole rows (``index_select`` on ``(batch * time, features)``: a row copy, where
+        ``gather`` indexed each element, ~8x slower forward and backward); the outputs of all steps
+        are spread back only for ``return_sequences``."""
         cell = self.cell
         if isinstance(cell, LSTMCell) and (self.return_state or self.stateful):
             return None
@@ -381,11 +384,13 @@ class RNN(KerasLayer, Layer):
         if not bool((lengths > 0).all()):  # one host sync
             return None
         order = torch.argsort((~m).to(torch.int8), dim=1, stable=True)  # valid steps first, in order
-        shifted = x.gather(1, order[..., None].expand(n, t, x.shape[-1]))
-        out = run(shifted)
-        last = out.gather(1, (lengths - 1).view(n, 1, 1).expand(n, 1, out.shape[-1]))[:, 0]
+        start = torch.arange(0, n * t, t, device=m.device).unsqueeze(1)  # each row's first step, flattened
+        out = run(_steps_at(x, order + start))
+        last = _steps_at(out, (lengths - 1).unsqueeze(1) + start)[:, 0]
+        if not self.return_sequences:
+            return None, last, [last]
         done = m.cumsum(1)  # valid steps up to each step
-        seq = out.gather(1, (done - 1).clamp(min=0)[..., None].expand(n, t, out.shape[-1]))
+        seq = _steps_at(out, (done - 1).clamp(min=0) + start)
         seq = seq * (done > 0).unsqueeze(-1).to(seq.dtype)
         return seq, last, [last]
 
@@ -515,6 +520,17 @@ def _run_masked(
     seq = torch.stack(outs, 1)
     zero = torch.zeros((), dtype=seq.dtype, device=seq.device)
     return torch.where(seen.view(*seen.shape, *([1] * (seq.dim() - 2))), seq, zero), last, states
+
+
+def _steps_at(x: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``x`` ``(n, t, ...)`` at the flattened steps ``index`` ``(n, k)`` (row ``i``'s steps are
+    ``i * t .. i * t + t - 1``): ``(n, k, ...)``, one row copy per step.
+
+    >>> _steps_at(torch.arange(6.).view(2, 3, 1), torch.tensor([[2, 0], [3, 5]]))[..., 0].tolist()
+    [[2.0, 0.0], [3.0, 5.0]]
+    """
+    rows = x.reshape(x.shape[0] * x.shape[1], *x.shape[2:]).index_select(0, index.reshape(-1))
+    return rows.view(*index.shape, *x.shape[2:])
 
 
 def with_extra_inputs(name: str, inputs: Any, extra: list) -> Any:
