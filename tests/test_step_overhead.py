@@ -124,8 +124,10 @@ def test_fit_step_runs_the_operators_of_the_hand_written_step():
     assert step.syncs == 0
     # Dense-Dropout-Dense (6 forward, 7 backward), Keras CE from logits (4 + 4 with the backward's
     # seed), RMSprop (5 per parameter: 20), the loss sum and the accuracy count (1 + 5), the next
-    # batch's gathers (2): 49 (68 before the CE, the accuracy and RMSprop were cut down)
-    assert step.launches <= 49, step.top(30)
+    # batch's gathers (2): 49 (68 before the CE, the accuracy and RMSprop were cut down); 51 since
+    # the CPU Dropout draws its mask as 64-bit words (random_, ge, to, mul_, mul for bernoulli_ and
+    # two muls: two operators more, half the time)
+    assert step.launches <= 51, step.top(30)
 
 
 def test_an_unshuffled_epoch_takes_its_batches_as_slices_without_a_gather():
@@ -218,11 +220,12 @@ def test_fit_weights_equal_the_hand_written_loop_bit_for_bit():
     assert history.history["accuracy"] == accuracies  # counts, exactly
 
 
-def test_the_seeds_mlp_step_runs_at_most_69_operators():
+def test_the_seeds_mlp_step_runs_at_most_73_operators():
     """The seeds' MLP (784-512-512-10, Dropout 0.2, softmax; categorical cross-entropy, RMSprop,
-    accuracy) at batch 32: 69 operators a steady-state step (87 before the cross-entropy, the
+    accuracy) at batch 32: 73 operators a steady-state step (87 before the cross-entropy, the
     accuracy and RMSprop were cut down; the hand-written loop with F.cross_entropy and torch's
-    RMSprop: 68 + 2 gathers + 1 loss sum)."""
+    RMSprop: 68 + 2 gathers + 1 loss sum; 69 until the CPU Dropout drew its masks as 64-bit words,
+    two operators more per Dropout in half the time: layers/core/dropout.py)."""
     from arignote.bench.models import arignote_model
 
     torch.manual_seed(0)
@@ -233,7 +236,7 @@ def test_the_seeds_mlp_step_runs_at_most_69_operators():
     y = np.eye(10, dtype=np.float32)[rng.integers(0, 10, 128)]
     step = opcount.count_fit_step(model, x, y, batch_size=32)
     ops = Counter(op.name for op in step.ops)
-    assert step.launches <= 69, step.top(40)
+    assert step.launches <= 73, step.top(40)
     assert ops["aten.addcdiv_.default"] == 6 and ops["aten.add_.Tensor"] == 6 + 1 + 1  # RMSprop eps, sums
     assert ops["aten._softmax.default"] == 0 and step.syncs == 0
 
