@@ -60,3 +60,11 @@ def test_the_layer_draws_with_one_random_call_not_bernoulli():
         Dropout(0.2, seed=1).train()(torch.ones(8, 16), training=True)
     assert any("bernoulli" in op.name for op in rec.ops)
     assert torch.equal(Dropout(1.0).train()(torch.ones(2, 3), training=True), torch.zeros(2, 3))
+
+
+def test_other_dtypes_keep_their_dtype_and_scale():
+    for dtype in (torch.float64, torch.bfloat16):
+        x = torch.ones(64, 64, dtype=dtype)
+        y = cpu_dropout(x, 0.3)
+        assert y.dtype == dtype
+        assert torch.equal(y[y != 0].unique(), F.dropout(x, 0.3, True).unique()[-1:])

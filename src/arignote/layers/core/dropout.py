@@ -45,7 +45,10 @@ def cpu_dropout(x: torch.Tensor, rate: float) -> torch.Tensor:
     n = x.numel()
     words = torch.empty((n + 1) // 2, dtype=torch.int64).random_(-(1 << 63), None).view(torch.int32)
     keep = words[:n].view(x.shape) >= round(rate * (1 << 32)) - _HALF
-    return x * keep.to(x.dtype).mul_(1.0 / (1.0 - rate))
+    scale = 1.0 / (1.0 - rate)
+    # bool * float gives the default float dtype in one operator; x of another dtype casts first
+    noise = keep * scale if x.dtype == torch.get_default_dtype() else keep.to(x.dtype).mul_(scale)
+    return x * noise
 
 
 def _rate(rate: Any, where: str) -> float:
