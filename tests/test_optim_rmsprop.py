@@ -146,3 +146,73 @@ def test_run_step_leaves_out_torch_s_profiler_range_unless_something_listens():
         run_step(opt)
         sched.step()
     assert opt.param_groups[0]["lr"] == 0.25
+
+
+def _big_params(seed: int = 0) -> list[torch.nn.Parameter]:
+    torch.manual_seed(seed)
+    return [torch.nn.Parameter(torch.randn(64, 48)), torch.nn.Parameter(torch.randn(48))]
+
+
+@pytest.mark.parametrize("rho", [0.9, 0.0, 0.999999])
+def test_one_pass_is_the_loop_within_a_last_bit_in_one_kernel(rho):
+    """``one_pass`` (what arignote's RMSprop builds on the CPU): one fused kernel a step, the
+    accumulators bit for bit torch's, the weights within float32 rounding of torch's loop; the
+    saturated step count makes Adam's bias corrections exactly 1 for any rho (at step 1 they would
+    scale the update by 1 / sqrt(1 - rho): 3.2x for rho 0.9)."""
+    ours, theirs = _big_params(), _big_params()
+    a = KerasRMSprop(ours, lr=0.01, alpha=rho, eps=1e-7, one_pass=True)
+    b = torch.optim.RMSprop(theirs, lr=0.01, alpha=rho, eps=1e-7, foreach=False)
+    for step in range(5):
+        grads = _grads(ours, step)
+        for p, q, g in zip(ours, theirs, grads):
+            p.grad, q.grad = g.clone(), g.clone()
+        with OpRecorder() as rec:
+            a.step()
+        b.step()
+        names = [op.name for op in rec.ops]
+        assert names == ["aten.zeros_like.default"] * 2 * (step == 0) + ["aten._fused_adam_.default"]
+        for p, g in zip(ours, grads):
+            assert torch.equal(p.grad, g)  # the gradient served as Adam's first moment, unchanged
+        for p, q in zip(ours, theirs):
+            # float32 rounding at the weights' scale (rho near 1 makes steps of lr / sqrt(1 - rho))
+            scale = float(q.detach().abs().max())
+            torch.testing.assert_close(p.detach(), q.detach(), rtol=2e-7, atol=2.5e-7 * scale)
+            assert torch.equal(a.state[p]["square_avg"], b.state[q]["square_avg"])
+    assert float(a.state_dict()["state"][0]["step"]) == 5.0
+
+
+def test_one_pass_leaves_what_it_cannot_run_to_the_loop():
+    w = torch.nn.Parameter(torch.ones(3))
+    opt = KerasRMSprop([w], lr=0.1, one_pass=True)
+    opt.param_groups[0]["lr"] = torch.tensor(0.1)  # a compiled step holds lr in a tensor
+    w.grad = torch.ones(3)
+    with OpRecorder() as rec:
+        opt.step()
+    assert "aten._fused_adam_.default" not in [op.name for op in rec.ops]
+    assert [op.name for op in rec.ops].count("aten.addcdiv_.default") == 1
+
+
+def test_arignote_s_rmsprop_runs_one_pass_and_a_direct_one_torch_s_operators():
+    w = torch.nn.Parameter(torch.ones(3))
+    assert optimizers.RMSprop().build([w]).torch.one_pass is True
+    assert KerasRMSprop([w]).one_pass is False
+
+
+def test_one_pass_takes_the_loop_when_a_gradient_is_laid_out_otherwise():
+    """The fused kernel walks parameter, gradient and accumulator memory in step: a channels-last
+    weight with a contiguous gradient (set by hand) would pair wrong elements, so the loop runs it;
+    laid out alike, the kernel runs and agrees."""
+    for grad_format, kernel in ((torch.contiguous_format, False), (torch.channels_last, True)):
+        torch.manual_seed(0)
+        w = torch.nn.Parameter(torch.randn(4, 3, 5, 5).contiguous(memory_format=torch.channels_last))
+        ref = torch.nn.Parameter(w.detach().clone())
+        a = KerasRMSprop([w], lr=0.01, one_pass=True)
+        b = torch.optim.RMSprop([ref], lr=0.01, alpha=0.9, eps=1e-7)
+        a.state[w]["square_avg"] = torch.zeros_like(w)  # channels-last, as the parameter
+        g = torch.randn(4, 3, 5, 5)
+        w.grad, ref.grad = g.contiguous(memory_format=grad_format), g.clone()
+        with OpRecorder() as rec:
+            a.step()
+        b.step()
+        assert ("aten._fused_adam_.default" in [op.name for op in rec.ops]) is kernel
+        torch.testing.assert_close(w.detach(), ref.detach(), rtol=2e-7, atol=1e-7)

@@ -50,16 +50,28 @@ class _Stack(nn.Module):
         self.mask_plan: list[bool] | None = None  # per layer: does its output carry a mask
         self.output_masks: list | None = None  # [the last forward's output mask] when it has one
         self.input_dtype: torch.dtype | None = None  # a float Input's dtype: integer data is cast to it
-        self._fused_key: tuple | None = None  # the members' ids when _fused_list was made
-        self._fused_list: list = []
+        self._fused_list: list | None = None  # the members fused (fused_chain); None: to be made
 
     def append(self, member: Any) -> None:
         self.layers.append(runtime_module(member))
         self.members.append(member)
+        self._fused_list = None
 
     def pop(self) -> Any:
         del self.layers[-1]
+        self._fused_list = None
         return self.members.pop()
+
+    def __getstate__(self) -> dict:
+        # a copy or a pickle makes its own fused chain (of its own members) at its first forward
+        state = dict(self.__dict__)
+        state["_fused_list"] = None
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        state.pop("_fused_key", None)  # a stack pickled when staleness was told by the members' ids
+        state["_fused_list"] = None
+        super().__setstate__(state)
 
     def forward(self, x: torch.Tensor, mask: Any = None) -> torch.Tensor:
         """The stack on ``x``; ``mask``: the mask of ``x`` when the model is a layer of a graph that
@@ -86,13 +98,14 @@ class _Stack(nn.Module):
         return x
 
     def _fused(self) -> list:
-        """The members with fusable pairs fused (:func:`fused_chain`), rebuilt when the members change."""
-        if torch.compiler.is_compiling():  # never fused there; id() per member would break the graph
+        """The members with fusable pairs fused (:func:`fused_chain`), made at the first forward after
+        the members changed (``append``/``pop`` drop it: nothing is compared per forward)."""
+        if torch.compiler.is_compiling():  # never fused there: Dynamo traces the members themselves
             return self.members
-        key = tuple(map(id, self.members))
-        if getattr(self, "_fused_key", None) != key:  # (a stack unpickled from before it had one)
-            self._fused_list, self._fused_key = fused_chain(self.members), key
-        return self._fused_list
+        fused = self._fused_list
+        if fused is None:
+            fused = self._fused_list = fused_chain(self.members)
+        return fused
 
     @property
     def out_masked(self) -> list[bool]:

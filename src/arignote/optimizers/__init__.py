@@ -337,7 +337,8 @@ class SGD(Optimizer):
 class RMSprop(Optimizer):
     """``RMSprop(lr=0.001, rho=0.9, epsilon=1e-7, decay=0.0)`` (Keras 2; torch's ``alpha`` is ``rho``),
     run by :class:`arignote.optimizers.kernels.KerasRMSprop`: torch's arithmetic without its step counter
-    tensors (its ``state_dict`` is torch's, ``step`` included)."""
+    tensors (its ``state_dict`` is torch's, ``step`` included), on the CPU in one pass over each
+    tensor (``one_pass``: a weight may differ from torch's loop in its last bit)."""
 
     _torch_cls = KerasRMSprop
     _keras_keys = ("rho", "epsilon")
@@ -357,7 +358,7 @@ class RMSprop(Optimizer):
         self.epsilon = _default_eps(epsilon, "RMSprop")
 
     def _torch_kwargs(self) -> dict:
-        return {"alpha": self.rho, "eps": self.epsilon}
+        return {"alpha": self.rho, "eps": self.epsilon, "one_pass": True}
 
 
 class Adam(Optimizer):

@@ -17,7 +17,10 @@ with ``foreach``. Its checkpoints are torch's: ``state_dict()`` holds per parame
 (a 0-d tensor, the steps taken, counted in Python outside the arithmetic) and ``square_avg``, so
 either optimizer loads the other's and training continues identically; a param group with torch's
 ``momentum`` (``momentum_buffer``), ``centered``, ``weight_decay`` or ``maximize`` runs torch's own
-RMSprop arithmetic and counters.
+RMSprop arithmetic and counters. ``one_pass=True`` (what arignote's ``RMSprop`` builds) runs the
+per-tensor groups on the CPU as one fused kernel a step (:func:`_fused_rmsprop`: torch's fused Adam
+with ``beta1 = 0`` at a saturated step count), the accumulators bit for bit, the weights within
+float32 rounding of torch's loop, in a third of its time.
 
 Example::
 
@@ -136,9 +139,13 @@ class KerasRMSprop(torch.optim.RMSprop):
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 0.001, alpha: float = 0.9, eps: float = 1e-7,
-                 foreach: bool = False, momentum: float = 0.0, centered: bool = False) -> None:
+                 foreach: bool = False, momentum: float = 0.0, centered: bool = False,
+                 one_pass: bool = False) -> None:
         super().__init__(params, lr=lr, alpha=alpha, eps=eps, foreach=foreach, momentum=momentum,
                          centered=centered)
+        # the per-tensor groups in one pass over each tensor (_fused_rmsprop: weights within a last
+        # bit of torch's loop) where it can run; False: torch's operators, bit for bit
+        self.one_pass = one_pass
         self._taken: dict[torch.Tensor, int] = {}  # steps per parameter run by the Keras rule
         self._counted = False  # the last step() counted its steps (not a compiled one)
 
@@ -148,6 +155,7 @@ class KerasRMSprop(torch.optim.RMSprop):
         torch.optim.Optimizer.__setstate__(self, state)
         self.__dict__.setdefault("_taken", {})
         self.__dict__.setdefault("_counted", False)
+        self.__dict__.setdefault("one_pass", False)
         for group in self.param_groups:
             for key, value in self.defaults.items():
                 group.setdefault(key, value)
@@ -198,6 +206,8 @@ class KerasRMSprop(torch.optim.RMSprop):
             rho, eps, lr = group["alpha"], group["eps"], group["lr"]
             if group["foreach"]:
                 _foreach_rmsprop(params, grads, avgs, lr, rho, eps)
+            elif self.one_pass and _one_pass(params, grads, avgs, lr):
+                _fused_rmsprop(params, grads, avgs, lr, rho, eps)
             else:
                 _loop_rmsprop(params, grads, avgs, lr, rho, eps)
         return loss
@@ -276,6 +286,42 @@ def _loop_rmsprop(params: list, grads: list, avgs: list, lr: Any, rho: float, ep
             p.addcdiv_(g, denom.div_(-lr))
         else:
             p.addcdiv_(g, denom, value=-lr)
+
+
+# Adam's step counter for _fused_rmsprop: beta ** _SATURATED is 0.0 for every beta in [0, 1) (in
+# float32 and float64), so both of Adam's bias corrections are exactly 1
+_SATURATED = 3e38
+_ONE_PASS_DTYPES = (torch.float32, torch.float64)
+
+
+def _dense(t: torch.Tensor) -> bool:
+    return (t.is_contiguous() or (t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last))
+            or (t.dim() == 5 and t.is_contiguous(memory_format=torch.channels_last_3d)))
+
+
+def _one_pass(params: list, grads: list, avgs: list, lr: Any) -> bool:
+    """Whether :func:`_fused_rmsprop` runs this group: eager (Dynamo traces the loop), a float ``lr``,
+    float32/float64 CPU tensors, each parameter dense with its gradient and accumulator laid out
+    alike (the kernel walks the three memories in step: other strides would pair wrong elements)."""
+    if isinstance(lr, torch.Tensor) or torch.compiler.is_compiling():
+        return False
+    return all(p.device.type == "cpu" and p.dtype in _ONE_PASS_DTYPES and g.dtype == p.dtype
+               and not g.is_sparse and _dense(p) and p.stride() == g.stride() == a.stride()
+               for p, g, a in zip(params, grads, avgs))
+
+
+def _fused_rmsprop(params: list, grads: list, avgs: list, lr: float, rho: float, eps: float) -> None:
+    """Keras 2's RMSprop in one pass over each tensor (torch's fused Adam CPU kernel): the per-tensor
+    loop reads and writes each parameter-sized tensor five times (2 ms a step for the 669k weights
+    of the 784-512-512-10 MLP on one core; 0.7 ms here). With ``beta1 = 0`` Adam's first moment is
+    the gradient (the gradient's own buffer serves as it: rewritten with its own values), its second
+    moment is ``a = rho a + (1 - rho) g^2``, and at a saturated step count both bias corrections are
+    exactly 1: ``p -= lr g / (sqrt(a) + eps)``. ``square_avg`` comes out bit for bit the loop's; a
+    weight can differ from the loop's in its last bit (the kernel rounds ``lr g / denom`` in another
+    order: ~1 element in 10^4 a step)."""
+    steps = [torch.tensor(_SATURATED, dtype=torch.float32)] * len(params)
+    torch._fused_adam_(params, grads, grads, avgs, [], steps, lr=float(lr), beta1=0.0, beta2=rho,
+                       weight_decay=0.0, eps=eps, amsgrad=False, maximize=False)
 
 
 def _foreach_rmsprop(params: list, grads: list, avgs: list, lr: Any, rho: float, eps: float) -> None:

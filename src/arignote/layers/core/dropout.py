@@ -26,6 +26,31 @@ from arignote.layers.base import Layer
 __all__ = ["Dropout", "SpatialDropout1D", "SpatialDropout2D", "SpatialDropout3D"]
 
 
+_HALF = 1 << 31  # int32 words span [-2^31, 2^31)
+
+
+def cpu_dropout(x: torch.Tensor, rate: float) -> torch.Tensor:
+    """``F.dropout(x, rate, True)`` on the CPU in a third of its time: the same distribution (each
+    element kept with probability ``1 - rate``, to 2^-32), the kept ones scaled by ``1 / (1 - rate)``
+    to the same float. torch's CPU ``bernoulli_`` draws one 32-bit word per element through a slow
+    per-element path (~15 ns; 1 ms for a 128 x 512 batch); here one ``random_`` call fills int64
+    words with 64 random bits each (two 32-bit words: ~3 ns an element), compared with the threshold
+    ``rate * 2^32``. The draws come from torch's default generator (``random_state`` seeds it), so a
+    seeded run repeats itself; they differ from ``F.dropout``'s for the same seed.
+
+    >>> y = cpu_dropout(torch.ones(1000, 100), 0.2)
+    >>> sorted(set(y.unique().tolist())), 0.78 < float((y > 0).float().mean()) < 0.82
+    ([0.0, 1.25], True)
+    """
+    n = x.numel()
+    words = torch.empty((n + 1) // 2, dtype=torch.int64).random_(-(1 << 63), None).view(torch.int32)
+    keep = words[:n].view(x.shape) >= round(rate * (1 << 32)) - _HALF
+    scale = 1.0 / (1.0 - rate)
+    # bool * float gives the default float dtype in one operator; x of another dtype casts first
+    noise = keep * scale if x.dtype == torch.get_default_dtype() else keep.to(x.dtype).mul_(scale)
+    return x * noise
+
+
 def _rate(rate: Any, where: str) -> float:
     if isinstance(rate, bool) or not isinstance(rate, numbers.Real):
         raise ValueError(f"{where}: rate must be a number in [0, 1), got {rate!r}")
@@ -67,7 +92,9 @@ class Dropout(KerasLayer, Layer):
             return x
         shape = self._noise_shape(x)
         if shape is None and self.seed is None:
-            return F.dropout(x, self.rate, True)
+            if x.device.type == "cpu" and self.rate < 1.0 and not torch.compiler.is_compiling():
+                return cpu_dropout(x, self.rate)
+            return F.dropout(x, self.rate, True)  # a fused kernel on GPU; Inductor fuses its own
         if self.seed is not None and self._generator is None:
             self._generator = torch.Generator(device=x.device).manual_seed(int(self.seed))
         keep = 1.0 - self.rate
