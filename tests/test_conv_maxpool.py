@@ -13,7 +13,8 @@ from arignote.layers.convolutional import conv_maxpool as cm
 from arignote.layers.convolutional.conv_maxpool import ConvMaxPool, fusable, runs_fused
 from arignote.models import Model, Sequential
 
-TOL = {"rtol": 2e-5, "atol": 2e-6}
+# weight gradients sum ~12 700 terms: near-zero entries differ by ~2e-6 with one thread
+TOL = {"rtol": 2e-5, "atol": 1e-5}
 
 
 def _pair(filters=7, k=3, steps=11, cin=5, dtype=torch.float32, **kw):
