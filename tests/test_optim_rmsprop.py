@@ -192,6 +192,21 @@ def test_one_pass_leaves_what_it_cannot_run_to_the_loop():
     assert [op.name for op in rec.ops].count("aten.addcdiv_.default") == 1
 
 
+def test_one_pass_leaves_rho_one_to_the_loop():
+    """rho = 1 would make Adam's second bias correction 0 (1 ** step): such a group runs the loop,
+    whose accumulator stays 0 and whose step is lr * g / eps, as torch's."""
+    ours, theirs = torch.nn.Parameter(torch.ones(3)), torch.nn.Parameter(torch.ones(3))
+    a = KerasRMSprop([ours], lr=1e-3, alpha=1.0, eps=1e-7, one_pass=True)
+    b = torch.optim.RMSprop([theirs], lr=1e-3, alpha=1.0, eps=1e-7, foreach=False)
+    ours.grad, theirs.grad = torch.full((3,), 0.5), torch.full((3,), 0.5)
+    with OpRecorder() as rec:
+        a.step()
+    b.step()
+    assert "aten._fused_adam_.default" not in [op.name for op in rec.ops]
+    assert torch.equal(ours.detach(), theirs.detach())
+    assert float(ours[0]) < -1e3
+
+
 def test_arignote_s_rmsprop_runs_one_pass_and_a_direct_one_torch_s_operators():
     w = torch.nn.Parameter(torch.ones(3))
     assert optimizers.RMSprop().build([w]).torch.one_pass is True

@@ -206,7 +206,7 @@ class KerasRMSprop(torch.optim.RMSprop):
             rho, eps, lr = group["alpha"], group["eps"], group["lr"]
             if group["foreach"]:
                 _foreach_rmsprop(params, grads, avgs, lr, rho, eps)
-            elif self.one_pass and _one_pass(params, grads, avgs, lr):
+            elif self.one_pass and 0.0 <= rho < 1.0 and _one_pass(params, grads, avgs, lr):
                 _fused_rmsprop(params, grads, avgs, lr, rho, eps)
             else:
                 _loop_rmsprop(params, grads, avgs, lr, rho, eps)
@@ -289,7 +289,8 @@ def _loop_rmsprop(params: list, grads: list, avgs: list, lr: Any, rho: float, ep
 
 
 # Adam's step counter for _fused_rmsprop: beta ** _SATURATED is 0.0 for every beta in [0, 1) (in
-# float32 and float64), so both of Adam's bias corrections are exactly 1
+# float32 and float64), so both of Adam's bias corrections are exactly 1 (rho = 1 would make the
+# second 0: such a group runs the loop)
 _SATURATED = 3e38
 _ONE_PASS_DTYPES = (torch.float32, torch.float64)
 
