@@ -63,8 +63,9 @@ IN_PROCESS = ("import gc, time, torch\nfull, t = [], {}\n"
               + "\nprint(time.perf_counter() - w, time.process_time() - c, sum(full))")
 
 
-# the child prints its CPU time after the script's last line: the process's CPU minus it is the teardown
-AT_END = "\nimport sys as _s, time as _t\n_s.stderr.write(f'\\n@end-cpu {_t.process_time()}\\n')"
+# the child prints its CPU time after its `import torch` and after the script's last line: the
+# process's CPU minus the latter is the teardown, minus the former all it did after torch's import
+MARK = "\nimport sys as _s, time as _t\n_s.stderr.write(f'\\n@cpu {} {{_t.process_time()}}\\n')\n"
 
 
 def _env(src: str | None) -> dict[str, str] | None:
@@ -72,18 +73,25 @@ def _env(src: str | None) -> dict[str, str] | None:
     return None if src is None else {**os.environ, "PYTHONPATH": src}
 
 
-def once(code: str, src: str | None = None) -> tuple[float, float, float]:
-    """(wall, CPU, teardown CPU) seconds of one fresh interpreter running ``code``, start to exit."""
+def once(code: str, src: str | None = None) -> tuple[float, float, float, float]:
+    """(wall, CPU, teardown CPU, CPU after torch's import) seconds of one fresh interpreter running
+    ``code``, start to exit; the last is the process's CPU minus what it had spent when its leading
+    ``import torch`` returned (NaN when ``code`` does not start with one)."""
+    lead, sep, rest = code.partition("; ")
+    marked = lead == "import torch" and (sep or code == lead)
+    if marked:
+        code = lead + MARK.format("torch") + rest
     start = time.perf_counter()
-    child = subprocess.Popen([sys.executable, "-c", code + AT_END], stdout=subprocess.DEVNULL,
+    child = subprocess.Popen([sys.executable, "-c", code + MARK.format("end")], stdout=subprocess.DEVNULL,
                              stderr=subprocess.PIPE, env=_env(src))
-    err = child.stderr.read()
+    err = child.stderr.read().decode(errors="replace")
     _, status, usage = os.wait4(child.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
-        raise RuntimeError(f"{code!r} failed:\n{err.decode(errors='replace')}")
+        raise RuntimeError(f"{code!r} failed:\n{err}")
     cpu = usage.ru_utime + usage.ru_stime
-    return wall, cpu, cpu - float(err.decode().rpartition("@end-cpu ")[2])
+    at = {k: float(v) for k, v in (line.split()[1:] for line in err.splitlines() if line.startswith("@cpu "))}
+    return wall, cpu, cpu - at["end"], cpu - at["torch"] if marked else float("nan")
 
 
 def in_process(src: str | None = None) -> tuple[float, float, float]:
@@ -105,12 +113,16 @@ def over(a: list[float], b: list[float]) -> tuple[float, list[float]]:
 
 
 def cost_rows(label: str, runs: dict[str, list[tuple[float, ...]]], case: str, base: str) -> list[str]:
-    """Table rows of ``case``'s cost over ``base``: wall, CPU and teardown CPU, as the difference of
-    the medians and the median (range) of the per-round differences."""
+    """Table rows of ``case``'s cost over ``base``: wall, CPU, teardown CPU and (both starting with
+    ``import torch``) the CPU after torch's import, which leaves out the spread of torch's import
+    (identical code in both processes) but keeps everything else, teardown included; each as the
+    difference of the medians and the median (range) of the per-round differences."""
     rows = []
-    for i, what in enumerate(("wall", "CPU", "teardown CPU")):
-        med, diffs = over([r[i] for r in runs[case]], [r[i] for r in runs[base]])
-        rows.append(f"| {label}, {what} | {med:+.3f} | {stat(diffs, '+')} |")
+    for i, what in enumerate(("wall", "CPU", "teardown CPU", "CPU after the process's own `import torch`")):
+        a, b = [r[i] for r in runs[case]], [r[i] for r in runs[base]]
+        if a[0] == a[0] and b[0] == b[0]:  # not NaN
+            med, diffs = over(a, b)
+            rows.append(f"| {label}, {what} | {med:+.3f} | {stat(diffs, '+')} |")
     return rows
 
 
@@ -200,9 +212,9 @@ def main() -> int:
     print("\n| cost over `import torch`, seconds | difference of medians | median of per-round "
           "differences (range) |\n| --- | ---: | ---: |")
     if not args.first_use_only:
-        print("\n".join(cost_rows("`import arignote`", runs, "import arignote", "import torch")[:2]))
+        print("\n".join(cost_rows("`import arignote`", runs, "import arignote", "import torch")[:3]))
         print("\n".join(cost_rows("`import torch, arignote`", runs, "import torch, arignote",
-                                   "import torch")[:2]))
+                                   "import torch")[:3]))
     print("\n".join(cost_rows(f"first use (budget +{FIRST_USE_BUDGET_S})", runs,
                                "first use of the Keras API", "import torch")))
     inp = runs["in process"]
