@@ -6,18 +6,19 @@ Callback`` pay for all callbacks (and their imports: the lease files, h5py...). 
 imported the first time it is read and kept in the package's globals, so ``from package import
 Name``, ``package.Name``, ``dir(package)`` and ``__all__`` behave as before.
 
-The Keras faces (``arignote.models``, ``arignote.layers``) are ``torch_backed``: their first load
-imports torch and then calls :func:`freeze_torch_import`, which moves the objects alive at that moment
-(torch's ~170k modules, functions, classes and dicts, which live as long as the process) out of the
-cyclic garbage collector's reach with :func:`gc.freeze`, and hands them back at exit
-(:func:`gc.unfreeze` in an ``atexit`` handler) so the interpreter's teardown runs as without arignote.
-Why: ``import torch`` leaves a full collection due, which walks all of them (0.06-0.1 s of CPU on the
-2-core VM) at whatever runs next, and every later full collection walks them again; frozen, a full
-collection walks only the program's own objects (benchmarks/RESULTS.md, session 13). The cost: an
-object alive at the first load that later becomes unreachable *inside a reference cycle* is freed
-at exit, not by the collector (plain reference counting still frees the rest at once); call
-``gc.unfreeze()`` to hand everything back at any time. Nothing is frozen when the collector is off
-(``gc.disable()``) or the program has frozen objects itself (``gc.get_freeze_count() > 0``).
+The Keras faces call :func:`freeze_torch_import` first (``arignote.models`` is ``torch_backed``: at
+the first name read; ``arignote.layers`` at its import): it imports torch, then moves the objects
+alive at that moment (torch's ~170k modules, functions, classes and dicts, which live as long as the
+process) out of the cyclic garbage collector's reach with :func:`gc.freeze`, and hands them back at
+exit (:func:`gc.unfreeze` in an ``atexit`` handler) so the interpreter's teardown runs as without
+arignote. Why: ``import torch`` leaves a full collection due, which walks all of them (0.06-0.1 s of
+CPU on the 2-core VM) at whatever runs next, and every later full collection walks them again;
+frozen, a full collection walks only the program's own objects (benchmarks/RESULTS.md, session 13).
+The cost: an object alive at the first load that later becomes unreachable *inside a reference
+cycle* is freed at exit, not by the collector (plain reference counting still frees the rest at
+once), and ``gc.get_objects()`` does not list frozen objects; ``gc.unfreeze()`` hands everything back
+at any time. Nothing is frozen when the collector is off (``gc.disable()``) or the program has frozen
+objects itself (``gc.get_freeze_count() > 0``).
 
 Example::
 
