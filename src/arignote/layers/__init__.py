@@ -19,12 +19,16 @@ Example::
     ['Conv2D', 'Flatten', 'Dense']
 """
 
-from arignote._keras_objects import deserialize_keras_object
-from arignote._lazy import lazy_namespace
-from arignote.errors import KerasNameMissing
-from arignote.layers._left_out import legacy_getattr
-from arignote.layers.base import InputSpec, Layer, deserialize, reset_name_counters, serialize
-from arignote.layers.serialization import defer_builtin_modules
+from arignote._lazy import freeze_torch_import, lazy_namespace
+
+# torch first and its objects frozen out of the collector's way before the layers load (see _lazy)
+freeze_torch_import()
+
+from arignote._keras_objects import deserialize_keras_object  # noqa: E402 - after the freeze above
+from arignote.errors import KerasNameMissing  # noqa: E402
+from arignote.layers._left_out import legacy_getattr  # noqa: E402
+from arignote.layers.base import InputSpec, Layer, deserialize, reset_name_counters, serialize  # noqa: E402
+from arignote.layers.serialization import defer_builtin_modules  # noqa: E402
 
 #: The error a left-out name raises (kept under its old name; it is :class:`KerasNameMissing`).
 UnsupportedLayerError = KerasNameMissing

@@ -37,7 +37,7 @@ _NAMES = {
     "model_from_json": "arignote.models.loading", "model_from_yaml": "arignote.models.loading",
     "save_model": "arignote.models.saving",
 }
-__getattr__, __dir__ = lazy_namespace(__name__, _NAMES, globals())
+__getattr__, __dir__ = lazy_namespace(__name__, _NAMES, globals(), torch_backed=True)
 
 __all__ = ["Input", "InputLayer", "Model", "Sequential", "clone_model", "load_model", "model_from_config",
            "model_from_json", "model_from_yaml", "save_model"]
