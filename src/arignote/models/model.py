@@ -282,9 +282,9 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         from arignote.callbacks.stopping import TerminateOnNaN
         from arignote.diagnostics import memory_plan
         from arignote.diagnostics.batch_size import trainer_batch_size
-        from arignote.models.fit_setup import fit_callbacks, fit_facts
+        from arignote.models.fit_setup import callback_validation_data, fit_callbacks, fit_facts
         from arignote.runtime import setup
-        from arignote.training import inputs
+        from arignote.training import batch_checks, inputs
         from arignote.training.checks import check_steps
         from arignote.training.data import is_array
 
@@ -298,6 +298,8 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                                            steps_per_epoch)
         inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers)
         w = self._sample_weights(x, y, sample_weight, class_weight)
+        given = callback_validation_data(self, x, y, sample_weight, class_weight, validation_data,
+                                         validation_split)
         x, y = self._pack(x, y, targets=True)
         if isinstance(validation_data, (list, tuple)) and len(validation_data) in (2, 3) and (
                 is_array(validation_data[0]) or isinstance(validation_data[0], (list, dict))):
@@ -331,7 +333,11 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         cbs = fit_callbacks(self, callbacks, verbose, plan, trainer)
         cblist = CallbackList(cbs, model=self, params=plan.callback_params(epochs=epochs, verbose=verbose,
                                                                            metrics=metrics))
+        for cb in cblist if given is not None else ():
+            cb.validation_data = given  # Keras 2.3.1 sets it on every callback of the fit
         trainer.skip_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in cblist)
+        if trainer.skip_nonfinite:
+            batch_checks.let_nonfinite_through(train, val)
         with self._trainable_as_compiled():
             trainer.fit(train, val, plan, epochs=epochs, initial_epoch=initial_epoch, shuffle=shuffle,
                         callbacks=cblist, validation_freq=validation_freq)
