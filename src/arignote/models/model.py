@@ -378,7 +378,8 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
     def predict(self, x: Any, batch_size: int | None = None, verbose: int = 0,
                 callbacks: list | None = None, steps: int | None = None, max_queue_size: int = 10,
                 workers: int = 1, use_multiprocessing: bool = False) -> np.ndarray:
-        """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device)."""
+        """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device); for
+        0 samples, an empty ``(0, *output shape)`` array."""
         # the loop's input checks and the callbacks load with the first use (import time, issue 32)
         from arignote.callbacks.base import CallbackList
         from arignote.training import inputs
@@ -388,16 +389,18 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         steps = check_steps(steps)
         inputs.check_queue_args(None, 1, max_queue_size, workers)
         x, _ = self._pack(x, None)
-        plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
-        inputs.check_stateful_samples(self, plan.samples, batch_size, predicting=True)
-        plan.workers, plan.max_queue_size = workers, max_queue_size
-        plan.use_multiprocessing = use_multiprocessing
-        trainer = self._get_trainer(plan.sample_shape, need_compile=False)
-        data = inputs.load_eval(plan, trainer)
-        cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
-        cblist.on_predict_begin()
-        out = trainer.predict(data, batch_size, cblist)
-        cblist.on_predict_end()
+        out = inputs.empty_prediction(self, lambda shape: self._get_trainer(shape, need_compile=False), x)
+        if out is None:  # (0 samples: (0, *output shape), no batch, no callback)
+            plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
+            inputs.check_stateful_samples(self, plan.samples, batch_size, predicting=True)
+            plan.workers, plan.max_queue_size = workers, max_queue_size
+            plan.use_multiprocessing = use_multiprocessing
+            trainer = self._get_trainer(plan.sample_shape, need_compile=False)
+            data = inputs.load_eval(plan, trainer)
+            cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
+            cblist.on_predict_begin()
+            out = trainer.predict(data, batch_size, cblist)
+            cblist.on_predict_end()
         out = out.float() if out.dtype in (torch.bfloat16, torch.float16) else out
         if self._is_graph and len(self.outputs) > 1:  # packed side by side: one array per output
             return [t.numpy() for t in self.module.packed_outputs().unpack(out)]
