@@ -125,3 +125,12 @@ def test_nan_arrays_are_still_refused_before_training_with_terminate_on_nan():
     x[3, 0] = np.nan
     with warnings.catch_warnings(), pytest.raises(ValueError, match="x contains NaN or Inf values"):
         _model().fit(x, y, callbacks=[callbacks.TerminateOnNaN()], verbose=0)
+
+
+def test_callback_validation_data_of_a_model_built_by_fit():
+    model = Sequential([Dense(1)])  # no input shape: fit builds it
+    model.compile("sgd", "mse")
+    x = np.ones((4, 3), "float32")
+    cb = _Seen()
+    model.fit(x, np.ones((4, 1)), validation_data=(x, np.ones((4, 1))), callbacks=[cb], verbose=0)
+    assert len(cb.seen) == 3 and cb.seen[0] is x

@@ -298,8 +298,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                                            steps_per_epoch)
         inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers)
         w = self._sample_weights(x, y, sample_weight, class_weight)
-        given = callback_validation_data(self, x, y, sample_weight, class_weight, validation_data,
-                                         validation_split)
+        raw_x, raw_y, raw_validation = x, y, validation_data  # as given: callback.validation_data
         x, y = self._pack(x, y, targets=True)
         if isinstance(validation_data, (list, tuple)) and len(validation_data) in (2, 3) and (
                 is_array(validation_data[0]) or isinstance(validation_data[0], (list, dict))):
@@ -333,6 +332,8 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         cbs = fit_callbacks(self, callbacks, verbose, plan, trainer)
         cblist = CallbackList(cbs, model=self, params=plan.callback_params(epochs=epochs, verbose=verbose,
                                                                            metrics=metrics))
+        given = callback_validation_data(self, raw_x, raw_y, sample_weight, class_weight, raw_validation,
+                                         validation_split)
         for cb in cblist if given is not None else ():
             cb.validation_data = given  # Keras 2.3.1 sets it on every callback of the fit
         trainer.skip_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in cblist)
