@@ -64,7 +64,7 @@ def symbolic_updates(layer: Any, inputs: Any, kwargs: dict) -> None:
     record(layer._updates, make(), inputs)
 
 
-def activity_regularization(y: Any, regularizer: Any) -> Any:
+def activity_penalty(y: Any, regularizer: Any) -> Any:
     """The penalty ``regularizer(y)`` of a layer's output (the graph node of an activity loss)."""
     return regularizer(y)
 
@@ -83,5 +83,5 @@ def symbolic_activity_loss(layer: Any, inputs: Any) -> None:
         return
     outputs = layer._inbound_nodes[-1].output_tensors
     output = outputs[0] if len(outputs) == 1 else list(outputs)
-    record(layer._loss_inputs, record_symbolic(activity_regularization, output, regularizer=regularizer),
+    record(layer._loss_inputs, record_symbolic(activity_penalty, output, regularizer=regularizer),
            inputs)
