@@ -72,3 +72,13 @@ def test_nested_sequential_with_batchnorm_and_time_distributed():
     assert len(td.losses) == 1
     td = Sequential([TimeDistributed(Dense(2, kernel_regularizer="l1"), input_shape=(3, 4))])
     assert len(td.losses) == len(td.layers[0].losses) == len(td.layers[0].get_losses_for(None)) == 1
+
+
+def test_activity_penalty_nodes_leave_layer_names_as_keras2():
+    from arignote.layers import ActivityRegularization
+    K.clear_session()
+    x = Input((3,))
+    y = Dense(2, activity_regularizer="l1")(x)
+    layer = ActivityRegularization(l1=0.1)
+    layer(y)
+    assert layer.name == "activity_regularization_1"  # Keras 2.3.1's first auto name
