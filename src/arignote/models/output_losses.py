@@ -47,8 +47,6 @@ def model_losses(model: Any) -> list:
         for layer in model.layers:
             out += _layer_losses(layer, _owned(model), seen)
     out += [loss() if callable(loss) else loss for loss in model._model_losses]
-    if isinstance(module, GraphModule) and not model._has_layers():
-        out += [t.mean() if t.dim() else t for t in module.extra_losses]
     numbers = [x for x in out if isinstance(x, (int, float))]
     # each tensor once (Keras 2.3.1); a nested model's symbolic losses stand once per call of it
     unique: dict[int, Any] = {}
