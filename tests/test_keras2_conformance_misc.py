@@ -115,3 +115,15 @@ def test_learning_phase_0_fit_normalizes_with_averages_and_updates_them(phase):
     np.testing.assert_allclose(bn[0], [0.6336638, 0.6336638], rtol=1e-4)
     np.testing.assert_allclose(dense[1], [-0.05681226, -0.05681226], rtol=1e-4)
     np.testing.assert_allclose(model.predict(x)[:, 0], [1.2583936, 3.6055477, 0.3085867], rtol=1e-3)
+
+
+def test_clear_session_unpins_the_learning_phase():
+    # Keras 2.3.1 (TensorFlow backend): clear_session makes a new graph, without the pinned phase
+    from arignote.graph import state
+    K.set_learning_phase(1)
+    try:
+        assert K.learning_phase() == 1
+        K.clear_session()
+        assert state.forced_phase() is None
+    finally:
+        K.set_learning_phase(None)
