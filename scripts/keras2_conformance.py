@@ -19,6 +19,9 @@ and only for the run:
   backend_test.py compares each ``K.*`` function with; Keras ships it only for its tests) is served
   the same way as ``arignote.backend.numpy_backend``, and backend_test.py's ``KTF`` (its name for
   "the backend in use" on any backend but Theano and CNTK) is bound to ``arignote.backend``.
+* **The learning phase.** After each test the phase ``K.set_learning_phase`` pinned is un-pinned, as
+  Keras's own conftest does by clearing the session after each test on TensorFlow (its check names
+  TensorFlow and CNTK, not this backend).
 * **flaky.** Keras marks a few tests ``@flaky`` (the flaky plugin re-runs them); where that plugin
   is not installed, a stand-in decorator runs them once.
 * **Environment.** One pytest process: ``--src`` first on ``PYTHONPATH`` (default: this checkout's
@@ -114,6 +117,7 @@ import sys
 
 import arignote.backend
 import arignote.utils
+import pytest
 import _keras2_numpy_backend
 import _keras2_test_utils
 
@@ -123,6 +127,14 @@ sys.modules["arignote.backend.numpy_backend"] = _keras2_numpy_backend
 arignote.backend.numpy_backend = _keras2_numpy_backend
 
 _OUT = os.environ["KERAS2_CONFORMANCE_RESULTS"]
+
+
+@pytest.fixture(autouse=True)
+def _unpin_learning_phase():
+    # Keras's own conftest clears the session after each test on TensorFlow, which un-pins a
+    # K.set_learning_phase (normalization_test.py pins 1); its check names TensorFlow and CNTK only
+    yield
+    arignote.backend.set_learning_phase(None)
 
 
 def _message(report):

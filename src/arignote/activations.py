@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS, deserialize_object
-from arignote.graph.tensor import records_symbolic_input
+from arignote.graph.tensor import KerasTensor, record_symbolic
 
 __all__ = [
     "softmax",
@@ -45,9 +45,10 @@ __all__ = [
 ]
 
 
-@records_symbolic_input
 def softmax(x: torch.Tensor, axis: int = -1) -> torch.Tensor:
     """``exp(x) / sum(exp(x), axis)``; a 1-D tensor is refused, as in Keras 2."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(softmax, x, axis=axis)
     if x.dim() < 2:
         raise ValueError(
             f"Cannot apply softmax to a tensor that is 1D. Received input of shape {tuple(x.shape)}"
@@ -55,36 +56,41 @@ def softmax(x: torch.Tensor, axis: int = -1) -> torch.Tensor:
     return torch.softmax(x, dim=axis)
 
 
-@records_symbolic_input
 def elu(x: torch.Tensor, alpha: float = 1.0) -> torch.Tensor:
     """``x`` if ``x > 0`` else ``alpha * (exp(x) - 1)``."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(elu, x, alpha=alpha)
     return F.elu(x, alpha)
 
 
-@records_symbolic_input
 def selu(x: torch.Tensor) -> torch.Tensor:
     """Scaled ELU (``scale * elu(x, alpha)`` with the self-normalizing constants)."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(selu, x)
     return F.selu(x)
 
 
-@records_symbolic_input
 def softplus(x: torch.Tensor) -> torch.Tensor:
     """``log(exp(x) + 1)``."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(softplus, x)
     return F.softplus(x)
 
 
-@records_symbolic_input
 def softsign(x: torch.Tensor) -> torch.Tensor:
     """``x / (abs(x) + 1)``."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(softsign, x)
     return F.softsign(x)
 
 
-@records_symbolic_input
 def relu(
     x: torch.Tensor, alpha: float = 0.0, max_value: float | None = None, threshold: float = 0.0
 ) -> torch.Tensor:
     """Keras 2 ``relu``: ``max_value`` for ``x >= max_value``, ``x`` for ``threshold <= x < max_value``,
     ``alpha * (x - threshold)`` otherwise (with the defaults, plain ``max(x, 0)``)."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(relu, x, alpha=alpha, max_value=max_value, threshold=threshold)
     if alpha == 0.0 and max_value is None and threshold == 0.0:
         return torch.relu(x)
     y = torch.where(x > threshold, x, torch.zeros_like(x)) if threshold != 0.0 else torch.relu(x)
@@ -95,27 +101,31 @@ def relu(
     return y
 
 
-@records_symbolic_input
 def tanh(x: torch.Tensor) -> torch.Tensor:
     """Hyperbolic tangent."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(tanh, x)
     return torch.tanh(x)
 
 
-@records_symbolic_input
 def sigmoid(x: torch.Tensor) -> torch.Tensor:
     """``1 / (1 + exp(-x))``."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(sigmoid, x)
     return torch.sigmoid(x)
 
 
-@records_symbolic_input
 def hard_sigmoid(x: torch.Tensor) -> torch.Tensor:
     """Keras 2's piecewise-linear sigmoid: ``clip(0.2 * x + 0.5, 0, 1)``."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(hard_sigmoid, x)
     return torch.clamp(0.2 * x + 0.5, 0.0, 1.0)
 
 
-@records_symbolic_input
 def exponential(x: torch.Tensor) -> torch.Tensor:
     """``exp(x)``."""
+    if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
+        return record_symbolic(exponential, x)
     return torch.exp(x)
 
 

@@ -73,8 +73,12 @@ def backend() -> str:
 
 
 def clear_session() -> None:
-    """Reset layer auto-names (the next ``Dense`` is ``dense_1`` again), as Keras does."""
+    """Reset layer auto-names (the next ``Dense`` is ``dense_1`` again) and un-pin a phase
+    ``set_learning_phase`` pinned, as Keras 2.3.1 (its TensorFlow backend's new graph) does."""
+    from arignote.graph import state  # why: the graph package loads with the first model, not with K
+
     reset_uids()
+    state.force_phase(None)
 
 
 @contextlib.contextmanager

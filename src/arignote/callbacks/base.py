@@ -29,11 +29,14 @@ class Callback:
 
     ``self.model`` is the :class:`arignote.models.Model` being trained and ``self.params`` holds
     ``epochs``, ``steps``, ``samples``, ``batch_size``, ``verbose``, ``do_validation`` and ``metrics``.
+    ``self.validation_data`` is, for a fit on arrays, Keras 2.3.1's list of the validation arrays
+    ``[*inputs, *targets, *sample_weights]`` (``[]`` without validation data).
     """
 
     def __init__(self) -> None:
         self.model: Any = None
         self.params: dict[str, Any] = {}
+        self.validation_data: Any = None  # fit's validation arrays, as Keras 2.3.1 sets them
 
     def set_model(self, model: Any) -> None:
         self.model = model

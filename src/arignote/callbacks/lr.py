@@ -89,8 +89,9 @@ class ReduceLROnPlateau(Callback):
                  epsilon: float | None = None) -> None:
         super().__init__()
         if epsilon is not None:
-            warnings.warn("ReduceLROnPlateau: `epsilon` is the old name of `min_delta`; use min_delta=",
-                          DeprecationWarning, stacklevel=2)
+            # Keras 2.3.1's words and category (a UserWarning: shown by default, as there)
+            warnings.warn("`epsilon` argument is deprecated and will be removed, use `min_delta` instead.",
+                          stacklevel=2)
             min_delta = epsilon
         if not 0 <= factor < 1.0:
             raise ValueError(f"ReduceLROnPlateau: factor={factor!r} must be in [0, 1) "

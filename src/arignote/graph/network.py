@@ -183,10 +183,12 @@ class Packing:
         n = parts[0].shape[0]
         if isinstance(parts[0], torch.Tensor):
             dtype = functools.reduce(torch.promote_types, [p.dtype for p in parts])  # takes two at a time
-            return torch.cat([p.reshape(n, -1).to(dtype) for p in parts], dim=1)
+            # the width spelled out, not -1: a batch of 0 samples packs too (predict on 0 samples)
+            return torch.cat([p.reshape(n, math.prod(p.shape[1:])).to(dtype) for p in parts], dim=1)
         import numpy as np
 
-        return np.concatenate([np.asarray(p, dtype=np.float32).reshape(n, -1) for p in parts], axis=1)
+        return np.concatenate([np.asarray(p, dtype=np.float32).reshape(n, math.prod(np.shape(p)[1:]))
+                               for p in parts], axis=1)
 
 
 def _tracked(x: Any) -> Any:

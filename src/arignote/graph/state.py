@@ -53,6 +53,11 @@ def set_phase(training: bool) -> None:
     _PHASE[0] = 1 if training else 0
 
 
+def forced_phase() -> int | None:
+    """The phase ``K.set_learning_phase`` pinned (0 or 1), or None (follow fit/predict)."""
+    return _FORCED[0]
+
+
 def force_phase(value: Any) -> None:
     """``K.set_learning_phase(0|1)``; ``None`` goes back to following the modules."""
     if value not in (None, 0, 1, True, False):

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 __all__ = ["KerasTensor", "is_symbolic", "flatten", "register_dispatch", "get_source_inputs",
-           "records_symbolic_input"]
+           "records_symbolic_input", "record_symbolic"]
 
 _DISPATCH: list[Callable | None] = [None]
 _RECORD: list[Callable | None] = [None]  # graph.ops.record(op_name, fn, args, kwargs), set by graph.ops
@@ -33,6 +33,13 @@ def register_dispatch(fn: Callable) -> None:
 def register_record(fn: Callable) -> None:
     """``fn(op_name, fn, args, kwargs)`` records a function applied to symbolic arguments (graph.ops)."""
     _RECORD[0] = fn
+
+
+def record_symbolic(fn: Callable, x: Any, *args: Any, **kwargs: Any) -> Any:
+    """``fn(x, *args, **kwargs)`` recorded as an operation node on the symbolic tensor ``x``: what a
+    function of one tensor calls first when given one (the activations do, so they stay plain
+    functions without a closure, which ``func_dump``/``func_load`` round-trip as Keras 2's)."""
+    return _RECORD[0](fn.__name__, fn, (x, *args), kwargs)  # type: ignore[misc]
 
 
 def records_symbolic_input(fn: Callable) -> Callable:

@@ -265,7 +265,10 @@ class Layer(Bookkeeping, nn.Module):
     def forward(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         state.set_phase(self.training)
         if self._call_takes_training and kwargs.get("training") is None:
-            kwargs["training"] = self.training
+            # K.set_learning_phase(0|1) pins it for fit and predict alike, as in Keras 2 (a BatchNormalization
+            # then normalizes with the batch's statistics in predict, or with its averages in fit)
+            forced = state.forced_phase()
+            kwargs["training"] = self.training if forced is None else bool(forced)
         if self._call_losses:  # a new forward: the losses of the last one go (not those of this one,
             forward_id = state.model_forward_id()  # when the layer is shared)
             if forward_id is None or forward_id != self._losses_forward:

@@ -63,6 +63,7 @@ class Bookkeeping:
 
     def _after_symbolic_call(self, inputs: Any, kwargs: dict) -> None:
         conditional.symbolic_updates(self, inputs, kwargs)
+        conditional.symbolic_activity_loss(self, inputs)
 
     @property
     def _layers(self) -> list:

@@ -25,9 +25,9 @@ from typing import Any
 
 import torch
 
-from arignote.graph.tensor import flatten, is_symbolic
+from arignote.graph.tensor import flatten, is_symbolic, record_symbolic
 
-__all__ = ["inputs_key", "record", "select", "symbolic_updates"]
+__all__ = ["inputs_key", "record", "select", "symbolic_updates", "symbolic_activity_loss"]
 
 
 def inputs_key(inputs: Any) -> tuple | None:
@@ -62,3 +62,26 @@ def symbolic_updates(layer: Any, inputs: Any, kwargs: dict) -> None:
     if make is None or kwargs.get("training") in (False, 0):
         return
     record(layer._updates, make(), inputs)
+
+
+def activity_penalty(y: Any, regularizer: Any) -> Any:
+    """The penalty ``regularizer(y)`` of a layer's output (the graph node of an activity loss)."""
+    return regularizer(y)
+
+
+def symbolic_activity_loss(layer: Any, inputs: Any) -> None:
+    """After ``layer`` (with an ``activity_regularizer``) was called on symbolic ``inputs``: record the
+    penalty of that call's output as a loss conditional on ``inputs``, a symbolic tensor (Keras 2.3.1's
+    ``Layer.__call__`` adds one per call: a layer shared by two inputs has two; ``model.losses``
+    lists those of its own calls; ``K.function`` evaluates one). Training adds the penalty of each
+    forward itself (``layer._activity``)."""
+    regularizer = getattr(layer, "activity_regularizer", None)
+    if regularizer is None and type(layer).__name__ == "TimeDistributed":
+        # Keras 2.3.1's TimeDistributed applies its inner layer's activity regularizer to its output
+        regularizer = getattr(getattr(layer, "layer", None), "activity_regularizer", None)
+    if regularizer is None or not layer._inbound_nodes:
+        return
+    outputs = layer._inbound_nodes[-1].output_tensors
+    output = outputs[0] if len(outputs) == 1 else list(outputs)
+    record(layer._loss_inputs, record_symbolic(activity_penalty, output, regularizer=regularizer),
+           inputs)

@@ -21,6 +21,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from arignote.graph import state
 from arignote.layers._trainable import enclosing_trainable
 from arignote.layers._util import KerasLayer, constraint_arg, initializer_arg, regularizer_arg
 from arignote.layers.base import Layer
@@ -130,6 +131,9 @@ class BatchNormalization(KerasLayer, Layer):
         # with the batch's statistics in predict too; only a training step moves the averages.
         batch_stats = bool(training)
         updating = batch_stats and self.training and self.trainable and enclosing_trainable(self)
+        if not batch_stats and self.training and state.forced_phase() == 0 and self.trainable \
+                and enclosing_trainable(self):
+            return self._inference_then_update(t)
         if batch_stats and t.numel() == t.shape[1]:  # one value per channel: torch refuses, Keras 2 goes on
             y = self._single_value_batch(t, updating)
             return y.movedim(1, self._dim) if self._dim != 1 else y
@@ -143,6 +147,21 @@ class BatchNormalization(KerasLayer, Layer):
             1.0 - self.momentum,
             self.epsilon,
         )
+        return y.movedim(1, self._dim) if self._dim != 1 else y
+
+    def _inference_then_update(self, t: torch.Tensor) -> torch.Tensor:
+        """A training step under ``K.set_learning_phase(0)``: Keras 2.3.1 normalizes with the moving
+        statistics (the phase says inference) yet still runs the layer's moving-average updates with
+        the batch's statistics (they were added to the model's updates at build time)."""
+        # copies: the update below writes the averages in place, and the backward must see these values
+        y = F.batch_norm(t, self.moving_mean.clone(), self.moving_variance.clone(), self.gamma, self.beta,
+                         False, 0.0, self.epsilon)
+        with torch.no_grad():
+            if t.numel() == t.shape[1]:
+                self._single_value_batch(t, True)
+            else:
+                F.batch_norm(t, self.moving_mean, self.moving_variance, None, None, True, 1.0 - self.momentum,
+                             self.epsilon)
         return y.movedim(1, self._dim) if self._dim != 1 else y
 
     def _single_value_batch(self, t: torch.Tensor, updating: bool) -> torch.Tensor:

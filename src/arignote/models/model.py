@@ -282,9 +282,9 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         from arignote.callbacks.stopping import TerminateOnNaN
         from arignote.diagnostics import memory_plan
         from arignote.diagnostics.batch_size import trainer_batch_size
-        from arignote.models.fit_setup import fit_callbacks, fit_facts
+        from arignote.models.fit_setup import callback_validation_data, fit_callbacks, fit_facts
         from arignote.runtime import setup
-        from arignote.training import inputs
+        from arignote.training import batch_checks, inputs
         from arignote.training.checks import check_steps
         from arignote.training.data import is_array
 
@@ -298,6 +298,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
                                            steps_per_epoch)
         inputs.check_queue_args(validation_steps, validation_freq, max_queue_size, workers)
         w = self._sample_weights(x, y, sample_weight, class_weight)
+        raw_x, raw_y, raw_validation = x, y, validation_data  # as given: callback.validation_data
         x, y = self._pack(x, y, targets=True)
         if isinstance(validation_data, (list, tuple)) and len(validation_data) in (2, 3) and (
                 is_array(validation_data[0]) or isinstance(validation_data[0], (list, dict))):
@@ -331,7 +332,13 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         cbs = fit_callbacks(self, callbacks, verbose, plan, trainer)
         cblist = CallbackList(cbs, model=self, params=plan.callback_params(epochs=epochs, verbose=verbose,
                                                                            metrics=metrics))
+        given = callback_validation_data(self, raw_x, raw_y, sample_weight, class_weight, raw_validation,
+                                         validation_split)
+        for cb in cblist if given is not None else ():
+            cb.validation_data = given  # Keras 2.3.1 sets it on every callback of the fit
         trainer.skip_nonfinite = any(isinstance(cb, TerminateOnNaN) for cb in cblist)
+        if trainer.skip_nonfinite:
+            batch_checks.let_nonfinite_through(train, val)
         with self._trainable_as_compiled():
             trainer.fit(train, val, plan, epochs=epochs, initial_epoch=initial_epoch, shuffle=shuffle,
                         callbacks=cblist, validation_freq=validation_freq)
@@ -372,7 +379,8 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
     def predict(self, x: Any, batch_size: int | None = None, verbose: int = 0,
                 callbacks: list | None = None, steps: int | None = None, max_queue_size: int = 10,
                 workers: int = 1, use_multiprocessing: bool = False) -> np.ndarray:
-        """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device)."""
+        """Model outputs for ``x`` as a numpy array (inference mode, batch by batch on the device); for
+        0 samples, an empty ``(0, *output shape)`` array."""
         # the loop's input checks and the callbacks load with the first use (import time, issue 32)
         from arignote.callbacks.base import CallbackList
         from arignote.training import inputs
@@ -382,16 +390,18 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         steps = check_steps(steps)
         inputs.check_queue_args(None, 1, max_queue_size, workers)
         x, _ = self._pack(x, None)
-        plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
-        inputs.check_stateful_samples(self, plan.samples, batch_size, predicting=True)
-        plan.workers, plan.max_queue_size = workers, max_queue_size
-        plan.use_multiprocessing = use_multiprocessing
-        trainer = self._get_trainer(plan.sample_shape, need_compile=False)
-        data = inputs.load_eval(plan, trainer)
-        cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
-        cblist.on_predict_begin()
-        out = trainer.predict(data, batch_size, cblist)
-        cblist.on_predict_end()
+        out = inputs.empty_prediction(self, lambda shape: self._get_trainer(shape, need_compile=False), x)
+        if out is None:  # (0 samples: (0, *output shape), no batch, no callback)
+            plan = inputs.plan_eval(self, x, None, steps, need_targets=False)
+            inputs.check_stateful_samples(self, plan.samples, batch_size, predicting=True)
+            plan.workers, plan.max_queue_size = workers, max_queue_size
+            plan.use_multiprocessing = use_multiprocessing
+            trainer = self._get_trainer(plan.sample_shape, need_compile=False)
+            data = inputs.load_eval(plan, trainer)
+            cblist = CallbackList(callbacks or [], model=self, params={"verbose": verbose, "steps": steps})
+            cblist.on_predict_begin()
+            out = trainer.predict(data, batch_size, cblist)
+            cblist.on_predict_end()
         out = out.float() if out.dtype in (torch.bfloat16, torch.float16) else out
         if self._is_graph and len(self.outputs) > 1:  # packed side by side: one array per output
             return [t.numpy() for t in self.module.packed_outputs().unpack(out)]

@@ -32,17 +32,72 @@ __all__ = ["model_losses", "has_losses", "with_model_losses", "is_custom_loss", 
 
 
 def model_losses(model: Any) -> list:
-    """The current extra losses of ``model``: weight/activity penalties of its layers, ``add_loss``
-    tensors, and the symbolic losses added to a functional model (computed by its last forward)."""
+    """Keras 2.3.1's ``model.losses``: for each layer, the losses of its calls inside this model (an
+    activity regularizer's penalty: one symbolic tensor per call, ``K.function`` evaluates it; a nested
+    model counts its own calls' once per call of it here) and its unconditional ones (weight penalties,
+    current values, a weight shared by several layers or models once); then the model's ``add_loss``
+    terms (symbolic tensors as given, tensors, callables called), plain numbers last. A model wrapping
+    a torch module: its layers' current penalties and losses."""
     module = model.module
+    if not model._has_layers():
+        out = [loss for m in module.modules() if isinstance(m, Layer) for loss in m._own_losses()]
+    else:
+        seen: set = set()
+        out = []
+        for layer in model.layers:
+            out += _layer_losses(layer, _owned(model), seen)
+    out += [loss() if callable(loss) else loss for loss in model._model_losses]
+    numbers = [x for x in out if isinstance(x, (int, float))]
+    # each tensor once (Keras 2.3.1); a nested model's symbolic losses stand once per call of it
+    unique: dict[int, Any] = {}
+    for i, x in enumerate(out):
+        if not isinstance(x, (int, float)):
+            unique.setdefault(-i - 1 if isinstance(x, KerasTensor) else id(x), x)
+    return list(unique.values()) + numbers
+
+
+def _owned(model: Any) -> Any:
+    """The ids of the nodes a graph model owns (None: a Sequential, whose layers' calls are its own)."""
+    order = getattr(model, "_order", None)
+    return {id(n) for n in order} if order is not None else None
+
+
+def _layer_losses(layer: Any, owned: Any, seen: set) -> list:
+    nodes = [n for n in getattr(layer, "_inbound_nodes", []) if owned is None or id(n) in owned]
+    if not isinstance(layer, Layer):  # a nested model: its own calls' losses once per call of it here
+        conditional = model_losses_conditional(layer)
+        return [x for _ in nodes for x in conditional] + _unconditional(layer, seen)
+    out = [loss for node in nodes for loss in layer.get_losses_for(node.input_tensors)]
+    return out + _unconditional(layer, seen)
+
+
+def model_losses_conditional(model: Any) -> list:
+    """The losses of ``model``'s own layer calls that depend on their inputs (activity penalties)."""
+    if not hasattr(model, "layers"):
+        return []
+    owned, out = _owned(model), []
+    for layer in model.layers:
+        nodes = [n for n in getattr(layer, "_inbound_nodes", []) if owned is None or id(n) in owned]
+        if isinstance(layer, Layer):
+            out += [loss for node in nodes for loss in layer.get_losses_for(node.input_tensors)]
+        else:
+            out += [x for _ in nodes for x in model_losses_conditional(layer)]
+    return out
+
+
+def _unconditional(layer: Any, seen: set) -> list:
+    """Weight penalties (each weight once across the whole model) and unconditional added losses."""
+    if not isinstance(layer, Layer):
+        return [x for sub in getattr(layer, "layers", []) for x in _unconditional(sub, seen)]
     out = []
-    for m in module.modules():
-        if isinstance(m, Layer):
-            out += m._own_losses()
-    out += [loss() if callable(loss) else loss for loss in model._model_losses
-            if not isinstance(loss, KerasTensor)]
-    if isinstance(module, GraphModule):
-        out += [t.mean() if t.dim() else t for t in module.extra_losses]
+    for m in layer.modules():
+        if not isinstance(m, Layer):
+            continue
+        for p, fn in m._regularizers:
+            if id(p) not in seen:
+                seen.add(id(p))
+                out.append(fn(p))
+        out += [loss for loss, key in m._loss_inputs if key is None]
     return out
 
 

@@ -22,7 +22,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from arignote import backend, config, random_state
+from arignote import activations, backend, config, random_state
 from arignote.backend.names import TENSOR_FUNCTIONS
 from arignote.graph import state
 from arignote.graph.tensor import KerasTensor
@@ -84,11 +84,12 @@ def count_params(x: Any) -> int:
 
 
 def is_keras_tensor(x: Any) -> bool:
-    """True for the symbolic tensors of the functional API (Keras 2 raises for non-tensors)."""
-    if not isinstance(x, (KerasTensor, torch.Tensor, np.ndarray)):
+    """True for the symbolic tensors of the functional API (``Input``, a layer's output); False for a
+    variable and, as in Keras 2, for a bare :func:`placeholder`; Keras 2 raises for non-tensors."""
+    if not isinstance(x, (KerasTensor, torch.Tensor)):  # a numpy array too, as Keras 2
         raise ValueError(f"Unexpectedly found an instance of type `{type(x)}`. Expected a symbolic tensor "
                          "instance.")
-    return isinstance(x, KerasTensor)
+    return isinstance(x, KerasTensor) and not getattr(x, "_bare_placeholder", False)
 
 
 def is_tensor(x: Any) -> bool:
@@ -129,7 +130,17 @@ softsign = _unary(F.softsign, "softsign")
 hard_sigmoid = _unary(lambda x: torch.clamp(0.2 * x + 0.5, 0.0, 1.0), "hard_sigmoid")
 zeros_like = _unary(torch.zeros_like, "zeros_like")
 ones_like = _unary(torch.ones_like, "ones_like")
-stop_gradient = _unary(lambda x: x.detach(), "stop_gradient")
+_stop_gradient = _unary(lambda x: x.detach(), "stop_gradient")
+
+
+def stop_gradient(variables: Any) -> Any:
+    """Keras ``K.stop_gradient``: the tensor with no gradient flowing back through it; a list of
+    tensors gives a list."""
+    if isinstance(variables, (list, tuple)):
+        return [_stop_gradient(v) for v in variables]
+    return _stop_gradient(variables)
+
+
 flatten = _unary(lambda x: x.reshape(-1), "flatten")
 batch_flatten = _unary(lambda x: x.reshape(x.shape[0], -1), "batch_flatten")
 
@@ -166,9 +177,9 @@ less_equal = _binary(torch.le, "less_equal")
 
 @symbolic
 def relu(x: Any, alpha: float = 0.0, max_value: Any = None, threshold: float = 0.0) -> torch.Tensor:
-    x = _t(x)
-    y = torch.where(x > threshold, x, alpha * (x - threshold)) if (alpha or threshold) else torch.relu(x)
-    return torch.clamp(y, max=max_value) if max_value is not None else y
+    """Keras 2 ``K.relu`` (as its Theano backend: ``max_value`` clips to ``[0, max_value]`` even
+    below a negative ``threshold``): :func:`arignote.activations.relu`."""
+    return activations.relu(_t(x), alpha=alpha, max_value=max_value, threshold=threshold)
 
 
 @symbolic
@@ -297,6 +308,8 @@ def cumprod(x: Any, axis: int = 0) -> torch.Tensor:
 def dot(x: Any, y: Any) -> torch.Tensor:
     """Keras ``K.dot``: matmul over x's last and y's second-to-last axis (y 2-D: the usual kernel)."""
     x, y = _t(x), _t(y)
+    if x.is_sparse:  # K.variable(scipy_sparse_matrix) @ a dense matrix, as Keras 2's sparse dot
+        return torch.sparse.mm(x, y) if y.dim() == 2 else dot(x.to_dense(), y)
     if y.dim() > 2:
         return torch.tensordot(x, y.transpose(0, -2) if y.dim() > 2 else y, dims=([x.dim() - 1], [0]))
     return x @ y
@@ -314,12 +327,12 @@ def batch_dot(x: Any, y: Any, axes: Any = None) -> torch.Tensor:
     ax, ay = (a % t.dim() for a, t in zip(axes, (x, y)))
     if x.dim() == 2 and y.dim() == 2:
         return (x * y).sum(dim=1, keepdim=True)
+    # x's kept axes, then y's (batch first once): one batched matmul over the flattened rest.
     xm = x.movedim(ax, -1)
-    ym = y.movedim(ay, 1 if y.dim() > 2 else -1)
-    if ym.dim() == 2:
-        return (xm * ym.unsqueeze(1)).sum(-1)
-    return torch.matmul(xm, ym.reshape(ym.shape[0], ym.shape[1], -1)).reshape(
-        *xm.shape[:-1], *ym.shape[2:])
+    ym = y.movedim(ay, 1)
+    out = torch.matmul(xm.reshape(xm.shape[0], -1, xm.shape[-1]), ym.reshape(ym.shape[0], ym.shape[1], -1))
+    out = out.reshape(*xm.shape[:-1], *ym.shape[2:])
+    return out.unsqueeze(1) if out.dim() == 1 else out
 
 
 @symbolic
@@ -350,7 +363,12 @@ def squeeze(x: Any, axis: int) -> torch.Tensor:
 
 @symbolic
 def concatenate(tensors: Any, axis: int = -1) -> torch.Tensor:
-    return torch.cat([_t(t) for t in tensors], dim=axis)
+    """Join along ``axis``; sparse tensors give a sparse result, a mix of sparse and dense a dense one
+    (as Keras 2)."""
+    tensors = [_t(t) for t in tensors]
+    if not builtins.all(t.is_sparse for t in tensors):
+        tensors = [t.to_dense() if t.is_sparse else t for t in tensors]
+    return torch.cat(tensors, dim=axis)
 
 
 @symbolic
@@ -567,8 +585,19 @@ def variable(value: Any, dtype: Any = None, name: str | None = None, constraint:
         >>> v = variable(0, dtype="int64"); _ = update_add(v, 1); (int(v), v.requires_grad)
         (1, False)
     """
+    try:
+        dt = getattr(torch, np.dtype(dtype or config.get("floatX")).name, None)
+    except TypeError:
+        dt = None
+    if not isinstance(dt, torch.dtype):
+        raise TypeError(f"K.variable: {dtype!r} is not a dtype (use a name such as 'float32', 'int64', "
+                        "'bool')")
+    if callable(getattr(value, "tocoo", None)):  # a scipy.sparse matrix: a torch sparse (COO) tensor
+        coo = value.tocoo()
+        return torch.sparse_coo_tensor(np.vstack([coo.row, coo.col]), coo.data, coo.shape, dtype=dt,
+                                       check_invariants=True).coalesce()
     # np.array copies: a reversed view (img[..., ::-1], RGB to BGR) has negative strides torch refuses
-    t = torch.as_tensor(np.array(value), dtype=getattr(torch, dtype or config.get("floatX")))
+    t = torch.as_tensor(np.array(value), dtype=dt)
     return torch.nn.Parameter(t, requires_grad=t.is_floating_point() or t.is_complex())
 
 
@@ -585,8 +614,11 @@ def ones(shape: Any, dtype: Any = None, name: str | None = None) -> torch.Tensor
     return torch.ones(_shape_arg(shape), dtype=getattr(torch, dtype or config.get("floatX")))
 
 
-def eye(size: int, dtype: Any = None, name: str | None = None) -> torch.Tensor:  # noqa: A002
-    return torch.eye(int(size), dtype=getattr(torch, dtype or config.get("floatX")))
+def eye(size: Any, dtype: Any = None, name: str | None = None) -> torch.Tensor:  # noqa: A002
+    """The identity matrix: ``size`` rows and columns, or ``(rows, cols)`` as in Keras 2
+    (``np.eye(n, m)``)."""
+    n, m = (int(d) for d in size) if isinstance(size, (list, tuple)) else (int(size), int(size))
+    return torch.eye(n, m, dtype=getattr(torch, dtype or config.get("floatX")))
 
 
 def arange(start: Any, stop: Any = None, step: int = 1, dtype: str = "int32") -> torch.Tensor:  # noqa: A002
@@ -619,7 +651,7 @@ def eval(x: Any) -> np.ndarray:  # noqa: A001
     if isinstance(x, KerasTensor):
         raise ValueError("K.eval needs a value; a symbolic tensor has none until a model runs: use "
                          "K.function([inputs], [x])([data])")
-    return _t(x).detach().cpu().numpy()
+    return to_dense(x).detach().cpu().numpy()
 
 
 
@@ -639,13 +671,15 @@ def placeholder(shape: Any = None, ndim: int | None = None, dtype: Any = None, s
         14.0
     """
     if sparse:
-        raise ValueError("K.placeholder(sparse=True) is not supported: arignote has no sparse tensors; feed "
-                         "dense arrays")
+        raise ValueError("K.placeholder(sparse=True) is not supported: arignote's graphs have no sparse "
+                         "inputs; feed dense arrays (K.variable of a scipy.sparse matrix is a sparse tensor)")
     if shape is None:
         if ndim is None:
             raise ValueError("K.placeholder needs shape=(...) (batch dim included) or ndim=N")
         shape = (None,) * int(ndim)
-    return Input(batch_shape=tuple(shape), dtype=dtype or config.get("floatX"), name=name)
+    tensor = Input(batch_shape=tuple(shape), dtype=dtype or config.get("floatX"), name=name)
+    tensor._bare_placeholder = True  # not a Keras tensor (K.is_keras_tensor), as in Keras 2
+    return tensor
 
 
 def is_placeholder(x: Any) -> bool:
@@ -660,8 +694,8 @@ def is_variable(x: Any) -> bool:
 
 
 def is_sparse(x: Any) -> bool:
-    """True only for a torch sparse tensor (what ``K.ctc_label_dense_to_sparse`` returns); arignote's
-    layers and placeholders are dense."""
+    """True only for a torch sparse tensor (``K.variable`` of a scipy.sparse matrix, what
+    ``K.ctc_label_dense_to_sparse`` returns); arignote's layers and placeholders are dense."""
     return isinstance(x, torch.Tensor) and x.is_sparse
 
 
@@ -695,7 +729,9 @@ def size(x: Any, name: str | None = None) -> torch.Tensor:  # noqa: ARG001 - Ker
 @symbolic
 def bias_add(x: Any, bias: Any, data_format: str | None = None) -> torch.Tensor:
     """``x + bias`` on the channel axis: the last for ``channels_last``, axis 1 for ``channels_first``
-    (``bias`` of shape ``(channels,)``, or the full per-sample shape given channels-last)."""
+    (``bias`` of shape ``(channels,)``, or the full per-sample shape given channels-last; for
+    ``channels_first`` such a bias is reshaped, not transposed, to ``(channels, *rest)``, as Keras 2's
+    backends did, so weights stored by Keras 2 add up the same)."""
     t, b = _t(x), _t(bias)
     data_format = data_format or backend.image_data_format()
     if data_format not in ("channels_last", "channels_first"):
@@ -706,5 +742,5 @@ def bias_add(x: Any, bias: Any, data_format: str | None = None) -> torch.Tensor:
     if data_format == "channels_first" and t.dim() > 2:
         if b.dim() == 1:
             return t + b.reshape(1, -1, *([1] * (t.dim() - 2)))
-        return t + b.movedim(-1, 0).unsqueeze(0)  # a full bias comes channels-last, as in Keras 2
+        return t + b.reshape(1, b.shape[-1], *b.shape[:-1])
     return t + b

@@ -7,7 +7,10 @@ torch error (``IndexError: Target 7 is out of bounds.``) that names neither the 
 an empty batch, x/y of different lengths, strings or objects, a per-sample shape the model does not
 take, NaN/Inf values, targets the loss cannot take: one ``ValueError`` naming the batch index, the
 input and the problem. Values are checked only for batches on the host (reading a GPU batch back
-would add a device sync per step); shapes and sizes always.
+would add a device sync per step); shapes and sizes always. With a ``TerminateOnNaN`` among fit's
+callbacks (:func:`let_nonfinite_through`) a batch with NaN/Inf values runs with a warning naming it,
+so its loss stops training as in Keras 2 (logs, CSV row and checkpoints kept) instead of raising
+mid-epoch; arrays given to ``fit`` are still refused before training starts.
 
 Example::
 
@@ -24,6 +27,7 @@ fix that batch in the data source (the step did not run)
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -33,7 +37,7 @@ import torch
 from arignote import losses
 from arignote.training.checks import check_finite
 
-__all__ = ["BatchCheck", "for_model"]
+__all__ = ["BatchCheck", "for_model", "let_nonfinite_through"]
 
 
 class BatchCheck:
@@ -49,15 +53,17 @@ class BatchCheck:
         self.input_shape = None if input_shape is None else tuple(input_shape)
         self.loss = loss
         self.output_shape = None if output_shape is None else tuple(output_shape)
+        self.finite = True  # False: NaN/Inf values warn instead of raising (let_nonfinite_through)
+        self._warned = False
 
     def __call__(self, x: Any, y: Any, step: int) -> None:
         try:
-            self._check(x, y)
+            self._check(x, y, step)
         except ValueError as exc:
             raise ValueError(f"batch {step} of {self.name}: {exc}; fix that batch in the data source "
                              "(the step did not run)") from None
 
-    def _check(self, x: Any, y: Any) -> None:
+    def _check(self, x: Any, y: Any, step: int) -> None:
         xs = _tensors(x, "x")
         n = None
         for label, t in xs:
@@ -83,13 +89,43 @@ class BatchCheck:
                 raise ValueError(f"x has per-sample shape {got} but the model's input shape is {shown}")
         for label, t in xs + ys:
             if t.device.type == "cpu":
-                check_finite(t, label)
+                self._finite(t, label, step)
         if self.loss is not None and self.output_shape is not None and len(ys) == 1 \
-                and ys[0][1].device.type == "cpu":
+                and ys[0][1].device.type == "cpu" and (self.finite or _finite(ys[0][1])):
             try:
                 losses.check_targets(self.loss, ys[0][1].numpy(), self.output_shape)
             except ValueError as exc:
                 raise ValueError(f"y: {exc}") from None
+
+
+    def _finite(self, t: torch.Tensor, label: str, step: int) -> None:
+        try:
+            check_finite(t, label)
+        except ValueError as exc:
+            if self.finite:
+                raise
+            if not self._warned:  # the first such batch only (the next are fetched ahead: no repeats)
+                self._warned = True
+                warnings.warn(f"batch {step} of {self.name}: {exc}; it is trained on, and TerminateOnNaN "
+                              "stops training on the loss it makes", stacklevel=2)
+
+
+def let_nonfinite_through(*datas: Any) -> None:
+    """Let NaN/Inf batches of these data sources run (warned): fit does it when a ``TerminateOnNaN``
+    is among its callbacks, which then stops training on the loss they make.
+
+    >>> class Data: check = BatchCheck("x")
+    >>> let_nonfinite_through(Data, None); Data.check.finite
+    False
+    """
+    for data in datas:
+        check = getattr(data, "check", None)
+        if isinstance(check, BatchCheck):
+            check.finite = False
+
+
+def _finite(t: torch.Tensor) -> bool:
+    return not t.is_floating_point() or bool(torch.isfinite(t).all())
 
 
 def _tensors(obj: Any, label: str) -> list[tuple[str, torch.Tensor]]:

@@ -28,7 +28,7 @@ from arignote.training.rank_split import for_rank
 from arignote.utils.data_utils import PeekedSequence, is_sequence
 
 __all__ = ["Plan", "check_fit_args", "check_batch", "check_stateful_samples", "plan_fit", "plan_eval", "load",
-           "load_eval"]
+           "load_eval", "empty_prediction"]
 
 
 @dataclass
@@ -293,6 +293,26 @@ def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool 
     _check_arrays(model, xt, yt, ("x", "y"))
     plan.x, plan.y, plan.sample_shape, plan.samples = xt, yt, tuple(xt.shape[1:]), len(xt)
     return plan
+
+
+def empty_prediction(model: Any, trainer_for: Any, x: Any) -> torch.Tensor | None:
+    """The outputs for an array ``x`` of 0 samples: ``(0, *output shape)`` from one forward of the
+    empty batch (Keras 2.3.1's ``predict_on_batch`` gives that; its ``predict`` an empty list, which
+    its scikit-learn regressor squeezes to ``(0,)`` as ours does); None when ``x`` has samples or is
+    not an array. ``trainer_for(sample_shape)`` is the model's trainer."""
+    if not is_array(x) or len(x) != 0:
+        return None
+    xt = as_tensor(x, _float_dtype(), "x")
+    model._ensure_built(tuple(xt.shape[1:]))
+    trainer = trainer_for(tuple(xt.shape[1:]))
+    module = model.module
+    was_training = module.training
+    module.eval()
+    try:
+        with torch.no_grad():
+            return trainer._predict(xt.to(trainer.device)).cpu()
+    finally:
+        module.train(was_training)
 
 
 def _free_bytes(trainer: Any) -> int | None:

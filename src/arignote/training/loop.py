@@ -240,10 +240,10 @@ class Trainer:
             # allocates new ones, so the allocator hands their memory straight back (releasing
             # them after the step instead let the forward take it: 5-10 % slower on the CPU CNN)
             self._release_grads()
-        if self._poison:
-            loss = _poisoned(loss)
-        if loss.requires_grad:  # not when nothing is trained (model.trainable = False): Keras 2 then
-            self.scaler.scale(loss if weight == 1.0 else loss * weight).backward()  # updates nothing
+        # the poisoned loss drives the backward only: the logs keep the loss as it was (inf stays inf)
+        trained = _poisoned(loss) if self._poison else loss
+        if trained.requires_grad:  # not when nothing is trained (model.trainable = False): Keras 2 then
+            self.scaler.scale(trained if weight == 1.0 else trained * weight).backward()  # updates nothing
             self._settle_grads()
         return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
 

@@ -141,12 +141,9 @@ class _Conv(KerasLayer, Layer):
         self.data_format = normalize_data_format(data_format, where)
         if self.padding == "causal" and self.data_format != "channels_last":
             raise ValueError(f"{where}: causal padding is only supported with data_format='channels_last'")
+        # strides and dilation_rate together: Keras 2.3.1 builds such a layer (its TensorFlow backend
+        # then refused to run it, its Theano backend ran it); torch runs it as Theano did
         self.dilation_rate = normalize_tuple(dilation_rate, n, "dilation_rate", where)
-        if any(d != 1 for d in self.dilation_rate) and any(s != 1 for s in self.strides):
-            raise ValueError(
-                f"{where}: specifying any stride value != 1 is incompatible with specifying any "
-                "dilation_rate value != 1 (as in Keras 2)"
-            )
         self.activation = activations.get(activation)
         self.use_bias = bool(use_bias)
         self.kernel_initializer = initializer_arg(kernel_initializer)

@@ -173,7 +173,7 @@ class Flatten(KerasLayer, Layer):
     def call(self, x: torch.Tensor) -> torch.Tensor:
         if self.data_format == "channels_first" and x.dim() > 2:
             x = x.permute(0, *range(2, x.dim()), 1)
-        return x.reshape(x.shape[0], -1)
+        return x.reshape(x.shape[0], math.prod(x.shape[1:]))  # not -1: a batch of 0 samples flattens too
 
 
 class Reshape(KerasLayer, Layer):
