@@ -214,7 +214,7 @@ class GraphModule(nn.Module):
 
     def __init__(self, inputs: list[KerasTensor], outputs: list[KerasTensor], order: list,
                  output_structure: Any = None, input_names: list[str] | None = None,
-                 extra: list[KerasTensor] | None = None) -> None:
+                 extra: list[KerasTensor] | None = None, feeds: list | None = None) -> None:
         super().__init__()
         extra = list(extra or [])
         slots: dict[int, int] = {}
@@ -265,6 +265,8 @@ class GraphModule(nn.Module):
         self.fixed_slots = [slot for slot, _ in fixed]
         self.out_slots = [slots[id(t)] for t in outputs]
         self.extra_slots = [slots[id(t)] for t in extra]
+        # add_metric of graph tensors: (update, their slots), called with each forward's values
+        self.metric_feeds = [(update, [slots[id(t)] for t in tensors]) for update, tensors in feeds or ()]
         self.output_structure = output_structure
         self.input_names = list(input_names or [])
         self.masked = masked
@@ -298,7 +300,7 @@ class GraphModule(nn.Module):
         previous one's only output without arguments, one output, no masks, no extra losses): then
         ``forward`` runs them exactly as ``Sequential`` does, with no slot bookkeeping per layer."""
         if (self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked
-                or self.fixed_slots):
+                or self.fixed_slots or self.metric_feeds):
             return None
         previous, chain = 0, []
         for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
@@ -389,6 +391,8 @@ class GraphModule(nn.Module):
             self.output_masks = [masks[i] for i in self.out_slots]
         if self.extra_slots:
             self.extra_losses = [values[i] for i in self.extra_slots]
+        for update, feed_slots in self.metric_feeds:
+            update(*[values[i] for i in feed_slots])
         if self.keep_values:
             tensors = self._slot_tensors
             self.live = {id(tensors[i]): v for i, v in enumerate(values) if i in tensors}
