@@ -40,6 +40,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import warnings
@@ -100,6 +101,23 @@ def _accepts(fn: Any, name: str) -> bool:
     except (TypeError, ValueError):
         return False
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _mask_of_symbolic(compute_mask: Any) -> Any:
+    """``compute_mask`` (written for torch tensors) that records a graph node when it is given
+    symbolic tensors (:func:`arignote.graph.node.symbolic_mask`)."""
+    if getattr(compute_mask, "_takes_symbolic", False):
+        return compute_mask
+
+    @functools.wraps(compute_mask)
+    def wrapper(self: Any, inputs: Any, mask: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # a mask given as values (not symbolic) keeps the plain call: a merge's masks need no graph
+        if not args and not kwargs and (is_symbolic(mask) or (mask is None and is_symbolic(inputs))):
+            return _node.symbolic_mask(self, compute_mask, inputs, mask)
+        return compute_mask(self, inputs, mask, *args, **kwargs)
+
+    wrapper._takes_symbolic = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 class _FrozenNames(frozenset):
@@ -167,6 +185,8 @@ class Layer(Bookkeeping, nn.Module):
         cls._call_takes_mask = _accepts(entry, "mask")
         cls._call_takes_training = "training" in inspect.signature(cls.call).parameters
         cls._declares_output_shape = cls.compute_output_shape is not Layer.compute_output_shape
+        if "compute_mask" in cls.__dict__:  # asked on symbolic tensors: a mask tensor of the graph
+            cls.compute_mask = _mask_of_symbolic(cls.__dict__["compute_mask"])
         # a custom layer whose code has an augmented assignment runs under Keras's value semantics
         # (decided here, once: a plain class attribute that torch.compile reads as a constant)
         cls._user_layer = is_user_layer(cls)
