@@ -54,7 +54,8 @@ def test_sequential_inside_time_distributed_behind_masking():
     model = Model(inputs, layers.wrappers.TimeDistributed(inner)(x))
     data = _ids().astype("float32")
     assert model.predict(data).shape == (2, 2, 4)
-    mask = model.layers[2].compute_mask(model.layers[2].input, model.layers[1].compute_mask(model.layers[1].input))
+    masking = model.layers[1].compute_mask(model.layers[1].input)
+    mask = model.layers[2].compute_mask(model.layers[2].input, masking)
     np.testing.assert_array_equal(K.function([model.input], [mask])([data])[0], np.any(data, axis=-1))
 
 

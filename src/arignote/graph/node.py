@@ -183,7 +183,10 @@ def symbolic_mask(layer: Any, compute_mask: Any, inputs: Any, mask: Any) -> Any:
     with torch.no_grad():
         if compute_mask(layer, _swap(inputs, 3), _swap(mask, 3)) is None:
             return None
-    return _RECORD[0](f"{layer.name}_compute_mask", lambda x, m: compute_mask(layer, x, m), (inputs, mask), {})
+    def of_values(x: Any, m: Any) -> Any:
+        return compute_mask(layer, x, m)
+
+    return _RECORD[0](f"{layer.name}_compute_mask", of_values, (inputs, mask), {})
 
 
 def _declared_shapes(layer: Any, inputs: Any) -> tuple[Any, list[tuple], list[str]]:

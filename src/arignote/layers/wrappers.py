@@ -204,8 +204,8 @@ class TimeDistributed(Wrapper):
             mask = mask[0]
         compute = getattr(self.layer, "compute_mask", None)
         n, t = inputs.shape[0], inputs.shape[1]
-        inner = None if compute is None else compute(
-            inputs.reshape(n * t, *inputs.shape[2:]), None if mask is None else mask.reshape(n * t, *mask.shape[2:]))
+        inner_mask = None if mask is None else mask.reshape(n * t, *mask.shape[2:])
+        inner = None if compute is None else compute(inputs.reshape(n * t, *inputs.shape[2:]), inner_mask)
         if isinstance(inner, list):
             inner = inner[0]
         if inner is None:
