@@ -598,7 +598,8 @@ class StackedRNNCells(KerasLayer, Layer):
         for cell in cells:
             if not hasattr(cell, "call") or not hasattr(cell, "state_size"):
                 raise ValueError(f"StackedRNNCells: every cell needs call() and state_size, got {cell!r}")
-        self.cells = torch.nn.ModuleList(c if isinstance(c, torch.nn.Module) else _PlainCell(c) for c in cells)
+        self.cells = torch.nn.ModuleList(c if isinstance(c, torch.nn.Module) else _PlainCell(c)
+                                         for c in cells)
 
     def _in_state_order(self) -> list:
         return list(self.cells)[::-1] if self.reverse_state_order else list(self.cells)
