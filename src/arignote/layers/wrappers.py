@@ -64,6 +64,12 @@ class Wrapper(KerasLayer, Layer):
     def _inner(self) -> Any:
         return self._modules.get("layer", self.__dict__.get("layer"))
 
+    @property
+    def uses_learning_phase(self) -> bool:
+        """Keras 2.3.1: the wrapped layer's (a dropout, an RNN with dropout): then every output
+        depends on the learning phase unless the call fixes ``training``."""
+        return bool(getattr(self._inner(), "uses_learning_phase", False))
+
     def _keras_children(self) -> list:
         inner = self._inner()
         return [] if inner is None else [inner]

@@ -137,6 +137,13 @@ class RNN(KerasLayer, Layer):
         return getattr(self.cell, "output_size", None) or _sizes(self.cell)[0]
 
     @property
+    def uses_learning_phase(self) -> bool:
+        """Keras 2.3.1: the outputs (and states) depend on the learning phase when a cell drops out
+        (``dropout`` or ``recurrent_dropout`` above 0) and the call does not fix ``training``."""
+        cells = getattr(self.cell, "cells", None) or [self.cell]
+        return any(0 < getattr(c, "dropout", 0) + getattr(c, "recurrent_dropout", 0) for c in cells)
+
+    @property
     def states(self) -> list[torch.Tensor | None]:
         """The carried states of a ``stateful`` layer; ``[None] * number of states`` before the first
         batch and for a layer that carries none, as Keras 2.3.1's ``RNN.states``."""
