@@ -55,3 +55,21 @@ def test_dataframes_in_lists_and_dicts():
         np.testing.assert_allclose(pb, np.full((4, 1), 4.0))
         loss = two.evaluate(x, [ya, yb], verbose=0)
         np.testing.assert_allclose(loss, [25.0, 9.0, 16.0])
+
+
+def test_predict_on_a_sequence_ignores_the_batches_targets():
+    from arignote.utils import Sequence
+
+    class TwoTargets(Sequence):  # targets for two outputs; the model has one
+        def __len__(self):
+            return 2
+
+        def __getitem__(self, idx):
+            x = np.full((5, 3), float(idx + 1), dtype="float32")
+            return [x, x], [np.zeros((5, 4)), np.zeros((5, 3))]
+
+    a, b = Input(shape=(3,), name="input_a"), Input(shape=(3,), name="input_b")
+    model = Model([a, b], Dense(1, kernel_initializer="ones", bias_initializer="zeros")(a))
+    model.compile("rmsprop", "mse", metrics=[], sample_weight_mode=None)
+    for out in (model.predict(TwoTargets()), model.predict_generator(TwoTargets())):
+        np.testing.assert_allclose(out, np.repeat([[3.0], [6.0]], 5, axis=0))
