@@ -28,7 +28,8 @@ def test_rnn_with_dropout_depends_on_the_phase_unless_training_is_fixed(layer_cl
 @pytest.mark.parametrize("merge_mode", [None, "concat", "sum"])
 def test_bidirectional_outputs(merge_mode):
     x = Input((3, 5))
-    fixed = Bidirectional(LSTM(3, dropout=0.2, recurrent_dropout=0.2), merge_mode=merge_mode)(x, training=True)
+    wrapped = Bidirectional(LSTM(3, dropout=0.2, recurrent_dropout=0.2), merge_mode=merge_mode)
+    fixed = wrapped(x, training=True)
     fixed = fixed if isinstance(fixed, list) else [fixed]
     assert not any(t._uses_learning_phase for t in fixed)
     out = Bidirectional(LSTM(3, dropout=0.2, return_state=True), merge_mode=merge_mode)(x)
