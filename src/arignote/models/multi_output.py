@@ -58,6 +58,10 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     names = model.output_names
     raw = per_output(model, loss, "loss")
     fns = [losses_mod.compiled(v) if v is not None else None for v in raw]
+    if loss_weights is not None and not isinstance(loss_weights, (dict, list)):
+        # Keras 2.3.1 (training_utils.prepare_loss_weights): a list or a dict by output name
+        raise TypeError(f"Could not interpret loss_weights argument: {loss_weights!r} - expected a list of "
+                        f"one weight per output {names} or a dict by output name")
     weights = per_output(model, 1.0 if loss_weights is None else loss_weights, "loss_weights")
     weights = [1.0 if w is None else float(w) for w in weights]
 

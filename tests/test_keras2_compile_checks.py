@@ -1,0 +1,34 @@
+"""Keras 2.3.1's compile checks of a model with several outputs: ``loss_weights`` is a list (one per
+output) or a dict by output name; anything else is a TypeError ("Could not interpret loss_weights
+argument")."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from arignote.layers import Dense, Input
+from arignote.models import Model
+
+
+def _two_outputs():
+    a = Input(shape=(3,))
+    return Model(a, [Dense(2, name="p")(a), Dense(1, name="q")(a)])
+
+
+@pytest.mark.parametrize("bad", [(0.5, 0.5), 0.5, "1"])
+def test_loss_weights_of_another_type_raise_type_error(bad):
+    with pytest.raises(TypeError, match="Could not interpret loss_weights argument"):
+        _two_outputs().compile("sgd", loss="mse", loss_weights=bad)
+
+
+def test_list_and_dict_loss_weights_weigh_the_outputs():
+    x = np.ones((4, 3), dtype="float32")
+    y = [np.zeros((4, 2)), np.zeros((4, 1))]
+    for weights in ([0.5, 2.0], {"p": 0.5, "q": 2.0}):
+        model = _two_outputs()
+        model.compile("sgd", loss="mse", loss_weights=weights)
+        total, p, q = model.evaluate(x, y, verbose=0)
+        assert total == pytest.approx(0.5 * p + 2.0 * q, rel=1e-5)
+    with pytest.raises(ValueError):
+        _two_outputs().compile("sgd", loss="mse", loss_weights=[0.5])
