@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from arignote import backend as K
 from arignote.layers import Dense, Input
 from arignote.models import Model
 
@@ -32,3 +33,24 @@ def test_list_and_dict_loss_weights_weigh_the_outputs():
         assert total == pytest.approx(0.5 * p + 2.0 * q, rel=1e-5)
     with pytest.raises(ValueError):
         _two_outputs().compile("sgd", loss="mse", loss_weights=[0.5])
+
+
+def test_loss_none_for_every_output_trains_on_the_penalties_and_skips_the_metrics():
+    a = Input(shape=(3,))
+    hidden = Dense(4, kernel_regularizer="l1", bias_regularizer="l2", kernel_initializer="ones")(a)
+    model = Model(a, [hidden, Dense(2)(hidden)])
+    model.compile("rmsprop", None, metrics=["mae"])
+    assert model.metrics_names == ["loss"]  # Keras 2.3.1: no targets, so no metrics
+    x = np.random.RandomState(0).random_sample((10, 3))
+    # Keras 2.3.1 prints 0.12 for test_on_batch and evaluate: l1 0.01 * 12 ones, l2 of a zero bias
+    assert model.test_on_batch(x, None) == pytest.approx(0.12, rel=1e-6)
+    assert model.evaluate(x, None, verbose=0) == pytest.approx(0.12, rel=1e-6)
+    assert np.isfinite(model.train_on_batch(x, None))
+    b = Input(shape=(3,))
+    out1, out2 = Dense(4, kernel_initializer="ones")(b), Dense(4, kernel_initializer="zeros")(b)
+    model = Model(b, [out1, out2])
+    model.add_loss(K.mean(out1 + out2))
+    model.compile("rmsprop", None, metrics=["mae"])
+    ones = np.ones((4, 3), dtype="float32")
+    assert model.evaluate(ones, None, verbose=0) == pytest.approx(3.0)  # mean of 3 + 0
+    assert len(model.fit(ones, None, verbose=0).history["loss"]) == 1

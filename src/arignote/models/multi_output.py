@@ -112,8 +112,9 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
                                                  select=_whole))
     taken = ["loss", *[m.name for m in objs]]
     pairs = zip(per_metrics(metrics), per_metrics(weighted_metrics))
-    # Keras 2.3.1 skips an output without a loss when others have one: no targets, no metrics
-    skipped = {i for i, f in enumerate(fns) if f is None} if any(fns) else set()
+    # Keras 2.3.1 skips an output without a loss (skip_target_indices): no targets, no metrics; with
+    # loss=None for every output (a model trained on add_loss / regularizers) none has metrics
+    skipped = {i for i, f in enumerate(fns) if f is None}
     for i, (name, (plain, weighted)) in enumerate(zip(names, pairs)):
         if i in skipped:
             continue
