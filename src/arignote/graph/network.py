@@ -39,8 +39,10 @@ __all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed", "cas
            "fused_chain"]
 
 
-def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[list, list]:
-    """``(nodes in execution order, layers in Keras order)``; raises Keras 2's graph errors."""
+def topology(inputs: list[KerasTensor], outputs: list[KerasTensor],
+             depths: dict | None = None) -> tuple[list, list]:
+    """``(nodes in execution order, layers in Keras order)``; raises Keras 2's graph errors.
+    ``depths``: filled with each layer's Keras depth by ``id`` (0: the output layers)."""
     if len({id(x) for x in inputs}) != len(inputs):
         raise ValueError("The list of inputs passed to the model is redundant. All inputs should only appear "
                          f"once. Found: {inputs}")
@@ -121,6 +123,8 @@ def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[lis
             raise ValueError(f"Graph disconnected: cannot obtain value for output {t}")
     layers = [layer for _, layer in sorted(layer_index.values(), key=lambda p: (-layer_depth.get(id(p[1]), 0),
                                                                                p[0]))]
+    if depths is not None:
+        depths.update({id(layer): layer_depth.get(id(layer), 0) for layer in layers})
     names = [layer.name for layer in layers]
     for name in names:
         if names.count(name) > 1:

@@ -59,7 +59,8 @@ class Functional:
         self._output_structure = outputs
         self.inputs = list(flatten(inputs)) if isinstance(inputs, (list, tuple, dict)) else [inputs]
         self.outputs = list(flatten(outputs)) if isinstance(outputs, (list, tuple, dict)) else [outputs]
-        self._order, self._layers = topology(self.inputs, self.outputs)
+        self._layer_depths: dict = {}
+        self._order, self._layers = topology(self.inputs, self.outputs, self._layer_depths)
         self.input_names = [t._keras_history[0].name for t in self.inputs]
         # Keras 2's _feed_inputs: what fit/predict/evaluate take data for (not the Input(tensor=...) ones)
         self._feed_inputs = feed_inputs(self.inputs)
@@ -220,6 +221,16 @@ class Functional:
         """Keras 2: whether an output depends on the learning phase (a dropout or noise layer on the
         way, called without a fixed ``training=``)."""
         return any(t._uses_learning_phase for t in self.outputs)
+
+    @property
+    def _layers_by_depth(self) -> dict:
+        """Keras 2.3.1's ``Network._layers_by_depth``: ``{depth: [layers]}`` (0: the output layers; a
+        layer is one deeper than the deepest layer it feeds; the inputs share the deepest level)."""
+        depths = self.__dict__.get("_layer_depths", {})
+        out: dict = {}
+        for layer in self.layers:
+            out.setdefault(depths.get(id(layer), 0), []).append(layer)
+        return out
 
     @property
     def _input_layers(self) -> list:
