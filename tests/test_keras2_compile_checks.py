@@ -54,3 +54,11 @@ def test_loss_none_for_every_output_trains_on_the_penalties_and_skips_the_metric
     ones = np.ones((4, 3), dtype="float32")
     assert model.evaluate(ones, None, verbose=0) == pytest.approx(3.0)  # mean of 3 + 0
     assert len(model.fit(ones, None, verbose=0).history["loss"]) == 1
+
+
+def test_target_tensors_is_refused_naming_the_replacement():
+    a = Input(shape=(3,))
+    model = Model(a, Dense(1)(a))
+    with pytest.raises(TypeError, match="deliberately not supported.*pass the targets as y"):
+        model.compile("sgd", "mse", target_tensors=[K.variable(np.zeros((2, 1)))])
+    model.compile("sgd", "mse", target_tensors=None)  # None: Keras's default, nothing to refuse
