@@ -210,8 +210,8 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
 
         if kwargs.get("target_tensors") is not None:
             raise TypeError("compile(target_tensors=...) is deliberately not supported (Keras 2's targets "
-                            "fed from backend tensors, a TensorFlow input-pipeline idiom): pass the targets as y "
-                            "to fit / train_on_batch / evaluate (arrays, a generator, a Sequence or a "
+                            "fed from backend tensors, a TensorFlow input-pipeline idiom): pass the targets "
+                            "as y to fit / train_on_batch / evaluate (arrays, a generator, a Sequence or a "
                             "DataLoader)")
         unsupported = sorted(k for k in kwargs if kwargs[k] is not None)
         if unsupported:
