@@ -62,3 +62,24 @@ def test_target_tensors_is_refused_naming_the_replacement():
     with pytest.raises(TypeError, match="deliberately not supported.*pass the targets as y"):
         model.compile("sgd", "mse", target_tensors=[K.variable(np.zeros((2, 1)))])
     model.compile("sgd", "mse", target_tensors=None)  # None: Keras's default, nothing to refuse
+
+
+def test_trainable_changed_after_compile_warns_on_summary_and_fit():
+    import warnings
+
+    a = Input(shape=(3,))
+    inner = Model(a, Dense(1)(a))
+    inner.trainable = False
+    b = Input(shape=(3,))
+    outer = Model(b, Dense(1)(inner(b)))
+    outer.compile("adam", "mse")
+    inner.trainable = True  # not recompiled: 2 weights trained at compile, 4 trainable now
+    quiet = lambda *args, **kwargs: None  # noqa: E731
+    with pytest.warns(UserWarning, match="Discrepancy between trainable weights and collected"):
+        outer.summary(print_fn=quiet)
+    with pytest.warns(UserWarning, match="Discrepancy between trainable weights and collected"):
+        outer.fit(np.zeros((5, 3)), np.zeros((5, 1)), verbose=0)
+    outer.compile("adam", "mse")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        outer.summary(print_fn=quiet)

@@ -341,6 +341,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape)
+        self._check_trainable_weights_consistency()
         train, val = inputs.load(plan, trainer)
         setup.fast_paths(fit_facts(self, trainer, train))
         if steps_per_epoch is None and getattr(train, "length", None) is not None:
@@ -431,6 +432,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         from arignote.models import summary
 
         self._ensure_built(None)
+        self._check_trainable_weights_consistency()
         if self._is_graph:
             summary.print_summary(summary.graph_summary(self), print_fn)
 
