@@ -81,9 +81,9 @@ class CompiledState:
         if not compiled or not self._has_layers():
             return
         if sum(compiled.values()) != len(self.trainable_weights):
-            warnings.warn(UserWarning("Discrepancy between trainable weights and collected trainable weights, "
-                                      "did you set `model.trainable` without calling `model.compile` after ?"),
-                          stacklevel=3)
+            message = ("Discrepancy between trainable weights and collected trainable weights, did you set "
+                       "`model.trainable` without calling `model.compile` after ?")
+            warnings.warn(UserWarning(message), stacklevel=3)
 
     def _trainable_now(self) -> dict:
         """``{parameter: trains}`` for this model as Keras 2.3.1's compile collects it: its own
