@@ -146,6 +146,9 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     # operations sit above layers/ because a symbolic call builds an OpLayer (LAYOUT.md, "left for later")
     ("arignote.backend", "arignote.ops.tensor"), ("arignote.backend", "arignote.ops.nn"),
     ("arignote.backend", "arignote.ops.control"), ("arignote.backend", "arignote.ops.function"),
+    # Keras 2.3.1's Layer.add_metric(value, name) makes a metrics.Mean (its base_layer imports
+    # keras.metrics inside add_metric too): loaded by the first add_metric only
+    ("arignote.layers.added_metrics", "arignote.metrics.base"),
 }
 
 

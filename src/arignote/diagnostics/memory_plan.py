@@ -421,6 +421,11 @@ class FitPlan:
                                                   context=trainer.precision.autocast)
             except torch.OutOfMemoryError:
                 free_memory(trainer.device)
+            except RuntimeError:
+                # a model that runs at its own batch size only (an RNN's initial_state variables of
+                # a fixed batch, as Keras 2.3.1 allows) fails the probes at other sizes: the plan
+                # stays the counted one (activations not measured); a broken model fails its first step
+                self._measured = self.counted
         return self._measured
 
 

@@ -39,8 +39,10 @@ __all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed", "cas
            "fused_chain"]
 
 
-def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[list, list]:
-    """``(nodes in execution order, layers in Keras order)``; raises Keras 2's graph errors."""
+def topology(inputs: list[KerasTensor], outputs: list[KerasTensor],
+             depths: dict | None = None) -> tuple[list, list]:
+    """``(nodes in execution order, layers in Keras order)``; raises Keras 2's graph errors.
+    ``depths``: filled with each layer's Keras depth by ``id`` (0: the output layers)."""
     if len({id(x) for x in inputs}) != len(inputs):
         raise ValueError("The list of inputs passed to the model is redundant. All inputs should only appear "
                          f"once. Found: {inputs}")
@@ -121,6 +123,8 @@ def topology(inputs: list[KerasTensor], outputs: list[KerasTensor]) -> tuple[lis
             raise ValueError(f"Graph disconnected: cannot obtain value for output {t}")
     layers = [layer for _, layer in sorted(layer_index.values(), key=lambda p: (-layer_depth.get(id(p[1]), 0),
                                                                                p[0]))]
+    if depths is not None:
+        depths.update({id(layer): layer_depth.get(id(layer), 0) for layer in layers})
     names = [layer.name for layer in layers]
     for name in names:
         if names.count(name) > 1:
@@ -216,7 +220,7 @@ class GraphModule(nn.Module):
 
     def __init__(self, inputs: list[KerasTensor], outputs: list[KerasTensor], order: list,
                  output_structure: Any = None, input_names: list[str] | None = None,
-                 extra: list[KerasTensor] | None = None) -> None:
+                 extra: list[KerasTensor] | None = None, feeds: list | None = None) -> None:
         super().__init__()
         extra = list(extra or [])
         slots: dict[int, int] = {}
@@ -267,6 +271,8 @@ class GraphModule(nn.Module):
         self.fixed_slots = [slot for slot, _ in fixed]
         self.out_slots = [slots[id(t)] for t in outputs]
         self.extra_slots = [slots[id(t)] for t in extra]
+        # add_metric of graph tensors: (update, their slots), called with each forward's values
+        self.metric_feeds = [(update, [slots[id(t)] for t in tensors]) for update, tensors in feeds or ()]
         self.output_structure = output_structure
         self.input_names = list(input_names or [])
         self.masked = masked
@@ -300,7 +306,7 @@ class GraphModule(nn.Module):
         previous one's only output without arguments, one output, no masks, no extra losses): then
         ``forward`` runs them exactly as ``Sequential`` does, with no slot bookkeeping per layer."""
         if (self.n_inputs != 1 or len(self.out_slots) != 1 or self.extra_slots or self.masked
-                or self.fixed_slots):
+                or self.fixed_slots or self.metric_feeds):
             return None
         previous, chain = 0, []
         for module, ins, structure, kwargs, outs, multi, _, _, _ in self._plan:
@@ -391,6 +397,8 @@ class GraphModule(nn.Module):
             self.output_masks = [masks[i] for i in self.out_slots]
         if self.extra_slots:
             self.extra_losses = [values[i] for i in self.extra_slots]
+        for update, feed_slots in self.metric_feeds:
+            update(*[values[i] for i in feed_slots])
         if self.keep_values:
             tensors = self._slot_tensors
             self.live = {id(tensors[i]): v for i, v in enumerate(values) if i in tensors}

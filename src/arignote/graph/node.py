@@ -25,9 +25,9 @@ from torch import nn
 
 from arignote import config
 from arignote.graph import state
-from arignote.graph.tensor import KerasTensor, flatten
+from arignote.graph.tensor import _RECORD, KerasTensor, flatten
 
-__all__ = ["Node", "symbolic_call", "runtime_module", "nest_like", "torch_dtype_name"]
+__all__ = ["Node", "symbolic_call", "symbolic_mask", "runtime_module", "nest_like", "torch_dtype_name"]
 
 
 class Node:
@@ -173,6 +173,20 @@ def _infer_masks(layer: Any, inputs: Any, prev_mask: Any, n_outputs: int) -> lis
 
 
 _BASE_COMPUTE_MASK: list = [None]  # Layer.compute_mask, set by arignote.layers.base
+
+
+def symbolic_mask(layer: Any, compute_mask: Any, inputs: Any, mask: Any) -> Any:
+    """``layer.compute_mask(inputs, mask)`` asked on symbolic tensors (Keras 2: a mask tensor of the
+    graph, e.g. for ``K.function([model.input], [layer.compute_mask(layer.input)])``): None when the
+    layer gives no mask (tried on small zeros), else an operation node computing it from the
+    graph's values. ``compute_mask(layer, inputs, mask)`` is the layer class's own."""
+    with torch.no_grad():
+        if compute_mask(layer, _swap(inputs, 3), _swap(mask, 3)) is None:
+            return None
+    def of_values(x: Any, m: Any) -> Any:
+        return compute_mask(layer, x, m)
+
+    return _RECORD[0](f"{layer.name}_compute_mask", of_values, (inputs, mask), {})
 
 
 def _declared_shapes(layer: Any, inputs: Any) -> tuple[Any, list[tuple], list[str]]:

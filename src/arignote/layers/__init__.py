@@ -93,6 +93,7 @@ _NAMES = {
     "SimpleRNNCell": "arignote.layers.recurrent", "StackedRNNCells": "arignote.layers.recurrent",
     "Bidirectional": "arignote.layers.wrappers", "TimeDistributed": "arignote.layers.wrappers",
     "Wrapper": "arignote.layers.wrappers",
+    "wrappers": "arignote.layers.wrappers",  # Keras code writes layers.wrappers.TimeDistributed too
 }
 __getattr__, __dir__ = lazy_namespace(
     __name__, _NAMES, globals(), fallback=legacy_getattr("arignote.layers", ["Recurrent", "ConvRecurrent2D"]))

@@ -16,7 +16,8 @@
 * ``add_weight(name, shape, dtype, initializer, regularizer, trainable, constraint)``,
   ``add_loss``, ``losses`` (regularization penalties of the current weights + losses added by the
   last ``call``), ``weights`` / ``trainable_weights`` / ``non_trainable_weights``,
-  ``get_weights`` / ``set_weights`` (Keras layouts), ``count_params``.
+  ``get_weights`` / ``set_weights`` (Keras layouts), ``count_params``; ``add_metric(value, name)``
+  and ``metrics`` (:mod:`~arignote.layers.added_metrics`).
 * ``get_config()`` returns JSON-able constructor kwargs (Keras 2 keys: ``name``, ``trainable``,
   ``batch_input_shape``, ``dtype`` + the layer's own); ``from_config(cfg)`` rebuilds;
   :func:`serialize` / :func:`deserialize` speak Keras's ``{"class_name", "config"}`` form.
@@ -39,6 +40,7 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 import warnings
@@ -55,7 +57,7 @@ from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor, is_symbolic
 from arignote.layers import _trainable, conditional, derived_weights
 from arignote.layers.activations import name_of
-from arignote.layers.bookkeeping import Bookkeeping, is_model
+from arignote.layers.bookkeeping import Bookkeeping, is_metric, is_model, track_metric
 from arignote.layers.input_spec import InputSpec, _check_spec
 from arignote.layers.layer_args import (  # noqa: F401
     _auto_name,
@@ -99,6 +101,23 @@ def _accepts(fn: Any, name: str) -> bool:
     except (TypeError, ValueError):
         return False
     return name in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
+def _mask_of_symbolic(compute_mask: Any) -> Any:
+    """``compute_mask`` (written for torch tensors) that records a graph node when it is given
+    symbolic tensors (:func:`arignote.graph.node.symbolic_mask`)."""
+    if getattr(compute_mask, "_takes_symbolic", False):
+        return compute_mask
+
+    @functools.wraps(compute_mask)
+    def wrapper(self: Any, inputs: Any, mask: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # a mask given as values (not symbolic) keeps the plain call: a merge's masks need no graph
+        if not args and not kwargs and (is_symbolic(mask) or (mask is None and is_symbolic(inputs))):
+            return _node.symbolic_mask(self, compute_mask, inputs, mask)
+        return compute_mask(self, inputs, mask, *args, **kwargs)
+
+    wrapper._takes_symbolic = True  # type: ignore[attr-defined]
+    return wrapper
 
 
 class _FrozenNames(frozenset):
@@ -166,6 +185,8 @@ class Layer(Bookkeeping, nn.Module):
         cls._call_takes_mask = _accepts(entry, "mask")
         cls._call_takes_training = "training" in inspect.signature(cls.call).parameters
         cls._declares_output_shape = cls.compute_output_shape is not Layer.compute_output_shape
+        if "compute_mask" in cls.__dict__:  # asked on symbolic tensors: a mask tensor of the graph
+            cls.compute_mask = _mask_of_symbolic(cls.__dict__["compute_mask"])
         # a custom layer whose code has an augmented assignment runs under Keras's value semantics
         # (decided here, once: a plain class attribute that torch.compile reads as a constant)
         cls._user_layer = is_user_layer(cls)
@@ -184,6 +205,8 @@ class Layer(Bookkeeping, nn.Module):
             self._frozen = {id(self._parameters[n]) for n in self._frozen if n in self._parameters}
 
     def __setattr__(self, name: str, value: Any) -> None:
+        if is_metric(value):  # Keras 2.3.1 tracks a metric attribute (its place in order)
+            track_metric(self, value)
         if isinstance(value, Layer) or is_model(value):
             self.__dict__.setdefault("_sublayer_names", {})[name] = None  # Keras's _layers, in order
             if not isinstance(value, nn.Module) and "_modules" in self.__dict__:
@@ -414,6 +437,13 @@ class Layer(Bookkeeping, nn.Module):
             else:
                 self._call_losses.append(loss)
                 self._losses_forward = state.model_forward_id()
+
+    def add_metric(self, value: Any, name: str | None = None) -> None:
+        """Keras 2.3.1 ``add_metric(value, name=None)``: ``value``'s running mean logged as ``name``
+        (created once, fed at every call), or ``metric(x)`` (:mod:`arignote.layers.added_metrics`)."""
+        from arignote.layers import added_metrics  # why: loaded by the first add_metric (first-use imports)
+
+        added_metrics.add_metric(self, value, name)
 
     def _own_losses(self) -> list:
         """This layer's own losses (not its sublayers'): what a model sums over its modules."""

@@ -21,7 +21,23 @@ from torch import nn
 from arignote.layers import conditional
 from arignote.layers._trainable import is_layer
 
-__all__ = ["Bookkeeping", "is_model"]
+__all__ = ["Bookkeeping", "is_model", "is_metric", "track_metric", "layer_metrics"]
+
+_METRIC_GENERATION = [0]  # bumped whenever a layer or model gains a metric (layers.added_metrics.refresh)
+
+
+def is_metric(value: Any) -> bool:
+    """A ``keras.metrics.Metric`` object (``arignote.metrics.base.Metric`` marks its class)."""
+    return getattr(type(value), "_keras_metric", False)
+
+
+def track_metric(owner: Any, metric: Any) -> None:
+    """Keep ``metric`` in ``owner._metrics`` once (Keras 2.3.1 tracks a metric attribute of a layer or
+    model, and each metric ``add_metric`` adds)."""
+    metrics = owner.__dict__.setdefault("_metrics", [])
+    if not any(m is metric for m in metrics):
+        metrics.append(metric)
+        _METRIC_GENERATION[0] += 1
 
 
 def is_model(value: Any) -> bool:
@@ -29,6 +45,20 @@ def is_model(value: Any) -> bool:
     its ``module``)."""
     return (not isinstance(value, nn.Module) and isinstance(getattr(value, "module", None), nn.Module)
             and hasattr(type(value), "layers"))
+
+
+def layer_metrics(layers: Any) -> list:
+    """Keras 2.3.1's ``_get_metrics_from_layers``: each layer's metrics (a model among them: its own
+    and its layers', not its compile metrics)."""
+    out: list = []
+    for layer in layers:
+        if is_model(layer):
+            out += list(layer.__dict__.get("_metrics", []))
+            has = getattr(layer, "_has_layers", None)
+            out += layer_metrics(layer.layers if has is not None and has() else [])
+        else:
+            out += list(getattr(layer, "metrics", None) or [])
+    return out
 
 
 class Bookkeeping:
@@ -64,6 +94,12 @@ class Bookkeeping:
     def _after_symbolic_call(self, inputs: Any, kwargs: dict) -> None:
         conditional.symbolic_updates(self, inputs, kwargs)
         conditional.symbolic_activity_loss(self, inputs)
+
+    @property
+    def metrics(self) -> list:
+        """Keras 2.3.1 ``layer.metrics``: this layer's metrics (``add_metric``, metric attributes), then
+        its sublayers'."""
+        return list(self.__dict__.get("_metrics", [])) + layer_metrics(self._layers)
 
     @property
     def _layers(self) -> list:

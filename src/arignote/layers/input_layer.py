@@ -81,7 +81,9 @@ class InputLayer(Layer):
             # source, as Keras 2's), a K.function through it computes it from what it came from
             Node(self, [symbolic], [tensor], [symbolic._keras_mask], [None])
         else:
-            Node(self, [], [tensor], [], [None])
+            node = Node(self, [], [tensor], [], [None])
+            if not self._fixed:  # Keras 2.3.1's input node: its tensor in and out, no inbound layer
+                node.input_tensors, node.input_masks, node.input_shapes = [tensor], [None], [tensor.shape]
 
     def get_config(self) -> dict:
         return {"batch_input_shape": list(self.batch_input_shape), "dtype": self.dtype, "sparse": False,

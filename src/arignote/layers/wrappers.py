@@ -24,7 +24,8 @@ import torch
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.config.safe_mode import scope as safe_mode_scope
-from arignote.layers import _trainable
+from arignote.graph.tensor import KerasTensor
+from arignote.layers import _trainable, conditional
 from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
 from arignote.layers.recurrent.conv_rnn import ConvRNN2D
@@ -34,7 +35,8 @@ __all__ = ["Wrapper", "TimeDistributed", "Bidirectional"]
 
 
 def _takes(layer: Any, name: str) -> bool:
-    return name in inspect.signature(layer.forward).parameters
+    forward = getattr(layer, "forward", None)  # a model used as a layer has none: it takes no mask
+    return forward is not None and name in inspect.signature(forward).parameters
 
 
 def _build(layer: Any, full_shape: tuple) -> None:
@@ -61,6 +63,12 @@ class Wrapper(KerasLayer, Layer):
 
     def _inner(self) -> Any:
         return self._modules.get("layer", self.__dict__.get("layer"))
+
+    @property
+    def uses_learning_phase(self) -> bool:
+        """Keras 2.3.1: the wrapped layer's (a dropout, an RNN with dropout): then every output
+        depends on the learning phase unless the call fixes ``training``."""
+        return bool(getattr(self._inner(), "uses_learning_phase", False))
 
     def _keras_children(self) -> list:
         inner = self._inner()
@@ -181,6 +189,38 @@ class TimeDistributed(Wrapper):
             kwargs["training"] = training  # Keras 2.3.1: TimeDistributed(Dropout)(x, training=True)
         y = self.layer(x.reshape(n * t, *x.shape[2:]), **kwargs)
         return self._activity(y.reshape(n, t, *y.shape[1:]))
+
+    def _after_symbolic_call(self, inputs: Any, kwargs: dict) -> None:
+        """Keras 2.3.1 bookkeeping of a symbolic call: ``_input_map`` (the uid of the inputs -> the
+        input the wrapped layer sees, ``(batch * timesteps, ...)``) and the wrapped layer's updates
+        for it (``TimeDistributed(BatchNormalization()).updates``: its two moving averages)."""
+        super()._after_symbolic_call(inputs, kwargs)
+        leaves = inputs if isinstance(inputs, (list, tuple)) else [inputs]
+        first = leaves[0]
+        inner = KerasTensor((None, *first.shape[2:]), first.dtype, name=f"{self.name}/inner_input")
+        self.__dict__.setdefault("_input_map", {})[", ".join(str(abs(id(x))) for x in leaves)] = inner
+        if isinstance(self.layer, Layer):
+            conditional.symbolic_updates(self.layer, inner, kwargs)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """Keras 2.3.1: the wrapped layer's mask of each time step (a ``Masking`` or ``Embedding``
+        makes one, an RNN hands one on), as ``(batch, timesteps, ...)``; when the layer gives none,
+        the input mask reduced to ``(batch, timesteps)`` (``any`` over the other axes); else None."""
+        if isinstance(mask, list):
+            mask = mask[0]
+        compute = getattr(self.layer, "compute_mask", None)
+        n, t = inputs.shape[0], inputs.shape[1]
+        inner_mask = None if mask is None else mask.reshape(n * t, *mask.shape[2:])
+        inner = None if compute is None else compute(inputs.reshape(n * t, *inputs.shape[2:]), inner_mask)
+        if isinstance(inner, list):
+            inner = inner[0]
+        if inner is None:
+            if mask is None:
+                return None
+            while mask.dim() > 2:
+                mask = mask.any(dim=-1)
+            return mask
+        return inner.reshape(n, t, *inner.shape[1:])
 
 
 class Bidirectional(Wrapper):

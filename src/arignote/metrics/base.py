@@ -53,10 +53,11 @@ import torch
 
 from arignote import initializers
 from arignote.backend import common as backend_common
+from arignote.graph.tensor import KerasTensor
 from arignote.losses import weighting
 from arignote.metrics.predictions import probabilities
 
-__all__ = ["Metric", "MetricVariable", "Reduce", "Reduction", "Sum", "Mean"]
+__all__ = ["Metric", "MetricVariable", "SymbolicMetricCall", "Reduce", "Reduction", "Sum", "Mean"]
 
 # the trainer's protocol on every metric object: a subclass must not take these names
 _PROTOCOL = ("update", "state", "result_from", "reset", "_to_device")
@@ -186,6 +187,8 @@ class Metric(abc.ABC):
     a log point (Keras 2's ``aggregation=SUM`` for metric variables).
     """
 
+    _keras_metric = True  # what layers and models track metric attributes by (layers.added_metrics)
+
     def __init__(self, name: str | None = None, dtype: Any = None, **kwargs: Any) -> None:
         unknown = [k for k in kwargs if k not in _LAYER_KWARGS]
         if unknown:
@@ -292,9 +295,16 @@ class Metric(abc.ABC):
                 w.zero_()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        """``update_state(*args, **kwargs)``, then ``result()``."""
+        """``update_state(*args, **kwargs)``, then ``result()`` (carrying the metric as ``_metric_obj``,
+        what ``add_metric`` tracks). On symbolic tensors of a functional graph: a
+        :class:`SymbolicMetricCall` for ``model.add_metric``, which the graph runs at every forward."""
+        if any(isinstance(a, KerasTensor) for a in (*args, *kwargs.values())):
+            return SymbolicMetricCall(self, args, kwargs)
         self.update_state(*args, **kwargs)
-        return self.result()
+        value = self.result()
+        if isinstance(value, torch.Tensor) and not isinstance(value, MetricVariable):
+            value._metric_obj = self
+        return value
 
     def get_config(self) -> dict:
         return {"name": self.name, "dtype": self.dtype}
@@ -353,6 +363,22 @@ class Metric(abc.ABC):
         for w in self._metric_weights:
             if w.device != device:
                 w.data = w.data.to(device)
+
+
+class SymbolicMetricCall:
+    """What a metric called on symbolic tensors returns (Keras 2.3.1: the result tensor with
+    ``_metric_obj``): ``model.add_metric(metrics.Mean(name='m')(y))`` tracks the metric and has the
+    graph call ``update_state`` with this forward's values of the tensors in ``args``."""
+
+    symbolic_metric_call = True
+
+    def __init__(self, metric: Metric, args: tuple, kwargs: dict) -> None:
+        self._metric_obj = metric
+        self.args = tuple(args)
+        self.kwargs = dict(kwargs)
+
+    def __repr__(self) -> str:
+        return f"<symbolic result of {self._metric_obj!r}>"
 
 
 class Reduction:

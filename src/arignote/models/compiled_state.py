@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -72,6 +73,17 @@ class CompiledState:
             for p in flip:
                 p.requires_grad_(not p.requires_grad)
                 p.grad = None
+
+    def _check_trainable_weights_consistency(self) -> None:
+        """Keras 2.3.1's warning (``summary``, ``fit``): ``trainable`` changed since ``compile``, so the
+        weights that train (those of compile time) are not ``trainable_weights`` now."""
+        compiled = getattr(self, "_trainable_at_compile", None)
+        if not compiled or not self._has_layers():
+            return
+        if sum(compiled.values()) != len(self.trainable_weights):
+            message = ("Discrepancy between trainable weights and collected trainable weights, did you set "
+                       "`model.trainable` without calling `model.compile` after ?")
+            warnings.warn(UserWarning(message), stacklevel=3)
 
     def _trainable_now(self) -> dict:
         """``{parameter: trains}`` for this model as Keras 2.3.1's compile collects it: its own

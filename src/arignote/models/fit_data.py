@@ -58,6 +58,28 @@ def pack_data(model: Any, x: Any, names: list[str], what: str, first_sets_length
     return Packing.pack(arrays), [tuple(a.shape[1:]) for a in arrays]
 
 
+def _frames_as_arrays(data: Any) -> Any:
+    """pandas DataFrames in a list or dict of arrays as their values (Keras 2.3.1's
+    ``standardize_input_data`` takes ``x.values`` of each ``DataFrame``); anything else unchanged."""
+    if isinstance(data, (list, tuple)):
+        return type(data)(_frame_values(d) for d in data)
+    if isinstance(data, dict):
+        return {k: _frame_values(v) for k, v in data.items()}
+    return data
+
+
+def _one_array_of_list(data: Any) -> Any:
+    """``[array]`` as ``array`` (an array, tensor or DataFrame; a nested Python list stays the data)."""
+    if isinstance(data, (list, tuple)) and len(data) == 1 and hasattr(data[0], "shape") and hasattr(
+            data[0], "__len__"):
+        return data[0]
+    return data
+
+
+def _frame_values(item: Any) -> Any:
+    return item.values if type(item).__name__ == "DataFrame" and hasattr(item, "values") else item
+
+
 class FitData:
     """Data preparation for fit/evaluate/predict; ``self`` is a :class:`~arignote.models.Model`."""
 
@@ -83,12 +105,14 @@ class FitData:
         from arignote.models.output_losses import is_custom_loss
         from arignote.training.data import densified
 
-        x, y = densified(x), densified(y)
+        x, y = densified(_frames_as_arrays(x)), densified(_frames_as_arrays(y))
         if (targets and self.compiled and is_custom_loss(self.loss) and y is not None
                 and getattr(y, "ndim", None) == 1):
             y = y.reshape(-1, 1)
+        if not self._is_graph or len(self._feed_input_names) == 1:
+            x = _one_array_of_list(x)  # Keras 2: a list of one array for a one-input model
         if not self._is_graph:
-            return x, y
+            return x, _one_array_of_list(y)
         names = self._feed_input_names  # an Input(tensor=...) takes no data
         if x is None and not names and y is not None:  # every input is a tensor (Keras 2: x=None)
             first = next(iter(y.values())) if isinstance(y, dict) else y[0] if isinstance(y, (list, tuple)) \

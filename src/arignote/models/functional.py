@@ -59,7 +59,8 @@ class Functional:
         self._output_structure = outputs
         self.inputs = list(flatten(inputs)) if isinstance(inputs, (list, tuple, dict)) else [inputs]
         self.outputs = list(flatten(outputs)) if isinstance(outputs, (list, tuple, dict)) else [outputs]
-        self._order, self._layers = topology(self.inputs, self.outputs)
+        self._layer_depths: dict = {}
+        self._order, self._layers = topology(self.inputs, self.outputs, self._layer_depths)
         self.input_names = [t._keras_history[0].name for t in self.inputs]
         # Keras 2's _feed_inputs: what fit/predict/evaluate take data for (not the Input(tensor=...) ones)
         self._feed_inputs = feed_inputs(self.inputs)
@@ -72,10 +73,10 @@ class Functional:
                     [t._keras_mask for t in self.outputs])
         node.internal = True
 
-    def _compile_graph(self, extra: list | None = None) -> None:
+    def _compile_graph(self, extra: list | None = None, feeds: list | None = None) -> None:
         out_struct = self._output_structure if isinstance(self._output_structure, dict) else None
         self.module = GraphModule(self.inputs, self.outputs, self._order, out_struct, self._feed_input_names,
-                                  extra)
+                                  extra, feeds)
         if len(self._feed_inputs) > 1:
             self.module.input_packing = Packing([t.shape[1:] for t in self._feed_inputs],
                                                 self._feed_input_names)
@@ -222,6 +223,16 @@ class Functional:
         return any(t._uses_learning_phase for t in self.outputs)
 
     @property
+    def _layers_by_depth(self) -> dict:
+        """Keras 2.3.1's ``Network._layers_by_depth``: ``{depth: [layers]}`` (0: the output layers; a
+        layer is one deeper than the deepest layer it feeds; the inputs share the deepest level)."""
+        depths = self.__dict__.get("_layer_depths", {})
+        out: dict = {}
+        for layer in self.layers:
+            out.setdefault(depths.get(id(layer), 0), []).append(layer)
+        return out
+
+    @property
     def _input_layers(self) -> list:
         """Keras 2 bookkeeping: the InputLayer of each input."""
         return [t._keras_history[0] for t in self.inputs]
@@ -235,16 +246,28 @@ class Functional:
         callable, added to the training loss."""
         losses = losses if isinstance(losses, (list, tuple)) else [losses]
         self._model_losses += list(losses)
-        symbolic = [t for t in self._model_losses if isinstance(t, KerasTensor)]
-        if symbolic:
+        if any(isinstance(t, KerasTensor) for t in self._model_losses):
             if not self._is_graph:
                 raise ValueError("add_loss(symbolic tensor) needs a functional model, Model(inputs, outputs)")
-            _, extra_layers = topology(self.inputs, symbolic)
-            order, _ = topology(self.inputs, [*self.outputs, *symbolic])
-            self._order = order
-            self._compile_graph(symbolic)
-            self._trainer = None
-            self._placed = False
+            self._recompile_extras()
+
+    def _add_symbolic_metric(self, update: Any, tensors: list) -> None:
+        """``add_metric`` of graph tensors (:mod:`arignote.layers.added_metrics`): the graph computes
+        ``tensors`` at every forward and hands their values to ``update``."""
+        if not self._is_graph:
+            raise ValueError("add_metric(symbolic tensor) needs a functional model, Model(inputs, outputs)")
+        self.__dict__.setdefault("_metric_feeds", []).append((update, list(tensors)))
+        self._recompile_extras()
+
+    def _recompile_extras(self) -> None:
+        """The graph again with the symbolic losses and metric tensors added to it."""
+        symbolic = [t for t in self._model_losses if isinstance(t, KerasTensor)]
+        feeds = self.__dict__.get("_metric_feeds", [])
+        order, _ = topology(self.inputs, [*self.outputs, *symbolic, *(t for _, ts in feeds for t in ts)])
+        self._order = order
+        self._compile_graph(symbolic, feeds)
+        self._trainer = None
+        self._placed = False
 
     # ------------------------------------------------------------------ a model as a layer
 

@@ -31,6 +31,7 @@ import torch
 
 from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.layers.base import register_model_class
+from arignote.layers.bookkeeping import is_metric, track_metric
 from arignote.legacy import conversions as legacy_interfaces
 from arignote.models import functional
 from arignote.models.batch_methods import BatchMethods
@@ -107,7 +108,26 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         # a subclassed model's layers become children of its module (parameters, state_dict, placement)
         if self.__dict__.get("_subclassed") and isinstance(value, torch.nn.Module) and name != "module":
             self.module.add_module(name, value)
+        if is_metric(value):  # Keras 2.3.1 tracks a metric attribute (its place in order)
+            track_metric(self, value)
         object.__setattr__(self, name, value)
+
+    def add_metric(self, value: Any, name: str | None = None) -> None:
+        """Keras 2.3.1 ``add_metric(value, name=None)``: a tensor (its running mean is logged as
+        ``name``) or ``metric(y)``; in a subclassed model's ``call``, or on a functional model's graph
+        tensors (:mod:`arignote.layers.added_metrics`)."""
+        from arignote.layers import added_metrics  # why: loaded by the first add_metric (first-use imports)
+
+        added_metrics.add_metric(self, value, name)
+
+    @property
+    def metrics(self) -> list:
+        """Keras 2.3.1 ``model.metrics``: the compile metrics, then those ``add_metric`` (or a metric
+        attribute) gave the model, then its layers'."""
+        from arignote.layers import added_metrics  # why: loaded on first use (first-use imports)
+
+        compiled = [m for m in self.metrics_list if not isinstance(m, added_metrics.Reported)]
+        return compiled + added_metrics.model_metrics(self)
 
     def call(self, inputs: Any, training: Any = None, mask: Any = None) -> Any:
         """Subclassed models define the forward computation here (Keras 2)."""
@@ -188,6 +208,11 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         from arignote.training import compiled as compiled_steps
         from arignote.training import sample_weights
 
+        if kwargs.get("target_tensors") is not None:
+            raise TypeError("compile(target_tensors=...) is deliberately not supported (Keras 2's targets "
+                            "fed from backend tensors, a TensorFlow input-pipeline idiom): pass the targets "
+                            "as y to fit / train_on_batch / evaluate (arrays, a generator, a Sequence or a "
+                            "DataLoader)")
         unsupported = sorted(k for k in kwargs if kwargs[k] is not None)
         if unsupported:
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
@@ -231,6 +256,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         needs_wrapper = self._is_graph or bool(self._model_losses)
         self.loss_fn = model_losses.with_model_losses(self, base) if needs_wrapper else base
         self.metrics_names = ["loss", *[m.name for m in self.metrics_list]]
+        self._compile_metrics = metrics or []  # Keras 2.3.1's name for the metrics compile was given
         self._compile_args = {"optimizer": optimizer, "loss": loss, "metrics": metrics if multi else
                               list(metrics or [])}
         if loss_weights is not None:
@@ -316,6 +342,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         plan.val_steps, plan.workers, plan.max_queue_size = validation_steps, workers, max_queue_size
         plan.use_multiprocessing = use_multiprocessing
         trainer = self._get_trainer(plan.sample_shape)
+        self._check_trainable_weights_consistency()
         train, val = inputs.load(plan, trainer)
         setup.fast_paths(fit_facts(self, trainer, train))
         if steps_per_epoch is None and getattr(train, "length", None) is not None:
@@ -415,6 +442,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         from arignote.models import summary
 
         self._ensure_built(None)
+        self._check_trainable_weights_consistency()
         if self._is_graph:
             summary.print_summary(summary.graph_summary(self), print_fn)
 

@@ -58,6 +58,10 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
     names = model.output_names
     raw = per_output(model, loss, "loss")
     fns = [losses_mod.compiled(v) if v is not None else None for v in raw]
+    if loss_weights is not None and not isinstance(loss_weights, (dict, list)):
+        # Keras 2.3.1 (training_utils.prepare_loss_weights): a list or a dict by output name
+        raise TypeError(f"Could not interpret loss_weights argument: {loss_weights!r} - expected a list of "
+                        f"one weight per output {names} or a dict by output name")
     weights = per_output(model, 1.0 if loss_weights is None else loss_weights, "loss_weights")
     weights = [1.0 if w is None else float(w) for w in weights]
 
@@ -108,8 +112,9 @@ def compile_outputs(model: Any, loss: Any, loss_weights: Any, metrics: Any,
                                                  select=_whole))
     taken = ["loss", *[m.name for m in objs]]
     pairs = zip(per_metrics(metrics), per_metrics(weighted_metrics))
-    # Keras 2.3.1 skips an output without a loss when others have one: no targets, no metrics
-    skipped = {i for i, f in enumerate(fns) if f is None} if any(fns) else set()
+    # Keras 2.3.1 skips an output without a loss (skip_target_indices): no targets, no metrics; with
+    # loss=None for every output (a model trained on add_loss / regularizers) none has metrics
+    skipped = {i for i, f in enumerate(fns) if f is None}
     for i, (name, (plain, weighted)) in enumerate(zip(names, pairs)):
         if i in skipped:
             continue

@@ -133,7 +133,7 @@ def with_model_losses(model: Any, fn: Any) -> Any:
                     value = fn(y_true, y_pred)
             else:
                 value = fn(y_true, y_pred)
-            if value.dim():
+            if value is not None and value.dim():  # None: every output's loss is None (Keras 2.3.1)
                 value = value.mean()
         extra = [loss() if callable(loss) else loss for loss in model._model_losses
                  if not isinstance(loss, KerasTensor)]

@@ -115,6 +115,7 @@ class TrainerSetup:
         # the metrics' tables, the strategies and the training loop load with the first trainer (issue 32)
         from arignote import metrics as metrics_mod
         from arignote import parallel
+        from arignote.layers import added_metrics  # why: add_metric bookkeeping, with the first trainer
         from arignote.runtime import setup
         from arignote.training.loop import Trainer
 
@@ -122,6 +123,7 @@ class TrainerSetup:
         if self.compiled and self._metric_ids:
             self.metrics_list = metrics_mod.resolve(self._metric_ids, self.loss, self._sample_output_shape())
             self._metric_ids = []
+        added_metrics.refresh(self)  # add_metric's metrics, logged after the compile metrics
         if self._trainer is None:
             # multi_gpu_model(model, gpus=N) names this model's GPUs as the device flag would
             spec = getattr(self, "device_spec", None)

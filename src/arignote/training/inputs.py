@@ -197,14 +197,17 @@ def peekable(data: Any) -> Any:
     return PeekedSequence(data) if is_sequence(data) and not isinstance(data, PeekedSequence) else data
 
 
-def _check_first_batch(model: Any, data: Any, name: str) -> tuple | None:
+def _check_first_batch(model: Any, data: Any, name: str, targets: bool = True) -> tuple | None:
     """Checks on the first batch of a re-iterable (a DataLoader; a Sequence given through
-    :func:`peekable`, which keeps the batch for training); returns its per-sample shape."""
+    :func:`peekable`, which keeps the batch for training); returns its per-sample shape.
+    ``targets=False`` (predict): the batch's targets, if any, are not looked at (Keras 2.3.1
+    ignores them)."""
     if iter(data) is data:
         return None  # a one-shot iterator: nothing can be looked at without consuming it
     peek = getattr(data, "peek", None)
     for batch in [peek()] if isinstance(data, PeekedSequence) and callable(peek) else data:
         xb, yb, _ = split_batch(batch)
+        yb = yb if targets else None
         xb, yb = model._pack(xb, yb, targets=yb is not None)  # several inputs/outputs: one array each
         xt, yt = _arrays(xb, yb, (f"{name} x batch", f"{name} y batch"))
         model._ensure_built(tuple(xt.shape[1:]))
@@ -284,7 +287,7 @@ def plan_eval(model: Any, x: Any, y: Any, steps: int | None, need_targets: bool 
     plan = Plan(steps_per_epoch=steps, targets=need_targets, w=w if need_targets else None)
     if y is None and not is_array(x):
         plan.iterable = x = peekable(x)
-        plan.sample_shape = _check_first_batch(model, x, "x")
+        plan.sample_shape = _check_first_batch(model, x, "x", targets=need_targets)
         return plan
     if need_targets and y is None:
         raise ValueError("targets y are missing: evaluate(x, y)")

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -134,6 +135,13 @@ class RNN(KerasLayer, Layer):
     @property
     def output_size(self) -> int:
         return getattr(self.cell, "output_size", None) or _sizes(self.cell)[0]
+
+    @property
+    def uses_learning_phase(self) -> bool:
+        """Keras 2.3.1: the outputs (and states) depend on the learning phase when a cell drops out
+        (``dropout`` or ``recurrent_dropout`` above 0) and the call does not fix ``training``."""
+        cells = getattr(self.cell, "cells", None) or [self.cell]
+        return any(0 < getattr(c, "dropout", 0) + getattr(c, "recurrent_dropout", 0) for c in cells)
 
     @property
     def states(self) -> list[torch.Tensor | None]:
@@ -428,7 +436,7 @@ class RNN(KerasLayer, Layer):
     def _keras_weights(self) -> list[torch.Tensor]:
         if hasattr(self.cell, "_keras_weights"):
             return self.cell._keras_weights()
-        return [*self.cell.parameters()]
+        return [*self.cell.parameters()] if isinstance(self.cell, torch.nn.Module) else []
 
     def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
         self.cell._set_keras_weights(weights)
@@ -575,34 +583,75 @@ def delegate(*names: str):
     return deco
 
 
+class _PlainCell(torch.nn.Module):
+    """A cell that is not a layer (Keras 2.3.1 takes any object with ``call`` and ``state_size``)
+    inside a stack: no weights of its own to train or save, as Keras's stack lists none for it."""
+
+    def __init__(self, cell: Any) -> None:
+        super().__init__()
+        object.__setattr__(self, "cell", cell)
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            return super().__getattr__(name)
+        return getattr(self.__dict__["cell"], name)
+
+    def _keras_split(self) -> tuple[list, list]:
+        return [], []
+
+    def _keras_weights(self) -> list:
+        return []
+
+    def _set_keras_weights(self, weights: list) -> None:
+        pass
+
+
 class StackedRNNCells(KerasLayer, Layer):
     """Several cells run as one (Keras 2): the output of each is the input of the next; the states
-    are the cells' states in order."""
+    are the cells' states in order (``reverse_state_order=True``: the last cell's first, as Keras
+    2.3.1 still allows with a warning). A cell whose ``call`` takes ``constants`` gets the RNN's."""
 
     def __init__(self, cells: list, **kwargs: Any) -> None:
+        self.__dict__["reverse_state_order"] = bool(kwargs.pop("reverse_state_order", False))
+        if self.reverse_state_order:
+            warnings.warn("`reverse_state_order=True` in `StackedRNNCells` will soon be deprecated. Please "
+                          "update the code to work with the natural order of states if you rely on the RNN "
+                          "states, eg `RNN(return_state=True)`.", stacklevel=2)
         super().__init__(**kwargs)
         for cell in cells:
             if not hasattr(cell, "call") or not hasattr(cell, "state_size"):
                 raise ValueError(f"StackedRNNCells: every cell needs call() and state_size, got {cell!r}")
-        self.cells = torch.nn.ModuleList(cells)
+        self.cells = torch.nn.ModuleList(c if isinstance(c, torch.nn.Module) else _PlainCell(c)
+                                         for c in cells)
+
+    def _in_state_order(self) -> list:
+        return list(self.cells)[::-1] if self.reverse_state_order else list(self.cells)
 
     @property
-    def state_size(self) -> list:
+    def state_size(self) -> tuple:
+        """Keras 2.3.1: the cells' state sizes in one flat tuple (in state order)."""
         sizes: list = []
-        for cell in self.cells:
+        for cell in self._in_state_order():
             s = cell.state_size
             sizes.extend(s if isinstance(s, (list, tuple)) else [s])
-        return sizes
+        return tuple(sizes)
 
     @property
     def output_size(self) -> int:
         last = self.cells[-1]
         return getattr(last, "output_size", None) or _first(last.state_size)
 
-    def build_keras(self, input_shape: tuple) -> None:
+    def build_keras(self, input_shape: Any) -> None:
+        constants: list = []
+        if isinstance(input_shape, list):  # [step input shape, *constant shapes] (RNN(constants=...))
+            input_shape, constants = input_shape[0], [tuple(c) for c in input_shape[1:]]
         dim = tuple(input_shape)[-1]
         for cell in self.cells:
-            build_cell(cell, dim)
+            if constants and "constants" in _params(cell.call) and not getattr(cell, "built", False):
+                target = [(None, dim), *constants]
+                cell._build_once(target) if hasattr(cell, "_build_once") else cell.build(target)
+            else:
+                build_cell(cell, dim)
             dim = getattr(cell, "output_size", None) or _first(cell.state_size)
 
     @property
@@ -632,16 +681,23 @@ class StackedRNNCells(KerasLayer, Layer):
     def non_trainable_weights(self) -> list:
         return self._keras_split()[1]
 
-    def call(self, inputs: torch.Tensor, states: list, training: Any = None) -> tuple[torch.Tensor, list]:
-        new_states, i = [], 0
-        for cell in self.cells:
+    def call(self, inputs: torch.Tensor, states: list, training: Any = None,
+             constants: Any = None) -> tuple[torch.Tensor, list]:
+        per_cell, i = {}, 0
+        for cell in self._in_state_order():
             n = _count(cell.state_size)
-            # Keras 2.3.1 passes training= only to a cell whose call takes it (a user's cell may not)
-            extra = {"training": training} if "training" in _params(cell.call) else {}
-            inputs, s = cell.call(inputs, list(states[i : i + n]), **extra)
-            new_states.extend(s if isinstance(s, (list, tuple)) else [s])
+            per_cell[id(cell)] = list(states[i : i + n])
             i += n
-        return inputs, new_states
+        new_states = {}
+        for cell in self.cells:
+            # Keras 2.3.1 passes training= (constants=) only to a cell whose call takes it
+            params = _params(cell.call)
+            extra = {"training": training} if "training" in params else {}
+            if constants is not None and "constants" in params:
+                extra["constants"] = constants
+            inputs, s = cell.call(inputs, per_cell[id(cell)], **extra)
+            new_states[id(cell)] = list(s) if isinstance(s, (list, tuple)) else [s]
+        return inputs, [v for cell in self._in_state_order() for v in new_states[id(cell)]]
 
     def _keras_weights(self) -> list[torch.Tensor]:
         return [w for cell in self.cells for w in cell._keras_weights()]
@@ -681,5 +737,5 @@ def build_cell(cell: Any, input_dim: int) -> None:
         return
     if hasattr(cell, "_build_once"):
         cell._build_once((None, input_dim))
-    else:
+    elif hasattr(cell, "build"):  # a cell that is no layer may have no build (Keras 2.3.1 builds Layers)
         cell.build((None, input_dim))
