@@ -327,3 +327,35 @@ def test_a_valid_kernel_larger_than_its_input_is_a_clear_error(cls, args, kwargs
         Sequential([cls(*args, input_shape=shape, **kwargs)])
     same = Sequential([cls(*args, input_shape=shape, padding="same", **kwargs)])
     assert same.predict(np.ones((1, *shape), "float32")).shape[:-1] == (1, *shape[:-1])
+
+
+@pytest.mark.parametrize("theano_same", [False, True])
+def test_same_padding_with_strides_on_unknown_sizes_when_the_pads_do_not_depend_on_them(theano_same):
+    """A 1x1 kernel with strides 2 and padding='same' (Xception's shortcuts) pads nothing whatever
+    the size, so a model of unknown spatial size builds (Keras 2.3.1's applications_test builds
+    Xception(include_top=False) so) and runs each size as a model of that known size; a 3x3 kernel
+    with strides 2 pads by the size: still one error naming the layer and the fix."""
+    import numpy as np
+
+    from arignote.layers import Conv2D, Input
+    from arignote.models import Model
+
+    def model(shape):
+        inp = Input(shape)
+        conv = Conv2D(4, 1, strides=2, padding="same", kernel_initializer="ones", use_bias=False)
+        out = conv(inp)
+        if theano_same:
+            conv.pad_as_theano()
+        return Model(inp, out)
+
+    open_model = model((None, None, 3))
+    assert open_model.output_shape == (None, None, None, 4)
+    for size in (5, 6, 7):
+        x = np.arange(size * size * 3, dtype="float32").reshape(1, size, size, 3)
+        known = model((size, size, 3))
+        got = open_model.predict(x)
+        assert got.shape == (1, -(-size // 2), -(-size // 2), 4)
+        np.testing.assert_array_equal(got, known.predict(x))
+        np.testing.assert_array_equal(got[0, :, :, 0], x[0, ::2, ::2, :].sum(-1))
+    with pytest.raises(ValueError, match="conv2d.*needs known spatial sizes.*kernel 3, strides 2"):
+        Conv2D(2, 3, strides=2, padding="same")(Input((None, None, 3)))

@@ -206,12 +206,19 @@ class _Conv(KerasLayer, Layer):
             if self.padding == "causal":
                 pads.append(((k - 1) * d, 0))
             elif self.padding == "same":
+                pads_of = theano_same_pads if self.theano_same_padding else same_pads
                 if n is None and s != 1:
-                    raise ValueError(
-                        f"{type(self).__name__} '{self.name}': padding='same' with strides "
-                        "needs known spatial sizes"
-                    )
-                if self.theano_same_padding:
+                    # the pads depend on the size only through n mod s: one answer for every residue
+                    # (a 1x1 kernel with strides, as Xception's shortcuts) holds for any size
+                    every = {pads_of(size, k, s, d) for size in range(s, 2 * s)}
+                    if len(every) != 1:
+                        raise ValueError(
+                            f"{type(self).__name__} '{self.name}': padding='same' with strides needs known "
+                            f"spatial sizes (kernel {k}, strides {s}: the pads follow the input's size); "
+                            "give the model's input a spatial size (e.g. Input(shape=(224, 224, 3)))"
+                        )
+                    pads.append(every.pop())
+                elif self.theano_same_padding:
                     pads.append(theano_same_pads(n, k, s, d))
                 elif n is None:
                     total = (k - 1) * d
