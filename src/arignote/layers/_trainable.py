@@ -26,16 +26,30 @@ Example::
     >>> rnn.cell.trainable = True; rnn.trainable = False; rnn.cell.trainable = True
     >>> [p.requires_grad for p in rnn.parameters()]  # its RNN is frozen: the cell does not train
     [False, False, False]
+
+The lists ``weights`` / ``trainable_weights`` / ``non_trainable_weights`` return are
+:class:`WeightList`: they compare weights as Keras 2.3.1 compares its variables, by which weight they
+are, not by value. One weight has two faces here, the torch parameter (``trainable_weights``: what
+autograd and the optimizers train) and its Keras-layout view (``weights``: a Dense kernel ``(in, out)``
+over the torch ``(out, in)`` parameter); a plain list compares tensors with ``==``, elementwise
+("Boolean value of Tensor with more than one value is ambiguous"), a ``WeightList`` by weight (the same
+object, or the whole parameter and a whole view of it):
+
+    >>> p = torch.nn.Parameter(torch.zeros(3, 2))
+    >>> WeightList([p.T]) == [p], p.T in WeightList([p]), WeightList([p[0]]) == [p]
+    (True, True, False)
 """
 
 from __future__ import annotations
 
+import sys
 import weakref
 from typing import Any
 
 import torch
 
-__all__ = ["keras_split", "model_split", "keras_weights", "model_weights", "apply"]
+__all__ = ["keras_split", "model_split", "keras_weights", "model_weights", "apply", "WeightList",
+           "same_weight"]
 
 
 def is_layer(obj: Any) -> bool:
@@ -84,7 +98,7 @@ def model_split(model: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
     """Keras 2.3.1's ``Network.trainable_weights`` / ``non_trainable_weights`` of a functional,
     Sequential or subclassed model: every layer's trainable weights in layer order, then every other
     one; frozen, none trainable (its layers' trainable weights first). The layers keep their flags."""
-    subs = [keras_split(layer) for layer in model.layers]
+    subs = [keras_split(layer) for layer in _own_and_layers(model)]
     trainable = [w for t, _ in subs for w in t]
     rest = [w for _, nt in subs for w in nt]
     return (trainable, rest) if model.trainable else ([], trainable + rest)
@@ -120,8 +134,15 @@ def view_split(layer: Any) -> tuple[list[torch.Tensor], list[torch.Tensor]]:
 def model_weights(model: Any) -> list[torch.Tensor]:
     """Keras 2.3.1's ``model.weights`` (``trainable_weights + non_trainable_weights``) as Keras-layout
     tensors: every layer's trainable weights, then the others (frozen or not: a model keeps that order)."""
-    subs = [view_split(layer) for layer in model.layers]
+    subs = [view_split(layer) for layer in _own_and_layers(model)]
     return [w for t, _ in subs for w in t] + [w for _, nt in subs for w in nt]
+
+
+def _own_and_layers(model: Any) -> list:
+    """The holder of a model's own weights (``model.add_weight``; Keras 2.3.1 lists them first), then
+    its layers."""
+    own = model.__dict__.get("_own_weights")
+    return ([own] if own is not None else []) + list(model.layers)
 
 
 def _persistent(layer: torch.nn.Module, buffer: torch.Tensor) -> bool:
@@ -198,3 +219,50 @@ def frozen_first(trainable: list, non_trainable: list, on: bool) -> tuple[list, 
     """A holder's split from its parts' (Keras 2.3.1's ``RNN`` / ``StackedRNNCells``): the parts'
     trainable weights when the holder is trainable, else nothing, and those before the rest."""
     return (trainable, non_trainable) if on else ([], trainable + non_trainable)
+
+
+def _source(t: Any) -> Any:
+    """The torch parameter ``t`` shows whole (itself, a whole view of it, or a reordered copy made
+    for the Keras layout), else None."""
+    if not isinstance(t, torch.Tensor):
+        return None
+    copied = getattr(t, "_keras_source", None)  # gates kept in another order: a copy that writes back
+    if copied is not None:
+        return copied[0]
+    base = t._base if t._base is not None else t
+    return base if base.numel() == t.numel() else None
+
+
+def same_weight(a: Any, b: Any) -> bool:
+    """Whether ``a`` and ``b`` are the same weight (see the module doc)."""
+    if a is b:
+        return True
+    src = _source(a)
+    return src is not None and src is _source(b)
+
+
+class WeightList(list):
+    """A list of weights that compares them by weight (see the module doc)."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, list):
+            return NotImplemented
+        return len(self) == len(other) and all(same_weight(a, b) for a, b in zip(self, other))
+
+    def __ne__(self, other: object) -> bool:
+        eq = self.__eq__(other)
+        return eq if eq is NotImplemented else not eq
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __contains__(self, item: object) -> bool:
+        return any(same_weight(w, item) for w in self)
+
+    def index(self, item: Any, start: int = 0, stop: int = sys.maxsize) -> int:  # type: ignore[override]
+        for i in range(*slice(start, stop).indices(len(self))):
+            if same_weight(self[i], item):
+                return i
+        raise ValueError("the weight is not in the list")
+
+    def __add__(self, other: Any) -> WeightList:
+        return WeightList(list(self) + list(other))

@@ -195,6 +195,8 @@ class Layer(Bookkeeping, nn.Module):
     def __getstate__(self) -> dict:
         # the weights created with trainable=False by name: a copy (pickle, deepcopy) has new ids
         state = self.__dict__.copy()
+        state.pop("_activity_call", None)  # the last call's penalty and weak references to its inputs
+        state.pop("_activity_loss", None)
         state["_frozen"] = _FrozenNames(n for n, p in self._parameters.items() if p is not None and id(p)
                                         in self._frozen)
         return state
@@ -283,7 +285,10 @@ class Layer(Bookkeeping, nn.Module):
             inputs = as_torch(inputs)
         if not self.built:
             self._build_once(shape_of(inputs))
-        return super().__call__(inputs, *args, **kwargs)
+        out = super().__call__(inputs, *args, **kwargs)
+        if "_activity_loss" in self.__dict__:  # get_losses_for(inputs) finds this call's activity penalty
+            conditional.note_activity_call(self, inputs)
+        return out
 
     def forward(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
         state.set_phase(self.training)
@@ -438,6 +443,12 @@ class Layer(Bookkeeping, nn.Module):
                 self._call_losses.append(loss)
                 self._losses_forward = state.model_forward_id()
 
+    def _add_activity_loss(self, penalty: Any) -> None:
+        """Add the activity penalty of this call's output (``activity_regularizer``) to the loss; Keras
+        2.3.1 counts it as conditional on the call's inputs (``get_losses_for(inputs)``, not ``None``)."""
+        self.add_loss(penalty)
+        self.__dict__["_activity_loss"] = penalty  # noted with the inputs when __call__ returns
+
     def add_metric(self, value: Any, name: str | None = None) -> None:
         """Keras 2.3.1 ``add_metric(value, name=None)``: ``value``'s running mean logged as ``name``
         (created once, fed at every call), or ``metric(x)`` (:mod:`arignote.layers.added_metrics`)."""
@@ -460,17 +471,19 @@ class Layer(Bookkeeping, nn.Module):
 
     @property
     def weights(self) -> list:
-        return list(self._keras_weights())
+        """Keras 2.3.1: ``trainable_weights + non_trainable_weights``, in Keras layouts (a list that
+        compares weights by identity, as Keras's variables: ``_trainable.WeightList``)."""
+        return _trainable.WeightList(self._keras_weights())
 
     @property
     def trainable_weights(self) -> list:
         """Keras 2.3.1: this layer's trainable weights, then its sublayers'; none while it is frozen."""
-        return _trainable.keras_split(self)[0]
+        return _trainable.WeightList(_trainable.keras_split(self)[0])
 
     @property
     def non_trainable_weights(self) -> list:
         """Keras 2.3.1: the other weights (frozen: its own weights, then each sublayer's)."""
-        return _trainable.keras_split(self)[1]
+        return _trainable.WeightList(_trainable.keras_split(self)[1])
 
     def count_trainable_params(self) -> int:
         """The trainable part of :meth:`count_params` (Keras layouts)."""

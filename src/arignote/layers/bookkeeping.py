@@ -89,6 +89,7 @@ class Bookkeeping:
             if inputs is None:
                 out += [fn(p) for p, fn in m._regularizers]
             out += conditional.select(m._loss_inputs, inputs)
+            out += conditional.activity_losses_for(m, inputs)  # its last call on torch tensors
         return out
 
     def _after_symbolic_call(self, inputs: Any, kwargs: dict) -> None:

@@ -21,13 +21,15 @@ Example::
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 import torch
 
 from arignote.graph.tensor import flatten, is_symbolic, record_symbolic
 
-__all__ = ["inputs_key", "record", "select", "symbolic_updates", "symbolic_activity_loss"]
+__all__ = ["inputs_key", "record", "select", "symbolic_updates", "symbolic_activity_loss",
+           "note_activity_call", "activity_losses_for"]
 
 
 def inputs_key(inputs: Any) -> tuple | None:
@@ -85,3 +87,26 @@ def symbolic_activity_loss(layer: Any, inputs: Any) -> None:
     output = outputs[0] if len(outputs) == 1 else list(outputs)
     record(layer._loss_inputs, record_symbolic(activity_penalty, output, regularizer=regularizer),
            inputs)
+
+
+def note_activity_call(layer: Any, inputs: Any) -> None:
+    """After a call of ``layer`` on torch tensors whose ``call`` added an activity penalty
+    (``layer._add_activity_loss``): keep that penalty as conditional on ``inputs``, as Keras 2.3.1's
+    ``Layer.__call__`` adds it (``add_loss(penalty, inputs=inputs)``). Only the last call's is kept
+    (weak references to its inputs), so a training loop adds nothing batch after batch."""
+    penalty = layer.__dict__.pop("_activity_loss")
+    leaves = flatten(inputs) if isinstance(inputs, (list, tuple, dict)) else [inputs]
+    refs = tuple(weakref.ref(t) for t in leaves if isinstance(t, torch.Tensor))
+    layer.__dict__["_activity_call"] = (penalty, refs)
+
+
+def activity_losses_for(layer: Any, inputs: Any) -> list:
+    """``[penalty]`` when the last call of ``layer`` on torch tensors was on exactly ``inputs`` (the
+    same tensor objects) and its penalty is still among the layer's call losses; else ``[]``."""
+    noted = layer.__dict__.get("_activity_call")
+    if noted is None or inputs is None:
+        return []
+    penalty, refs = noted
+    leaves = flatten(inputs) if isinstance(inputs, (list, tuple, dict)) else [inputs]
+    same = len(leaves) == len(refs) and all(ref() is t for ref, t in zip(refs, leaves))
+    return [penalty] if same and any(loss is penalty for loss in layer._call_losses) else []

@@ -60,7 +60,7 @@ class _KerasOneDense(Layer):
 
     def _activity(self, y: torch.Tensor) -> torch.Tensor:
         if self.activity_regularizer is not None:
-            self.add_loss(self.activity_regularizer(y))
+            self._add_activity_loss(self.activity_regularizer(y))
         return y
 
     def get_config(self) -> dict:

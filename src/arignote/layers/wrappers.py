@@ -92,15 +92,6 @@ class Wrapper(KerasLayer, Layer):
     def _keras_split(self) -> tuple[list, list]:
         return _trainable.keras_split(self._inner())
 
-    @property
-    def trainable_weights(self) -> list:
-        """Keras 2.3.1: the wrapped layer's."""
-        return self._keras_split()[0]
-
-    @property
-    def non_trainable_weights(self) -> list:
-        return self._keras_split()[1]
-
     def _keras_weights(self) -> list[torch.Tensor]:
         return _views(self.layer)
 

@@ -59,6 +59,7 @@ class Functional:
         self._output_structure = outputs
         self.inputs = list(flatten(inputs)) if isinstance(inputs, (list, tuple, dict)) else [inputs]
         self.outputs = list(flatten(outputs)) if isinstance(outputs, (list, tuple, dict)) else [outputs]
+        self._graph_inputs = list(self.inputs)  # what _set_inputs takes back after `model.inputs = None`
         self._layer_depths: dict = {}
         self._order, self._layers = topology(self.inputs, self.outputs, self._layer_depths)
         self.input_names = [t._keras_history[0].name for t in self.inputs]
@@ -95,7 +96,8 @@ class Functional:
             return list(self._layers)
         module = getattr(self, "module", None)
         if isinstance(module, _CallModule):
-            return [m for m in module.children() if isinstance(m, Layer) or hasattr(m, "name")]
+            return [m for m in module.children() if (isinstance(m, Layer) or hasattr(m, "name"))
+                    and m is not self.__dict__.get("_own_weights")]  # add_weight's holder (own_weights)
         raise AttributeError(f"this Model wraps a torch module ({type(module).__name__}), which has no Keras "
                              "layers: use model.module")
 
@@ -165,20 +167,22 @@ class Functional:
         """Keras 2.3.1's ``Network.trainable_weights``: every layer's trainable weights, ``[]`` while
         the model is frozen (a wrapped torch module: its parameters that require grad)."""
         if not self._has_layers():
-            return [p for p in self.module.parameters() if p.requires_grad]
-        return _trainable.model_split(self)[0]
+            return _trainable.WeightList(p for p in self.module.parameters() if p.requires_grad)
+        return _trainable.WeightList(_trainable.model_split(self)[0])
 
     @property
     def non_trainable_weights(self) -> list:
         if not self._has_layers():
-            return [p for p in self.module.parameters() if not p.requires_grad]
-        return _trainable.model_split(self)[1]
+            return _trainable.WeightList(p for p in self.module.parameters() if not p.requires_grad)
+        return _trainable.WeightList(_trainable.model_split(self)[1])
 
     @property
     def weights(self) -> list:
         """Keras 2.3.1's ``model.weights``: ``trainable_weights + non_trainable_weights`` (in Keras
-        layouts), every layer's trainable weights first; ``get_weights()`` keeps the layer order."""
-        return _trainable.model_weights(self)
+        layouts), every layer's trainable weights first; ``get_weights()`` keeps the layer order. The
+        three lists compare weights by identity, as Keras's variables (``_trainable.WeightList``: a
+        Keras-layout view is the same weight as its torch parameter)."""
+        return _trainable.WeightList(_trainable.model_weights(self))
 
     @property
     def losses(self) -> list:

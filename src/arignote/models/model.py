@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from arignote import config
 from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.layers.base import register_model_class
 from arignote.layers.bookkeeping import is_metric, track_metric
@@ -101,8 +102,12 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         self._compile_args: dict[str, Any] = {}
         self._metric_ids: list[Any] = []
         self._pending_optimizer_state: dict | None = None  # from load_model, applied once placed
+        # Keras 2.3.1's Network(dtype=...): the type of the model's own weights (add_weight)
+        self.dtype = spec["dtype"] or config.get("floatX")
         if kind == "graph":
             self._init_functional(spec["inputs"], spec["outputs"], spec["name"])
+        if not spec["trainable"]:
+            self.trainable = False
 
     def __setattr__(self, name: str, value: Any) -> None:
         # a subclassed model's layers become children of its module (parameters, state_dict, placement)
@@ -111,6 +116,30 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         if is_metric(value):  # Keras 2.3.1 tracks a metric attribute (its place in order)
             track_metric(self, value)
         object.__setattr__(self, name, value)
+
+    def add_weight(self, *args: Any, **kwargs: Any) -> torch.nn.Parameter:
+        """Keras 2.3.1 ``Network.add_weight(name, shape, dtype=None, initializer=None, regularizer=None,
+        trainable=True, constraint=None)``: a weight of a subclassed model's own, in ``model.dtype``
+        unless ``dtype`` is given (:mod:`arignote.models.own_weights`)."""
+        from arignote.models import own_weights  # why: loaded by the first add_weight (first-use imports)
+
+        return own_weights.add_weight(self, Model._own_weights_module, *args, **kwargs)
+
+    def _own_weights_module(self) -> torch.nn.Module:
+        if self.module is None:  # a subclass of Model without call (yet): it holds its weights all the same
+            self.module = functional._CallModule(self)
+        if not isinstance(self.module, functional._CallModule):
+            raise ValueError(f"add_weight is for a subclassed model (one defining call); {self.name} is a "
+                             "functional model or wraps a torch module: give the weight to a layer of it "
+                             "(a custom Layer's add_weight)")
+        return self.module
+
+    def _set_inputs(self, inputs: Any, outputs: Any = None, training: Any = None) -> None:
+        """Keras 2.3.1 ``Model._set_inputs``: set the input (and output) tensors after construction
+        (:mod:`arignote.models.set_inputs`)."""
+        from arignote.models.set_inputs import set_inputs  # why: loaded on first use (first-use imports)
+
+        set_inputs(self, inputs, outputs, training)
 
     def add_metric(self, value: Any, name: str | None = None) -> None:
         """Keras 2.3.1 ``add_metric(value, name=None)``: a tensor (its running mean is logged as
