@@ -116,6 +116,22 @@ def test_model_constructor_trainable_and_dtype_arguments():
     with pytest.raises(ValueError, match="add_weight is for a subclassed model"):
         frozen.add_weight("w", (1,))
 
+    class Frozen(Model):
+        def __init__(self):
+            super().__init__(trainable=False)
+            self.dense = Dense(2)
+
+        def call(self, x):
+            return self.dense(x)
+
+    sub = Frozen()
+    sub.compile("sgd", "mse")
+    sub.predict(np.ones((1, 3)))  # builds it
+    before = [w.copy() for w in sub.get_weights()]
+    sub.fit(np.ones((4, 3)), np.ones((4, 2)), epochs=2, verbose=0)
+    assert sub.trainable is False and sub.trainable_weights == [] and len(sub.non_trainable_weights) == 2
+    assert all(np.array_equal(a, b) for a, b in zip(before, sub.get_weights()))  # fit trained nothing
+
 
 # ---------------------------------------------------------------- Model._set_inputs
 

@@ -145,6 +145,8 @@ class Functional:
     @trainable.setter
     def trainable(self, value: bool) -> None:
         self.__dict__["_trainable"] = bool(value)
+        if getattr(self, "module", None) is None:  # Model() of a subclass without call: nothing to set yet
+            return
         if not self._has_layers():  # a wrapped torch module: its parameters
             for p in self.module.parameters():
                 p.requires_grad_(bool(value))

@@ -123,7 +123,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         unless ``dtype`` is given (:mod:`arignote.models.own_weights`)."""
         from arignote.models import own_weights  # why: loaded by the first add_weight (first-use imports)
 
-        return own_weights.add_weight(self, Model._own_weights_module, *args, **kwargs)
+        return own_weights.add_weight(self, self._own_weights_module(), *args, **kwargs)
 
     def _own_weights_module(self) -> torch.nn.Module:
         if self.module is None:  # a subclass of Model without call (yet): it holds its weights all the same

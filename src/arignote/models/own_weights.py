@@ -40,15 +40,15 @@ def holder_of(model: Any) -> OwnWeights | None:
     return model.__dict__.get("_own_weights")
 
 
-def add_weight(model: Any, module_for: Any, *args: Any, **kwargs: Any) -> nn.Parameter:
+def add_weight(model: Any, module: nn.Module, *args: Any, **kwargs: Any) -> nn.Parameter:
     """``model.add_weight(name, shape, dtype=None, initializer=None, regularizer=None, trainable=True,
     constraint=None)`` (Keras 2.3.1's arguments): a weight of the model's own, in ``model.dtype``
-    unless ``dtype`` is given. ``module_for(model)`` gives the torch module to hold it (a subclassed
-    model's)."""
+    unless ``dtype`` is given, held (through the holder layer) by ``module``, the model's torch
+    module."""
     holder = holder_of(model)
     if holder is None:
         holder = OwnWeights(name=f"{model.name}_weights", dtype=model.dtype)
-        module_for(model).add_module("_own_weights", holder)
+        module.add_module("_own_weights", holder)
         model.__dict__["_own_weights"] = holder
     holder.built = True
     return holder.add_weight(*args, **kwargs)
