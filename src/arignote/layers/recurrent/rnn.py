@@ -3,12 +3,10 @@
 The fused torch kernel when the cell has one for its configuration (with or without a mask: a
 mask's valid steps are gathered to the front); otherwise a loop over the cell's ``step`` with the
 input projection of all steps done at once (an LSTM's loop as one hand-differentiated function,
-:mod:`arignote.layers.recurrent.lstm_sequence`, when its ``takes`` says so). This module is the
-layer's wiring (arguments, ``initial_state=``/``constants=``, shapes, carried states, weights and
-config) and the choice of path; the paths themselves are
-:mod:`~arignote.layers.recurrent.whole_sequence` and :mod:`~arignote.layers.recurrent.time_loop`,
-stacked cells :mod:`~arignote.layers.recurrent.stacked_cells`.
-See :mod:`arignote.layers.recurrent` for the layers built on it.
+:mod:`.lstm_sequence`, when its ``takes`` says so). Here: the layer's wiring (arguments,
+``initial_state=``/``constants=``, shapes, carried states, weights, config) and the choice of path;
+the paths are :mod:`.whole_sequence` and :mod:`.time_loop`, stacked cells :mod:`.stacked_cells`.
+The layers built on it: :mod:`arignote.layers.recurrent`.
 
 Example::
 
@@ -32,7 +30,12 @@ from arignote.layers._util import KerasLayer, check_rank
 from arignote.layers.base import Layer, deserialize
 from arignote.layers.recurrent import whole_sequence
 from arignote.layers.recurrent.cells import _Cell, dropout_mask
-from arignote.layers.recurrent.stacked_cells import StackedRNNCells, build_cell, call_params
+from arignote.layers.recurrent.stacked_cells import (
+    StackedRNNCells,
+    _PlainCell,  # noqa: F401 - models pickled before the split name it here
+    build_cell,
+    call_params,
+)
 from arignote.layers.recurrent.stateful_probe import states_set_aside
 from arignote.layers.recurrent.time_loop import run_steps
 
