@@ -1,5 +1,5 @@
-"""A Keras mask on a whole-sequence recurrence (``RNN._gathered``): each row's valid steps moved to the
-front as whole rows (``index_select`` on ``(batch * time, features)``), torch's fused kernel or the LSTM
+"""A Keras mask on a whole-sequence recurrence (``whole_sequence.gathered``): each row's valid steps moved to
+the front as whole rows (``index_select`` on ``(batch * time, features)``), torch's fused kernel or the LSTM
 function (``lstm_sequence``, fed ``x`` gathered BEFORE its input projection) run over them, the outputs
 spread back; against the per-step loop that keeps the states at masked steps (Keras 2's ``K.rnn``):
 outputs, carried states and every gradient (inputs and weights), masks with zeros inside and padded."""
@@ -10,7 +10,7 @@ import torch
 
 from arignote.layers import GRU, LSTM
 from arignote.layers.recurrent import lstm_sequence as seq
-from arignote.layers.recurrent import rnn as rnn_mod
+from arignote.layers.recurrent import whole_sequence
 
 MASKS = {
     "zeros_inside": [[1, 0, 1, 1, 0, 1, 1], [0, 1, 1, 0, 1, 1, 0], [1, 1, 1, 1, 1, 0, 1]],
@@ -42,8 +42,8 @@ def _run(monkeypatch, make, x, mask, gathered, calls=1, **kw):
     function); returns them with the number of row gathers made."""
     moved = []
     with monkeypatch.context() as m:
-        steps_at = rnn_mod._steps_at
-        m.setattr(rnn_mod, "_steps_at", lambda *a: moved.append(1) or steps_at(*a))
+        steps_at = whole_sequence._steps_at
+        m.setattr(whole_sequence, "_steps_at", lambda *a: moved.append(1) or steps_at(*a))
         torch.manual_seed(3)
         layer = make(**kw)
         layer.train()

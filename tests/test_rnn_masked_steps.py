@@ -1,4 +1,4 @@
-"""The masked time loop (layers/_rnn_base.run_steps): Keras 2's K.rnn masking, value for value."""
+"""The masked time loop (layers/recurrent/time_loop.run_steps): Keras 2's K.rnn masking, value for value."""
 
 from __future__ import annotations
 

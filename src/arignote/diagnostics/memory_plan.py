@@ -38,7 +38,7 @@ from typing import Any
 import torch
 
 from arignote.devices import cuda as cuda_dev
-from arignote.layers.recurrent.rnn import states_set_aside
+from arignote.layers.recurrent.stateful_probe import states_set_aside
 from arignote.runtime import memory
 from arignote.sizes import format_mib
 from arignote.training.oom import batch_len, free_memory, take

@@ -1,7 +1,10 @@
 """arignote.training: the loop behind ``Model.fit`` / ``evaluate`` / ``predict``.
 
-* :mod:`~arignote.training.loop` — :class:`~arignote.training.loop.Trainer`: train/test/predict
-  steps (``_forward_backward`` + ``_optimizer_step``), epochs, validation, callbacks.
+* :mod:`~arignote.training.loop` — :class:`~arignote.training.loop.Trainer`: epochs, validation,
+  callbacks; its per-batch train/test/predict steps (``_forward_backward`` + ``_optimizer_step``)
+  are :mod:`~arignote.training.batch_steps`, its running loss and metrics
+  :mod:`~arignote.training.running_totals`, the optimizer as the fp16 grad scaler sees it
+  :mod:`~arignote.training.scaler_view`.
 * :mod:`~arignote.training.inputs` — checks every argument and array before the first step.
 * :mod:`~arignote.training.checks` — the individual checks (lengths, NaN/Inf, shapes, batch size).
 * :mod:`~arignote.training.data` — arrays moved to the device once and sliced there, or any

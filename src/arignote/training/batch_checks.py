@@ -97,7 +97,6 @@ class BatchCheck:
             except ValueError as exc:
                 raise ValueError(f"y: {exc}") from None
 
-
     def _finite(self, t: torch.Tensor, label: str, step: int) -> None:
         try:
             check_finite(t, label)

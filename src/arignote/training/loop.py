@@ -1,4 +1,6 @@
-"""The training loop: train/test steps, epochs, validation and callbacks, on one strategy.
+"""The training loop: epochs, validation and callbacks, on one strategy (:class:`Trainer`); its
+per-batch steps are :mod:`~arignote.training.batch_steps`, its running loss and metrics
+:mod:`~arignote.training.running_totals`.
 
 The hot path per batch is: this rank's rows of the global batch (sliced on the device), forward
 under autocast, loss, scaled backward, optimizer step, and a few device ops that accumulate the
@@ -30,25 +32,29 @@ from __future__ import annotations
 import contextlib
 import functools
 import math
-import sys
 from collections.abc import Iterator
 from typing import Any
 
 import torch
 
 from arignote import random_state
-from arignote.callbacks.base import RUNNING_LOSS, CallbackList, LazyLogs
+from arignote.callbacks.base import CallbackList, LazyLogs
 from arignote.layers.penalties import Penalties
 from arignote.parallel.sharding import reassemble_order
 from arignote.training import compiled, fused_head
+from arignote.training.batch_steps import BatchSteps
 from arignote.training.compiled_grads import StableGrads
 from arignote.training.data import ArrayData
-from arignote.training.oom import STOPPED, OOMGuard, StepFns, batch_len
+from arignote.training.oom import OOMGuard, StepFns
+from arignote.training.running_totals import RunningTotals, sum_dtype
+from arignote.training.scaler_view import ScalerView
 
 __all__ = ["Trainer"]
 
+_ScalerView = ScalerView  # its name here before the split (tests patch it as loop._ScalerView)
 
-class Trainer:
+
+class Trainer(BatchSteps, RunningTotals):
     """Runs ``fit``/``evaluate``/``predict`` of one compiled model on one strategy.
 
     ``model`` provides ``module`` (the torch module), ``loss_fn(y_true, y_pred)``, ``metrics_list``
@@ -72,10 +78,10 @@ class Trainer:
         self.accumulate = 1
         self.skip_nonfinite = False
         self.oom: OOMGuard | None = None
-        self._scaler_view: _ScalerView | None = None
+        self._scaler_view: ScalerView | None = None
         self._stale_grads = False  # gradients of a finished step, not yet released
         self._stop_request = False  # this rank's stop_training after the last finished batch
-        self._loss_sum = torch.zeros((), dtype=_f64(self.device), device=self.device)
+        self._loss_sum = torch.zeros((), dtype=sum_dtype(self.device), device=self.device)
         self._step_records: list | None = None  # the last training step's (its batch logs' loss)
         self._count = 0
         self.last_count = 0.0  # samples behind the last results(), over all ranks
@@ -123,220 +129,6 @@ class Trainer:
         # (not with output masks, which weigh the loss, nor under jit_compile, which fuses by itself)
         fuse = self.compiled is None and self._with_masks is _same
         self.head = fused_head.for_model(model) if fuse else fused_head.PlainHead()
-
-    # ------------------------------------------------------------------ accumulation on the device
-
-    @property
-    def metric_names(self) -> list[str]:
-        return ["loss", *[m.name for m in self.model.metrics_list]]
-
-    def reset_state(self) -> None:
-        self._loss_sum.zero_()
-        self._count = 0
-        for m in self.model.metrics_list:
-            m.reset()
-
-    def _record(self, loss: torch.Tensor, y_true: Any, y_pred: torch.Tensor, n: int) -> None:
-        self._loss_sum.add_(loss.detach(), alpha=n)
-        self._count += n
-        if self.model.metrics_list and y_true is not None:
-            with torch.no_grad():
-                for m in self.model.metrics_list:
-                    m.update(y_true, y_pred.detach())
-
-    def results(self, reduce: bool = True, buffers: bool = False,
-                step: list | None = None) -> dict[str, float]:
-        """Loss and metrics so far as floats: one device sync, and under data parallel one sum over
-        the ranks of every (sum, count) pair, so each sample counts once whatever rank ran it.
-        ``buffers``: average the module's floating buffers (BatchNorm statistics) over the ranks in
-        the same reduction (DDP does not broadcast them: see DataParallel.wrap). ``step``: the
-        records of one step (this rank's, never reduced): its own loss comes back as ``loss`` in
-        the same transfer, and the mean so far as ``RUNNING_LOSS`` (a batch's logs, as Keras 2's).
-        Names that repeat (two outputs of one shared layer, as Keras 2 names them) keep the last
-        value: :meth:`result_values` has them all, in :attr:`metric_names` order."""
-        loss, values, step_loss = self._gathered(reduce, buffers, step)
-        out = {"loss": loss}
-        for m, v in zip(self.model.metrics_list, values):
-            out[m.name] = v
-        if step:
-            out[RUNNING_LOSS], out["loss"] = out["loss"], step_loss
-        return out
-
-    def result_values(self) -> list[float]:
-        """:meth:`results` as a list in :attr:`metric_names` order, every entry even where two names
-        are the same (what ``train_on_batch``/``test_on_batch`` return, as Keras 2's lists)."""
-        loss, values, _ = self._gathered(True, False, None)
-        return [loss, *values]
-
-    def _gathered(self, reduce: bool, buffers: bool, step: list | None) -> tuple[float, list[float], float]:
-        f64 = _f64(self.device)
-        parts = [self._loss_sum.reshape(1).to(f64),
-                 torch.tensor([float(self._count)], dtype=f64, device=self.device)]
-        sizes = []
-        for m in self.model.metrics_list:
-            s = m.state().to(self.device, f64).reshape(-1)
-            parts.append(s)
-            sizes.append(s.numel())
-        held = [b for b in self.model.module.buffers() if b.is_floating_point()] if buffers else []
-        tail = [b.detach().reshape(-1).to(self.device, f64) for b in held]
-        if step:  # the step's loss: its micro-batches' losses weighted by their rows
-            rows = sum(r[3] for r in step)
-            tail.append(sum(r[0].to(f64) * (r[3] / rows) for r in step).reshape(1))
-        state = torch.cat(parts + tail)
-        if reduce and self.world > 1:
-            state = self.strategy.reduce(state)
-            offset = sum(p.numel() for p in parts)
-            with torch.no_grad():
-                for b in held:
-                    b.copy_(state[offset:offset + b.numel()].view_as(b).to(b.device, b.dtype) / self.world)
-                    offset += b.numel()
-        state = state.cpu()
-        count = self.last_count = float(state[1])
-        values, offset = [], 2
-        for m, size in zip(self.model.metrics_list, sizes):
-            values.append(float(m.result_from(state[offset:offset + size])))
-            offset += size
-        loss = float(state[0]) / count if count else float("nan")
-        return loss, values, (float(state[-1]) if step else float("nan"))
-
-    # ------------------------------------------------------------------ steps
-
-    def _forward(self, xb: Any, yb: Any) -> tuple:
-        loss, y_pred = self._train_now(xb, yb)
-        return loss, self._with_masks(yb), y_pred, batch_len(xb)
-
-    def _loss_and_pred(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
-        """The training forward: the (DDP) module, the loss and the layer penalties (compiled whole
-        under jit_compile, its backward with it)."""
-        with self.precision.autocast():
-            loss, y_pred = self.head.loss_and_pred(self.net, xb, yb, self._loss_with_masks)
-            loss = self.penalties.add_to(loss)
-        return loss, y_pred
-
-    def _loss_with_masks(self, yb: Any, y_pred: Any) -> torch.Tensor:
-        return self.model.loss_fn(self._with_masks(yb), y_pred)
-
-    def _eval_loss(self, xb: Any, yb: Any) -> tuple[torch.Tensor, Any]:
-        """The evaluation forward: the bare module (no DDP hook), the loss and the penalties."""
-        with self._eval_autograd(), self.precision.autocast():
-            y_pred = self.model.module(xb)
-            loss = self.penalties.add_to(self.model.loss_fn(self._with_masks(yb), y_pred))
-        return loss.detach(), (y_pred.detach() if isinstance(y_pred, torch.Tensor) else y_pred)
-
-    def _predict(self, xb: Any) -> Any:
-        with self.precision.autocast():
-            return self.model.module(xb)
-
-    def _arm(self, handle: tuple) -> tuple:
-        """Arm the strategy's gradient reduction for the backward of this forward (the step's last)."""
-        return (self.strategy.reduce_next_backward(self.net, handle[0]), *handle[1:])
-
-    def _backward(self, handle: tuple, weight: float) -> tuple:
-        """Backward of one forward, gradients scaled by ``weight``; returns what :meth:`_record` takes
-        (recorded once the whole step succeeded: an out-of-memory retry must not count twice)."""
-        loss, yb, y_pred, n = handle
-        if self._stale_grads:
-            # the previous step's gradients are released here, just before the backward that
-            # allocates new ones, so the allocator hands their memory straight back (releasing
-            # them after the step instead let the forward take it: 5-10 % slower on the CPU CNN)
-            self._release_grads()
-        # the poisoned loss drives the backward only: the logs keep the loss as it was (inf stays inf)
-        trained = _poisoned(loss) if self._poison else loss
-        if trained.requires_grad:  # not when nothing is trained (model.trainable = False): Keras 2 then
-            self.scaler.scale(trained if weight == 1.0 else trained * weight).backward()  # updates nothing
-            self._settle_grads()
-        return self._keep(loss.detach()), yb, self._keep(y_pred.detach()), n
-
-    def _forward_backward(self, xb: Any, yb: Any, weight: float = 1.0) -> tuple:
-        """One (micro-)batch, forward and backward (the batch-size search's trial step: eager under
-        CUDA graphs, where each trial size would record a graph)."""
-        self._train_now = self.sizes.trial(self._train_fn, self._loss_and_pred)
-        return self._backward(self._forward(xb, yb), weight)
-
-    def _zero_grad(self) -> None:
-        """``zero_grad(set_to_none=True)`` of the optimizer's torch param groups, written out: the
-        same effect as torch's ``Optimizer.zero_grad`` without its profiler range and dynamo guard
-        (14 us a call on the CPU, against 1 us for these assignments; counted in
-        tests/test_step_overhead.py)."""
-        built = self.model.optimizer.torch
-        for group in built.param_groups if built is not None else ():
-            for p in group["params"]:
-                p.grad = None
-        self._stale_grads = False
-        self._unsettle_grads()
-
-    def _trained_params(self) -> Iterator[torch.Tensor]:
-        built = self.model.optimizer.torch
-        for group in built.param_groups if built is not None else ():
-            yield from group["params"]
-
-    def _zero_stable_grads(self) -> None:
-        """Under CUDA graphs: the finished step's gradients zeroed in their stable buffers."""
-        self.stable_grads.zero()
-        self._stale_grads = False
-
-    def _optimizer_step(self) -> None:
-        """Apply the accumulated gradients (unscaled by the grad scaler); the next backward releases them."""
-        opt = self.model.optimizer
-        if self.scaler.is_enabled():
-            view = self._scaler_view
-            if view is None or view.optimizer is not opt:
-                fused = self.compiled is not None and self.compiled.update_is_fused
-                view = self._scaler_view = _ScalerView(opt, self._torch_step, fused_update=fused)
-            self.scaler.unscale_(view)  # before clipping; finds inf/nan gradients on the device
-            self.scaler.step(view)  # skips on inf/nan: inside a fused kernel, else after a host read
-            self.scaler.update()
-        else:
-            opt.step(self._torch_step)
-        self.penalties.constrain()
-        self._stale_grads = True  # cleared (to None) by the next backward: see _backward
-
-    def _grads_finite(self) -> bool:
-        """Whether the (reduced) gradients are finite: one host sync, paid only with TerminateOnNaN.
-        Every rank holds the same reduced gradients, so every rank decides the same."""
-        grads = [p.grad for p in self.model.module.parameters() if p.grad is not None]
-        if not grads or bool(torch.stack([torch.isfinite(g).all() for g in grads]).all()):
-            return True
-        self.model.stop_training = True
-        if self.strategy.is_main:
-            print("arignote: non-finite gradients: this update was skipped on every rank and training "
-                  "stops (TerminateOnNaN)", file=sys.stderr)
-        return False
-
-    def train_step(self, xb: Any, yb: Any, rows: int | None = None, global_rows: int | None = None) -> bool:
-        """One optimizer step on this rank's ``rows`` rows of a global batch of ``global_rows``
-        (both None: the whole batch, one process; ``rows=0``: a padding row, weighted 0 and not
-        counted). False when the ranks agreed to stop before the update."""
-        if self.oom is None:
-            self.new_oom_guard()
-        check = self.skip_nonfinite and not self.scaler.is_enabled()
-        self._fns.finite = self._grads_finite if check else None
-        self._poison = check
-        share = None if global_rows is None else (self.world if rows else 0, global_rows)
-        self._train_now = self.sizes.pick("train", batch_len(xb), self._train_fn, self._loss_and_pred)
-        records = self.oom.step(xb, yb, None, fns=self._fns, share=share)
-        if records is STOPPED:
-            return False
-        self._step_records = records if rows != 0 else None
-        if rows != 0:
-            for record in records:
-                self._record(*record)
-        return True
-
-    def new_oom_guard(self) -> None:
-        """A fresh out-of-memory guard starting at ``accumulate`` micro-batches (at each ``fit``)."""
-        self.oom = OOMGuard(accumulate=self.accumulate, strategy=self.strategy, device=self.device)
-
-    def test_step(self, xb: Any, yb: Any) -> tuple:
-        """One evaluation batch, recorded; returns its record (loss, targets, predictions, rows)."""
-        # the bare module: no DDP hook in evaluation, so ranks may run different numbers of batches
-        loss, y_pred = self.sizes.pick("evaluate", batch_len(xb), self._eval_fn, self._eval_loss)(xb, yb)
-        record = (loss, self._with_masks(yb), y_pred, batch_len(xb))
-        self._record(*record)
-        return record
-
-    def predict_step(self, xb: Any) -> torch.Tensor:
-        return self._keep(self.sizes.pick("predict", batch_len(xb), self._predict_fn, self._predict)(xb))
 
     # ------------------------------------------------------------------ batches
 
@@ -532,71 +324,12 @@ class Trainer:
         return torch.cat([parts[r][a:b] for r, a, b in reassemble_order(totals, self.world)])
 
 
-class _ScalerView:
-    """What ``GradScaler.step`` needs of an optimizer: the torch param groups to unscale, and a
-    ``step`` that runs the arignote optimizer (clipping, decay, iteration count).
-
-    With a fused torch optimizer (Adam/AdamW/SGD with ``fused=True``, which set
-    ``_step_supports_amp_scaling``) the view says so too: ``GradScaler.step`` then hands it the
-    device tensor ``found_inf`` instead of reading it on the host, and the fused kernel skips the
-    update itself, so a ``mixed-fp16`` step has no host sync. A skipped step still counts in the
-    arignote optimizer's ``iterations`` (its ``decay`` schedule advances, as a torch ``LRScheduler``
-    stepped every iteration does); torch's own step count is restored by the kernel. Other
-    optimizers (RMSprop, Adadelta, ...) keep GradScaler's host read of ``found_inf`` each step.
-
-    >>> import torch
-    >>> from arignote.optimizers import Adam
-    >>> w = torch.nn.Parameter(torch.ones(2)); opt = Adam(); _ = opt.build([w])
-    >>> _ScalerView(opt)._step_supports_amp_scaling == bool(opt.torch.defaults.get("fused"))
-    True
-    >>> _ScalerView(opt, torch_step=print)._step_supports_amp_scaling  # a traced update: host path
-    False
-    """
-
-    def __init__(self, optimizer: Any, torch_step: Any = None, fused_update: bool = False) -> None:
-        self.optimizer, self.torch_step = optimizer, torch_step
-        self.param_groups = optimizer.torch.param_groups
-        self.state = optimizer.torch.state
-        # a compiled torch_step that traces the optimizer does so without GradScaler's attributes (host
-        # path); one that runs torch's fused kernel as it is (``fused_update``) takes them as eager does
-        self._step_supports_amp_scaling = (torch_step is None or fused_update) and bool(
-            getattr(optimizer.torch, "_step_supports_amp_scaling", False))
-
-    def step(self) -> None:
-        found_inf = getattr(self, "found_inf", None)  # set (and deleted) by GradScaler.step: fused path
-        if found_inf is None:
-            self.optimizer.step(self.torch_step)
-            return
-        fused = self.optimizer.torch
-        fused.grad_scale, fused.found_inf = getattr(self, "grad_scale", None), found_inf
-        try:
-            self.optimizer.step(self.torch_step)
-        finally:
-            del fused.grad_scale, fused.found_inf
-
-
-def _poisoned(loss: torch.Tensor) -> torch.Tensor:
-    """``loss`` times 1 when it is finite, times NaN when not (on the device, no host sync): a
-    non-finite loss on any rank then gives non-finite gradients, which DDP's reduction hands to
-    every rank, so each rank's own check of its reduced gradients skips the same update.
-
-    >>> _poisoned(torch.tensor(2.0)).item(), _poisoned(torch.tensor(float("inf"))).isnan().item()
-    (2.0, True)
-    """
-    d = loss.detach()
-    return loss * (1 + (d - d))  # d - d: 0 when finite (times exactly 1), NaN for inf or NaN
-
-
 def _same(tensor: Any) -> Any:
     return tensor
 
 
 def _nothing() -> None:
     return None
-
-
-def _f64(device: torch.device) -> torch.dtype:
-    return torch.float64 if device.type != "mps" else torch.float32
 
 
 def _due(epoch: int, freq: Any) -> bool:

@@ -1,4 +1,4 @@
-"""Recurrent cells (Keras 2 ``SimpleRNNCell``, ``GRUCell``, ``LSTMCell``; stacking is in ``_rnn_base``).
+"""Recurrent cells (Keras 2 ``SimpleRNNCell``, ``GRUCell``, ``LSTMCell``; stacking is in ``stacked_cells``).
 
 A cell holds the weights and computes one step, ``call(inputs, states, training=None) ->
 (output, new_states)``, as in Keras 2. The ``RNN`` layer runs a whole sequence either through

@@ -120,8 +120,8 @@ def takes(*, lstm_step: bool, activation: Any, recurrent_activation: Any, recurr
     record the per-operator graph), nor under autocast (``autocast``: mixed precision casts each of
     the graph's operators; the function's buffers keep one dtype). The caller checks first that the
     fused kernel does not take the layer; under a Keras mask it runs the function over each row's
-    valid steps when it can gather them (``RNN._gathered``: not for an LSTM whose last cell state is
-    returned or carried).
+    valid steps when it can gather them (:func:`.whole_sequence.gathered`: not for an LSTM whose last
+    cell state is returned or carried).
 
     >>> from arignote import activations as a
     >>> takes(lstm_step=True, activation=a.tanh, recurrent_activation=a.hard_sigmoid,
