@@ -328,16 +328,6 @@ class RNN(KerasLayer, Layer):
         cell = self._modules.get("cell", self.__dict__.get("cell"))
         return _trainable.frozen_first(*_trainable.keras_split(cell), self._trainable)
 
-    @property
-    def trainable_weights(self) -> list:
-        """Keras 2.3.1: the cell's trainable weights, none while the RNN is frozen."""
-        return self._keras_split()[0]
-
-    @property
-    def non_trainable_weights(self) -> list:
-        """Keras 2.3.1: the cell's non-trainable weights, after its trainable ones while frozen."""
-        return self._keras_split()[1]
-
     def weight_names(self) -> list[str]:
         return list(getattr(self.cell, "weight_names", list)())
 

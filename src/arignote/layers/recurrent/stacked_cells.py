@@ -130,14 +130,6 @@ class StackedRNNCells(KerasLayer, Layer):
             rest += nt
         return _trainable.frozen_first(trainable, rest, self._trainable)
 
-    @property
-    def trainable_weights(self) -> list:
-        return self._keras_split()[0]
-
-    @property
-    def non_trainable_weights(self) -> list:
-        return self._keras_split()[1]
-
     def call(self, inputs: torch.Tensor, states: list, training: Any = None,
              constants: Any = None) -> tuple[torch.Tensor, list]:
         per_cell, i = {}, 0
