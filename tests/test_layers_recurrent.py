@@ -13,8 +13,15 @@ import torch
 
 from arignote import activations, backend, layers
 from arignote.layers import GRU, LSTM, Embedding, Masking
-from arignote.layers.recurrent import RNN, GRUCell, LSTMCell, SimpleRNN, SimpleRNNCell, StackedRNNCells
-from arignote.layers.recurrent import cells as _rnn_cells
+from arignote.layers.recurrent import (
+    RNN,
+    GRUCell,
+    LSTMCell,
+    SimpleRNN,
+    SimpleRNNCell,
+    StackedRNNCells,
+    cell_base,
+)
 from arignote.layers.recurrent import rnn as _rnn_base
 
 RNG = np.random.default_rng(4)
@@ -245,7 +252,7 @@ def test_recurrent_dropout_uses_the_loop_with_one_mask_per_sequence(monkeypatch)
     gru = GRU(4, recurrent_dropout=0.5, return_sequences=True)
     ws = setup(gru, X)
     rec = torch.tensor(RNG.integers(0, 2, (3, 4)).astype(np.float32) * 2)
-    monkeypatch.setattr(_rnn_cells, "dropout_mask", lambda like, rate, count: [rec] * count)
+    monkeypatch.setattr(cell_base, "dropout_mask", lambda like, rate, count: [rec] * count)
     gru.train()
     y = run(gru, X)
     # reference: the recurrent input of every gate multiplied by the same mask at every step

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from arignote.devices import cuda
-from arignote.layers.recurrent import cells as _rnn_cells
+from arignote.layers.recurrent import fused_weights
 from arignote.layers.recurrent.cells import GRUCell, LSTMCell, SimpleRNNCell
 
 
@@ -41,7 +41,7 @@ def test_flatten_rnn_weights_passes_what_torch_passes(monkeypatch):
         cell.build((3,))
     assert cuda.flatten_rnn_weights(_weights(cells[0]), "LSTM", 3, 5)
     assert cuda.flatten_rnn_weights(_weights(cells[1]), "RNN_RELU", 3, 5)
-    monkeypatch.setattr(_rnn_cells, "_on_cudnn", lambda w: True)
+    monkeypatch.setattr(fused_weights, "_on_cudnn", lambda w: True)
     cells[2]._fused_params("GRU")  # the GRU's biases are rows of one parameter: stand-ins are flattened
     torch_lstm, torch_rnn, torch_gru, ours_lstm, ours_rnn, ours_gru = calls
     assert ours_lstm == torch_lstm and ours_rnn == torch_rnn and ours_gru == torch_gru
@@ -61,7 +61,7 @@ def test_mixed_dtypes_or_aliased_weights_are_left_alone(monkeypatch):
                                            (lambda: SimpleRNNCell(5, activation="relu"), "RNN_RELU")])
 def test_on_cudnn_the_cell_flattens_once_and_again_after_a_weight_moves(monkeypatch, make, mode):
     flattened = []
-    monkeypatch.setattr(_rnn_cells, "_on_cudnn", lambda w: True)
+    monkeypatch.setattr(fused_weights, "_on_cudnn", lambda w: True)
     monkeypatch.setattr(cuda, "flatten_rnn_weights",
                         lambda ws, m, i, h: flattened.append((list(ws), m, i, h)) or True)
     cell = make()

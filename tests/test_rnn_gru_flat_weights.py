@@ -15,7 +15,7 @@ import torch
 
 from arignote import backend as K
 from arignote.devices import cuda
-from arignote.layers.recurrent import cells as _rnn_cells
+from arignote.layers.recurrent import fused_weights
 from arignote.layers.recurrent.cells import GRUCell
 
 U, IN = 4, 3
@@ -45,7 +45,7 @@ def on_cudnn(monkeypatch):
     """The cell believes it is on cuDNN; returns (buffers made, torch.gru calls seen)."""
     import torch.backends.cudnn.rnn as cudnn_rnn
 
-    monkeypatch.setattr(_rnn_cells, "_on_cudnn", lambda w: True)
+    monkeypatch.setattr(fused_weights, "_on_cudnn", lambda w: True)
     monkeypatch.setattr(torch, "_use_cudnn_rnn_flatten_weight", lambda: True)
     monkeypatch.setattr(torch.backends.cudnn, "is_acceptable", lambda t: True)
     monkeypatch.setattr(cudnn_rnn, "get_cudnn_mode", lambda mode: mode)
@@ -280,7 +280,7 @@ def test_lstm_slots_map_after_its_weights_share_one_flat_buffer():
 
 def test_cuda_flatten_helper_is_what_the_cell_calls(monkeypatch):
     seen = []
-    monkeypatch.setattr(_rnn_cells, "_on_cudnn", lambda w: True)
+    monkeypatch.setattr(fused_weights, "_on_cudnn", lambda w: True)
     monkeypatch.setattr(cuda, "flatten_rnn_weights",
                         lambda ws, m, i, h: seen.append((len(ws), m, i, h)) or False)
     cell = _cell()

@@ -4,7 +4,9 @@ A cell holds the weights and computes one step, ``call(inputs, states, training=
 (output, new_states)``, as in Keras 2. The ``RNN`` layer runs a whole sequence either through
 torch's fused kernel (``torch.lstm`` / ``torch.gru`` / ``torch.rnn_tanh``: cuDNN on a GPU) when the
 cell has one for its configuration, or through a loop over :meth:`step` with the input projection
-of all time steps done in one matrix product first.
+of all time steps done in one matrix product first. What the three cells share (arguments, weights,
+dropout masks, the input projection) is :mod:`.cell_base`; the fused kernel's weights
+:mod:`.fused_weights`.
 
 Weights (torch tensor -> Keras weight, Keras order ``[kernel, recurrent_kernel, bias]``), gates in
 Keras order in both (LSTM ``i, f, c, o``; GRU ``z, r, h``), except GRU ``reset_after=True``, whose
@@ -30,278 +32,20 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from arignote import activations, initializers
-from arignote.devices import cuda
-from arignote.layers._util import KerasLayer, constraint_arg, initializer_arg, regularizer_arg
-from arignote.layers.base import Layer, positive_int
+from arignote import activations
+from arignote.layers.recurrent.cell_base import (  # noqa: F401 - re-exported (rnn, convolutional_recurrent)
+    _Cell,
+    _prob,
+    dropout_mask,
+)
 
 __all__ = ["SimpleRNNCell", "GRUCell", "LSTMCell", "dropout_mask"]
-
-
-def _on_cudnn(weight: torch.Tensor) -> bool:
-    """Whether torch's fused RNN kernel runs cuDNN for ``weight`` (a CUDA tensor; cuDNN's own checks
-    are in ``cuda.flatten_rnn_weights``)."""
-    return weight.is_cuda
-
-
-def _prob(value: Any, what: str, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValueError(f"{where}: {what} must be a number in [0, 1), got {value!r}")
-    return min(1.0, max(0.0, float(value)))
 
 
 # Keras activations that act on each element alone: one call on a block of gates equals one per gate
 ELEMENTWISE = frozenset({activations.sigmoid, activations.hard_sigmoid, activations.tanh, activations.relu,
                          activations.elu, activations.selu, activations.softplus, activations.softsign,
                          activations.linear, activations.exponential})
-
-
-def dropout_mask(like: torch.Tensor, rate: float, count: int) -> list[torch.Tensor]:
-    """Keras 2's per-batch dropout masks (kept the same at every time step), scaled by 1/(1-rate)."""
-    keep = 1.0 - rate
-    return [torch.empty_like(like).bernoulli_(keep) / keep for _ in range(count)]
-
-
-class _Cell(KerasLayer, Layer):
-    """Shared arguments and weights of the built-in cells."""
-
-    gates = 1
-    _config_keys = (
-        "units",
-        "activation",
-        "use_bias",
-        "kernel_initializer",
-        "recurrent_initializer",
-        "bias_initializer",
-        "kernel_regularizer",
-        "recurrent_regularizer",
-        "bias_regularizer",
-        "kernel_constraint",
-        "recurrent_constraint",
-        "bias_constraint",
-        "dropout",
-        "recurrent_dropout",
-    )
-
-    def __init__(
-        self,
-        units: int,
-        activation: Any = "tanh",
-        use_bias: bool = True,
-        kernel_initializer: Any = "glorot_uniform",
-        recurrent_initializer: Any = "orthogonal",
-        bias_initializer: Any = "zeros",
-        kernel_regularizer: Any = None,
-        recurrent_regularizer: Any = None,
-        bias_regularizer: Any = None,
-        kernel_constraint: Any = None,
-        recurrent_constraint: Any = None,
-        bias_constraint: Any = None,
-        dropout: float = 0.0,
-        recurrent_dropout: float = 0.0,
-        implementation: int = 2,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(**kwargs)
-        where = f"{type(self).__name__} '{self.name}'"
-        self.units = positive_int(units, "units", where)
-        self.activation = activations.get(activation)
-        self.use_bias = bool(use_bias)
-        self.kernel_initializer = initializer_arg(kernel_initializer)
-        self.recurrent_initializer = initializer_arg(recurrent_initializer)
-        self.bias_initializer = initializer_arg(bias_initializer)
-        self.kernel_regularizer = regularizer_arg(kernel_regularizer)
-        self.recurrent_regularizer = regularizer_arg(recurrent_regularizer)
-        self.bias_regularizer = regularizer_arg(bias_regularizer)
-        self.kernel_constraint = constraint_arg(kernel_constraint)
-        self.recurrent_constraint = constraint_arg(recurrent_constraint)
-        self.bias_constraint = constraint_arg(bias_constraint)
-        self.dropout = _prob(dropout, "dropout", where)
-        self.recurrent_dropout = _prob(recurrent_dropout, "recurrent_dropout", where)
-        if implementation not in (0, 1, 2):
-            raise ValueError(f"{where}: implementation must be 1 or 2, got {implementation!r}")
-        self.implementation = 1 if implementation == 0 else int(implementation)
-        self.bias = None
-
-    @property
-    def state_size(self) -> Any:
-        return self.units
-
-    @property
-    def output_size(self) -> int:
-        return self.units
-
-    @property
-    def _order(self) -> tuple:
-        """Torch block ``i`` of a gated weight holds Keras gate ``_order[i]``."""
-        return tuple(range(self.gates))
-
-    @property
-    def recurrent_kernel(self) -> torch.Tensor:
-        """The Keras-layout view ``(units, gates * units)`` of the recurrent kernel."""
-        return self.keras_view("recurrent_kernel")
-
-    def _recurrent_init(self) -> Any:
-        init = self.recurrent_initializer
-        if isinstance(init, initializers.Identity):  # Keras 2: one identity block per gate
-            gain, n = init.gain, self.gates
-
-            def init(shape: tuple, dtype: Any = None) -> torch.Tensor:
-                return gain * torch.eye(shape[0], dtype=dtype).repeat(1, n)
-
-        return init
-
-    def build_keras(self, input_shape: tuple) -> None:
-        input_dim = tuple(input_shape)[-1]
-        if input_dim is None:
-            raise ValueError(
-                f"{type(self).__name__} '{self.name}': the input feature size must be known, "
-                f"got input shape {tuple(input_shape)}"
-            )
-        g, u = self.gates, self.units
-        self.new_weight(
-            "kernel",
-            (input_dim, g * u),
-            self.kernel_initializer,
-            (1, 0),
-            self.kernel_regularizer,
-            self.kernel_constraint,
-        )
-        self.new_weight(
-            "recurrent_kernel",
-            (u, g * u),
-            self._recurrent_init(),
-            (1, 0),
-            self.recurrent_regularizer,
-            self.recurrent_constraint,
-            attr="recurrent_weight",
-        )
-        if self.use_bias:
-            self.new_weight(
-                "bias",
-                self._bias_shape(),
-                self._bias_init(),
-                None,
-                self.bias_regularizer,
-                self.bias_constraint,
-            )
-
-    def _bias_shape(self) -> tuple:
-        return (self.gates * self.units,)
-
-    def _bias_init(self) -> Any:
-        return self.bias_initializer
-
-    # the loop path ----------------------------------------------------------------------------
-    def masks(self, x: torch.Tensor, h: torch.Tensor, training: bool) -> tuple[list | None, list | None]:
-        """Input and recurrent dropout masks for one batch (None outside training or at rate 0)."""
-        count = self.gates if self.implementation == 1 else 1
-        dp = dropout_mask(x, self.dropout, count) if training and 0 < self.dropout < 1 else None
-        rec = (
-            dropout_mask(h, self.recurrent_dropout, count)
-            if training and 0 < self.recurrent_dropout < 1
-            else None
-        )
-        return dp, rec
-
-    def project(self, x: torch.Tensor, dp: list | None) -> torch.Tensor:
-        """Input contribution of every time step at once: ``(N, T, gates * units)`` (bias included)."""
-        bias = self._input_bias()
-        if dp is None:
-            return F.linear(x, self.weight, bias)
-        if len(dp) == 1:
-            return F.linear(x * dp[0].unsqueeze(1), self.weight, bias)
-        blocks = self.weight.split(self.units, 0)
-        biases = bias.split(self.units, 0) if bias is not None else [None] * self.gates
-        masks = [dp[k] for k in self._order]  # one mask per Keras gate, whatever the torch block order
-        return torch.cat([F.linear(x * m.unsqueeze(1), w, b) for m, w, b in zip(masks, blocks, biases)], -1)
-
-    def _input_bias(self) -> torch.Tensor | None:
-        return self.bias
-
-    def _rec(self, h: torch.Tensor, rec: list | None, gate: int) -> torch.Tensor:
-        if rec is None:
-            return h
-        return h * rec[gate if len(rec) > 1 else 0]
-
-    def call(self, inputs: torch.Tensor, states: Any, training: Any = None) -> tuple[torch.Tensor, list]:
-        """One step, Keras 2's cell API (``states`` a list; returns ``(output, new_states)``)."""
-        states = list(states) if isinstance(states, (list, tuple)) else [states]
-        dp, rec = self.masks(inputs, states[0], bool(training))
-        return self.step(self.project(inputs.unsqueeze(1), dp)[:, 0], states, rec)
-
-    def fused(self, x: torch.Tensor, states: list, training: bool) -> tuple[torch.Tensor, list] | None:
-        """The whole sequence through torch's fused kernel, or None when this configuration has none."""
-        return None
-
-    def fusable(self, training: bool) -> bool:
-        """Whether :meth:`fused` applies (no recurrent dropout in training, per-gate masks...)."""
-        if training and (
-            0 < self.recurrent_dropout < 1 or (self.implementation == 1 and 0 < self.dropout < 1)
-        ):
-            return False
-        return self._fused_activations()
-
-    def _fused_activations(self) -> bool:
-        return False
-
-    def _fused_params(self, mode: str) -> list[torch.Tensor]:
-        """``[weight, recurrent_weight(, input bias, recurrent bias)]`` for torch's fused kernel. On a
-        GPU they are kept in one contiguous chunk cuDNN reads in place (flattened once, and again
-        when a move or a load gives a weight new memory): separate tensors made cuDNN copy every
-        weight at every forward (issue 28 S3). The CPU path is unchanged."""
-        params = [self.weight, self.recurrent_weight, *self._fused_biases()]
-        if not _on_cudnn(self.weight):
-            return params
-        ptrs = tuple(p.data_ptr() for p in params)
-        if ptrs != self.__dict__.get("_flat_ptrs") and not torch.compiler.is_compiling():
-            if self._flatten(params, mode):
-                params = [self.weight, self.recurrent_weight, *self._fused_biases()]
-                self.__dict__["_flat_ptrs"] = tuple(p.data_ptr() for p in params)
-        return params
-
-    def _fused_biases(self) -> list[torch.Tensor]:
-        """One Keras bias: itself and a zero recurrent bias (kept on a GPU, fresh on a CPU)."""
-        if not self.use_bias:
-            return []
-        if not _on_cudnn(self.weight):
-            return [self.bias, torch.zeros_like(self.bias)]
-        zero = self.__dict__.get("_zero_recurrent_bias")
-        if zero is None or zero.device != self.bias.device or zero.dtype != self.bias.dtype:
-            zero = self.__dict__["_zero_recurrent_bias"] = torch.zeros_like(self.bias)
-        return [self.bias, zero]
-
-    def _flatten(self, params: list[torch.Tensor], mode: str) -> bool:
-        return self._flatten_weights(params, mode)
-
-    def _flatten_weights(self, params: list[torch.Tensor], mode: str) -> bool:
-        return cuda.flatten_rnn_weights(params, mode, self.weight.shape[1], self.units)
-
-    def _bias_rows(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """A bias holding input then recurrent bias (GRU ``reset_after``, CuDNN layers): the two rows."""
-        b = self.bias
-        return (b[0], b[1]) if b.dim() == 2 else (b[: b.numel() // 2], b[b.numel() // 2:])
-
-    def _flatten_split_bias(self, params: list[torch.Tensor], mode: str) -> bool:
-        """:meth:`_flatten` where both biases are rows of one parameter: torch re-points the tensors it
-        is given, so it gets stand-ins for the rows, and the bias parameter is then re-pointed onto
-        them (rows ``gap`` apart in the buffer: cuDNN checks only where each tensor starts)."""
-        if not self.use_bias:
-            return self._flatten_weights(params, mode)
-        b_ih, b_hh = (b.detach().clone() for b in params[2:])
-        if not self._flatten_weights([*params[:2], b_ih, b_hh], mode):
-            return False
-        n = b_ih.numel()
-        gap = (b_hh.data_ptr() - b_ih.data_ptr()) // b_ih.element_size()
-        if self.bias.dim() == 2 and gap >= n:
-            size, stride = (2, n), (gap, 1)
-        elif gap == n:
-            size, stride = (2 * n,), (1,)
-        else:  # not seen in cuDNN's layout; the bias then stays apart (cuDNN copies, and warns)
-            return True
-        with torch.no_grad():
-            self.bias.set_(b_ih.untyped_storage(), b_ih.storage_offset(), size, stride)
-        return True
 
 
 class SimpleRNNCell(_Cell):
