@@ -1,0 +1,56 @@
+"""Keras 2.3.1 behaviours of custom (subclassed) layers and models: a sublayer's activity penalty
+inside a custom layer called on symbolic tensors (Keras's layer_subclassing_tests.py::test_loss_tracking),
+a subclassed model's summary with weights of its own, deepcopy / pickle of a called layer."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import arignote
+from arignote import backend as K
+from arignote import layers
+
+
+class Wrapping(layers.Layer):
+    """A custom layer calling a regularized Dense on the tensor it is given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = layers.Dense(3, kernel_regularizer="l2", activity_regularizer="l2")
+
+    def call(self, inputs):
+        return self.dense(inputs)
+
+
+def test_sublayer_activity_penalty_counts_for_the_model_inputs():
+    inputs = arignote.Input((2,))
+    outputs = Wrapping()(inputs)
+    model = arignote.Model(inputs, outputs)
+    assert len(model.layers) == 2 and len(model.weights) == 2
+    assert len(model.losses) == 2  # the kernel penalty, the activity penalty of the call
+    assert len(model.get_losses_for(None)) == 1
+    (penalty,) = model.get_losses_for(inputs)
+    x = np.arange(4, dtype="float32").reshape(2, 2)
+    y = model.predict(x)
+    (value,) = K.function([inputs], [penalty])([x])
+    np.testing.assert_allclose(value, 0.01 * np.sum(y ** 2), rtol=1e-5)
+
+
+class Chained(layers.Layer):
+    """A custom layer whose second Dense is called on an intermediate tensor."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.first = layers.Dense(3)
+        self.second = layers.Dense(2, activity_regularizer="l1")
+
+    def call(self, inputs):
+        return self.second(self.first(inputs))
+
+
+def test_penalty_of_a_call_on_an_intermediate_tensor_stays_out_of_the_model():
+    # Keras 2.3.1 keys it to a tensor that is not an input of the model: model.losses leaves it out
+    inputs = arignote.Input((2,))
+    model = arignote.Model(inputs, Chained()(inputs))
+    assert model.get_losses_for(inputs) == []
+    assert model.losses == []
