@@ -54,3 +54,30 @@ def test_penalty_of_a_call_on_an_intermediate_tensor_stays_out_of_the_model():
     model = arignote.Model(inputs, Chained()(inputs))
     assert model.get_losses_for(inputs) == []
     assert model.losses == []
+
+
+class Scaled(arignote.models.Model):
+    """A subclassed model with weights of its own (add_weight) besides its Dense's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.dense = layers.Dense(3)
+        self.scale = self.add_weight("scale", (3,), initializer="ones")
+        self.shift = self.add_weight("shift", (3,), initializer="zeros", trainable=False)
+
+    def call(self, x):
+        return self.dense(x) * self.scale + self.shift
+
+
+def test_summary_of_a_subclassed_model_counts_its_own_weights_without_a_row():
+    model = Scaled()
+    model.predict(np.zeros((2, 4), "float32"))
+    lines: list[str] = []
+    model.summary(print_fn=lines.append)
+    text = "\n".join(lines)
+    rows = [line.split()[:2] for line in text.splitlines() if "multiple" in line]
+    assert rows == [[model.dense.name, "(Dense)"]]  # Keras 2.3.1: its layers by name, no holder row
+    assert "OwnWeights" not in text and "_own_weights" not in text
+    assert "Total params: 21" in text  # 4*3+3 (Dense) + 3 + 3 (its own)
+    assert "Trainable params: 18" in text and "Non-trainable params: 3" in text
+    assert model.count_params() == 21

@@ -477,7 +477,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
 
             summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
             return
-        rows = summary.module_rows(self.module)
+        rows = summary.module_rows(self.module, hidden=self.__dict__.get("_own_weights"))  # add_weight's
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable, title=self.name), print_fn)
