@@ -4,7 +4,12 @@ a subclassed model's summary with weights of its own, deepcopy / pickle of a cal
 
 from __future__ import annotations
 
+import copy
+import pickle
+
 import numpy as np
+import pytest
+import torch
 
 import arignote
 from arignote import backend as K
@@ -81,3 +86,47 @@ def test_summary_of_a_subclassed_model_counts_its_own_weights_without_a_row():
     assert "Total params: 21" in text  # 4*3+3 (Dense) + 3 + 3 (its own)
     assert "Trainable params: 18" in text and "Non-trainable params: 3" in text
     assert model.count_params() == 21
+
+
+class AddsLoss(layers.Layer):
+    """A custom layer adding a loss of its input at each call."""
+
+    def call(self, x):
+        self.add_loss(torch.mean(x ** 2))
+        return 2 * x
+
+
+def _values(losses):
+    return sorted(float(v.detach()) for v in losses)
+
+
+def _pickled(obj):
+    return pickle.loads(pickle.dumps(obj))
+
+
+@pytest.mark.parametrize("clone", [copy.deepcopy, _pickled], ids=["deepcopy", "pickle"])
+def test_copy_of_a_layer_called_on_torch_tensors(clone):
+    x = torch.arange(8, dtype=torch.float32).reshape(2, 4)
+    dense = layers.Dense(3, kernel_regularizer="l2", activity_regularizer="l2")
+    y = dense(x)
+    assert len(dense.losses) == 2  # the kernel penalty, this call's activity penalty
+    twin = clone(dense)
+    for a, b in zip(twin.get_weights(), dense.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert not any(a is b for a in twin.parameters() for b in dense.parameters())
+    # the copy has no per-call loss (not called yet); its weight penalty is the original's
+    (kernel_penalty,) = twin.losses
+    assert float(kernel_penalty.detach()) == pytest.approx(float(0.01 * dense.kernel.detach().pow(2).sum()))
+    assert len(dense.losses) == 2  # the original keeps its call's penalty
+    torch.testing.assert_close(twin(x), y)
+    assert _values(twin.losses) == pytest.approx(_values(dense.losses))
+    with torch.no_grad():
+        twin.kernel.add_(1.0)  # the weights are copies
+    assert not np.allclose(twin.get_weights()[0], dense.get_weights()[0])
+
+    custom = AddsLoss()
+    custom(x)
+    copied = clone(custom)
+    assert copied.losses == []
+    copied(torch.ones(1, 2))
+    assert [float(v.detach()) for v in copied.losses] == [1.0]
