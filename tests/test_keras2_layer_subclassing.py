@@ -130,3 +130,32 @@ def test_copy_of_a_layer_called_on_torch_tensors(clone):
     assert copied.losses == []
     copied(torch.ones(1, 2))
     assert [float(v.detach()) for v in copied.losses] == [1.0]
+
+
+class HoldsAModel(arignote.models.Model):
+    """A subclassed model holding a Sequential as an attribute (Keras 2.3.1 tracks it as a layer)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = arignote.models.Sequential([layers.Dense(2, input_shape=(4,))], name="inner_seq")
+        self.head = layers.Dense(1)
+
+    def call(self, x):
+        return self.head(self.inner(x))
+
+
+def test_subclassed_model_trains_and_lists_a_model_it_holds():
+    model = HoldsAModel()
+    x = np.random.RandomState(0).rand(8, 4).astype("float32")
+    before = model.inner.get_weights()[0].copy()
+    model.compile("sgd", "mse")
+    model.fit(x, np.ones((8, 1), "float32"), epochs=2, verbose=0)
+    assert not np.allclose(model.inner.get_weights()[0], before)  # its weights train with the model
+    assert model.layers == [model.inner, model.head]
+    assert model.count_params() == 4 * 2 + 2 + 2 + 1
+    assert len(model.trainable_weights) == 4
+    lines: list[str] = []
+    model.summary(print_fn=lines.append)
+    rows = [line.split()[:3] for line in "\n".join(lines).splitlines() if "multiple" in line]
+    assert rows == [["inner_seq", "(Sequential)", "multiple"], [model.head.name, "(Dense)", "multiple"]]
+    assert "Total params: 13" in "\n".join(lines)
