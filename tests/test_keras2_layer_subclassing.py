@@ -159,3 +159,19 @@ def test_subclassed_model_trains_and_lists_a_model_it_holds():
     rows = [line.split()[:3] for line in "\n".join(lines).splitlines() if "multiple" in line]
     assert rows == [["inner_seq", "(Sequential)", "multiple"], [model.head.name, "(Dense)", "multiple"]]
     assert "Total params: 13" in "\n".join(lines)
+
+
+@pytest.mark.parametrize("clone", [copy.deepcopy, _pickled], ids=["deepcopy", "pickle"])
+def test_copy_of_a_subclassed_model_trains_the_model_it_holds(clone):
+    model = HoldsAModel()
+    x = np.random.RandomState(1).rand(8, 4).astype("float32")
+    with torch.no_grad():
+        expected = model(torch.from_numpy(x)).numpy()  # builds it (a predict's trainer does not pickle yet)
+    twin = clone(model)
+    np.testing.assert_allclose(twin.predict(x), expected, rtol=1e-6)
+    assert [layer.name for layer in twin.layers] == ["inner_seq", model.head.name]
+    before = twin.inner.get_weights()[0].copy()
+    twin.compile("sgd", "mse")
+    twin.fit(x, np.ones((8, 1), "float32"), epochs=2, verbose=0)
+    assert not np.allclose(twin.inner.get_weights()[0], before)  # the copy's held model trains
+    np.testing.assert_allclose(model.predict(x), expected, rtol=1e-6)  # the original does not move
