@@ -121,8 +121,12 @@ def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tup
         with torch.no_grad(), state.probing():
             for fill in (3, 4):
                 batch = fill - 1 if static_first else 2
-                out = module(_swap(inputs, fill, batch), **_swap(kwargs, fill, batch))
+                stand_ins = _swap(inputs, fill, batch)
+                out = module(stand_ins, **_swap(kwargs, fill, batch))
                 runs.append(out)
+                probed = getattr(layer, "_after_probe", None)  # the sublayers' calls on the stand-ins
+                if probed is not None and fill == 3:
+                    probed(inputs, stand_ins)
     except Exception as exc:
         raise ValueError(
             f"layer '{layer.name}' ({type(layer).__name__}) failed on a symbolic input of shape "

@@ -197,6 +197,9 @@ class Layer(Bookkeeping, nn.Module):
         state = self.__dict__.copy()
         state.pop("_activity_call", None)  # the last call's penalty and weak references to its inputs
         state.pop("_activity_loss", None)
+        # the last call's losses are tensors of its autograd graph (deepcopy refuses them): a copy has
+        # none until it is called, as a fresh layer
+        state["_call_losses"], state["_losses_forward"] = [], None
         state["_frozen"] = _FrozenNames(n for n, p in self._parameters.items() if p is not None and id(p)
                                         in self._frozen)
         return state

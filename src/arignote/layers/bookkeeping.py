@@ -96,6 +96,11 @@ class Bookkeeping:
         conditional.symbolic_updates(self, inputs, kwargs)
         conditional.symbolic_activity_loss(self, inputs)
 
+    def _after_probe(self, inputs: Any, stand_ins: Any) -> None:
+        # a symbolic call ran this layer's call on torch stand-ins of ``inputs``: its sublayers' activity
+        # penalties of calls on them count for ``inputs``, as in Keras 2.3.1 (its call runs symbolically)
+        conditional.sublayer_activity_losses(self, inputs, stand_ins)
+
     @property
     def metrics(self) -> list:
         """Keras 2.3.1 ``layer.metrics``: this layer's metrics (``add_metric``, metric attributes), then

@@ -29,7 +29,7 @@ import torch
 from arignote.graph.tensor import flatten, is_symbolic, record_symbolic
 
 __all__ = ["inputs_key", "record", "select", "symbolic_updates", "symbolic_activity_loss",
-           "note_activity_call", "activity_losses_for"]
+           "note_activity_call", "activity_losses_for", "sublayer_activity_losses"]
 
 
 def inputs_key(inputs: Any) -> tuple | None:
@@ -110,3 +110,30 @@ def activity_losses_for(layer: Any, inputs: Any) -> list:
     leaves = flatten(inputs) if isinstance(inputs, (list, tuple, dict)) else [inputs]
     same = len(leaves) == len(refs) and all(ref() is t for ref, t in zip(refs, leaves))
     return [penalty] if same and any(loss is penalty for loss in layer._call_losses) else []
+
+
+def sublayer_penalty(x: Any, layer: Any) -> Any:
+    """The activity penalty of ``layer(x)`` (the graph node of a sublayer's activity loss)."""
+    layer(x)
+    return layer.__dict__["_activity_call"][0]
+
+
+def sublayer_activity_losses(layer: Any, inputs: Any, stand_ins: Any) -> None:
+    """After ``layer``'s ``call`` ran on torch ``stand_ins`` of its symbolic ``inputs`` (to learn its
+    output shapes): each sublayer whose activity penalty came from a call on some of those stand-ins
+    gets that penalty recorded as a symbolic loss conditional on the matching symbolic inputs, as Keras
+    2.3.1 records it when a custom layer's ``call`` calls a Dense on the tensors it was given
+    (``model.get_losses_for(inputs)`` finds it). A sublayer called on an intermediate tensor depends on
+    a tensor outside the model: Keras 2.3.1 keeps that one out of ``model.losses``, and so do we."""
+    symbolic = flatten(inputs) if isinstance(inputs, (list, tuple, dict)) else [inputs]
+    torch_leaves = flatten(stand_ins) if isinstance(stand_ins, (list, tuple, dict)) else [stand_ins]
+    by_id = {id(t): s for t, s in zip(torch_leaves, symbolic)}
+    for sub in layer.modules():
+        noted = sub.__dict__.get("_activity_call") if sub is not layer else None
+        if noted is None:
+            continue
+        found = [by_id.get(id(ref())) for ref in noted[1]]
+        if not found or any(s is None for s in found):
+            continue
+        x = found[0] if len(found) == 1 else found
+        record(sub._loss_inputs, record_symbolic(sublayer_penalty, x, layer=sub), x)

@@ -32,6 +32,7 @@ from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
 from arignote.layers import _trainable
 from arignote.layers.base import Layer, auto_name
+from arignote.layers.bookkeeping import is_model
 from arignote.models.construction import construction_args
 from arignote.models.functional_config import graph_config, graph_from_config
 from arignote.models.output_losses import model_losses
@@ -96,10 +97,16 @@ class Functional:
             return list(self._layers)
         module = getattr(self, "module", None)
         if isinstance(module, _CallModule):
-            return [m for m in module.children() if (isinstance(m, Layer) or hasattr(m, "name"))
-                    and m is not self.__dict__.get("_own_weights")]  # add_weight's holder (own_weights)
+            held = self._held_models()  # a model it holds as an attribute: listed as that model
+            own = self.__dict__.get("_own_weights")  # add_weight's holder (own_weights): not a layer
+            return [held.get(id(m), m) for m in module.children()
+                    if (isinstance(m, Layer) or hasattr(m, "name") or id(m) in held) and m is not own]
         raise AttributeError(f"this Model wraps a torch module ({type(module).__name__}), which has no Keras "
                              "layers: use model.module")
+
+    def _held_models(self) -> dict:
+        """``{id(model.module): model}`` for the models a subclassed model holds as attributes."""
+        return {id(v.module): v for v in self.__dict__.values() if is_model(v) and v is not self}
 
     def get_layer(self, name: str | None = None, index: int | None = None) -> Any:
         """Keras 2 ``get_layer(name=None, index=None)``."""

@@ -32,7 +32,7 @@ import torch
 from arignote import config
 from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.layers.base import register_model_class
-from arignote.layers.bookkeeping import is_metric, track_metric
+from arignote.layers.bookkeeping import is_metric, is_model, track_metric
 from arignote.legacy import conversions as legacy_interfaces
 from arignote.models import functional
 from arignote.models.batch_methods import BatchMethods
@@ -113,6 +113,8 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         # a subclassed model's layers become children of its module (parameters, state_dict, placement)
         if self.__dict__.get("_subclassed") and isinstance(value, torch.nn.Module) and name != "module":
             self.module.add_module(name, value)
+        elif self.__dict__.get("_subclassed") and is_model(value):
+            self.module.add_module(name, value.module)  # a model it holds: its weights are the model's
         if is_metric(value):  # Keras 2.3.1 tracks a metric attribute (its place in order)
             track_metric(self, value)
         object.__setattr__(self, name, value)
@@ -477,7 +479,8 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
 
             summary.print_summary(summary_lines(self), print_fn)  # issue 7: the memory plan
             return
-        rows = summary.module_rows(self.module)
+        rows = summary.module_rows(self.module, hidden=self.__dict__.get("_own_weights"),  # add_weight's
+                                   held=self._held_models())
         total = sum(p.numel() for p in self.module.parameters())
         trainable = sum(p.numel() for p in self.module.parameters() if p.requires_grad)
         summary.print_summary(summary.render(rows, total, trainable, title=self.name), print_fn)

@@ -176,13 +176,22 @@ def layer_rows(layers: list[Any], input_shape: tuple | None) -> list[tuple[str, 
     return [(*r, d if placed else None) for r, d in zip(rows, devices)]
 
 
-def module_rows(module: Any) -> list[tuple[str, str, int, str | None]]:
-    """Rows for an arbitrary torch module: its direct children (output shapes unknown)."""
+def module_rows(module: Any, hidden: Any = None,
+                held: dict | None = None) -> list[tuple[str, str, int, str | None]]:
+    """Rows for an arbitrary torch module: its direct children (output shapes unknown; a layer by its
+    Keras name, as Keras 2.3.1 lists a subclassed model's layers), but ``hidden`` (the holder of a
+    subclassed model's own weights: Keras 2.3.1 shows no row for them, the totals count them). ``held``:
+    ``{id(child): model}``, the models a subclassed model holds (a row names the model, not its module)."""
     rows = []
     for name, child in module.named_children():
+        if child is hidden:
+            continue
+        shown = (held or {}).get(id(child), child)
+        keras_name = getattr(shown, "name", None)
+        name = keras_name if isinstance(keras_name, str) else name
         params = sum(p.numel() for p in child.parameters())
-        rows.append((f"{name} ({type(child).__name__})", "multiple", params, None))
-    if not rows:
+        rows.append((f"{name} ({type(shown).__name__})", "multiple", params, None))
+    if not rows and hidden is None:
         params = sum(p.numel() for p in module.parameters())
         rows.append((f"{type(module).__name__.lower()} ({type(module).__name__})", "multiple", params, None))
     return rows

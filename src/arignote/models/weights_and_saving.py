@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from arignote.layers.bookkeeping import is_model
 from arignote.models.functional import Functional
 
 __all__ = ["WeightsAndSaving"]
@@ -137,6 +138,16 @@ class WeightsAndSaving:
         saving.save_model(self, stream)
         loader = importlib.import_module("arignote.models.loading").from_pickled_hdf5  # a floor up
         return loader, (stream.getvalue(),)
+
+    def __setstate__(self, state: dict) -> None:
+        # a model a subclassed model holds comes back through its own pickling (HDF5 bytes for a
+        # Sequential or functional one): the copy's module holds that model's new module, so the copy
+        # trains and lists it (Model.__setattr__ made the link)
+        self.__dict__.update(state)
+        children = self.module._modules if state.get("_subclassed") else {}
+        for name, value in state.items():
+            if name in children and is_model(value):
+                children[name] = value.module
 
     def to_json(self, **kwargs: Any) -> str:
         """The architecture as Keras 2 JSON (``model_from_json`` rebuilds it, here or in Keras 2)."""
