@@ -24,7 +24,8 @@ def _run(first, fresh, ract, act, grads):
         x = torch.randn(*shape, generator=g)
         return x if first else x.contiguous(memory_format=torch.channels_last)
 
-    spec = recurrence.Recurrence(F, (1, 1), activations.get(act), activations.get(ract), fresh, first)
+    gate = recurrence.clamp01 if ract == "clamp01" else activations.get(ract)  # clamp01: fold's
+    spec = recurrence.Recurrence(F, (1, 1), activations.get(act), gate, fresh, first)
     xc = (torch_layout((N * T, 4 * F, ROWS, COLS)) * 2).requires_grad_()
     w = (torch.randn(4 * F, F, 3, 3, generator=g) * 0.4).requires_grad_()
     h, c = torch_layout((N, F, ROWS, COLS)), torch_layout((N, F, ROWS, COLS))
@@ -47,7 +48,8 @@ def _run(first, fresh, ract, act, grads):
 @pytest.mark.parametrize("first", [False, True], ids=["channels_last", "channels_first"])
 @pytest.mark.parametrize("fresh", [True, False], ids=["fresh", "given_states"])
 @pytest.mark.parametrize("ract, act", [("hard_sigmoid", "tanh"), ("sigmoid", "tanh"),
-                                       ("hard_sigmoid", "hard_sigmoid"), ("sigmoid", "sigmoid")])
+                                       ("hard_sigmoid", "hard_sigmoid"), ("sigmoid", "sigmoid"),
+                                       ("clamp01", "tanh")])
 @pytest.mark.parametrize("grads", [("out", "c"), ("out",), ("c",)])
 def test_chunked_steps_equal_unchunked_bit_for_bit(monkeypatch, first, fresh, ract, act, grads):
     monkeypatch.setattr(recurrence, "WORKING_SET", 1 << 40)  # one chunk: the whole batch
