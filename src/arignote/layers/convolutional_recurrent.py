@@ -186,8 +186,10 @@ class ConvLSTM2DCell(KerasLayer, Layer):
             return F.conv2d(x, w, b, strides, tuple(a for a, _ in pads), dilation)
         return F.conv2d(F.pad(x, pad_arg(pads)), w, b, strides, 0, dilation)
 
-    def input_conv(self, x: torch.Tensor, masks: list | None) -> torch.Tensor:
-        """The input convolution of ``(M, C, H, W)`` images (all time steps at once): ``(M, 4f, H', W')``."""
+    def input_conv(self, x: torch.Tensor, masks: list | None, weights: tuple | None = None) -> torch.Tensor:
+        """The input convolution of ``(M, C, H, W)`` images (all time steps at once): ``(M, 4f, H', W')``;
+        ``weights``: ``(kernel, bias)`` to use instead of the layer's."""
+        kernel, bias = (self.weight, self.bias) if weights is None else weights
         pads = [(0, 0), (0, 0)]
         if self.padding == "same":
             pads = [
@@ -195,12 +197,12 @@ class ConvLSTM2DCell(KerasLayer, Layer):
                 for i, n in enumerate(x.shape[2:])
             ]
         if masks is None:
-            return self._conv(x, self.weight, self.bias, pads, self.strides, self.dilation_rate)
-        biases = self.bias.split(self.filters) if self.bias is not None else [None] * 4
+            return self._conv(x, kernel, bias, pads, self.strides, self.dilation_rate)
+        biases = bias.split(self.filters) if bias is not None else [None] * 4
         return torch.cat(
             [
                 self._conv(x * m, w, b, pads, self.strides, self.dilation_rate)
-                for m, w, b in zip(masks, self.weight.split(self.filters), biases)
+                for m, w, b in zip(masks, kernel.split(self.filters), biases)
             ],
             1,
         )
@@ -297,12 +299,16 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         h, c = (self._to_torch(s.contiguous()) for s in states)
         n, t = x.shape[0], x.shape[1]
         dp, rec = self._masks(x[:, 0], h, training)
-        xc = self.input_conv(
-            x.reshape(n * t, *x.shape[2:]), None if dp is None else [m.repeat_interleave(t, 0) for m in dp]
-        )
         spec = self._recurrence(mask, rec, fresh)
+        weights = None
+        if spec is not None:  # hard_sigmoid's affine in the convolutions: the steps clamp
+            spec, *weights, recurrent = recurrence.fold(spec, self.weight, self.bias, self.recurrent_weight)
+        xc = self.input_conv(
+            x.reshape(n * t, *x.shape[2:]), None if dp is None else [m.repeat_interleave(t, 0) for m in dp],
+            weights,
+        )
         if spec is not None:
-            out, c = recurrence.run(xc, h, c, self.recurrent_weight, spec)
+            out, c = recurrence.run(xc, h, c, recurrent, spec)
             last = out[:, -1]
             return (out if sequence else None), last, [last, self._to_keras(c)]
         frames = self._frames(xc, n, t)

@@ -9,7 +9,9 @@ graph's up to summation order; what goes away is the per-operator bookkeeping: t
 ``cat`` in the backward, the stack of the outputs (each step writes its output into the Keras-layout
 result, and its gate gradients into the gradient of the input convolution), hard_sigmoid's
 ge/le/and/where. Only the activations of :data:`ACTIVATIONS`, without masks or recurrent dropout;
-``run_sequence`` steps other cases through the graph.
+``run_sequence`` steps other cases through the graph. The gate arithmetic of a step runs in chunks of
+samples that stay in cache (:data:`WORKING_SET`); ``run_sequence`` folds hard_sigmoid's affine part
+into the convolutions (:func:`fold`), so its steps only clamp.
 
 Example::
 
@@ -32,55 +34,115 @@ import torch.nn.functional as F
 
 from arignote import activations
 
-__all__ = ["ACTIVATIONS", "Recurrence", "run", "tracing"]
+__all__ = ["ACTIVATIONS", "Recurrence", "clamp01", "fold", "run", "tracing"]
 
 _conv_backward = torch.ops.aten.convolution_backward
 
 
-def _hard_sigmoid(z: torch.Tensor, keep: bool) -> tuple:
-    """``clamp(0.2 * z + 0.5, 0, 1)``, as :func:`arignote.activations.hard_sigmoid`; ``z`` (a slice of
-    the step's pre-activations) is overwritten by its slope: clamp's gradient passes where
+#: bytes of gate pre-activations (4 * filters channels of a step) that one chunk of samples holds: the
+#: steps' elementwise gate passes (add, activations, cell state, output; their derivatives) each stream
+#: their tensors, so each pass over the whole batch reads from and writes to memory; in chunks of
+#: samples whose pre-activations fit about one core's L2 cache (2 MiB here), the passes of a chunk
+#: revisit cache instead (benchmarks/conv_lstm_ab.py: the zoo's conv_lstm, 1 MB a sample, runs in
+#: chunks of 2). Per element the arithmetic is the same, in the same order.
+WORKING_SET = 2 << 20
+
+
+def _by_samples(body: Callable, n: int, per_sample: int, rows: tuple, *args: Any) -> None:
+    """``body(*chunk, *args)`` for each chunk of samples: ``chunk`` is ``rows`` (tensors whose first
+    dimension is the ``n`` samples, :class:`_Step`, None) cut to the chunk's samples; a chunk holds
+    about :data:`WORKING_SET` bytes at ``per_sample`` bytes a sample (at least one sample)."""
+    k = max(1, WORKING_SET // per_sample)
+    for a in range(0, n, k):
+        body(*(_cut(t, slice(a, a + k)) for t in rows), *args)
+
+
+def _cut(t: Any, samples: slice) -> Any:
+    """``t``'s rows ``samples``: a tensor's, each of a :class:`_Step`'s; None stays None."""
+    if isinstance(t, _Step):
+        return _Step(*(_cut(u, samples) for u in t))
+    return None if t is None else t[samples]
+
+
+def _hard_sigmoid(z: torch.Tensor, a: torch.Tensor, keep: bool) -> None:
+    """``clamp(0.2 * z + 0.5, 0, 1)`` into ``a``, as :func:`arignote.activations.hard_sigmoid`; ``z`` (a
+    slice of the step's pre-activations) is overwritten by its slope: clamp's gradient passes where
     ``0 <= u <= 1``, i.e. where clamping left ``u`` unchanged, then times 0.2."""
     u = z.mul_(0.2).add_(0.5)
-    a = u.clamp(0.0, 1.0)
+    torch.clamp(u, 0.0, 1.0, out=a)
     if keep:
         torch.eq(a, u, out=u).mul_(0.2)
-    return a, u
 
 
 def _hard_sigmoid_backward(grad: torch.Tensor, a: torch.Tensor, slope: Any, out: torch.Tensor) -> None:
     torch.mul(grad, slope, out=out)
 
 
-def _sigmoid(z: torch.Tensor, keep: bool) -> tuple:
-    return z.sigmoid_(), None
+def _sigmoid(z: torch.Tensor, a: torch.Tensor, keep: bool) -> None:
+    torch.sigmoid(z, out=a)
 
 
 def _sigmoid_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tensor) -> None:
     torch.ops.aten.sigmoid_backward.grad_input(grad, a, grad_input=out)
 
 
-def _tanh(z: torch.Tensor, keep: bool) -> tuple:
-    return z.tanh_(), None
+def _tanh(z: torch.Tensor, a: torch.Tensor, keep: bool) -> None:
+    torch.tanh(z, out=a)
 
 
 def _tanh_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tensor) -> None:
     torch.ops.aten.tanh_backward.grad_input(grad, a, grad_input=out)
 
 
+def _clamp01(z: torch.Tensor, a: torch.Tensor, keep: bool) -> None:
+    """hard_sigmoid after its affine ``0.2 * z + 0.5`` (folded into the convolutions, :func:`fold`):
+    ``clamp(z, 0, 1)`` into ``a``; ``z`` is overwritten by clamp's gradient (1 where unclamped, else 0)."""
+    torch.clamp(z, 0.0, 1.0, out=a)
+    if keep:
+        torch.eq(a, z, out=z)
+
+
+def clamp01(x: torch.Tensor) -> torch.Tensor:
+    """The recurrent activation of a :func:`fold` ed hard_sigmoid (its key in :data:`ACTIVATIONS`)."""
+    return x.clamp(0.0, 1.0)
+
+
 class _Act(NamedTuple):
-    forward: Callable  # (z, keep) -> (activation, what the backward needs besides it); may overwrite z
+    forward: Callable  # (z, a, keep): the activation of z into a (which may be z); may overwrite z
     backward: Callable  # (grad, activation, kept, out): writes the gradient of z into out
-    fresh: Callable  # as forward, into new memory (z is kept)
+    slope: bool  # forward leaves in z what the backward needs besides the activation (a must be new memory)
 
 
 #: the activations the function differentiates by hand (Keras functions -> forward and backward)
 ACTIVATIONS = {
-    activations.get("hard_sigmoid"): _Act(_hard_sigmoid, _hard_sigmoid_backward,
-                                          lambda z, keep: _hard_sigmoid(z.clone(), keep)),
-    activations.get("sigmoid"): _Act(_sigmoid, _sigmoid_backward, lambda z, keep: (torch.sigmoid(z), None)),
-    activations.get("tanh"): _Act(_tanh, _tanh_backward, lambda z, keep: (torch.tanh(z), None)),
+    activations.get("hard_sigmoid"): _Act(_hard_sigmoid, _hard_sigmoid_backward, True),
+    activations.get("sigmoid"): _Act(_sigmoid, _sigmoid_backward, False),
+    activations.get("tanh"): _Act(_tanh, _tanh_backward, False),
+    clamp01: _Act(_clamp01, _hard_sigmoid_backward, True),
 }
+
+
+def fold(spec: Recurrence, kernel: torch.Tensor, bias: Any, recurrent: torch.Tensor) -> tuple:
+    """hard_sigmoid's affine ``0.2 * z + 0.5`` of the input, forget and output gates folded into the
+    kernels and bias (small autograd operators on the weights), so the steps' gate activation is a
+    clamp: ``(spec, kernel, bias, recurrent)`` to run with; other activations unchanged. Rounding
+    differs from the unfolded steps (``conv(x, 0.2 w)`` for ``0.2 conv(x, w)``), within float32's.
+
+        >>> hard = activations.get("hard_sigmoid")
+        >>> spec = Recurrence(2, (1, 1), activations.get("tanh"), hard, True, False)
+        >>> folded, k, b, r = fold(spec, torch.ones(8, 1, 3, 3), None, torch.ones(8, 2, 3, 3))
+        >>> folded.recurrent_activation is clamp01, b.tolist()
+        (True, [0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.5, 0.5])
+    """
+    if spec.recurrent_activation is not activations.get("hard_sigmoid"):
+        return spec, kernel, bias, recurrent
+    f = spec.filters
+    scale = kernel.new_full((4 * f,), 0.2)
+    scale[2 * f: 3 * f] = 1.0  # the cell gate keeps its own activation
+    shift = (scale != 1.0) * 0.5
+    rows = scale.view(-1, 1, 1, 1)
+    bias = shift if bias is None else bias * scale + shift
+    return spec._replace(recurrent_activation=clamp01), kernel * rows, bias, recurrent * rows
 
 
 class Recurrence(NamedTuple):
@@ -118,11 +180,94 @@ def _like(t: torch.Tensor, channels: int) -> torch.Tensor:
     return torch.empty((n, channels, rows, cols), dtype=t.dtype, device=t.device, memory_format=fmt)
 
 
+class _Step(NamedTuple):
+    """One step's tensors (first dimension the samples, so a chunk of samples slices them all): the
+    pre-activations ``z`` (4 gates), the cell state before and after, the gates' activations and what
+    their backward keeps (``k_*``: hard_sigmoid's slope, else None), ``tanh(c)`` (the activation of
+    the cell state) and what its backward keeps."""
+
+    z: torch.Tensor
+    c_prev: torch.Tensor
+    c: torch.Tensor
+    i_f: torch.Tensor  # input and forget gates
+    k_if: Any
+    g: torch.Tensor
+    k_g: Any
+    o: torch.Tensor
+    k_o: Any
+    tc: torch.Tensor
+    k_tc: Any
+
+
+def _new_step(z: torch.Tensor, c_prev: torch.Tensor, ract: _Act, act: _Act, f: int) -> _Step:
+    """The step's tensors: activations in place in ``z`` where their backward needs nothing else."""
+
+    def gate(lo: int, hi: int, a: _Act) -> tuple:
+        return (_like(z, hi - lo), z[:, lo:hi]) if a.slope else (z[:, lo:hi], None)
+
+    c, tc = _like(z, f), _like(z, f)
+    return _Step(z, c_prev, c, *gate(0, 2 * f, ract), *gate(2 * f, 3 * f, act), *gate(3 * f, 4 * f, ract),
+                 tc, _like(z, f) if act.slope else None)
+
+
+def _gates(st: _Step, x: torch.Tensor, h: torch.Tensor, out: torch.Tensor, ract: _Act, act: _Act,
+           keep: bool, conv: bool) -> None:
+    """A chunk's gate arithmetic after the recurrent convolution (in ``st.z`` if ``conv``): plus the
+    step's input convolution ``x``, the activations, the cell state, the output ``h``, copied to ``out``."""
+    f = h.shape[1]
+    if conv:
+        st.z.add_(x)
+    else:
+        st.z.copy_(x)
+    ract.forward(st.z[:, : 2 * f], st.i_f, keep)
+    act.forward(st.z[:, 2 * f: 3 * f], st.g, keep)
+    ract.forward(st.z[:, 3 * f:], st.o, keep)
+    i, fg = st.i_f[:, :f], st.i_f[:, f:]
+    if conv:
+        torch.mul(fg, st.c_prev, out=st.c).addcmul_(i, st.g)
+    else:
+        torch.mul(i, st.g, out=st.c)
+    act.forward(st.c if st.k_tc is None else st.k_tc.copy_(st.c), st.tc, keep)  # c itself is kept
+    torch.mul(st.o, st.tc, out=h)
+    out.copy_(h)
+
+
+def _gate_gradients(st: _Step, dz: torch.Tensor, d_frame: torch.Tensor, d_h: Any, d_in: Any,
+                    d_cell: torch.Tensor, tmp: torch.Tensor, d_tc: torch.Tensor, ract: _Act, act: _Act,
+                    seed: bool, conv: bool) -> None:
+    """A chunk's gate derivatives: ``d_h`` (the output's gradient, or None) plus ``d_in`` (if not None),
+    and the cell state's ``d_cell`` (``seed``: none yet, it starts from the output's) give the
+    pre-activations' ``dz``, copied to ``d_frame``, and ``d_cell`` the previous cell state's."""
+    f = d_cell.shape[1]
+    i, fg = st.i_f[:, :f], st.i_f[:, f:]
+    k_i, k_f = (None, None) if st.k_if is None else (st.k_if[:, :f], st.k_if[:, f:])
+    if d_in is not None:
+        d_h.add_(d_in)
+    if d_h is None:
+        dz[:, 3 * f:].zero_()
+    else:
+        ract.backward(torch.mul(d_h, st.tc, out=tmp), st.o, st.k_o, dz[:, 3 * f:])
+        act.backward(torch.mul(d_h, st.o, out=d_tc), st.tc, st.k_tc, d_tc)
+        if seed:
+            d_cell.copy_(d_tc)
+        else:
+            d_cell.add_(d_tc)
+    ract.backward(torch.mul(d_cell, st.g, out=tmp), i, k_i, dz[:, :f])
+    act.backward(torch.mul(d_cell, i, out=tmp), st.g, st.k_g, dz[:, 2 * f: 3 * f])
+    if conv:
+        ract.backward(torch.mul(d_cell, st.c_prev, out=tmp), fg, k_f, dz[:, f: 2 * f])
+        d_cell.mul_(fg)
+    else:
+        dz[:, f: 2 * f].zero_()  # f * (zero state): no gradient
+    d_frame.copy_(dz)
+
+
 class _Sequence(torch.autograd.Function):
-    """Forward: per step, the recurrent convolution into ``z`` (plus the step's input convolution),
-    the gate activations (in place in ``z`` where the backward needs nothing else), the cell state and
-    the output, written into the Keras-layout result. Temporaries live in buffers reused by every
-    step (a fresh tensor per operator costs its page faults again at each step)."""
+    """Forward: per step, the recurrent convolution into ``z``, then the gate arithmetic (plus the
+    step's input convolution, the gate activations (in place in ``z`` where the backward needs nothing
+    else), the cell state and the output, written into the Keras-layout result) in chunks of samples
+    (:data:`WORKING_SET`). Temporaries live in buffers reused by every step (a fresh tensor per
+    operator costs its page faults again at each step)."""
 
     @staticmethod
     def forward(ctx: Any, xc: torch.Tensor, h: torch.Tensor, c: torch.Tensor, w: torch.Tensor,
@@ -137,20 +282,15 @@ class _Sequence(torch.autograd.Function):
         h_buf = None
         for s, x in enumerate(_frames(xc, n, steps, first)):
             conv = not (fresh and s == 0)
-            z = F.conv2d(h, w, None, 1, spec.padding).add_(x) if conv else x.clone()
-            i_f, k_if = ract.forward(z[:, : 2 * f], keep)
-            g, k_g = act.forward(z[:, 2 * f: 3 * f], keep)
-            o, k_o = ract.forward(z[:, 3 * f:], keep)
-            i, fg = i_f[:, :f], i_f[:, f:]
+            z = F.conv2d(h, w, None, 1, spec.padding) if conv else _like(x, 4 * f)
             if h_buf is None:
                 h_buf = _like(z, f)
-            c_prev = c
-            c = torch.mul(fg, c_prev).addcmul_(i, g) if conv else i * g
-            tc, k_tc = act.fresh(c, keep)
-            h = torch.mul(o, tc, out=h_buf)
-            outs[s].copy_(h)
+            st = _new_step(z, c, ract, act, f)
+            per_sample = z[0].numel() * z.element_size()
+            _by_samples(_gates, n, per_sample, (st, x, h_buf, outs[s]), ract, act, keep, conv)
+            h, c = h_buf, st.c
             if keep:
-                saved.append((c_prev, i_f, k_if, g, k_g, o, k_o, tc, k_tc))
+                saved.append(st)
         ctx.spec, ctx.saved = spec, saved
         ctx.save_for_backward(w, h0, out)  # the outputs are the next steps' recurrent inputs
         ctx.set_materialize_grads(False)
@@ -167,35 +307,24 @@ class _Sequence(torch.autograd.Function):
         d_outs = None if d_out is None else [_torch(d, first) for d in d_out.unbind(1)]
         dz = _like(h0, 4 * f)
         h_buf, tmp, d_tc, d_cell = (_like(h0, f) for _ in range(4))
+        n, per_sample = dz.shape[0], dz[0].numel() * dz.element_size()
         if d_c is not None:
             d_c = d_cell.copy_(d_c)
         d_h = d_w = None
         for s in range(steps - 1, -1, -1):
-            c_prev, i_f, k_if, g, k_g, o, k_o, tc, k_tc = saved[s]
-            i, fg = i_f[:, :f], i_f[:, f:]
-            k_i, k_f = (None, None) if k_if is None else (k_if[:, :f], k_if[:, f:])
             conv = not (fresh and s == 0)
-            if d_outs is not None:
-                d_h = d_outs[s] if d_h is None else d_h.add_(d_outs[s])
-            if d_h is None and d_c is None:  # nothing reaches this step
+            d_in = None if d_outs is None else d_outs[s]
+            if d_h is None and d_in is None and d_c is None:  # nothing reaches this step
                 d_frames[s].zero_()
                 continue
-            if d_h is None:
-                dz[:, 3 * f:].zero_()
-            else:
-                ract.backward(torch.mul(d_h, tc, out=tmp), o, k_o, dz[:, 3 * f:])
-                act.backward(torch.mul(d_h, o, out=d_tc), tc, k_tc, d_tc)
-                d_c = d_cell.copy_(d_tc) if d_c is None else d_c.add_(d_tc)
-            ract.backward(torch.mul(d_c, g, out=tmp), i, k_i, dz[:, :f])
-            act.backward(torch.mul(d_c, i, out=tmp), g, k_g, dz[:, 2 * f: 3 * f])
+            if d_h is None:  # the output's gradient alone (a view of d_out: read, not added to)
+                d_h, d_in = d_in, None
+            rows = (saved[s], dz, d_frames[s], d_h, d_in, d_cell, tmp, d_tc)
+            _by_samples(_gate_gradients, n, per_sample, rows, ract, act, d_c is None, conv)
             if not conv:
-                dz[:, f: 2 * f].zero_()  # f * (zero state): no gradient
-                d_frames[s].copy_(dz)
                 d_c = d_h = None
                 continue
-            ract.backward(torch.mul(d_c, c_prev, out=tmp), fg, k_f, dz[:, f: 2 * f])
-            d_c = d_c.mul_(fg)
-            d_frames[s].copy_(dz)
+            d_c = d_cell
             # only the input gradient is sequential; h_buf stands for the input's size and layout
             d_h = _conv_backward(dz, h_buf, w, None, [1, 1], list(spec.padding), [1, 1],
                                  False, [0, 0], 1, [True, False, False])[0]
