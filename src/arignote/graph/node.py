@@ -2,7 +2,9 @@
 
 Calling a layer on :class:`~arignote.graph.tensor.KerasTensor` inputs builds it from their shapes
 (batch dim ``None``), works out the output shapes (``compute_output_shape`` when the class defines
-one, else by running the layer once on small zero tensors, as Keras 3 does), the output masks
+one, else by running the layer once on small zero tensors, as Keras 3 does; a layer declaring its
+shape still runs once when it holds sublayers not built yet, whose weights Keras 2's symbolic call
+creates: :func:`needs_call_run`), the output masks
 (``compute_mask``), and records a :class:`Node` on the layer (``layer._inbound_nodes``) and on the
 layers that made the inputs (``_outbound_nodes``). Nothing is computed on data here: the functional
 ``Model`` compiles the nodes into a torch module (:mod:`arignote.graph.compiler`).
@@ -27,7 +29,8 @@ from arignote import config
 from arignote.graph import state
 from arignote.graph.tensor import _RECORD, KerasTensor, flatten
 
-__all__ = ["Node", "symbolic_call", "symbolic_mask", "runtime_module", "nest_like", "torch_dtype_name"]
+__all__ = ["Node", "symbolic_call", "symbolic_mask", "runtime_module", "nest_like", "torch_dtype_name",
+           "needs_call_run"]
 
 
 class Node:
@@ -107,8 +110,10 @@ def _swap(x: Any, fill: int, batch: int = 2) -> Any:
     return x
 
 
-def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tuple], list[str]]:
-    """Output structure, shapes and dtypes by running the layer on zeros (twice: unknown dims differ)."""
+def _probe_runs(layer: Any, inputs: Any, kwargs: dict, fills: tuple[int, ...]) -> list:
+    """The layer's outputs on small zeros standing in for ``inputs`` (one run per fill value of the
+    unknown dims), in eval mode and without gradients; the first run tells the layer's sublayers what
+    they were called on (``_after_probe``: their activity penalties)."""
     module = runtime_module(layer)
     modes = [(m, m.training) for m in module.modules()]
     module.eval()  # no moving-average updates from dummy data
@@ -119,22 +124,53 @@ def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tup
     runs = []
     try:
         with torch.no_grad(), state.probing():
-            for fill in (3, 4):
+            for fill in fills:
                 batch = fill - 1 if static_first else 2
                 stand_ins = _swap(inputs, fill, batch)
                 out = module(stand_ins, **_swap(kwargs, fill, batch))
                 runs.append(out)
                 probed = getattr(layer, "_after_probe", None)  # the sublayers' calls on the stand-ins
-                if probed is not None and fill == 3:
+                if probed is not None and fill == fills[0]:
                     probed(inputs, stand_ins)
     except Exception as exc:
+        # a layer declaring its output shape runs here only to build its sublayers (see needs_call_run)
+        hint = ("Its call runs once on zeros at graph time because it holds sublayers or weights not built "
+                "yet (Keras 2 runs call symbolically): build them in build(input_shape)"
+                if getattr(layer, "_declares_output_shape", False) else
+                "Define compute_output_shape(input_shape) on the layer (its call still runs once when it "
+                "holds sublayers or weights not built yet)")
         raise ValueError(
             f"layer '{layer.name}' ({type(layer).__name__}) failed on a symbolic input of shape "
-            f"{[t.shape for t in flatten(inputs)]}: {type(exc).__name__}: {exc}. Define "
-            "compute_output_shape(input_shape) on the layer, or check the input shape") from exc
+            f"{[t.shape for t in flatten(inputs)]}: {type(exc).__name__}: {exc}. {hint}, or check the "
+            "input shape") from exc
     finally:
         for m, mode in modes:
             m.training = mode
+    return runs
+
+
+def needs_call_run(layer: Any) -> bool:
+    """Whether a layer that declares its output shape must still run its call once at graph time: a
+    sublayer not built yet, a weight still lazy, or (a user's layer) a sublayer with an activity
+    penalty. Keras 2 runs ``call`` symbolically, so after ``model = Model(...)`` its weights exist
+    (``model.weights``, ``summary()``, ``load_weights``) and ``model.losses`` holds the penalties;
+    a layer that needs nothing of this is not run (graph building stays cheap)."""
+    module = runtime_module(layer)
+    user = getattr(layer, "_user_layer", False)
+    for sub in module.modules():
+        if sub is module:
+            continue
+        if getattr(sub, "built", True) is False:
+            return True
+        if user and getattr(sub, "activity_regularizer", None) is not None:
+            return True
+    return any(nn.parameter.is_lazy(p) for p in module.parameters())
+
+
+def _infer_outputs(layer: Any, inputs: Any, kwargs: dict) -> tuple[Any, list[tuple], list[str]]:
+    """Output structure, shapes and dtypes by running the layer on zeros (twice: unknown dims differ)."""
+    static_first = getattr(layer, "static_first_dim", False)
+    runs = _probe_runs(layer, inputs, kwargs, (3, 4))
     leaves_a, leaves_b = flatten(runs[0]), flatten(runs[1])
     shapes, dtypes = [], []
     for a, b in zip(leaves_a, leaves_b):
@@ -240,6 +276,8 @@ def symbolic_call(layer: Any, inputs: Any, kwargs: dict) -> Any:
         call_kwargs["mask"] = prev_mask
     if getattr(layer, "_declares_output_shape", True):
         structure, shapes, dtypes = _declared_shapes(layer, inputs)
+        if needs_call_run(layer):  # its sublayers get built (the shapes stay the declared ones)
+            _probe_runs(layer, inputs, call_kwargs, (3,))
     else:
         structure, shapes, dtypes = _infer_outputs(layer, inputs, call_kwargs)
     node_index = len(layer._inbound_nodes)

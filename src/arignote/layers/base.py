@@ -12,7 +12,8 @@
   beside it as in Keras 2) and ``training=None`` (filled with the module's ``training`` flag).
   ``forward`` runs ``call``; ``layer(x)`` goes through ``nn.Module.__call__`` (hooks work).
 * ``compute_output_shape(input_shape)`` and ``compute_mask(inputs, mask)`` with batch dims, as Keras 2.
-  A custom layer without ``compute_output_shape`` gets its output shape from one run on zeros.
+  A custom layer without ``compute_output_shape`` gets its output shape from one run on zeros;
+  one with it still runs its call once (on zeros) when it holds sublayers not built yet, as Keras 2.
 * ``add_weight(name, shape, dtype, initializer, regularizer, trainable, constraint)``,
   ``add_loss``, ``losses`` (regularization penalties of the current weights + losses added by the
   last ``call``), ``weights`` / ``trainable_weights`` / ``non_trainable_weights``,

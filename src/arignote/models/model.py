@@ -214,6 +214,22 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
 
     # ------------------------------------------------------------------ compile
 
+    def _one_output_loss(self, loss: Any) -> Any:
+        """The compiled ``loss`` of a one-output model, scaled by its ``loss_weights`` (None: no loss)."""
+        from arignote import losses  # why: the losses load with the first compile (issue 32)
+        from arignote.models.compiled_state import scaled_loss  # why: as losses
+
+        base = losses.compiled(loss) if loss is not None else None
+        return scaled_loss(base, self._loss_weight) if base is not None and self._loss_weight != 1.0 else base
+
+    def _with_model_losses(self, base: Any, wrap: bool | None = None) -> Any:
+        """``base`` plus the model-level losses (``add_loss``) when it has some when compiled (``wrap``:
+        that decision, kept for an unpickled copy to rebuild the same loss)."""
+        from arignote.models import output_losses as model_losses  # why: as the losses (issue 32)
+
+        self._loss_wrapped = (self._is_graph or bool(self._model_losses)) if wrap is None else wrap
+        return model_losses.with_model_losses(self, base) if self._loss_wrapped else base
+
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
                 loss_weights: Any = None, sample_weight_mode: Any = None, weighted_metrics: Any = None,
                 jit_compile: Any = None, **kwargs: Any) -> None:
@@ -230,11 +246,10 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         metrics=["accuracy"], jit_compile=True)``.
         """
         # losses, metrics, optimizers and the step compiler load with the first compile (issue 32)
-        from arignote import losses, optimizers
         from arignote import metrics as metrics_mod
+        from arignote import optimizers
         from arignote.models import compile_args
         from arignote.models import output_losses as model_losses
-        from arignote.models.compiled_state import scaled_loss
         from arignote.models.multi_output import compile_outputs
         from arignote.training import compiled as compiled_steps
         from arignote.training import sample_weights
@@ -273,9 +288,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
             base, self.metrics_list, _ = compile_outputs(self, loss, loss_weights, metrics, weighted_metrics)
             self._metric_ids = []
         else:
-            base = losses.compiled(loss) if loss is not None else None
-            if base is not None and self._loss_weight != 1.0:
-                base = scaled_loss(base, self._loss_weight)
+            base = self._one_output_loss(loss)
             # metrics resolve against the output shape ('acc' is binary for one output unit), known once built
             self._metric_ids = ([(m, False) for m in metrics or []]
                                 + [(m, True) for m in weighted_metrics or []])
@@ -284,8 +297,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
             # a custom loss may read graph tensors, and take K.gradients with respect to them
             self.module.keep_values = model_losses.any_custom_loss(loss)
             self.module.track_gradients(model_losses.captured_tensors(loss))
-        needs_wrapper = self._is_graph or bool(self._model_losses)
-        self.loss_fn = model_losses.with_model_losses(self, base) if needs_wrapper else base
+        self.loss_fn = self._with_model_losses(base)
         self.metrics_names = ["loss", *[m.name for m in self.metrics_list]]
         self._compile_metrics = metrics or []  # Keras 2.3.1's name for the metrics compile was given
         self._compile_args = {"optimizer": optimizer, "loss": loss, "metrics": metrics if multi else

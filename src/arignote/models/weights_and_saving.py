@@ -30,6 +30,8 @@ from arignote.models.functional import Functional
 
 __all__ = ["WeightsAndSaving"]
 
+_REBUILT_LOSS = "<the compiled loss, rebuilt from the compile arguments when unpickled>"
+
 
 class WeightsAndSaving:
     """Weights, saving and training state; ``self`` is a :class:`~arignote.models.Model`."""
@@ -139,11 +141,24 @@ class WeightsAndSaving:
         loader = importlib.import_module("arignote.models.loading").from_pickled_hdf5  # a floor up
         return loader, (stream.getvalue(),)
 
+    def __getstate__(self) -> dict:
+        # a subclassed model pickled (or copied) after fit / predict: the per-run state holds closures
+        # (the trainer's step functions, the compiled loss); the copy drops it, rebuilds the loss from
+        # the compile arguments and makes its own trainer at its next fit (Keras 2.3.1 pickles a model)
+        state = self.__dict__.copy()
+        state["_trainer"] = None
+        state.pop("_memory_plan", None)
+        if state.get("loss_fn") is not None:
+            state["loss_fn"] = _REBUILT_LOSS
+        return state
+
     def __setstate__(self, state: dict) -> None:
         # a model a subclassed model holds comes back through its own pickling (HDF5 bytes for a
         # Sequential or functional one): the copy's module holds that model's new module, so the copy
         # trains and lists it (Model.__setattr__ made the link)
         self.__dict__.update(state)
+        if state.get("loss_fn") == _REBUILT_LOSS:
+            self.loss_fn = self._with_model_losses(self._one_output_loss(self.loss), self._loss_wrapped)
         children = self.module._modules if state.get("_subclassed") else {}
         for name, value in state.items():
             if name in children and is_model(value):
