@@ -111,8 +111,8 @@ class FitData:
             y = y.reshape(-1, 1)
         if not self._is_graph or len(self._feed_input_names) == 1:
             x = _one_array_of_list(x)  # Keras 2: a list of one array for a one-input model
-        if not self._is_graph:
-            return x, _one_array_of_list(y)
+        if not self._is_graph:  # a subclassed model trained on what its call adds: placeholder targets too
+            return x, self._placeholder_targets(x, _one_array_of_list(y), targets)
         names = self._feed_input_names  # an Input(tensor=...) takes no data
         if x is None and not names and y is not None:  # every input is a tensor (Keras 2: x=None)
             first = next(iter(y.values())) if isinstance(y, dict) else y[0] if isinstance(y, (list, tuple)) \
@@ -134,10 +134,14 @@ class FitData:
             y = y[self.output_names[0]] if self.output_names[0] in y else next(iter(y.values()))
         elif y is not None and isinstance(y, (list, tuple)) and len(y) == 1 and not np.isscalar(y[0]):
             y = y[0]
+        return x, self._placeholder_targets(x, y, targets)
+
+    def _placeholder_targets(self, x: Any, y: Any, targets: bool) -> Any:
+        """``y``, or zeros a model trained only on its ``add_loss`` terms gets (the loss reads no targets)."""
         if y is None and targets and self.compiled and self.loss is None and x is not None and \
                 not isinstance(x, (list, tuple, dict)) and hasattr(x, "__len__") and hasattr(x, "shape"):
-            y = np.zeros((len(x), 1), dtype=np.float32)  # the loss reads no targets
-        return x, y
+            y = np.zeros((len(x), 1), dtype=np.float32)
+        return y
 
     def _with_skipped_targets(self, y: Any) -> Any:
         """Keras 2.3.1 takes targets only for the outputs that have a loss (``loss={'out1': ...}``):

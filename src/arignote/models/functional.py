@@ -27,6 +27,7 @@ from typing import Any
 import torch
 from torch import nn
 
+from arignote.graph import state
 from arignote.graph.network import GraphModule, Packing, feed_inputs, topology
 from arignote.graph.node import Node, symbolic_call
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
@@ -48,7 +49,17 @@ class _CallModule(nn.Module):
         object.__setattr__(self, "_model", model)
 
     def forward(self, inputs: Any, **kwargs: Any) -> Any:
-        return self._model.call(inputs, **kwargs)
+        # Keras 2: what call adds (add_loss) is that call's: the last forward's losses go (they held
+        # its autograd graph), those of a model shared inside one outer forward stay
+        model, forward_id = self._model, state.model_forward_id()
+        if forward_id is None or forward_id != model.__dict__.get("_call_losses_forward"):
+            model.__dict__["_call_model_losses"] = []
+        model.__dict__["_call_losses_forward"] = forward_id
+        model.__dict__["_in_call"] = model.__dict__.get("_in_call", 0) + 1
+        try:
+            return model.call(inputs, **kwargs)
+        finally:
+            model.__dict__["_in_call"] -= 1
 
 
 class Functional:
@@ -256,13 +267,21 @@ class Functional:
 
     def add_loss(self, losses: Any, inputs: Any = None) -> None:
         """Keras 2 ``model.add_loss``: a symbolic tensor of the graph (the VAE's KL term), a tensor or a
-        callable, added to the training loss."""
+        callable, added to the training loss. Inside a subclassed model's ``call`` it counts for that
+        call (the next forward replaces it)."""
         losses = losses if isinstance(losses, (list, tuple)) else [losses]
+        if self.__dict__.get("_in_call") and not any(isinstance(t, KerasTensor) for t in losses):
+            self._call_model_losses += [t for t in losses if t is not None]  # this call's (forward)
+            return
         self._model_losses += list(losses)
         if any(isinstance(t, KerasTensor) for t in self._model_losses):
             if not self._is_graph:
                 raise ValueError("add_loss(symbolic tensor) needs a functional model, Model(inputs, outputs)")
             self._recompile_extras()
+
+    def _added_losses(self) -> list:
+        """The ``add_loss`` terms: those given outside ``call`` (kept), then the last call's."""
+        return self._model_losses + self.__dict__.get("_call_model_losses", [])
 
     def _add_symbolic_metric(self, update: Any, tensors: list) -> None:
         """``add_metric`` of graph tensors (:mod:`arignote.layers.added_metrics`): the graph computes

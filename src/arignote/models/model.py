@@ -223,11 +223,14 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         return scaled_loss(base, self._loss_weight) if base is not None and self._loss_weight != 1.0 else base
 
     def _with_model_losses(self, base: Any, wrap: bool | None = None) -> Any:
-        """``base`` plus the model-level losses (``add_loss``) when it has some when compiled (``wrap``:
-        that decision, kept for an unpickled copy to rebuild the same loss)."""
+        """``base`` plus the model-level losses (``add_loss``) when it has some when compiled, or is
+        subclassed (its call adds them at each forward); ``wrap``: that decision, kept for an unpickled
+        copy to rebuild the same loss."""
         from arignote.models import output_losses as model_losses  # why: as the losses (issue 32)
 
-        self._loss_wrapped = (self._is_graph or bool(self._model_losses)) if wrap is None else wrap
+        if wrap is None:
+            wrap = self._is_graph or self._subclassed or bool(self._model_losses)
+        self._loss_wrapped = wrap
         return model_losses.with_model_losses(self, base) if self._loss_wrapped else base
 
     def compile(self, optimizer: Any = "rmsprop", loss: Any = None, metrics: Any = None,
@@ -264,7 +267,9 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
             raise TypeError(f"compile() does not support {', '.join(unsupported)}; arguments: optimizer, "
                             "loss, metrics, loss_weights, sample_weight_mode, weighted_metrics, jit_compile")
         self.jit_compile = compiled_steps.check_jit_compile(jit_compile)
-        if loss is None and not model_losses.has_losses(self):
+        # a subclassed model's call may add its losses (add_loss): checked at the first batch (Keras 2.3.1
+        # compiles a subclassed model at its first fit)
+        if loss is None and not self._subclassed and not model_losses.has_losses(self):
             raise ValueError("compile() needs a loss, e.g. loss='categorical_crossentropy' (loss=None "
                              "only for a model with losses of its own: add_loss or regularizers)")
         names = self.output_names if self._is_graph else ["output"]

@@ -46,7 +46,7 @@ def model_losses(model: Any) -> list:
         out = []
         for layer in model.layers:
             out += _layer_losses(layer, _owned(model), seen)
-    out += [loss() if callable(loss) else loss for loss in model._model_losses]
+    out += [loss() if callable(loss) else loss for loss in model._added_losses()]
     numbers = [x for x in out if isinstance(x, (int, float))]
     # each tensor once (Keras 2.3.1); a nested model's symbolic losses stand once per call of it
     unique: dict[int, Any] = {}
@@ -106,7 +106,7 @@ def has_losses(model: Any) -> bool:
     ``add_loss``, a layer's ``add_loss`` (also one its ``call`` made on symbolic tensors while the
     graph was built: the Keras 2 VAE's custom loss layer) or a weight regularizer. Keras 2.3.1 then
     compiles with ``loss=None``."""
-    if model._model_losses:
+    if model._added_losses():
         return True
     module = model.module
     if not isinstance(module, nn.Module):
@@ -122,8 +122,6 @@ def with_model_losses(model: Any, fn: Any) -> Any:
     over from the current forward (the Keras 2.0 VAE's ``z_mean``). The layers' own penalties
     (regularizers, ``layer.add_loss``) are added by the training loop (:mod:`arignote.layers.penalties`)."""
 
-    own = has_losses(model)
-
     def total_loss(y_true: Any, y_pred: Any) -> Any:
         module = model.module
         value = None
@@ -135,15 +133,15 @@ def with_model_losses(model: Any, fn: Any) -> Any:
                 value = fn(y_true, y_pred)
             if value is not None and value.dim():  # None: every output's loss is None (Keras 2.3.1)
                 value = value.mean()
-        extra = [loss() if callable(loss) else loss for loss in model._model_losses
+        extra = [loss() if callable(loss) else loss for loss in model._added_losses()
                  if not isinstance(loss, KerasTensor)]
         if isinstance(module, GraphModule):
             extra += [t.mean() if t.dim() else t for t in module.extra_losses]
         for loss in extra:
             value = loss if value is None else value + loss
         if value is None:
-            if not own:
-                raise ValueError("the model has no loss: compile(loss=...) or add_loss(...)")
+            if not has_losses(model):  # now: a subclassed model's call adds its losses at each forward
+                raise ValueError("the model has no loss to optimize: compile(loss=...) or add_loss(...)")
             # compile(loss=None) on a model whose layers add their losses in call (the training loop
             # adds those): the compiled part is 0, as in Keras 2.3.1 (`total_loss = 0.`)
             ref = y_pred if isinstance(y_pred, torch.Tensor) else next(module.parameters())

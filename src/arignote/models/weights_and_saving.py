@@ -147,6 +147,7 @@ class WeightsAndSaving:
         # the compile arguments and makes its own trainer at its next fit (Keras 2.3.1 pickles a model)
         state = self.__dict__.copy()
         state["_trainer"] = None
+        state["_call_model_losses"] = []  # the last forward's add_loss terms (their autograd graph)
         state.pop("_memory_plan", None)
         if state.get("loss_fn") is not None:
             state["loss_fn"] = _REBUILT_LOSS
