@@ -113,3 +113,23 @@ def test_pickle_after_fit_keeps_the_added_term():
     assert copy.evaluate(x, y, verbose=0) == pytest.approx(model.evaluate(x, y, verbose=0), rel=1e-5)
     copy.fit(x, y, batch_size=4, epochs=1, verbose=0)
     assert len(copy.losses) == 1
+
+
+class Holder(arignote.Model):
+    def __init__(self) -> None:
+        super().__init__()
+        self.vae = VAE()
+
+    def call(self, inputs):
+        return self.vae(inputs)
+
+
+def test_a_model_holding_the_subclassed_one_trains_on_its_added_term_too():
+    x, y = data()
+    model = Holder()
+    model.compile(optimizers.SGD(lr=0.0), "mse")
+    model(x[:2])
+    expected = by_hand(model.vae, x, y)
+    assert model.fit(x, y, batch_size=len(x), epochs=2, verbose=0).history["loss"] == \
+        pytest.approx([expected, expected], rel=1e-5)
+    assert len(model.losses) == 1

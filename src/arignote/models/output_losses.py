@@ -47,6 +47,7 @@ def model_losses(model: Any) -> list:
         for layer in model.layers:
             out += _layer_losses(layer, _owned(model), seen)
     out += [loss() if callable(loss) else loss for loss in model._added_losses()]
+    out += held_added_losses(model)
     numbers = [x for x in out if isinstance(x, (int, float))]
     # each tensor once (Keras 2.3.1); a nested model's symbolic losses stand once per call of it
     unique: dict[int, Any] = {}
@@ -54,6 +55,19 @@ def model_losses(model: Any) -> list:
         if not isinstance(x, (int, float)):
             unique.setdefault(-i - 1 if isinstance(x, KerasTensor) else id(x), x)
     return list(unique.values()) + numbers
+
+
+def held_added_losses(model: Any) -> list:
+    """The ``add_loss`` terms (tensors, callables called) of the models ``model`` has as layers, at any
+    depth: a subclassed VAE held by another model adds its KL term to that model's loss (Keras 2.3.1's
+    ``Network.losses`` takes each layer's ``losses``). Symbolic terms stay with their own graph."""
+    out = []
+    for layer in getattr(model, "layers", None) or []:
+        if not isinstance(layer, Layer) and hasattr(layer, "_added_losses"):
+            out += [loss() if callable(loss) else loss for loss in layer._added_losses()
+                    if not isinstance(loss, KerasTensor)]
+            out += held_added_losses(layer)
+    return out
 
 
 def _owned(model: Any) -> Any:
@@ -106,7 +120,7 @@ def has_losses(model: Any) -> bool:
     ``add_loss``, a layer's ``add_loss`` (also one its ``call`` made on symbolic tensors while the
     graph was built: the Keras 2 VAE's custom loss layer) or a weight regularizer. Keras 2.3.1 then
     compiles with ``loss=None``."""
-    if model._added_losses():
+    if model._added_losses() or held_added_losses(model):
         return True
     module = model.module
     if not isinstance(module, nn.Module):
@@ -135,6 +149,7 @@ def with_model_losses(model: Any, fn: Any) -> Any:
                 value = value.mean()
         extra = [loss() if callable(loss) else loss for loss in model._added_losses()
                  if not isinstance(loss, KerasTensor)]
+        extra += held_added_losses(model)
         if isinstance(module, GraphModule):
             extra += [t.mean() if t.dim() else t for t in module.extra_losses]
         for loss in extra:
