@@ -1,6 +1,7 @@
 """Run published Keras 2 layer packages' own unit tests on arignote (and on Keras 2.3.1 when asked).
 
-    python scripts/run_published_keras2.py SRC_DIR [NAME ...] [--keras2] [--timeout S] [--show-failures]
+    python scripts/run_published_keras2.py SRC_DIR [NAME ...] [--keras2] [--quick] [--timeout S]
+        [--show-failures]
 
 ``SRC_DIR`` holds one directory per published package, each a checkout of its repository (for example
 ``git --git-dir=<mirror> archive <commit> | tar -x -C SRC_DIR/keras-multi-head``); nothing of theirs is
@@ -38,6 +39,8 @@ OURS = str(Path(sys.executable))
 # ``keras_contrib``/``keras_multi_head`` (``_`` is a word character) and not ``tf.keras``.
 _KERAS = re.compile(r"(?<![.\w])keras\b(?![-_])")
 
+QUICK = "not fit and not train"  # pytest -k: the packages' training tests run 1000s of steps
+
 CONFTEST_K2 = ("import sys\nsys.path.insert(0, {scripts!r})\n"
                "import keras2_shim\nkeras2_shim.force_unroll()\n")
 
@@ -64,7 +67,7 @@ def copy_packages(src: Path, work: Path, to_arignote: bool) -> list[Path]:
     return out
 
 
-def run_package(package: Path, paths: list[Path], keras2: bool, timeout: float) -> dict:
+def run_package(package: Path, paths: list[Path], keras2: bool, timeout: float, select: str = "") -> dict:
     report = package / "report.xml"
     env = dict(os.environ, TF_KERAS="0", OMP_NUM_THREADS="1",
                PYTHONPATH=os.pathsep.join(str(p) for p in paths))
@@ -78,7 +81,7 @@ def run_package(package: Path, paths: list[Path], keras2: bool, timeout: float) 
         env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env["PYTHONPATH"]])
     tests = "tests" if (package / "tests").is_dir() else "."
     cmd = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
-           f"--junitxml={report}", tests]
+           f"--junitxml={report}", tests] + (["-k", select] if select else [])
     try:
         out = subprocess.run(cmd, cwd=package, env=env, capture_output=True, text=True, timeout=timeout)
         text = out.stdout + out.stderr
@@ -109,8 +112,10 @@ def main() -> int:
     parser.add_argument("names", nargs="*", help="package directory names (default: all)")
     parser.add_argument("--keras2", action="store_true", help="run on Keras 2.3.1 (/work/k2venv) instead")
     parser.add_argument("--timeout", type=float, default=900, help="seconds per package")
+    parser.add_argument("--quick", action="store_true",
+                        help="leave out tests that train to an accuracy (fit/train in the name: slow)")
     parser.add_argument("--show-failures", action="store_true", help="print each failing test's message")
-    args = parser.parse_args()
+    args = parser.parse_intermixed_args()
     work = Path(tempfile.mkdtemp(prefix="published-keras2-"))
     packages = copy_packages(args.src.resolve(), work, to_arignote=not args.keras2)
     chosen = [p for p in packages if not args.names or p.name in args.names]
@@ -119,7 +124,7 @@ def main() -> int:
         return 2
     total_pass = total_run = 0
     for package in chosen:
-        r = run_package(package, packages, args.keras2, args.timeout)
+        r = run_package(package, packages, args.keras2, args.timeout, QUICK if args.quick else "")
         ran = r["passed"] + r["failed"] + r["errors"]
         total_pass += r["passed"]
         total_run += ran

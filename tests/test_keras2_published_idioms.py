@@ -104,3 +104,47 @@ def test_dense_after_a_declared_pair_uses_the_first_shape():
     edges = Input(shape=(None, None), dtype="int32")
     dense = Dense(2)(NeighbourMax()([features, edges]))
     assert tuple(dense.shape) == (None, None, 2)
+
+
+def test_cast_to_floatx_of_a_scalar_multiplies_a_tensor():
+    epsilon = K.cast_to_floatx(0.0025)  # keras-contrib's SineReLU keeps this and multiplies call's input
+    assert epsilon.dtype == np.float32
+    out = epsilon * K.variable(np.array([2.0, 4.0]))
+    np.testing.assert_allclose(K.eval(out), [0.005, 0.01], rtol=1e-6)
+    assert K.cast_to_floatx([1.0, 2.0]).shape == (2,)
+
+
+def test_relu_with_weights_as_alpha_and_max_value():
+    # keras-contrib's SReLU: K.relu(x - t_left, a_left, t_right - t_left) with per-unit weights
+    x = K.variable(np.array([[-2.0, 0.5, 3.0]]))
+    alpha = K.variable(np.array([0.5, 0.5, 0.5]))
+    ceiling = K.variable(np.array([1.0, 1.0, 2.0]))
+    np.testing.assert_allclose(K.eval(K.relu(x, alpha, ceiling)), [[-1.0, 0.5, 2.0]])
+    np.testing.assert_allclose(K.eval(K.relu(x, alpha)), [[-1.0, 0.5, 3.0]])
+
+
+class Heads(Layer):
+    """keras-multi-head's MultiHead: the wrapped layer is stored before super().__init__()."""
+
+    def __init__(self, layer, **kwargs):
+        self.layer = layer
+        self.copies = []
+        super().__init__(**kwargs)
+
+    def build(self, input_shape):
+        self.layer.build(input_shape)
+        super().build(input_shape)
+
+    def compute_output_shape(self, input_shape):
+        return self.layer.compute_output_shape(input_shape)
+
+    def call(self, inputs):
+        return self.layer.call(inputs)
+
+
+def test_sublayer_assigned_before_super_init_is_tracked():
+    heads = Heads(Dense(2, kernel_initializer="ones", bias_initializer="zeros"))
+    x = Input(shape=(3,))
+    model = Model(x, heads(x))
+    assert len(heads.trainable_weights) == 2  # the wrapped Dense's kernel and bias
+    np.testing.assert_allclose(model.predict(np.array([[1.0, 2.0, 3.0]], "float32")), [[6.0, 6.0]])
