@@ -91,14 +91,22 @@ def relu(
     ``alpha * (x - threshold)`` otherwise (with the defaults, plain ``max(x, 0)``)."""
     if isinstance(x, KerasTensor):  # Input / K.placeholder: a graph node
         return record_symbolic(relu, x, alpha=alpha, max_value=max_value, threshold=threshold)
-    if alpha == 0.0 and max_value is None and threshold == 0.0:
+    if _off(alpha) and max_value is None and _off(threshold):
         return torch.relu(x)
-    y = torch.where(x > threshold, x, torch.zeros_like(x)) if threshold != 0.0 else torch.relu(x)
-    if max_value is not None:
+    y = torch.where(x > threshold, x, torch.zeros_like(x)) if not _off(threshold) else torch.relu(x)
+    if isinstance(max_value, torch.Tensor):  # a weight (keras-contrib's SReLU): per-unit ceilings
+        y = torch.minimum(torch.clamp(y, min=0.0), max_value.to(y.dtype))
+    elif max_value is not None:
         y = torch.clamp(y, 0.0, max_value)
-    if alpha != 0.0:
+    if not _off(alpha):
         y = y - alpha * torch.relu(threshold - x)
     return y
+
+
+def _off(value: Any) -> bool:
+    """True for a number that is 0: ``relu``'s ``alpha``/``threshold`` may be weights (tensors, one per
+    unit), which count as set, as on Keras 2's Theano backend."""
+    return not isinstance(value, torch.Tensor) and value == 0.0
 
 
 def tanh(x: torch.Tensor) -> torch.Tensor:

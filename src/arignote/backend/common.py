@@ -94,14 +94,17 @@ def set_floatx(value: str) -> None:
     config.configure(floatX=value)
 
 
-def cast_to_floatx(x: Any) -> np.ndarray:
+def cast_to_floatx(x: Any) -> Any:
     """``x`` as a numpy array of :func:`floatx` (Keras 2 ``K.cast_to_floatx``).
 
     >>> cast_to_floatx([1.0, 2.0]).dtype
     dtype('float32')
     """
     name = floatx()
-    return np.asarray(x, dtype="float32" if name == "bfloat16" else name)  # numpy has no bfloat16
+    out = np.asarray(x, dtype="float32" if name == "bfloat16" else name)  # numpy has no bfloat16
+    # a scalar comes back as a numpy scalar, not a 0-d array: ``self.epsilon = K.cast_to_floatx(0.01)``
+    # then multiplies a torch tensor (keras-contrib's SineReLU), which a 0-d ndarray refuses to do
+    return out[()] if out.ndim == 0 else out
 
 
 def epsilon() -> float:

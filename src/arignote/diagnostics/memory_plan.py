@@ -37,6 +37,7 @@ from typing import Any
 
 import torch
 
+from arignote import config
 from arignote.devices import cuda as cuda_dev
 from arignote.layers.recurrent.stateful_probe import states_set_aside
 from arignote.runtime import memory
@@ -441,6 +442,13 @@ def _copy(batch: Any) -> Any:
     return batch
 
 
+def _input_dtype(module: torch.nn.Module) -> torch.dtype:
+    """The dtype of the stand-in input: the weights' one; floatX for a model without weights (a
+    positional-encoding layer alone, as keras-pos-embd's tests build)."""
+    weight = next(module.parameters(), None)
+    return weight.dtype if weight is not None else getattr(torch, config.get("floatX"))
+
+
 def _torch_optimizer(optimizer: Any) -> Any:
     """The torch optimizer inside an :mod:`arignote.optimizers` one (its ``torch`` attribute)."""
     inner = getattr(optimizer, "torch", None)
@@ -479,7 +487,7 @@ def summary_lines(model: Any, batch_size: int | None = None) -> str:
         return "Memory plan: shown once the model is compiled and its input shape is known (or after fit)"
     trainer = model._get_trainer(tuple(shape))
     batch = batch_size or (fit_plan.batch_size if fit_plan is not None else None) or 32
-    x = torch.zeros((SAMPLE, *shape), device=trainer.device, dtype=next(model.module.parameters()).dtype)
+    x = torch.zeros((SAMPLE, *shape), device=trainer.device, dtype=_input_dtype(model.module))
     y = _stand_in_targets(model, x, trainer)
     loss = (lambda out, target: model.loss_fn(target, out)) if y is not None else None
     plan = plan_memory(model.module, x, y, loss_fn=loss, optimizer=_torch_optimizer(model.optimizer),

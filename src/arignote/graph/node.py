@@ -243,6 +243,30 @@ def _declared_shapes(layer: Any, inputs: Any) -> tuple[Any, list[tuple], list[st
     return structure, shapes, [dtype] * len(shapes)
 
 
+def _checked_against_call(layer: Any, inputs: Any, kwargs: dict, declared: tuple) -> tuple:
+    """A declared list of output shapes, held against what ``call`` returns. Keras 2 takes the outputs'
+    structure from ``call`` and gives output ``i`` the declared shape ``i``: a layer whose
+    ``compute_output_shape`` returns its input shapes verbatim (``return input_shape``, keras-gcn's
+    pooling layers) while ``call`` returns one tensor has one output, shaped like its first input.
+
+        >>> # GraphMaxPool()([features, edges]) -> one tensor of shape features.shape
+    """
+    try:
+        structure, _, dtypes = _infer_outputs(layer, inputs, kwargs)
+    except (ValueError, TypeError):
+        return declared  # call cannot run on zeros: the declaration stands, as before
+    n = len(flatten(structure))
+    if n == len(declared[1]):
+        return declared
+    shapes = list(declared[1][:n])
+    return structure, shapes, list(dtypes)
+
+
+def _ours(method: Any) -> bool:
+    """True for arignote's own ``compute_output_shape`` (built-in layers, models): trusted as declared."""
+    return getattr(method, "__module__", "").startswith("arignote.")
+
+
 def _floatx() -> str:
     return config.get("floatX")
 
@@ -276,7 +300,10 @@ def symbolic_call(layer: Any, inputs: Any, kwargs: dict) -> Any:
         call_kwargs["mask"] = prev_mask
     if getattr(layer, "_declares_output_shape", True):
         structure, shapes, dtypes = _declared_shapes(layer, inputs)
-        if needs_call_run(layer):  # its sublayers get built (the shapes stay the declared ones)
+        if len(shapes) > 1 and not _ours(type(layer).compute_output_shape):
+            structure, shapes, dtypes = _checked_against_call(layer, inputs, call_kwargs,
+                                                              (structure, shapes, dtypes))
+        elif needs_call_run(layer):  # its sublayers get built (the shapes stay the declared ones)
             _probe_runs(layer, inputs, call_kwargs, (3,))
     else:
         structure, shapes, dtypes = _infer_outputs(layer, inputs, call_kwargs)

@@ -143,7 +143,10 @@ class Layer(Bookkeeping, nn.Module):
     _user_layer = False
 
     def __init__(self, **kwargs: Any) -> None:
+        early = self.__dict__.pop("_early_modules", {})
         super().__init__()
+        for name, module in early.items():
+            setattr(self, name, module)
         for key in kwargs:
             if key not in _BASE_KWARGS:
                 raise unknown_argument_error(type(self).__name__, key, [*self._config_keys, *_BASE_KWARGS])
@@ -213,6 +216,12 @@ class Layer(Bookkeeping, nn.Module):
     def __setattr__(self, name: str, value: Any) -> None:
         if is_metric(value):  # Keras 2.3.1 tracks a metric attribute (its place in order)
             track_metric(self, value)
+        if isinstance(value, nn.Module) and "_modules" not in self.__dict__:
+            # a sublayer set before super().__init__() (keras-multi-head's MultiHead wrapper): held
+            # until Layer.__init__ has made the module, then registered there
+            self.__dict__.setdefault("_early_modules", {})[name] = value
+            object.__setattr__(self, name, value)
+            return
         if isinstance(value, Layer) or is_model(value):
             self.__dict__.setdefault("_sublayer_names", {})[name] = None  # Keras's _layers, in order
             if not isinstance(value, nn.Module) and "_modules" in self.__dict__:
