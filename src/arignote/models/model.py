@@ -102,8 +102,7 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         self._compile_args: dict[str, Any] = {}
         self._metric_ids: list[Any] = []
         self._pending_optimizer_state: dict | None = None  # from load_model, applied once placed
-        # Keras 2.3.1's Network(dtype=...): the type of the model's own weights (add_weight)
-        self.dtype = spec["dtype"] or config.get("floatX")
+        self.dtype = spec["dtype"]  # Keras 2.3.1's Network(dtype=...); None: floatX when read
         if kind == "graph":
             self._init_functional(spec["inputs"], spec["outputs"], spec["name"])
         if not spec["trainable"]:
@@ -118,6 +117,16 @@ class Model(WeightsAndSaving, BatchMethods, FitData, TrainerSetup, CompiledState
         if is_metric(value):  # Keras 2.3.1 tracks a metric attribute (its place in order)
             track_metric(self, value)
         object.__setattr__(self, name, value)
+
+    @property
+    def dtype(self) -> str:
+        """Keras 2.3.1's ``Network.dtype``: the type of the model's own weights (``add_weight``),
+        ``Model(dtype=...)`` or floatX, read when asked (building a model reads no configuration)."""
+        return self.__dict__.get("_dtype") or config.get("floatX")
+
+    @dtype.setter
+    def dtype(self, value: Any) -> None:
+        self.__dict__["_dtype"] = value
 
     def add_weight(self, *args: Any, **kwargs: Any) -> torch.nn.Parameter:
         """Keras 2.3.1 ``Network.add_weight(name, shape, dtype=None, initializer=None, regularizer=None,
