@@ -75,17 +75,24 @@ def runtime_module(layer: Any) -> nn.Module:
 
 
 def nest_like(structure: Any, leaves: list) -> Any:
-    """Rebuild ``structure`` (a leaf, list, tuple or dict as made by :func:`flatten`) from ``leaves``."""
-    it = iter(leaves)
+    """Rebuild ``structure`` (a leaf, list, tuple or dict as made by :func:`flatten`) from ``leaves``.
 
-    def rebuild(s: Any) -> Any:
-        if isinstance(s, (list, tuple)):
-            return type(s)(rebuild(v) for v in s)
-        if isinstance(s, dict):
-            return {k: rebuild(s[k]) for k in sorted(s)}
-        return next(it)
+    A plain recursive function, not a closure that calls itself: such a closure is a reference cycle
+    (function -> cell -> function) that would hold ``leaves`` (a step's activations and their autograd
+    graph) until the garbage collector's next pass.
 
-    return rebuild(structure)
+        >>> nest_like([0, (0, 0)], ["a", "b", "c"])
+        ['a', ('b', 'c')]
+    """
+    return _rebuild(structure, iter(leaves))
+
+
+def _rebuild(s: Any, it: Any) -> Any:
+    if isinstance(s, (list, tuple)):
+        return type(s)(_rebuild(v, it) for v in s)
+    if isinstance(s, dict):
+        return {k: _rebuild(s[k], it) for k in sorted(s)}
+    return next(it)
 
 
 def torch_dtype_name(dtype: torch.dtype) -> str:

@@ -184,7 +184,10 @@ class _Step(NamedTuple):
     """One step's tensors (first dimension the samples, so a chunk of samples slices them all): the
     pre-activations ``z`` (4 gates), the cell state before and after, the gates' activations and what
     their backward keeps (``k_*``: hard_sigmoid's slope, else None), ``tanh(c)`` (the activation of
-    the cell state) and what its backward keeps."""
+    the cell state) and what its backward keeps. The steps kept for the backward drop ``c`` (the
+    backward reads ``c_prev``, the step before's ``c``): the last one is the function's output, and an
+    output kept on ``ctx`` is a reference cycle through its ``grad_fn`` that would hold the whole graph
+    (hundreds of MB a step) until the garbage collector's next pass (tests/test_no_reference_cycles.py)."""
 
     z: torch.Tensor
     c_prev: torch.Tensor
@@ -289,8 +292,8 @@ class _Sequence(torch.autograd.Function):
             per_sample = z[0].numel() * z.element_size()
             _by_samples(_gates, n, per_sample, (st, x, h_buf, outs[s]), ract, act, keep, conv)
             h, c = h_buf, st.c
-            if keep:
-                saved.append(st)
+            if keep:  # without c (see _Step)
+                saved.append(st._replace(c=None))
         ctx.spec, ctx.saved = spec, saved
         ctx.save_for_backward(w, h0, out)  # the outputs are the next steps' recurrent inputs
         ctx.set_materialize_grads(False)
