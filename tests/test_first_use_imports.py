@@ -30,7 +30,8 @@ LATER = ["rich", "arignote.training.loop", "arignote.training.inputs", "arignote
 # read), sizes (size flags), legacy.interfaces (custom Keras 2 layers), the dropout, Lambda, padding,
 # cropping and pooling families; a module added to the first use fails here until it is pinned
 # (session 15: layers.layer_nodes and layers.layer_weights, mixins split out of layers.base;
-# models.compiling and models.fit_evaluate_predict, out of models.model)
+# models.compiling and models.fit_evaluate_predict, out of models.model; models.sequential_config
+# and models.sequential_predictions, out of models.sequential)
 FIRST_USE_MODULES = sorted(["arignote", *(f"arignote.{m}" for m in (
     "_keras_objects _lazy _moved _version activations backend backend.common backend.names "
     "backend.variables config config.safe_mode config.types constraints devices devices.order errors "
@@ -43,6 +44,7 @@ FIRST_USE_MODULES = sorted(["arignote", *(f"arignote.{m}" for m in (
     "models.batch_methods models.compiled_state models.compiling models.construction models.fit_data "
     "models.fit_evaluate_predict models.functional "
     "models.functional_config models.generators models.model models.output_losses models.sequential "
+    "models.sequential_config models.sequential_predictions "
     "models.trainer_setup models.weights_and_saving random_state regularizers runtime runtime.precision"
 ).split())])
 DEFERRED = ["configparser", "arignote.devices.machine_check", "arignote.devices.spec", "arignote.sizes",
