@@ -29,16 +29,22 @@ LATER = ["rich", "arignote.training.loop", "arignote.training.inputs", "arignote
 # took out the INI parser (rc files only), the machine check's device-spec parser (the first flag
 # read), sizes (size flags), legacy.interfaces (custom Keras 2 layers), the dropout, Lambda, padding,
 # cropping and pooling families; a module added to the first use fails here until it is pinned
+# (session 15: layers.layer_nodes and layers.layer_weights, mixins split out of layers.base;
+# models.compiling and models.fit_evaluate_predict, out of models.model; models.sequential_config
+# and models.sequential_predictions, out of models.sequential)
 FIRST_USE_MODULES = sorted(["arignote", *(f"arignote.{m}" for m in (
     "_keras_objects _lazy _moved _version activations backend backend.common backend.names "
     "backend.variables config config.safe_mode config.types constraints devices devices.order errors "
     "graph graph.network graph.node graph.state graph.tensor initializers layers layers._left_out "
     "layers._trainable layers._util layers.activations layers.base layers.bookkeeping layers.conditional "
     "layers.convolutional layers.convolutional.conv layers.convolutional.separable layers.core "
-    "layers.derived_weights layers.input_layer layers.input_spec layers.layer_args layers.layer_tensors "
+    "layers.derived_weights layers.input_layer layers.input_spec layers.layer_args layers.layer_nodes "
+    "layers.layer_tensors layers.layer_weights "
     "layers.op_layer layers.serialization layers.value_semantics legacy legacy.conversions models "
-    "models.batch_methods models.compiled_state models.construction models.fit_data models.functional "
+    "models.batch_methods models.compiled_state models.compiling models.construction models.fit_data "
+    "models.fit_evaluate_predict models.functional "
     "models.functional_config models.generators models.model models.output_losses models.sequential "
+    "models.sequential_config models.sequential_predictions "
     "models.trainer_setup models.weights_and_saving random_state regularizers runtime runtime.precision"
 ).split())])
 DEFERRED = ["configparser", "arignote.devices.machine_check", "arignote.devices.spec", "arignote.sizes",

@@ -22,9 +22,13 @@
 * ``get_config()`` returns JSON-able constructor kwargs (Keras 2 keys: ``name``, ``trainable``,
   ``batch_input_shape``, ``dtype`` + the layer's own); ``from_config(cfg)`` rebuilds;
   :func:`serialize` / :func:`deserialize` speak Keras's ``{"class_name", "config"}`` form.
-* The helpers live by concern beside this module: :mod:`~arignote.layers.layer_args` (auto names,
-  argument checks), :mod:`~arignote.layers.input_spec`, :mod:`~arignote.layers.layer_tensors`
-  (inputs as torch tensors, initial weights) and :mod:`~arignote.layers.serialization`.
+* The rest of ``Layer`` comes from one mixin per concern: :mod:`~arignote.layers.layer_weights`
+  (``add_weight``, weight lists, ``get_weights``), :mod:`~arignote.layers.bookkeeping` (losses,
+  updates), :mod:`~arignote.layers.layer_nodes` (``input``, ``output_shape``, ``get_output_at``),
+  :mod:`~arignote.layers.serialization` (``get_config``, ``from_config``, the registry) and
+  :mod:`~arignote.layers.input_spec` (``assert_input_compatibility``); helpers:
+  :mod:`~arignote.layers.layer_args` (auto names, argument checks) and
+  :mod:`~arignote.layers.layer_tensors` (inputs as torch tensors, initial weights).
 * ``name`` is a Keras auto name (``conv2d_1``, ``dense_2``) unless given; ``input``, ``output``,
   ``input_shape``, ``output_shape``, ``get_output_at(i)`` ... read the nodes of functional calls.
 
@@ -43,23 +47,20 @@ from __future__ import annotations
 
 import functools
 import inspect
-import re
 import warnings
 from typing import Any
 
-import numpy as np
 import torch
 from torch import nn
 
-from arignote import config, constraints, regularizers
+from arignote import config
 from arignote.graph import node as _node
 from arignote.graph import state
 from arignote.graph.node import symbolic_call
-from arignote.graph.tensor import KerasTensor, is_symbolic
+from arignote.graph.tensor import is_symbolic
 from arignote.layers import _trainable, conditional, derived_weights
-from arignote.layers.activations import name_of
 from arignote.layers.bookkeeping import Bookkeeping, is_metric, is_model, track_metric
-from arignote.layers.input_spec import InputSpec, _check_spec
+from arignote.layers.input_spec import InputChecks, InputSpec
 from arignote.layers.layer_args import (  # noqa: F401
     _auto_name,
     _shape_tuple,
@@ -68,9 +69,12 @@ from arignote.layers.layer_args import (  # noqa: F401
     reset_name_counters,
     unknown_argument_error,
 )
-from arignote.layers.layer_tensors import _initial_value, as_torch, persistent_buffers, shape_of
+from arignote.layers.layer_nodes import NodeAccess
+from arignote.layers.layer_tensors import as_torch, shape_of
+from arignote.layers.layer_weights import LayerWeights
 from arignote.layers.serialization import (  # noqa: F401
     _REGISTRY,
+    LayerConfig,
     builtin_class,
     deserialize,
     is_builtin,
@@ -125,7 +129,7 @@ class _FrozenNames(frozenset):
     """``Layer._frozen`` while pickled: parameter names instead of ids."""
 
 
-class Layer(Bookkeeping, nn.Module):
+class Layer(Bookkeeping, LayerWeights, NodeAccess, LayerConfig, InputChecks, nn.Module):
     """Base of every arignote layer (the Keras 2 contract above).
 
     Built-in layers list their constructor arguments in ``_config_keys`` for ``get_config``.
@@ -323,19 +327,12 @@ class Layer(Bookkeeping, nn.Module):
         """The computation (Keras 2 ``call``); the base layer returns its input unchanged."""
         return inputs
 
-    def assert_input_compatibility(self, inputs: Any) -> None:
-        """Check symbolic ``inputs`` against ``self.input_spec`` (Keras 2 messages)."""
-        if not self.input_spec:
-            return
-        specs = self.input_spec if isinstance(self.input_spec, (list, tuple)) else [self.input_spec]
-        xs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
-        if len(xs) != len(specs):
-            raise ValueError(f"Layer {self.name} expects {len(specs)} inputs, but it received {len(xs)} "
-                             "input "
-                             "tensors")
-        for i, (x, spec) in enumerate(zip(xs, specs)):
-            if spec is not None and isinstance(x, KerasTensor):
-                _check_spec(self, i, x, spec)
+    def add_metric(self, value: Any, name: str | None = None) -> None:
+        """Keras 2.3.1 ``add_metric(value, name=None)``: ``value``'s running mean logged as ``name``
+        (created once, fed at every call), or ``metric(x)`` (:mod:`arignote.layers.added_metrics`)."""
+        from arignote.layers import added_metrics  # why: loaded by the first add_metric (first-use imports)
+
+        added_metrics.add_metric(self, value, name)
 
     # ---------------------------------------------------------------- building
 
@@ -384,273 +381,6 @@ class Layer(Bookkeeping, nn.Module):
                                 "consumes the mask (an RNN, GlobalAveragePooling1D) in between")
             return None
         return mask
-
-    # ---------------------------------------------------------------- weights
-
-    @legacy_interfaces.add_weight_args
-    def add_weight(self, name: str | None = None, shape: Any = None, dtype: Any = None,
-                   initializer: Any = None, regularizer: Any = None, trainable: bool = True,
-                   constraint: Any = None) -> nn.Parameter:
-        """Create and register a weight in Keras layout (kernel ``(in, out)``, conv ``(kh, kw, in, out)``).
-
-        For custom layers written the Keras way::
-
-            class Scale(Layer):
-                def build(self, input_shape):
-                    self.gamma = self.add_weight("gamma", (input_shape[-1],), initializer="ones")
-                    super().build(input_shape)
-
-                def call(self, x):
-                    return x * self.gamma
-        """
-        shape = () if shape is None else tuple(int(d) for d in shape)
-        default = f"weight_{len(list(self.parameters(recurse=False)))}"
-        attr = self._weight_attr(re.sub(r"\W", "_", name or default))
-        if dtype is None:
-            torch_dtype = self._param_dtype()
-        else:
-            torch_dtype = dtype if isinstance(dtype, torch.dtype) else getattr(torch, str(dtype))
-        where = f"{self.name}: initializer of weight '{name}'"
-        value = _initial_value(initializer, shape, torch_dtype, where)
-        trains = bool(trainable) and self.trainable and (value.is_floating_point() or value.is_complex())
-        param = nn.Parameter(value, requires_grad=trains)  # an integer weight is a counter
-        self.register_parameter(attr, param)
-        if not trainable:
-            self._frozen.add(id(param))
-        if regularizer is not None:
-            self._regularizers.append((param, regularizers.get(regularizer)))
-        if constraint is not None:
-            self.constraints[attr] = constraints.get(constraint)
-        return param
-
-    def _weight_attr(self, attr: str) -> str:
-        """Where ``add_weight`` registers a weight named ``attr``: under that name unless it is taken.
-        A placeholder ``self.gamma = None`` from ``__init__`` makes way (the Keras idiom); a name
-        already used by another weight, attribute or the class (Keras allows two weights called
-        ``'w'``) gets a suffix, ``w_1``."""
-        if self.__dict__.get(attr, 0) is None:
-            del self.__dict__[attr]
-        taken = (*self.__dict__, *self._parameters, *self._buffers, *self._modules,
-                 *(n for cls in type(self).__mro__ for n in vars(cls)))
-        if attr not in taken:
-            return attr
-        i = 1
-        while f"{attr}_{i}" in taken:
-            i += 1
-        return f"{attr}_{i}"
-
-    def _param_dtype(self) -> torch.dtype:
-        return getattr(torch, self.dtype)
-
-    def add_loss(self, losses: Any, inputs: Any = None) -> None:
-        """Keras 2 ``add_loss``: a tensor (or list) added to the training loss. Inside ``call`` it counts
-        for that call; a callable (or a tensor given outside ``call``) is kept. ``inputs``: what the
-        loss depends on (``get_losses_for``)."""
-        conditional.record(self._loss_inputs, losses, inputs)
-        for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
-            if loss is None:
-                continue
-            if callable(loss) or isinstance(loss, KerasTensor):
-                self._added_losses.append(loss)
-            else:
-                self._call_losses.append(loss)
-                self._losses_forward = state.model_forward_id()
-
-    def _add_activity_loss(self, penalty: Any) -> None:
-        """Add the activity penalty of this call's output (``activity_regularizer``) to the loss; Keras
-        2.3.1 counts it as conditional on the call's inputs (``get_losses_for(inputs)``, not ``None``)."""
-        self.add_loss(penalty)
-        self.__dict__["_activity_loss"] = penalty  # noted with the inputs when __call__ returns
-
-    def add_metric(self, value: Any, name: str | None = None) -> None:
-        """Keras 2.3.1 ``add_metric(value, name=None)``: ``value``'s running mean logged as ``name``
-        (created once, fed at every call), or ``metric(x)`` (:mod:`arignote.layers.added_metrics`)."""
-        from arignote.layers import added_metrics  # why: loaded by the first add_metric (first-use imports)
-
-        added_metrics.add_metric(self, value, name)
-
-    def _own_losses(self) -> list:
-        """This layer's own losses (not its sublayers'): what a model sums over its modules."""
-        out = [fn(p) for p, fn in self._regularizers]
-        out += [loss() if callable(loss) else loss for loss in self._added_losses
-                if not isinstance(loss, KerasTensor)]
-        return out + self._call_losses
-
-    @property
-    def losses(self) -> list:
-        """Regularization penalties of the current weights, added losses, and the last call's losses
-        (this layer and the layers inside it)."""
-        return [loss for m in self.modules() if isinstance(m, Layer) for loss in m._own_losses()]
-
-    @property
-    def weights(self) -> list:
-        """Keras 2.3.1: ``trainable_weights + non_trainable_weights``, in Keras layouts (a list that
-        compares weights by identity, as Keras's variables: ``_trainable.WeightList``)."""
-        return _trainable.WeightList(self._keras_weights())
-
-    @property
-    def trainable_weights(self) -> list:
-        """Keras 2.3.1: this layer's trainable weights, then its sublayers'; none while it is frozen."""
-        return _trainable.WeightList(_trainable.keras_split(self)[0])
-
-    @property
-    def non_trainable_weights(self) -> list:
-        """Keras 2.3.1: the other weights (frozen: its own weights, then each sublayer's)."""
-        return _trainable.WeightList(_trainable.keras_split(self)[1])
-
-    def count_trainable_params(self) -> int:
-        """The trainable part of :meth:`count_params` (Keras layouts)."""
-        if not any(p.requires_grad for p in self.parameters()):
-            return 0
-        frozen = sum(p.numel() for p in self.parameters() if not p.requires_grad)
-        return self.count_params() - frozen - sum(b.numel() for b in persistent_buffers(self))
-
-    def count_params(self) -> int:
-        """Number of scalars in this layer's weights (what ``summary()`` prints)."""
-        if not self.built:
-            raise ValueError(f"You tried to call `count_params` on {self.name}, but the layer isn't built. "
-                             "You can build it manually via: `layer.build(batch_input_shape)`.")
-        return sum(t.numel() for t in self._keras_weights())
-
-    # ---------------------------------------------------------------- weights (Keras layout)
-
-    def get_weights(self) -> list:
-        """Weights as numpy arrays, in Keras order and layout where the layer defines it."""
-        return [t.detach().cpu().numpy().copy() for t in self._keras_weights()]
-
-    def set_weights(self, weights: list) -> None:
-        """Load numpy arrays given in :meth:`get_weights`'s order and shapes."""
-        current = self.get_weights()
-        if len(weights) != len(current):
-            raise ValueError(f"layer '{self.name}' expects {len(current)} weight arrays, got {len(weights)}")
-        for i, (new, old) in enumerate(zip(weights, current)):
-            if tuple(np.shape(new)) != tuple(old.shape):
-                raise ValueError(
-                    f"layer '{self.name}' weight {i} has shape {tuple(old.shape)}, got {tuple(np.shape(new))}"
-                )
-        with torch.no_grad():
-            self._set_keras_weights([torch.as_tensor(np.asarray(w)) for w in weights])
-
-    def _keras_weights(self) -> list[torch.Tensor]:
-        # Keras 2.3.1's layer.weights: trainable_weights + non_trainable_weights, at every level
-        return _trainable.keras_weights(self)
-
-    def _set_keras_weights(self, weights: list[torch.Tensor]) -> None:
-        for t, w in zip(self._keras_weights(), weights):
-            t.copy_(w)
-
-    # ---------------------------------------------------------------- nodes (functional API)
-
-    def _node_attr(self, node_index: int, attr: str, what: str) -> Any:
-        if not self._inbound_nodes:
-            raise AttributeError(f"Layer {self.name} is not connected, no input to return."
-                                 if what == "input" else f"The layer {self.name} has never been called and "
-                                 f"thus has no defined {what}.")
-        if len(self._inbound_nodes) <= node_index:
-            raise ValueError(f"Asked to get {what} at node {node_index}, but the layer has only "
-                             f"{len(self._inbound_nodes)} inbound nodes.")
-        values = getattr(self._inbound_nodes[node_index], attr)
-        return values[0] if len(values) == 1 else list(values)
-
-    def get_input_at(self, node_index: int) -> Any:
-        return self._node_attr(node_index, "input_tensors", "input")
-
-    def get_output_at(self, node_index: int) -> Any:
-        return self._node_attr(node_index, "output_tensors", "output")
-
-    def get_input_shape_at(self, node_index: int) -> Any:
-        return self._node_attr(node_index, "input_shapes", "input shape")
-
-    def get_output_shape_at(self, node_index: int) -> Any:
-        return self._node_attr(node_index, "output_shapes", "output shape")
-
-    def get_input_mask_at(self, node_index: int) -> Any:
-        return self._node_attr(node_index, "input_masks", "input mask")
-
-    def get_output_mask_at(self, node_index: int) -> Any:
-        return self._node_attr(node_index, "output_masks", "output mask")
-
-    def _single_node(self, what: str) -> None:
-        if len(self._inbound_nodes) > 1:
-            raise AttributeError(f"Layer {self.name} has multiple inbound nodes, hence the notion of "
-                                 f"\"layer {what}\" is ill-defined. Use `get_{what.replace(' ', '_')}_at"
-                                 "(node_index)` instead.")
-
-    @property
-    def inbound_nodes(self) -> list:
-        return self._inbound_nodes
-
-    @property
-    def outbound_nodes(self) -> list:
-        return self._outbound_nodes
-
-    @property
-    def input(self) -> Any:
-        self._single_node("input")
-        return self.get_input_at(0)
-
-    @property
-    def output(self) -> Any:
-        self._single_node("output")
-        return self.get_output_at(0)
-
-    @property
-    def input_mask(self) -> Any:
-        self._single_node("input mask")
-        return self.get_input_mask_at(0)
-
-    @property
-    def output_mask(self) -> Any:
-        self._single_node("output mask")
-        return self.get_output_mask_at(0)
-
-    @property
-    def input_shape(self) -> Any:
-        """The input shape with batch dim (from the first call, or the shape the layer was built for)."""
-        if self._inbound_nodes:
-            shapes = {str(n.input_shapes) for n in self._inbound_nodes}
-            if len(shapes) > 1:
-                raise AttributeError(f'The layer "{self.name}" has multiple inbound nodes, with different '
-                                     "input shapes. Hence the notion of \"input shape\" is ill-defined for "
-                                     "the layer. Use `get_input_shape_at(node_index)` instead.")
-            return self.get_input_shape_at(0)
-        if self._built_input_shape is not None:
-            return self._built_input_shape
-        if self.batch_input_shape is not None:
-            return self.batch_input_shape
-        raise AttributeError(f"The layer {self.name} has never been called and thus has no defined input "
-                             "shape.")
-
-    @property
-    def output_shape(self) -> Any:
-        """The output shape with batch dim."""
-        if self._inbound_nodes:
-            shapes = {str(n.output_shapes) for n in self._inbound_nodes}
-            if len(shapes) > 1:
-                raise AttributeError(f'The layer "{self.name}" has multiple inbound nodes, with different '
-                                     "output shapes. Use `get_output_shape_at(node_index)` instead.")
-            return self.get_output_shape_at(0)
-        return self.compute_output_shape(self.input_shape)
-
-    # ---------------------------------------------------------------- config
-
-    def get_config(self) -> dict:
-        """JSON-able constructor kwargs (Keras 2 ``get_config``)."""
-        cfg: dict[str, Any] = {"name": self.name, "trainable": self.trainable}
-        if self.batch_input_shape is not None:
-            cfg["batch_input_shape"] = list(self.batch_input_shape)
-        cfg["dtype"] = self.dtype
-        for key in self._config_keys:
-            value = getattr(self, key)
-            if callable(value):  # an activation function given as a callable
-                value = name_of(value)
-            cfg[key] = list(value) if isinstance(value, tuple) else value
-        return cfg
-
-    @classmethod
-    def from_config(cls, config: dict) -> Layer:
-        """Rebuild a layer from :meth:`get_config`'s output."""
-        return cls(**config)
 
     def extra_repr(self) -> str:
         return f"name={self.name!r}"

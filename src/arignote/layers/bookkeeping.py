@@ -1,5 +1,6 @@
-"""Keras 2's bookkeeping on a layer (a mixin of :class:`arignote.layers.base.Layer`): updates and
-losses conditional on inputs (``add_update``, ``updates``, ``get_updates_for``, ``get_losses_for``:
+"""Keras 2's bookkeeping on a layer (a mixin of :class:`arignote.layers.base.Layer`): its losses
+(``add_loss``, ``losses``: weight penalties, added losses, the last call's), updates and losses
+conditional on inputs (``add_update``, ``updates``, ``get_updates_for``, ``get_losses_for``:
 :mod:`arignote.layers.conditional`), ``uses_learning_phase``, and the tracking attributes Keras's
 own tests read (``_layers``, ``_trainable_weights``, ``_non_trainable_weights``).
 
@@ -18,6 +19,8 @@ from typing import Any
 
 from torch import nn
 
+from arignote.graph import state
+from arignote.graph.tensor import KerasTensor
 from arignote.layers import conditional
 from arignote.layers._trainable import is_layer
 
@@ -63,7 +66,7 @@ def layer_metrics(layers: Any) -> list:
 
 class Bookkeeping:
     """The methods (``self`` is a ``Layer``: ``_updates``, ``_loss_inputs``, ``_regularizers``,
-    ``_frozen``, ``trainable`` come from it)."""
+    ``_added_losses``, ``_call_losses``, ``_frozen``, ``trainable`` come from it)."""
 
     _user_layer = False
     _call_takes_training = False
@@ -140,3 +143,36 @@ class Bookkeeping:
         if not self.trainable:
             return []
         return [u for m in self._layer_tree() for u, _ in m._updates]
+
+    def add_loss(self, losses: Any, inputs: Any = None) -> None:
+        """Keras 2 ``add_loss``: a tensor (or list) added to the training loss. Inside ``call`` it counts
+        for that call; a callable (or a tensor given outside ``call``) is kept. ``inputs``: what the
+        loss depends on (``get_losses_for``)."""
+        conditional.record(self._loss_inputs, losses, inputs)
+        for loss in losses if isinstance(losses, (list, tuple)) else [losses]:
+            if loss is None:
+                continue
+            if callable(loss) or isinstance(loss, KerasTensor):
+                self._added_losses.append(loss)
+            else:
+                self._call_losses.append(loss)
+                self._losses_forward = state.model_forward_id()
+
+    def _add_activity_loss(self, penalty: Any) -> None:
+        """Add the activity penalty of this call's output (``activity_regularizer``) to the loss; Keras
+        2.3.1 counts it as conditional on the call's inputs (``get_losses_for(inputs)``, not ``None``)."""
+        self.add_loss(penalty)
+        self.__dict__["_activity_loss"] = penalty  # noted with the inputs when __call__ returns
+
+    def _own_losses(self) -> list:
+        """This layer's own losses (not its sublayers'): what a model sums over its modules."""
+        out = [fn(p) for p, fn in self._regularizers]
+        out += [loss() if callable(loss) else loss for loss in self._added_losses
+                if not isinstance(loss, KerasTensor)]
+        return out + self._call_losses
+
+    @property
+    def losses(self) -> list:
+        """Regularization penalties of the current weights, added losses, and the last call's losses
+        (this layer and the layers inside it)."""
+        return [loss for m in self.modules() if isinstance(m, Bookkeeping) for loss in m._own_losses()]

@@ -1,5 +1,6 @@
 """Keras 2's ``InputSpec``: what a layer accepts (``ndim``, ``min_ndim``, ``axes``, ...), checked when
-the layer is called on a symbolic tensor of the functional API (Keras 2's messages).
+the layer is called on a symbolic tensor of the functional API (Keras 2's messages) by
+``assert_input_compatibility`` (:class:`InputChecks`, a mixin of :class:`arignote.layers.base.Layer`).
 
 Example::
 
@@ -13,7 +14,7 @@ from typing import Any
 
 from arignote.graph.tensor import KerasTensor
 
-__all__ = ["InputSpec"]
+__all__ = ["InputSpec", "InputChecks"]
 
 
 class InputSpec:
@@ -61,3 +62,21 @@ def _check_spec(layer: Any, i: int, x: KerasTensor, spec: InputSpec) -> None:
         for want, dim in zip(spec.shape, x.shape):
             if want is not None and dim is not None and want != dim:
                 raise ValueError(f"{where}: expected shape={spec.shape}, found shape={x.shape}")
+
+
+class InputChecks:
+    """The input check of a layer (``self`` is a ``Layer``: ``name``, ``input_spec``)."""
+
+    def assert_input_compatibility(self, inputs: Any) -> None:
+        """Check symbolic ``inputs`` against ``self.input_spec`` (Keras 2 messages)."""
+        if not self.input_spec:
+            return
+        specs = self.input_spec if isinstance(self.input_spec, (list, tuple)) else [self.input_spec]
+        xs = list(inputs) if isinstance(inputs, (list, tuple)) else [inputs]
+        if len(xs) != len(specs):
+            raise ValueError(f"Layer {self.name} expects {len(specs)} inputs, but it received {len(xs)} "
+                             "input "
+                             "tensors")
+        for i, (x, spec) in enumerate(zip(xs, specs)):
+            if spec is not None and isinstance(x, KerasTensor):
+                _check_spec(self, i, x, spec)

@@ -21,8 +21,10 @@ from typing import Any
 
 from arignote._keras_objects import GLOBAL_CUSTOM_OBJECTS
 from arignote.config.safe_mode import scope as safe_mode_scope
+from arignote.layers.activations import name_of
 
-__all__ = ["serialize", "deserialize", "register_model_class", "builtin_class", "defer_builtin_modules"]
+__all__ = ["LayerConfig", "serialize", "deserialize", "register_model_class", "builtin_class",
+           "defer_builtin_modules"]
 
 _REGISTRY: dict[str, type] = {}
 # the built-in layer modules not imported yet: arignote.layers loads its families on first use (its
@@ -129,3 +131,26 @@ def deserialize(spec: dict, custom_objects: dict | None = None, safe_mode: bool 
         if "custom_objects" in inspect.signature(cls.from_config).parameters:  # wrappers, Lambda, RNN cells
             return cls.from_config(config, custom_objects=custom_objects)
         return cls.from_config(config)
+
+
+class LayerConfig:
+    """A layer's config (a mixin of :class:`~arignote.layers.base.Layer`: ``self`` is the layer;
+    built-in layers list their constructor arguments in ``_config_keys``)."""
+
+    def get_config(self) -> dict:
+        """JSON-able constructor kwargs (Keras 2 ``get_config``)."""
+        cfg: dict[str, Any] = {"name": self.name, "trainable": self.trainable}
+        if self.batch_input_shape is not None:
+            cfg["batch_input_shape"] = list(self.batch_input_shape)
+        cfg["dtype"] = self.dtype
+        for key in self._config_keys:
+            value = getattr(self, key)
+            if callable(value):  # an activation function given as a callable
+                value = name_of(value)
+            cfg[key] = list(value) if isinstance(value, tuple) else value
+        return cfg
+
+    @classmethod
+    def from_config(cls, config: dict) -> Any:
+        """Rebuild a layer from :meth:`get_config`'s output."""
+        return cls(**config)

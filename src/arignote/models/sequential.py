@@ -4,7 +4,9 @@ Tensors are in Keras layout between layers (images ``(N, H, W, C)``). Once the i
 (``input_shape=`` on the first layer, an ``Input``/``InputLayer`` first, or the first data), the
 stack is run once on a symbolic input, as Keras 2 does: every layer is built from the shape before
 it (batch dim ``None``), ``layer.input``/``output`` work, and the model learns which layers pass a
-mask (``Embedding(mask_zero=True)`` -> ``LSTM``) so its forward hands masks on only there.
+mask (``Embedding(mask_zero=True)`` -> ``LSTM``) so its forward hands masks on only there. Its
+config is :mod:`.sequential_config`'s, ``predict_proba`` / ``predict_classes``
+:mod:`.sequential_predictions`'.
 
 Example::
 
@@ -18,23 +20,23 @@ Example::
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
-from arignote.config.safe_mode import scope as safe_mode_scope
 from arignote.graph import state
 from arignote.graph.network import cast_input, float_dtype, fused_chain
 from arignote.graph.node import Node, runtime_module
 from arignote.graph.tensor import KerasTensor
-from arignote.layers.base import Layer, auto_name, deserialize, register_model_class, serialize
+from arignote.layers.base import Layer, auto_name, register_model_class
 from arignote.layers.input_layer import Input, InputLayer
 from arignote.layers.layer_args import _shape_tuple
 from arignote.models.functional import forward_masks
 from arignote.models.model import Model
+from arignote.models.sequential_config import SequentialConfig
+from arignote.models.sequential_predictions import SequentialPredictions
 
 __all__ = ["Sequential"]
 
@@ -114,7 +116,7 @@ class _Stack(nn.Module):
         return [plan is not None and len(plan) == len(self.members) and plan[-1]]
 
 
-class Sequential(Model):
+class Sequential(SequentialConfig, SequentialPredictions, Model):
     """A linear stack of layers: ``Sequential([Dense(64, input_dim=20), Dense(10)])`` or ``add()``."""
 
     def __init__(self, layers: list | None = None, name: str | None = None) -> None:
@@ -366,101 +368,6 @@ class Sequential(Model):
             if n:
                 layer.set_weights([np.asarray(w) for w in weights[at:at + n]])
             at += n
-
-    def get_config(self) -> dict:
-        """Keras 2.3.1's config: ``{"name", "layers": [{"class_name", "config"}, ...]}``, the layers the
-        user added (no InputLayer entry); a declared input shape is the first layer's
-        ``batch_input_shape``, and ``build_input_shape`` is there only for a model built from data or
-        ``build()`` (Keras 2.3.1 writes nothing for a model started by an ``InputLayer``, so its own
-        files of such models do not load: arignote writes the shape on the first layer instead).
-
-        Example::
-
-            >>> from arignote.layers import Dense
-            >>> config = Sequential([Dense(2, input_shape=(3,), name="d")], name="s").get_config()
-            >>> [(spec["class_name"], spec["config"]["batch_input_shape"]) for spec in config["layers"]]
-            [('Dense', [None, 3])]
-            >>> "build_input_shape" in config
-            False
-        """
-        # the file formats' rules load when a config is written (issue 32, import time)
-        from arignote.saving.keras_config import with_batch_input_shape
-
-        specs = [serialize(layer) for layer in self.layers]
-        if self._input_layer is not None and specs:
-            shape = self._input_layer.batch_input_shape
-            specs[0]["config"] = with_batch_input_shape(specs[0]["config"], shape)
-        config: dict[str, Any] = {"name": self.name, "layers": specs}
-        declared = self._input_layer is not None or (
-            bool(self.layers) and getattr(self.layers[0], "batch_input_shape", None) is not None)
-        if self._built_shape is not None and not declared:
-            config["build_input_shape"] = list(self._built_shape)
-        return config
-
-    @classmethod
-    def from_config(cls, config: dict, custom_objects: dict | None = None,
-                    safe_mode: bool | None = None) -> Sequential:
-        """Rebuild from :meth:`get_config` (Keras 2's or ours); ``safe_mode`` (None: the enclosing
-        loading call's, else the ``saving.safe_mode`` flag) refuses a function stored as bytecode."""
-        with safe_mode_scope(safe_mode, "Sequential.from_config"):
-            return cls._from_config(config, custom_objects)
-
-    @classmethod
-    def _from_config(cls, config: dict, custom_objects: dict | None) -> Sequential:
-        model = cls(name=config.get("name"))
-        layers = config["layers"] if isinstance(config, dict) else config  # Keras 2.0-2.2: a bare list
-        for i, spec in enumerate(layers):
-            kind = spec.get("class_name") if isinstance(spec, dict) else None
-            if kind == "Sequential":  # a nested model is rebuilt by its own class, as Keras 2 does
-                layer = cls.from_config(spec["config"], custom_objects)
-            elif kind in ("Model", "Functional"):
-                layer = Model.from_config(spec["config"], custom_objects)
-            else:
-                layer = deserialize(spec, custom_objects)
-            if i == 0 and isinstance(layer, InputLayer):  # (tf.keras, older arignote) the model's input
-                model.add(layer)
-                continue
-            model.module.append(layer)
-        shape = config.get("build_input_shape") if isinstance(config, dict) else None
-        shape = shape or model._batch_input_shape()
-        if shape is not None:
-            model._build(tuple(shape))
-        return model
-
-    def predict_proba(self, x: Any, batch_size: int = 32, verbose: int = 0) -> np.ndarray:
-        """Keras 2's ``Sequential.predict_proba``: :meth:`predict`, with a warning when the outputs
-        are not probabilities (below 0 or above 1: the last layer is not a softmax or sigmoid).
-
-        Example::
-
-            >>> from arignote import config; config.configure(print_active_device=False)
-            >>> from arignote.layers import Dense
-            >>> m = Sequential([Dense(3, activation="softmax", input_shape=(2,))])
-            >>> m.predict_proba(np.zeros((4, 2), "float32")).shape
-            (4, 3)
-        """
-        preds = self.predict(x, batch_size=batch_size, verbose=verbose)
-        if preds.min() < 0.0 or preds.max() > 1.0:
-            warnings.warn("Network returning invalid probability values. The last layer might not normalize "
-                          "predictions into probabilities (like softmax or sigmoid would).", stacklevel=2)
-        return preds
-
-    def predict_classes(self, x: Any, batch_size: int = 32, verbose: int = 0) -> np.ndarray:
-        """Keras 2's ``Sequential.predict_classes``: the argmax of the last axis of :meth:`predict`,
-        or, for a single output unit, ``(p > 0.5)`` as int32 (shape ``(n, 1)``, as Keras 2).
-
-        Example::
-
-            >>> from arignote import config; config.configure(print_active_device=False)
-            >>> from arignote.layers import Dense
-            >>> m = Sequential([Dense(1, activation="sigmoid", input_shape=(2,))])
-            >>> m.predict_classes(np.zeros((4, 2), "float32")).tolist()
-            [[0], [0], [0], [0]]
-        """
-        proba = self.predict(x, batch_size=batch_size, verbose=verbose)
-        if proba.shape[-1] > 1:
-            return proba.argmax(axis=-1)
-        return (proba > 0.5).astype("int32")
 
     def summary(self, line_length: Any = None, positions: Any = None, print_fn: Any = None) -> None:
         """Print the Keras 2 table (Layer (type) / Output Shape / Param #) and the totals."""
