@@ -17,6 +17,11 @@ changes, and only for the run:
   and ``cifar100`` dataset modules with small random arrays in Keras's formats (uint8 images
   ``(250, 28, 28)`` / ``(250, 32, 32, 3)``, uint8 labels ``(250,)`` / ``(250, 1)``, every class
   as often; 50 test samples); sockets refuse to connect (a download attempt fails).
+* **Image folders.** A GAN whose folder has a ``data_loader.py`` and whose script names a
+  ``dataset_name`` gets ``datasets/<name>/{trainA,trainB,testA,testB,valA,valB,train,val,test}/``
+  with three random 64x128 RGB JPEGs each. The loaders call ``scipy.misc.imread`` /
+  ``imresize`` (gone since SciPy 1.2/1.3, in both venvs) and ``np.float`` (gone since NumPy 1.24):
+  the boot module puts Pillow-based stand-ins and the aliases back where they are missing.
 * **Work.** In the script's ``if __name__ == '__main__':`` block, ``epochs=<n>`` becomes
   ``epochs=N`` (``--epochs``, default 2); batch sizes and sample intervals stay (the scripts save
   images when ``epoch % interval == 0``, so epoch 0 saves them).
@@ -47,6 +52,8 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
+
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run_keras2_examples import classify, run_logged  # noqa: E402
@@ -91,6 +98,23 @@ BOOT = textwrap.dedent('''
     fashion_mnist.load_data = lambda *a, **k: (_gray(N), _gray(N_TEST))
     cifar10.load_data = lambda *a, **k: (_colour(N, 10), _colour(N_TEST, 10))
     cifar100.load_data = lambda *a, **k: (_colour(N, 100), _colour(N_TEST, 100))
+
+
+    import scipy.misc
+    from PIL import Image
+
+    if not hasattr(scipy.misc, "imread"):  # gone since SciPy 1.2/1.3; the image-folder loaders call them
+        def _imread(path, mode="RGB", **kwargs):
+            return np.asarray(Image.open(path).convert(mode))
+
+        def _imresize(image, size, **kwargs):
+            image = Image.fromarray(np.asarray(image).astype("uint8"))
+            return np.asarray(image.resize((size[1], size[0]), Image.BICUBIC))
+
+        scipy.misc.imread, scipy.misc.imresize = _imread, _imresize
+    for _alias, _type in (("float", float), ("int", int), ("bool", bool)):
+        if _alias not in np.__dict__:  # NumPy 1.24 removed the aliases the loaders use (np.float)
+            setattr(np, _alias, _type)
 
 
     def _refuse(*args, **kwargs):
@@ -189,6 +213,20 @@ def cap_epochs(source: str, epochs: int) -> tuple[str, int]:
     return source[:main.start()] + tail, count
 
 
+def write_image_folders(root: Path, count: int = 3, size: tuple[int, int] = (64, 128)) -> None:
+    """``count`` random RGB JPEGs of ``size`` (height, width: a pix2pix pair side by side) in each of
+    the folders the Keras-GAN data loaders glob: ``trainA``... (CycleGAN's domains) and ``train``...
+    (pix2pix's pairs)."""
+    from PIL import Image  # why: only the image-folder GANs need Pillow
+
+    rng = np.random.RandomState(0)
+    for folder in ("trainA", "trainB", "testA", "testB", "valA", "valB", "train", "val", "test"):
+        (root / folder).mkdir(parents=True, exist_ok=True)
+        for i in range(count):
+            pixels = rng.randint(0, 256, (*size, 3)).astype("uint8")
+            Image.fromarray(pixels).save(root / folder / f"{i}.jpg")
+
+
 def prepare(src: Path, work: Path, keras2: bool, epochs: int, contrib: Path | None) -> tuple[Path, str]:
     """Copy the GAN's folder into ``work``, rename and cap its scripts; returns the main script and a
     note ('' when all is as the harness expects)."""
@@ -211,6 +249,9 @@ def prepare(src: Path, work: Path, keras2: bool, epochs: int, contrib: Path | No
         if not keras2:
             for path in dest.rglob("*.py"):
                 path.write_text(rename(path.read_text(errors="replace")))
+    dataset = re.search(r"""dataset_name\s*=\s*['"](\w+)['"]""", main.read_text())
+    if dataset and (work / "data_loader.py").is_file():
+        write_image_folders(work / "datasets" / dataset.group(1))
     (work / "matplotlib").mkdir(exist_ok=True)
     (work / "matplotlib" / "__init__.py").write_text('"""Harness stand-in (run_published_gans.py)."""\n')
     (work / "matplotlib" / "pyplot.py").write_text(PYPLOT)
