@@ -2,6 +2,7 @@
 
 * the discriminator compiled, then ``trainable = False`` before the combined model is built: the
   combined model leaves it alone, its own ``train_on_batch`` still trains it (gan.py, dcgan.py...);
+  ``trainable`` toggled between two compiles (wgan_gp.py);
 * a one-output combined model given the discriminator's two-output ``class_weight=[cw1, cw2]``
   (sgan.py): Keras 2.3.1 took the list as that output's weights and, not a dict, ignored it;
 * a ``_Merge`` subclass drawing ``K.random_uniform`` and a ``partial`` loss taking ``K.gradients`` of
@@ -49,6 +50,30 @@ def test_combined_model_leaves_the_frozen_discriminator_alone_and_the_discrimina
     d1 = discriminator.get_weights()
     discriminator.train_on_batch(rng.randn(8, 3), np.ones((8, 1)))  # compiled while trainable
     assert all(_moved(d1, discriminator.get_weights()))
+
+
+def test_trainable_toggled_between_two_compiles_keeps_what_each_compile_saw():
+    """wgan_gp.py: generator frozen while the critic's model compiles, then the critic frozen and the
+    generator thawed for the generator's model; each model trains what was trainable at its compile
+    (measured the same on Keras 2.3.1)."""
+    g_in, c_in = Input((2,)), Input((3,))
+    generator, critic = Model(g_in, Dense(3)(g_in)), Model(c_in, Dense(1)(c_in))
+    generator.trainable = False
+    z, real = Input((2,)), Input((3,))
+    critic_model = Model([real, z], [critic(real), critic(generator(z))])
+    critic_model.compile(SGD(0.1), ["mse", "mse"])
+    critic.trainable, generator.trainable = False, True
+    z2 = Input((2,))
+    generator_model = Model(z2, critic(generator(z2)))
+    generator_model.compile(SGD(0.1), "mse")
+    rng = np.random.RandomState(0)
+    x, noise, ones = rng.randn(4, 3), rng.randn(4, 2), np.ones((4, 1))
+    c0, g0 = critic.get_weights(), generator.get_weights()
+    critic_model.train_on_batch([x, noise], [ones, 0 * ones])
+    assert all(_moved(c0, critic.get_weights())) and not any(_moved(g0, generator.get_weights()))
+    c1, g1 = critic.get_weights(), generator.get_weights()
+    generator_model.train_on_batch(noise, ones)
+    assert not any(_moved(c1, critic.get_weights())) and all(_moved(g1, generator.get_weights()))
 
 
 def _one_output():
