@@ -135,3 +135,14 @@ def test_gradient_penalty_of_a_linear_critic_is_one_minus_the_kernel_norm_square
         assert gp == pytest.approx(penalty, abs=1e-6)
         assert real_loss == pytest.approx(-value * a.reshape(4, -1).sum(1).mean(), rel=1e-5)
         assert total == pytest.approx(real_loss + fake_loss + 10 * gp, rel=1e-5, abs=1e-6)
+
+
+def test_keras1_merge_called_names_its_replacements():
+    """aae.py calls Keras 1's ``merge([mu, log_var], mode=f)``; ``from keras.layers import merge`` is
+    a module in Keras 2 (its call fails there too): ours says what to write instead."""
+    from arignote.layers import merge
+
+    a = Input((3,))
+    with pytest.raises(TypeError, match=r"Keras 1's merge function.*Lambda\(function"):
+        merge([a, a], mode=lambda p: p[0] + p[1], output_shape=lambda p: p[0])
+    assert merge.add is not None and isinstance(merge.Add(), merge._Merge)  # still the module
