@@ -519,6 +519,23 @@ def classify(returncode: int | None, stderr: str) -> tuple[str, str]:
     return "fails", f"{error.strip()} [{path.split('/arignote/', 1)[1]}:{line} in {func}]"
 
 
+def run_logged(command: list[str], cwd: Path, env: dict, timeout: float,
+               log: Path) -> tuple[int | None, str, float]:
+    """Run ``command``; its stdout and stderr go to ``log``. Returns the exit code (None: timed out),
+    the stderr and the seconds taken."""
+    start = time.monotonic()
+    try:
+        proc = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout,
+                              check=False)
+        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        code = None
+        stdout = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+        stderr = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+    log.write_text(f"--- stdout\n{stdout}\n--- stderr\n{stderr}", encoding="utf-8")
+    return code, stderr, time.monotonic() - start
+
+
 def run_one(name: str, source: str, tmp: Path, timeout: float, src: Path = SRC) -> dict:
     home = tmp / "home"
     work = tmp / WORKDIR.get(name, name)
@@ -534,17 +551,8 @@ def run_one(name: str, source: str, tmp: Path, timeout: float, src: Path = SRC) 
         env["HARNESS_KEEP_EPOCHS"] = "1"
     env.update(HOME=str(home), ARIGNOTE_FLAGS="device=cpu", ARIGNOTERC="", OMP_NUM_THREADS="1",
                MPLBACKEND="Agg", PYTHONPATH=str(src) + os.pathsep + env.get("PYTHONPATH", ""))
-    start = time.monotonic()
-    try:
-        command = [sys.executable, "_harness_boot.py", f"{name}.py", *ARGS.get(name, [])]
-        proc = subprocess.run(command, cwd=work, env=env, capture_output=True, text=True, timeout=timeout,
-                              check=False)
-        code, stdout, stderr = proc.returncode, proc.stdout, proc.stderr
-    except subprocess.TimeoutExpired as exc:
-        code, stdout = None, exc.stdout or ""
-        stderr = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
-    seconds = time.monotonic() - start
-    (tmp / f"{name}.log").write_text(f"--- stdout\n{stdout}\n--- stderr\n{stderr}", encoding="utf-8")
+    command = [sys.executable, "_harness_boot.py", f"{name}.py", *ARGS.get(name, [])]
+    code, stderr, seconds = run_logged(command, work, env, timeout, tmp / f"{name}.log")
     result, detail = classify(code, stderr)
     if result == "fails" and name in OUTSIDE:
         result, detail = "fails outside arignote", f"{detail} ({OUTSIDE[name]})"

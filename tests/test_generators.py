@@ -148,7 +148,7 @@ def test_evaluate_and_predict_generator_on_a_sequence():
 
 
 @pytest.mark.parametrize("kwargs, match", [
-    ({"class_weight": [{0: 1.0}, {1: 1.0}]}, "class_weight must be a dict"),
+    ({"class_weight": "balanced"}, "class_weight must be a dict"),
     ({"workers": -1}, "workers must be a whole number >= 0"),
     ({"max_queue_size": 0}, "max_queue_size"),
     ({"validation_freq": 0}, "validation_freq must be"),

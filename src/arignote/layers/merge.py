@@ -16,6 +16,8 @@ Example::
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 import torch
@@ -349,3 +351,18 @@ def concatenate(inputs: list, axis: int = -1, **kwargs: Any) -> Any:
 def dot(inputs: list, axes: Any, normalize: bool = False, **kwargs: Any) -> Any:
     """Functional form of :class:`Dot`."""
     return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)
+
+
+class _MergeModule(types.ModuleType):
+    """This module, callable as Keras 1's ``merge`` function was, only to say what replaced it
+    (Keras 2 scripts still call it: Keras-GAN's aae.py; Keras 2.3.1 says "'module' object is not
+    callable")."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("merge([a, b], mode=...) is Keras 1's merge function, gone in Keras 2 (where "
+                        "keras.layers.merge is a module): use add/multiply/concatenate/average/maximum/"
+                        "dot([a, b]) for a named mode, or Lambda(function, output_shape=...)([a, b]) for a "
+                        "mode function")
+
+
+sys.modules[__name__].__class__ = _MergeModule

@@ -96,7 +96,8 @@ def check_class_weight(class_weight: Any, names: list[str]) -> list[dict | None]
     """``class_weight`` per output, each a ``{class: weight}`` dict or None (else a ValueError).
 
     A one-output model given a list of one dict uses that dict; given a list or array of numbers
-    (``sklearn``'s ``compute_class_weight`` result passed as is) it trains unweighted, as Keras 2.3.1
+    (``sklearn``'s ``compute_class_weight`` result passed as is), or a list of several dicts (a
+    multi-output model's list passed to a one-output model), it trains unweighted, as Keras 2.3.1
     did (it weighs by dicts only), with a warning naming the fix.
 
     >>> check_class_weight({0: 1.0, 1: 3.0}, ["out"])
@@ -108,6 +109,15 @@ def check_class_weight(class_weight: Any, names: list[str]) -> list[dict | None]
     if len(names) == 1 and per[0] is not None and not isinstance(per[0], dict) and _numbers(per[0]):
         warnings.warn(f"class_weight={per[0]!r} is not a dict, so it weighs nothing (Keras 2.3.1 ignored it "
                       "too); pass class_weight=dict(enumerate(weights)) to weigh the classes", stacklevel=4)
+        return [None]
+    if len(names) == 1 and isinstance(per[0], (list, tuple)) and per[0] and all(
+            isinstance(cw, dict) for cw in per[0]):
+        # sgan.py of eriklindernoren/Keras-GAN passes its discriminator's [cw1, cw2] to the one-output
+        # combined model too: Keras 2.3.1 took the list as that output's weights and, not a dict,
+        # ignored it.
+        warnings.warn(f"class_weight is a list of {len(per[0])} dicts but the model has 1 output, so it "
+                      "weighs nothing (Keras 2.3.1 ignored it too); pass that output's dict alone to weigh "
+                      "its classes", stacklevel=4)
         return [None]
     for name, cw in zip(names, per):
         if cw is not None and not isinstance(cw, dict):
