@@ -8,6 +8,7 @@ import torch
 
 from arignote import activations
 from arignote.layers import ConvLSTM2D
+from arignote.layers.recurrent import conv_lstm_joint as joined
 from arignote.layers.recurrent import conv_lstm_sequence as recurrence
 
 
@@ -53,12 +54,15 @@ def test_fold_leaves_other_activations():
 
 
 @pytest.mark.usefixtures("one_thread")
-def test_conv_lstm2d_runs_the_folded_steps(monkeypatch):
+@pytest.mark.parametrize("padding, module", [("same", joined), ("valid", recurrence)])
+def test_conv_lstm2d_runs_the_folded_steps(monkeypatch, padding, module):
+    """'same': the joined convolutions (conv_lstm_joint); 'valid': the input convolution apart."""
     ran = []
-    run = recurrence.run
-    monkeypatch.setattr(recurrence, "run", lambda *a: ran.append(a[-1].recurrent_activation) or run(*a))
-    layer = ConvLSTM2D(2, 3, padding="same", return_sequences=True)
+    run = module.run
+    monkeypatch.setattr(module, "run", lambda *a: ran.append(a[-1].recurrent_activation) or run(*a))
+    layer = ConvLSTM2D(2, 3, padding=padding, return_sequences=True)
     x = torch.tensor(np.random.RandomState(0).uniform(-1, 1, (2, 3, 5, 5, 1)).astype("float32"))
     out = layer(x)
     assert ran == [recurrence.clamp01]
-    assert out.shape == (2, 3, 5, 5, 2) and out.abs().max() > 0
+    rows = 5 if padding == "same" else 3
+    assert out.shape == (2, 3, rows, rows, 2) and out.abs().max() > 0

@@ -13,15 +13,6 @@ from arignote.layers.convolutional_recurrent import ConvLSTM2DCell
 from arignote.layers.recurrent import conv_lstm_sequence as recurrence
 
 
-@pytest.fixture
-def one_thread():
-    """gradcheck runs thousands of tiny convolutions: on a loaded machine threads only wait on each other."""
-    was = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(was)
-
-
 @pytest.mark.usefixtures("one_thread")
 @pytest.mark.parametrize("first, fresh, ract", [
     (False, False, "hard_sigmoid"), (True, True, "hard_sigmoid"),

@@ -41,6 +41,7 @@ from arignote.layers._util import (
     same_pads,
 )
 from arignote.layers.base import Layer, positive_int
+from arignote.layers.recurrent import conv_lstm_joint as joined
 from arignote.layers.recurrent import conv_lstm_sequence as recurrence
 from arignote.layers.recurrent.cells import _prob, dropout_mask
 from arignote.layers.recurrent.conv_rnn import ConvRNN2D, ZeroStates
@@ -281,6 +282,13 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         return recurrence.Recurrence(self.filters, pads, self.activation, self.recurrent_activation, fresh,
                                      self.data_format == "channels_first")
 
+    def _joins_convolutions(self) -> bool:
+        """True when the input convolution has the recurrent one's geometry (stride 1, 'same', no
+        dilation), so a step can be one convolution of the frame and the previous output side by side
+        (:mod:`arignote.layers.recurrent.conv_lstm_joint`)."""
+        ones = (1, 1)
+        return self.padding == "same" and tuple(self.strides) == ones and tuple(self.dilation_rate) == ones
+
     @property
     def runs_sequences(self) -> bool:
         """True unless a subclass replaces :meth:`call` (then ConvRNN2D steps through its call)."""
@@ -303,6 +311,10 @@ class ConvLSTM2DCell(KerasLayer, Layer):
         weights = None
         if spec is not None:  # hard_sigmoid's affine in the convolutions: the steps clamp
             spec, *weights, recurrent = recurrence.fold(spec, self.weight, self.bias, self.recurrent_weight)
+            if dp is None and self._joins_convolutions():
+                out, c = joined.run(x, h, c, torch.cat([weights[0], recurrent], 1), weights[1], spec)
+                last = out[:, -1]
+                return (out if sequence else None), last, [last, self._to_keras(c)]
         xc = self.input_conv(
             x.reshape(n * t, *x.shape[2:]), None if dp is None else [m.repeat_interleave(t, 0) for m in dp],
             weights,

@@ -213,12 +213,15 @@ def _new_step(z: torch.Tensor, c_prev: torch.Tensor, ract: _Act, act: _Act, f: i
                  tc, _like(z, f) if act.slope else None)
 
 
-def _gates(st: _Step, x: torch.Tensor, h: torch.Tensor, out: torch.Tensor, ract: _Act, act: _Act,
-           keep: bool, conv: bool) -> None:
-    """A chunk's gate arithmetic after the recurrent convolution (in ``st.z`` if ``conv``): plus the
-    step's input convolution ``x``, the activations, the cell state, the output ``h``, copied to ``out``."""
+def _gates(st: _Step, x: Any, h: torch.Tensor, out: Any, ract: _Act, act: _Act, keep: bool,
+           conv: bool) -> None:
+    """A chunk's gate arithmetic after the recurrent convolution (in ``st.z`` if ``conv``, which also
+    says the cell state before is not zeros): plus the step's input convolution ``x`` (None: ``st.z``
+    holds it already), the activations, the cell state, the output ``h``, copied to ``out`` (if any)."""
     f = h.shape[1]
-    if conv:
+    if x is None:
+        pass
+    elif conv:
         st.z.add_(x)
     else:
         st.z.copy_(x)
@@ -232,15 +235,16 @@ def _gates(st: _Step, x: torch.Tensor, h: torch.Tensor, out: torch.Tensor, ract:
         torch.mul(i, st.g, out=st.c)
     act.forward(st.c if st.k_tc is None else st.k_tc.copy_(st.c), st.tc, keep)  # c itself is kept
     torch.mul(st.o, st.tc, out=h)
-    out.copy_(h)
+    if out is not None:
+        out.copy_(h)
 
 
-def _gate_gradients(st: _Step, dz: torch.Tensor, d_frame: torch.Tensor, d_h: Any, d_in: Any,
+def _gate_gradients(st: _Step, dz: torch.Tensor, d_frame: Any, d_h: Any, d_in: Any,
                     d_cell: torch.Tensor, tmp: torch.Tensor, d_tc: torch.Tensor, ract: _Act, act: _Act,
                     seed: bool, conv: bool) -> None:
     """A chunk's gate derivatives: ``d_h`` (the output's gradient, or None) plus ``d_in`` (if not None),
     and the cell state's ``d_cell`` (``seed``: none yet, it starts from the output's) give the
-    pre-activations' ``dz``, copied to ``d_frame``, and ``d_cell`` the previous cell state's."""
+    pre-activations' ``dz``, copied to ``d_frame`` (if any), and ``d_cell`` the previous cell state's."""
     f = d_cell.shape[1]
     i, fg = st.i_f[:, :f], st.i_f[:, f:]
     k_i, k_f = (None, None) if st.k_if is None else (st.k_if[:, :f], st.k_if[:, f:])
@@ -262,7 +266,8 @@ def _gate_gradients(st: _Step, dz: torch.Tensor, d_frame: torch.Tensor, d_h: Any
         d_cell.mul_(fg)
     else:
         dz[:, f: 2 * f].zero_()  # f * (zero state): no gradient
-    d_frame.copy_(dz)
+    if d_frame is not None:
+        d_frame.copy_(dz)
 
 
 class _Sequence(torch.autograd.Function):
