@@ -60,7 +60,7 @@ def compare(
                 theirs_cpu.append(statistics.median(k["cpu"]))
                 ratios_cpu.append(theirs_cpu[-1] / ours_cpu[-1])
                 ratios_wall.append(statistics.median(k["wall"]) / statistics.median(a["wall"]))
-                for b in PREDICT_BATCHES:
+                for b in PREDICT_BATCHES if predict_reps else ():
                     pred[b].append((a["predict"][str(b)]["cpu"], k["predict"][str(b)]["cpu"]))
             row = {
                 "model": name,
@@ -74,7 +74,7 @@ def compare(
                 row[f"predict{b}"] = (
                     f"{1000 * statistics.median(p for p, _ in pred[b]):.1f} / "
                     f"{1000 * statistics.median(q for _, q in pred[b]):.1f} ms"
-                )
+                ) if pred[b] else "not timed"
             rows.append(row)
             print(json.dumps(row), file=sys.stderr, flush=True)
     finally:
@@ -104,7 +104,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--steps", type=int, default=5, help="timed train_on_batch steps per round")
     parser.add_argument("--warmup", type=int, default=3)
-    parser.add_argument("--predict-reps", type=int, default=5)
+    parser.add_argument("--predict-reps", type=int, default=5,
+                        help="0: no predict, rounds of training steps alone (--steps 1: a step each in turn)")
     parser.add_argument("--keras3-python", default="/work/k3venv/bin/python")
     parser.add_argument("--goal", type=float, default=1.5, help="--check: every model's lowest CPU ratio")
     parser.add_argument(

@@ -101,3 +101,27 @@ def test_rows_take_medians_and_per_round_ratios_and_render_them():
     assert "vae | 128 | 15.00 | 1.00 | 4.00 | 30.00 | 2.25x (1.50-3.00) | 5.00 / 20.00" in text
     bad = dict(row, predict1_ms=float("nan"))
     assert "no positive finite time for vae" in bench_zoo.render([bad], meta)
+
+
+def test_measure_without_predict_times_training_steps_alone():
+    """predict_reps=0 (vs_keras3.py's rounds of one step each in turn): no predict call at all."""
+    from arignote.bench import zoo_timing
+
+    class Model:
+        def __init__(self):
+            self.calls = []
+
+        def train_on_batch(self, x, y):
+            self.calls.append("train")
+
+        def predict(self, x, batch_size, verbose):
+            self.calls.append("predict")
+
+    import numpy as np
+
+    model, x = Model(), np.ones((3, 2))
+    got = zoo_timing.measure(model, x, x, warmup=1, steps=2, predict_reps=0)
+    assert model.calls == ["train"] * 3 and got["predict"] == {}
+    assert len(got["cpu"]) == len(got["wall"]) == 2
+    got = zoo_timing.measure(model, x, x, warmup=0, steps=1, predict_reps=1)
+    assert sorted(got["predict"]) == ["1", "64"] and model.calls.count("predict") == 4

@@ -57,7 +57,7 @@ def measure(model: Any, x: Any, y: Any, warmup: int, steps: int, predict_reps: i
     """Seconds of ``steps`` ``train_on_batch(x, y)`` calls after ``warmup`` ones (lists ``cpu`` and
     ``wall``; ``minflt``: the minor page faults of those steps), and of ``predict`` (median of
     ``predict_reps`` after one untimed call) at each batch of :data:`PREDICT_BATCHES`, keyed by the
-    batch as a string."""
+    batch as a string (none when ``predict_reps`` is 0: rounds of training steps alone)."""
     for _ in range(warmup):
         model.train_on_batch(x, y)
     cpu, wall = [], []
@@ -69,7 +69,7 @@ def measure(model: Any, x: Any, y: Any, warmup: int, steps: int, predict_reps: i
         wall.append(time.perf_counter() - w)
     faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     predict = {}
-    for b in PREDICT_BATCHES:
+    for b in PREDICT_BATCHES if predict_reps else ():
         xb = _rows(x, b)
         model.predict(xb, batch_size=b, verbose=0)
         pc, pw = [], []
