@@ -90,8 +90,8 @@ class _Joined(torch.autograd.Function):
             per_sample = z[0].numel() * z.element_size()
             _by_samples(_gates, n, per_sample, (st, None, out[:, s], nxt), ract, act, keep, conv)
             c = st.c
-            if keep:  # without c: the last one is an output (see conv_lstm_sequence._Step)
-                saved.append(st._replace(c=None))
+            if keep:  # without z and c: the last c is an output (see conv_lstm_sequence._Step)
+                saved.append(st._replace(z=None, c=None))
         ctx.spec, ctx.saved, ctx.joined, ctx.has_bias = spec, saved, joined, b is not None
         ctx.save_for_backward(w)
         ctx.set_materialize_grads(False)
@@ -109,7 +109,7 @@ class _Joined(torch.autograd.Function):
         dz_all = _buffer(joined, (steps, n), 4 * f, first)  # time-major, as joined
         d_x = _buffer(joined, (n, steps), inputs, first) if need_x else None
         d_outs = None if d_out is None else _torch(d_out, first)
-        tmp, d_tc, d_cell = (_like(joined[0, :, inputs:], f) for _ in range(3))
+        d_sum, tmp, d_tc, d_cell = (_like(joined[0, :, inputs:], f) for _ in range(4))
         per_sample = dz_all[0, 0].numel() * dz_all.element_size()
         if d_c is not None:
             d_c = d_cell.copy_(d_c)
@@ -124,7 +124,7 @@ class _Joined(torch.autograd.Function):
                 continue
             if d_h is None:  # the output's gradient alone (a view of d_out: read, not added to)
                 d_h, d_in = d_in, None
-            rows = (saved[s], dz_all[s], None, d_h, d_in, d_cell, tmp, d_tc)
+            rows = (saved[s], dz_all[s], None, d_h, d_in, d_sum, d_cell, tmp, d_tc)
             _by_samples(_gate_gradients, n, per_sample, rows, ract, act, d_c is None, conv)
             d_c = d_cell
             if not conv:  # the frame alone was convolved; the zero state gets no gradient

@@ -64,21 +64,21 @@ def _cut(t: Any, samples: slice) -> Any:
     return None if t is None else t[samples]
 
 
-def _hard_sigmoid(z: torch.Tensor, a: torch.Tensor, keep: bool) -> None:
-    """``clamp(0.2 * z + 0.5, 0, 1)`` into ``a``, as :func:`arignote.activations.hard_sigmoid`; ``z`` (a
-    slice of the step's pre-activations) is overwritten by its slope: clamp's gradient passes where
-    ``0 <= u <= 1``, i.e. where clamping left ``u`` unchanged, then times 0.2."""
-    u = z.mul_(0.2).add_(0.5)
+def _hard_sigmoid(z: torch.Tensor, a: torch.Tensor, k: Any, keep: bool) -> None:
+    """``clamp(0.2 * z + 0.5, 0, 1)`` into ``a``, as :func:`arignote.activations.hard_sigmoid`, and its
+    slope into ``k`` (its scratch too): clamp's gradient passes where ``0 <= u <= 1``, i.e. where
+    clamping left ``u`` unchanged, then times 0.2."""
+    u = torch.mul(z, 0.2, out=k).add_(0.5)
     torch.clamp(u, 0.0, 1.0, out=a)
     if keep:
-        torch.eq(a, u, out=u).mul_(0.2)
+        torch.eq(a, u, out=k).mul_(0.2)
 
 
 def _hard_sigmoid_backward(grad: torch.Tensor, a: torch.Tensor, slope: Any, out: torch.Tensor) -> None:
     torch.mul(grad, slope, out=out)
 
 
-def _sigmoid(z: torch.Tensor, a: torch.Tensor, keep: bool) -> None:
+def _sigmoid(z: torch.Tensor, a: torch.Tensor, k: Any, keep: bool) -> None:
     torch.sigmoid(z, out=a)
 
 
@@ -86,7 +86,7 @@ def _sigmoid_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Te
     torch.ops.aten.sigmoid_backward.grad_input(grad, a, grad_input=out)
 
 
-def _tanh(z: torch.Tensor, a: torch.Tensor, keep: bool) -> None:
+def _tanh(z: torch.Tensor, a: torch.Tensor, k: Any, keep: bool) -> None:
     torch.tanh(z, out=a)
 
 
@@ -94,12 +94,12 @@ def _tanh_backward(grad: torch.Tensor, a: torch.Tensor, _: Any, out: torch.Tenso
     torch.ops.aten.tanh_backward.grad_input(grad, a, grad_input=out)
 
 
-def _clamp01(z: torch.Tensor, a: torch.Tensor, keep: bool) -> None:
+def _clamp01(z: torch.Tensor, a: torch.Tensor, k: Any, keep: bool) -> None:
     """hard_sigmoid after its affine ``0.2 * z + 0.5`` (folded into the convolutions, :func:`fold`):
-    ``clamp(z, 0, 1)`` into ``a``; ``z`` is overwritten by clamp's gradient (1 where unclamped, else 0)."""
+    ``clamp(z, 0, 1)`` into ``a`` and clamp's gradient into ``k`` (1 where unclamped, else 0)."""
     torch.clamp(z, 0.0, 1.0, out=a)
     if keep:
-        torch.eq(a, z, out=z)
+        torch.eq(a, z, out=k)
 
 
 def clamp01(x: torch.Tensor) -> torch.Tensor:
@@ -108,9 +108,9 @@ def clamp01(x: torch.Tensor) -> torch.Tensor:
 
 
 class _Act(NamedTuple):
-    forward: Callable  # (z, a, keep): the activation of z into a (which may be z); may overwrite z
-    backward: Callable  # (grad, activation, kept, out): writes the gradient of z into out
-    slope: bool  # forward leaves in z what the backward needs besides the activation (a must be new memory)
+    forward: Callable  # (z, a, k, keep): the activation of z into a, what its backward needs besides into k
+    backward: Callable  # (grad, activation, k, out): writes the gradient of z into out
+    slope: bool  # the backward needs k (else k is None)
 
 
 #: the activations the function differentiates by hand (Keras functions -> forward and backward)
@@ -182,35 +182,39 @@ def _like(t: torch.Tensor, channels: int) -> torch.Tensor:
 
 class _Step(NamedTuple):
     """One step's tensors (first dimension the samples, so a chunk of samples slices them all): the
-    pre-activations ``z`` (4 gates), the cell state before and after, the gates' activations and what
-    their backward keeps (``k_*``: hard_sigmoid's slope, else None), ``tanh(c)`` (the activation of
-    the cell state) and what its backward keeps. The steps kept for the backward drop ``c`` (the
-    backward reads ``c_prev``, the step before's ``c``): the last one is the function's output, and an
-    output kept on ``ctx`` is a reference cycle through its ``grad_fn`` that would hold the whole graph
-    (hundreds of MB a step) until the garbage collector's next pass (tests/test_no_reference_cycles.py)."""
+    pre-activations ``z`` (4 gates), the cell state before and after, each gate's activation and what
+    its backward keeps (``k_*``: hard_sigmoid's slope, else None), ``tanh(c)`` (the activation of
+    the cell state) and what its backward keeps. Each gate has its own tensor: a gate's channels of
+    ``z`` are a strided slice in channels_last (``f`` of every ``4f`` floats), and an elementwise pass
+    over such a slice costs about 3x one over contiguous memory, so ``z`` is read once per gate and
+    every later pass (the cell state, the output, all of the backward's) runs on contiguous tensors.
+    The steps kept for the backward drop ``z`` and ``c`` (the backward reads ``c_prev``, the step
+    before's ``c``): the last ``c`` is the function's output, and an output kept on ``ctx`` is a
+    reference cycle through its ``grad_fn`` that would hold the whole graph (hundreds of MB a step)
+    until the garbage collector's next pass (tests/test_no_reference_cycles.py)."""
 
-    z: torch.Tensor
+    z: Any
     c_prev: torch.Tensor
-    c: torch.Tensor
-    i_f: torch.Tensor  # input and forget gates
-    k_if: Any
-    g: torch.Tensor
+    c: Any
+    i: torch.Tensor  # input gate
+    k_i: Any
+    fg: torch.Tensor  # forget gate
+    k_f: Any
+    g: torch.Tensor  # cell gate
     k_g: Any
-    o: torch.Tensor
+    o: torch.Tensor  # output gate
     k_o: Any
     tc: torch.Tensor
     k_tc: Any
 
 
 def _new_step(z: torch.Tensor, c_prev: torch.Tensor, ract: _Act, act: _Act, f: int) -> _Step:
-    """The step's tensors: activations in place in ``z`` where their backward needs nothing else."""
+    """The step's tensors, each gate's (and its kept slope's) new contiguous memory."""
 
-    def gate(lo: int, hi: int, a: _Act) -> tuple:
-        return (_like(z, hi - lo), z[:, lo:hi]) if a.slope else (z[:, lo:hi], None)
+    def gate(a: _Act) -> tuple:
+        return _like(z, f), (_like(z, f) if a.slope else None)
 
-    c, tc = _like(z, f), _like(z, f)
-    return _Step(z, c_prev, c, *gate(0, 2 * f, ract), *gate(2 * f, 3 * f, act), *gate(3 * f, 4 * f, ract),
-                 tc, _like(z, f) if act.slope else None)
+    return _Step(z, c_prev, _like(z, f), *gate(ract), *gate(ract), *gate(act), *gate(ract), *gate(act))
 
 
 def _gates(st: _Step, x: Any, h: torch.Tensor, out: Any, ract: _Act, act: _Act, keep: bool,
@@ -225,31 +229,32 @@ def _gates(st: _Step, x: Any, h: torch.Tensor, out: Any, ract: _Act, act: _Act, 
         st.z.add_(x)
     else:
         st.z.copy_(x)
-    ract.forward(st.z[:, : 2 * f], st.i_f, keep)
-    act.forward(st.z[:, 2 * f: 3 * f], st.g, keep)
-    ract.forward(st.z[:, 3 * f:], st.o, keep)
-    i, fg = st.i_f[:, :f], st.i_f[:, f:]
+    z = st.z
+    ract.forward(z[:, :f], st.i, st.k_i, keep)
+    act.forward(z[:, 2 * f: 3 * f], st.g, st.k_g, keep)
+    ract.forward(z[:, 3 * f:], st.o, st.k_o, keep)
     if conv:
-        torch.mul(fg, st.c_prev, out=st.c).addcmul_(i, st.g)
-    else:
-        torch.mul(i, st.g, out=st.c)
-    act.forward(st.c if st.k_tc is None else st.k_tc.copy_(st.c), st.tc, keep)  # c itself is kept
+        ract.forward(z[:, f: 2 * f], st.fg, st.k_f, keep)
+        torch.mul(st.fg, st.c_prev, out=st.c).addcmul_(st.i, st.g)
+    else:  # the cell state before is zeros: the forget gate is not needed
+        torch.mul(st.i, st.g, out=st.c)
+    act.forward(st.c, st.tc, st.k_tc, keep)
     torch.mul(st.o, st.tc, out=h)
     if out is not None:
         out.copy_(h)
 
 
-def _gate_gradients(st: _Step, dz: torch.Tensor, d_frame: Any, d_h: Any, d_in: Any,
+def _gate_gradients(st: _Step, dz: torch.Tensor, d_frame: Any, d_h: Any, d_in: Any, d_sum: torch.Tensor,
                     d_cell: torch.Tensor, tmp: torch.Tensor, d_tc: torch.Tensor, ract: _Act, act: _Act,
                     seed: bool, conv: bool) -> None:
-    """A chunk's gate derivatives: ``d_h`` (the output's gradient, or None) plus ``d_in`` (if not None),
-    and the cell state's ``d_cell`` (``seed``: none yet, it starts from the output's) give the
-    pre-activations' ``dz``, copied to ``d_frame`` (if any), and ``d_cell`` the previous cell state's."""
+    """A chunk's gate derivatives: ``d_h`` (the output's gradient, or None) plus ``d_in`` (if not None;
+    the sum into ``d_sum``), and the cell state's ``d_cell`` (``seed``: none yet, it starts from the
+    output's) give the pre-activations' ``dz``, copied to ``d_frame`` (if any), and ``d_cell`` the
+    previous cell state's."""
     f = d_cell.shape[1]
-    i, fg = st.i_f[:, :f], st.i_f[:, f:]
-    k_i, k_f = (None, None) if st.k_if is None else (st.k_if[:, :f], st.k_if[:, f:])
+    i, fg = st.i, st.fg
     if d_in is not None:
-        d_h.add_(d_in)
+        d_h = torch.add(d_h, d_in, out=d_sum)
     if d_h is None:
         dz[:, 3 * f:].zero_()
     else:
@@ -259,10 +264,10 @@ def _gate_gradients(st: _Step, dz: torch.Tensor, d_frame: Any, d_h: Any, d_in: A
             d_cell.copy_(d_tc)
         else:
             d_cell.add_(d_tc)
-    ract.backward(torch.mul(d_cell, st.g, out=tmp), i, k_i, dz[:, :f])
+    ract.backward(torch.mul(d_cell, st.g, out=tmp), i, st.k_i, dz[:, :f])
     act.backward(torch.mul(d_cell, i, out=tmp), st.g, st.k_g, dz[:, 2 * f: 3 * f])
     if conv:
-        ract.backward(torch.mul(d_cell, st.c_prev, out=tmp), fg, k_f, dz[:, f: 2 * f])
+        ract.backward(torch.mul(d_cell, st.c_prev, out=tmp), fg, st.k_f, dz[:, f: 2 * f])
         d_cell.mul_(fg)
     else:
         dz[:, f: 2 * f].zero_()  # f * (zero state): no gradient
@@ -272,8 +277,8 @@ def _gate_gradients(st: _Step, dz: torch.Tensor, d_frame: Any, d_h: Any, d_in: A
 
 class _Sequence(torch.autograd.Function):
     """Forward: per step, the recurrent convolution into ``z``, then the gate arithmetic (plus the
-    step's input convolution, the gate activations (in place in ``z`` where the backward needs nothing
-    else), the cell state and the output, written into the Keras-layout result) in chunks of samples
+    step's input convolution, each gate's activation into its own tensor, the cell state and the
+    output, written into the Keras-layout result) in chunks of samples
     (:data:`WORKING_SET`). Temporaries live in buffers reused by every step (a fresh tensor per
     operator costs its page faults again at each step)."""
 
@@ -297,8 +302,8 @@ class _Sequence(torch.autograd.Function):
             per_sample = z[0].numel() * z.element_size()
             _by_samples(_gates, n, per_sample, (st, x, h_buf, outs[s]), ract, act, keep, conv)
             h, c = h_buf, st.c
-            if keep:  # without c (see _Step)
-                saved.append(st._replace(c=None))
+            if keep:  # without z and c (see _Step)
+                saved.append(st._replace(z=None, c=None))
         ctx.spec, ctx.saved = spec, saved
         ctx.save_for_backward(w, h0, out)  # the outputs are the next steps' recurrent inputs
         ctx.set_materialize_grads(False)
@@ -314,7 +319,7 @@ class _Sequence(torch.autograd.Function):
         d_frames = [_torch(d, first) for d in d_k.unbind(1)]
         d_outs = None if d_out is None else [_torch(d, first) for d in d_out.unbind(1)]
         dz = _like(h0, 4 * f)
-        h_buf, tmp, d_tc, d_cell = (_like(h0, f) for _ in range(4))
+        h_buf, d_sum, tmp, d_tc, d_cell = (_like(h0, f) for _ in range(5))
         n, per_sample = dz.shape[0], dz[0].numel() * dz.element_size()
         if d_c is not None:
             d_c = d_cell.copy_(d_c)
@@ -327,7 +332,7 @@ class _Sequence(torch.autograd.Function):
                 continue
             if d_h is None:  # the output's gradient alone (a view of d_out: read, not added to)
                 d_h, d_in = d_in, None
-            rows = (saved[s], dz, d_frames[s], d_h, d_in, d_cell, tmp, d_tc)
+            rows = (saved[s], dz, d_frames[s], d_h, d_in, d_sum, d_cell, tmp, d_tc)
             _by_samples(_gate_gradients, n, per_sample, rows, ract, act, d_c is None, conv)
             if not conv:
                 d_c = d_h = None
