@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 from arignote import config
+from arignote.config.theano_spellings import THEANO_ALIASES
 
 PAGE = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 BEGIN = "<!-- flags:begin -->"
@@ -54,7 +55,7 @@ def where_to_set(flag: config.Flag) -> str:
     places = [f"`[{section or 'global'}] {key}`"]
     if flag.env:
         places.append(f"environment: `{flag.env}`")
-    theano = sorted(alias for alias, name in config._THEANO_ALIASES.items()
+    theano = sorted(alias for alias, name in THEANO_ALIASES.items()
                     if name == flag.name and not alias.startswith("global."))
     if theano:
         places.append("Theano: " + ", ".join(f"`{alias}`" for alias in theano))

@@ -31,11 +31,15 @@ LATER = ["rich", "arignote.training.loop", "arignote.training.inputs", "arignote
 # cropping and pooling families; a module added to the first use fails here until it is pinned
 # (session 15: layers.layer_nodes and layers.layer_weights, mixins split out of layers.base;
 # models.compiling and models.fit_evaluate_predict, out of models.model; models.sequential_config
-# and models.sequential_predictions, out of models.sequential)
+# and models.sequential_predictions, out of models.sequential; session 16: graph.topology,
+# graph.packing and graph.forward_slots, out of graph.network; config.sources,
+# config.theano_spellings and config.machine_checks, out of config)
 FIRST_USE_MODULES = sorted(["arignote", *(f"arignote.{m}" for m in (
     "_keras_objects _lazy _moved _version activations backend backend.common backend.names "
-    "backend.variables config config.safe_mode config.types constraints devices devices.order errors "
-    "graph graph.network graph.node graph.state graph.tensor initializers layers layers._left_out "
+    "backend.variables config config.machine_checks config.safe_mode config.sources config.theano_spellings "
+    "config.types constraints devices devices.order errors "
+    "graph graph.forward_slots graph.network graph.node graph.packing graph.state graph.tensor "
+    "graph.topology initializers layers layers._left_out "
     "layers._trainable layers._util layers.activations layers.base layers.bookkeeping layers.conditional "
     "layers.convolutional layers.convolutional.conv layers.convolutional.separable layers.core "
     "layers.derived_weights layers.input_layer layers.input_spec layers.layer_args layers.layer_nodes "

@@ -2,7 +2,10 @@
 
 Sources, lowest to highest: defaults < rc files (``ARIGNOTERC``, a colon-separated list, default
 ``~/.arignoterc``) < ``ARIGNOTE_FLAGS`` < code (:func:`configure`, ``with override(...)``).
-This module is the only place that reads arignote's environment variables.
+This package is the only place that reads arignote's environment variables (:func:`environ`).
+The flags are declared here and only here; reading the sources is :mod:`arignote.config.sources`'s,
+Theano's spellings :mod:`arignote.config.theano_spellings`' and the checks against this machine
+:mod:`arignote.config.machine_checks`'.
 
 Example::
 
@@ -17,14 +20,18 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import difflib
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from arignote.config import sources
 from arignote.config import types as _t
+from arignote.config.machine_checks import machine_error as _machine_error
+from arignote.config.machine_checks import set_machine_check
+from arignote.config.sources import environ
+from arignote.config.theano_spellings import THEANO_ALIASES, THEANO_IGNORED, theano_device
 from arignote.errors import ConfigError
 
 __all__ = [
@@ -149,20 +156,6 @@ _FLAG_LIST = [
 
 FLAGS: dict[str, Flag] = {f.name: f for f in _FLAG_LIST}
 
-# Theano spellings accepted in rc files and ARIGNOTE_FLAGS: section.key -> arignote flag.
-_THEANO_ALIASES = {
-    "gpuarray.preallocate": "memory.preallocate",
-    "lib.cnmem": "memory.preallocate",
-    "global.floatx": "floatX",
-}
-# Theano flags that have no meaning here: accepted with a one-line notice instead of an error.
-_THEANO_IGNORED = {
-    "mode", "optimizer", "cxx", "exception_verbosity", "allow_gc", "force_device", "openmp",
-    "optimizer_including", "optimizer_excluding", "warn_float64", "compiledir", "base_compiledir",
-    "nvcc.fastmath", "nvcc.flags", "blas.ldflags", "dnn.include_path", "dnn.library_path",
-    "gpuarray.sched", "cuda.root", "scan.allow_gc",
-}
-
 
 @dataclass(frozen=True)
 class FlagValue:
@@ -184,44 +177,6 @@ _override: contextvars.ContextVar[tuple[dict[str, tuple[Any, str]], ...]] = cont
 )
 _unchecked: contextvars.ContextVar[bool] = contextvars.ContextVar("arignote_unchecked", default=False)
 
-# flag -> (check(value) -> (problem, fix) or None, error class): what this machine cannot honour.
-# devices/ registers the `device` check when it is imported (import arignote does, before any read):
-# the registry itself never asks the hardware.
-_MACHINE_CHECKS: dict[str, tuple[Callable[[Any], tuple[str, str] | None], type[ConfigError]]] = {}
-
-
-def set_machine_check(name: str, check: Callable[[Any], tuple[str, str] | None],
-                      error: type[ConfigError] = ConfigError) -> None:
-    """Check flag ``name``'s value against this machine at the first read (rc files, ``ARIGNOTE_FLAGS``)
-    and at :func:`configure`: ``check(value)`` returns ``(problem, fix)`` or None. Values set with
-    :func:`override` (tests, one-off blocks) are checked where they are used instead."""
-    _MACHINE_CHECKS[name] = (check, error)
-
-
-def _fix_where(where: str) -> str:
-    if where == "code":
-        return "in the configure() call"
-    if where.isupper():  # ARIGNOTE_FLAGS or a flag's own variable
-        return f"in {where}"
-    return f"at {where}"
-
-
-def _machine_error(name: str, value: Any, where: str) -> ConfigError | None:
-    if name not in _MACHINE_CHECKS:
-        return None
-    check, error = _MACHINE_CHECKS[name]
-    found = check(value)
-    if found is None:
-        return None
-    problem, fix = found
-    return error(f"{name}={value} (from {where}): {problem}. Fix: {fix} ({_fix_where(where)}).",
-                 flag=name, value=value, source=where, fix=fix)
-
-
-def environ(name: str, default: str | None = None) -> str | None:
-    """Read an environment variable (the one door through which arignote's own code reads them)."""
-    return os.environ.get(name, default)
-
 
 def _canonical(name: str, where: str) -> str:
     """Map a user's spelling (``memory_preallocate``, ``floatx``, ``gpuarray.preallocate``) to a flag."""
@@ -232,9 +187,9 @@ def _canonical(name: str, where: str) -> str:
     for candidate in (key, key.replace("_", ".", 1), key.replace("__", ".")):
         if candidate.lower() in lowered:
             return lowered[candidate.lower()]
-        if candidate.lower() in _THEANO_ALIASES:
-            return _THEANO_ALIASES[candidate.lower()]
-    if key.lower() in _THEANO_IGNORED:
+        if candidate.lower() in THEANO_ALIASES:
+            return THEANO_ALIASES[candidate.lower()]
+    if key.lower() in THEANO_IGNORED:
         return ""
     close = difflib.get_close_matches(key, list(FLAGS), n=1, cutoff=0.6)
     hint = f" Did you mean '{close[0]}'?" if close else " Run 'arignote config' to list the flags."
@@ -244,130 +199,25 @@ def _canonical(name: str, where: str) -> str:
 def _convert(name: str, raw: Any, where: str, notes: list[str]) -> Any:
     flag = FLAGS[name]
     if name == "device" and isinstance(raw, str):
-        raw = _theano_device(raw, where, notes)
+        raw = theano_device(raw, where, notes)
     try:
         value = flag.parse(raw)
     except (ValueError, TypeError) as exc:
         raise ConfigError(f"bad value {raw!r} for flag '{name}' (from {where}): {exc}. {flag.doc}") from None
-    if name in ("memory.preallocate", "memory.limit") and 1 < value < 64 and _is_bare_number(raw):
+    if name in ("memory.preallocate", "memory.limit") and 1 < value < 64 and _t.is_bare_number(raw):
         notes.append(f"warning: {name}={raw} (from {where}) is read as {value:g} MiB; write {value:g}GiB "
                      f"if you meant GiB, or {value:g}MiB to keep it")
     return value
 
 
-def _is_bare_number(raw: Any) -> bool:
-    try:
-        float(raw)
-    except (TypeError, ValueError):
-        return False
-    return not isinstance(raw, bool)
-
-
-def _theano_device(spec: str, where: str, notes: list[str]) -> str:
-    parts = [p.strip() for p in spec.split(",")]
-    out = []
-    for p in parts:
-        if p.lower().startswith("gpu") and (p[3:] == "" or p[3:].isdigit()):
-            new = "cuda" + p[3:]
-            notes.append(f"note: device={p} (from {where}) is the Theano spelling; read as device={new}")
-            out.append(new)
-        else:
-            out.append(p)
-    return ",".join(out)
-
-
-def _split_flags(text: str) -> list[str]:
-    """Split ``ARIGNOTE_FLAGS`` on commas; a piece without ``=`` continues the previous value
-    (so ``device=cuda0,cuda2,floatX=float32`` keeps the device list together)."""
-    items: list[str] = []
-    for piece in text.split(","):
-        if not piece.strip():
-            continue
-        if "=" in piece or not items:
-            items.append(piece)
-        else:
-            items[-1] += "," + piece
-    return items
-
-
-def _rc_paths() -> list[str]:
-    raw = environ("ARIGNOTERC")
-    if raw is None:
-        return [os.path.expanduser("~/.arignoterc")]
-    return [os.path.expanduser(p) for p in raw.split(os.pathsep) if p]
-
-
-def _display_path(path: str) -> str:
-    home = os.path.expanduser("~")
-    return "~" + path[len(home):] if home and home != "/" and path.startswith(home + os.sep) else path
-
-
 def _read_rc(path: str, values: dict[str, tuple[Any, str]], notes: list[str]) -> None:
-    shown = _display_path(path)
-    # why: only an rc file needs the INI parser (the first use of the Keras API reads none, issue 32)
-    import configparser
-
-    # inline comments ("preallocate = 0.8   # why") as .theanorc allows; "#" or ";" after a space
-    parser = configparser.ConfigParser(interpolation=None, strict=True, inline_comment_prefixes=("#", ";"))
-    parser.optionxform = str  # keep floatX's case
-    try:
-        with open(path, encoding="utf-8") as fh:
-            text = fh.read()
-        parser.read_string(text, source=shown)
-    except configparser.Error as exc:
-        line = getattr(exc, "lineno", None)
-        first = str(exc).splitlines()[0]
-        if line is None and getattr(exc, "errors", None):  # ParsingError: [(lineno, line), ...]
-            line = exc.errors[0][0]
-            first = f"{text.splitlines()[line - 1].strip()!r} is neither a [section] nor name = value"
-        where = f"{shown}:{line}" if line else shown
-        raise ConfigError(
-            f"rc file {where} is not valid INI ({first}); fix or remove it (ARIGNOTERC lists the files read)"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
-        raise ConfigError(f"rc file {shown} cannot be read ({why}); fix it or drop it from ARIGNOTERC") \
-            from None
-    lines = text.splitlines()
-    for section in parser.sections():
-        for key, raw in parser.items(section):
-            where = f"{shown}:{_find_line(lines, section, key)}"
-            dotted = key if section == "global" else f"{section}.{key}"
-            name = _canonical(dotted, where)
-            if not name:
-                notes.append(f"note: Theano flag '{dotted}' (from {where}) has no meaning in arignote; "
-                             "ignored")
-                continue
-            values[name] = (_convert(name, raw, where, notes), where)
-
-
-def _read_keras_json(values: dict[str, tuple[Any, str]], notes: list[str]) -> None:
-    """``image_data_format`` from Keras's own config (``$KERAS_HOME/keras.json``, default
-    ``~/.keras/keras.json``), below arignote's rc files: a Keras user's setting carries over."""
-    home = environ("KERAS_HOME") or os.path.join(os.path.expanduser("~"), ".keras")
-    path = os.path.join(home, "keras.json")
-    if not os.path.exists(path):
-        return
-    shown = _display_path(path)
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{shown} cannot be read as JSON ({exc}); fix or remove it") from None
-    if isinstance(data, dict) and "image_data_format" in data:
-        values["image_data_format"] = (_convert("image_data_format", data["image_data_format"], shown, notes),
-                                       shown)
-
-
-def _find_line(lines: list[str], section: str, key: str) -> int:
-    in_section = False
-    for number, line in enumerate(lines, 1):
-        s = line.strip()
-        if s.startswith("["):
-            in_section = s.strip("[] ") == section
-        elif in_section and s.split("=", 1)[0].split(":", 1)[0].strip() == key:
-            return number
-    return 0
+    for dotted, raw, where in sources.read_rc(path):
+        name = _canonical(dotted, where)
+        if not name:
+            notes.append(f"note: Theano flag '{dotted}' (from {where}) has no meaning in arignote; "
+                         "ignored")
+            continue
+        values[name] = (_convert(name, raw, where, notes), where)
 
 
 def _load() -> tuple[dict[str, tuple[Any, str]], list[str]]:
@@ -375,12 +225,16 @@ def _load() -> tuple[dict[str, tuple[Any, str]], list[str]]:
         return _lock_free_state["loaded"]
     values: dict[str, tuple[Any, str]] = {}
     notes: list[str] = []
-    _read_keras_json(values, notes)
-    for path in _rc_paths():
+    keras_json = sources.read_keras_json()
+    if keras_json is not None:
+        raw, shown = keras_json
+        values["image_data_format"] = (_convert("image_data_format", raw, shown, notes), shown)
+    for path in sources.rc_paths():
         if os.path.exists(path):
             _read_rc(path, values, notes)
         elif environ("ARIGNOTERC") is not None:
-            notes.append(f"warning: ARIGNOTERC names {_display_path(path)}, which does not exist; ignored")
+            notes.append(f"warning: ARIGNOTERC names {sources.display_path(path)}, which does not exist; "
+                         "ignored")
     if environ("THEANO_FLAGS"):
         notes.append("warning: THEANO_FLAGS is set but arignote reads ARIGNOTE_FLAGS; run "
                      "'arignote config --from-theano' to convert it (and ~/.theanorc) to ~/.arignoterc")
@@ -388,7 +242,7 @@ def _load() -> tuple[dict[str, tuple[Any, str]], list[str]]:
         if flag.env and environ(flag.env):
             values[flag.name] = (_convert(flag.name, environ(flag.env), flag.env, notes), flag.env)
     text = environ("ARIGNOTE_FLAGS", "") or ""
-    for item in _split_flags(text):
+    for item in sources.split_flags(text):
         if "=" not in item:
             raise ConfigError(f"ARIGNOTE_FLAGS item '{item}' is not name=value "
                               "(e.g. device=cuda1,floatX=float32)")

@@ -34,6 +34,8 @@ import os
 from dataclasses import dataclass, field
 
 from arignote import config
+from arignote.config import sources
+from arignote.config.theano_spellings import theano_device
 from arignote.errors import ConfigError
 
 __all__ = ["Setting", "Conversion", "read_theano", "convert", "render"]
@@ -95,7 +97,7 @@ def read_theano() -> list[tuple[str, str, str]]:
         except (configparser.Error, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path} is not a readable Theano rc file ({str(exc).splitlines()[0]}); "
                               "fix it or point THEANORC elsewhere") from None
-        shown = config._display_path(path)
+        shown = sources.display_path(path)
         for section in parser.sections():
             for key, value in parser.items(section):
                 out.append((key if section == "global" else f"{section}.{key}", value, shown))
@@ -149,7 +151,7 @@ def convert(settings: list[tuple[str, str, str]]) -> Conversion:
             continue
         name, text = target
         if name == "device":
-            text = config._theano_device(text, origin, [])
+            text = theano_device(text, origin, [])
         try:
             config.FLAGS[name].parse(text)
         except (TypeError, ValueError) as exc:

@@ -150,3 +150,13 @@ def mib(text: Any) -> int:
 
 
 mib.kind = "size"  # type: ignore[attr-defined]
+
+
+def is_bare_number(raw: Any) -> bool:
+    """Whether ``raw`` is a number written without a unit (``4096``, ``"8"``; not ``True``): a size flag
+    given so is read as MiB, which the registry warns about for small values (``memory.limit=8``)."""
+    try:
+        float(raw)
+    except (TypeError, ValueError):
+        return False
+    return not isinstance(raw, bool)

@@ -6,7 +6,10 @@
   called on one return (shape with ``None`` batch, dtype, the node that made it);
 * :mod:`arignote.graph.node` — :class:`Node` bookkeeping and the symbolic call of a layer;
 * :mod:`arignote.layers.op_layer` — backend functions on symbolic tensors record an operation node;
-* :mod:`arignote.graph.network` — the node order sorted once into a plain ``torch.nn.Module``;
+* :mod:`arignote.graph.topology` — the node order of ``Model(inputs, outputs)`` and Keras 2's graph checks;
+* :mod:`arignote.graph.network` — that order compiled once into a plain ``torch.nn.Module``, with
+  :mod:`arignote.graph.packing` (several inputs side by side in one tensor) and
+  :mod:`arignote.graph.forward_slots` (the values of one forward);
 * :mod:`arignote.models.functional` — the functional ``Model``.
 * :mod:`arignote.models.construction`, :mod:`arignote.models.output_losses`,
   :mod:`arignote.models.multi_output`, :mod:`arignote.models.functional_config` — what ``Model(...)`` was

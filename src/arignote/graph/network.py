@@ -1,218 +1,52 @@
 """From ``Model(inputs, outputs)`` to one plain ``torch.nn.Module`` (Keras 2 ``engine/network.py``).
 
-:func:`topology` walks the nodes back from the outputs once (Keras 2's depth-first map): the
-execution order, the layers in Keras's ``model.layers`` order (by depth, inputs first), and the
-checks Keras makes (inputs come from ``Input``, no disconnected tensor, unique layer names).
+:func:`~arignote.graph.topology.topology` walks the nodes back from the outputs once (Keras 2's
+depth-first map): the execution order, the layers in Keras's ``model.layers`` order (by depth,
+inputs first), and the checks Keras makes (inputs come from ``Input``, no disconnected tensor,
+unique layer names).
 :class:`GraphModule` is the compiled result: a ``ModuleList`` of the layers and a flat list of
 steps (module, input slots, output slots, constant keyword arguments) that ``forward`` runs in
 order. There is no graph walking per call, so data parallel, placement, OOM splitting,
 checkpoints and ``torch.compile`` see an ordinary module.
 
 Several inputs arrive as a list/tuple (in ``model.inputs`` order), a dict keyed by input names, or
-*packed*: one ``(batch, features)`` tensor holding every input flattened side by side (what
-``fit`` feeds, so the training loop moves one tensor per batch); outputs then leave packed the
-same way. :class:`Packing` describes such a layout.
+*packed* (:class:`~arignote.graph.packing.Packing`): one ``(batch, features)`` tensor holding every
+input flattened side by side (what ``fit`` feeds); outputs then leave packed the same way. The slot
+helpers of one forward are in :mod:`arignote.graph.forward_slots`.
 
 Example::
 
     >>> from arignote.layers import Input, Dense
     >>> x = Input(shape=(4,)); y = Dense(2)(x)
     >>> order, layers = topology([x], [y])
-    >>> [type(l).__name__ for l in layers]
-    ['InputLayer', 'Dense']
+    >>> [type(m).__name__ for m in GraphModule([x], [y], order).layers]  # the InputLayer is slot 0
+    ['Dense']
 """
 
 from __future__ import annotations
 
-import functools
-import math
 from typing import Any
 
 import torch
 from torch import nn
 
 from arignote.graph import state
+from arignote.graph.forward_slots import (
+    _detached,
+    _leaves,
+    _LiveSlots,
+    _pairs,
+    _seed_masks,
+    _tracked,
+    _Tracking,
+)
 from arignote.graph.node import nest_like, runtime_module
+from arignote.graph.packing import Packing
 from arignote.graph.tensor import KerasTensor
+from arignote.graph.topology import feed_inputs, is_fixed, topology
 
 __all__ = ["topology", "GraphModule", "Packing", "feed_inputs", "is_fixed", "cast_input", "float_dtype",
            "fused_chain"]
-
-
-def topology(inputs: list[KerasTensor], outputs: list[KerasTensor],
-             depths: dict | None = None) -> tuple[list, list]:
-    """``(nodes in execution order, layers in Keras order)``; raises Keras 2's graph errors.
-    ``depths``: filled with each layer's Keras depth by ``id`` (0: the output layers)."""
-    if len({id(x) for x in inputs}) != len(inputs):
-        raise ValueError("The list of inputs passed to the model is redundant. All inputs should only appear "
-                         f"once. Found: {inputs}")
-    for x in inputs:
-        layer = x._keras_history[0] if x._keras_history else None
-        if layer is None or type(layer).__name__ != "InputLayer" or x._keras_history[1] != 0:
-            raise ValueError("Input tensors to a Model must come from `arignote.layers.Input`. "
-                             f"Received: {x} "
-                             "(missing previous layer metadata)")
-    order: list = []
-    finished: set = set()
-    in_progress: set = set()
-    layer_index: dict = {}
-
-    def visit(t: KerasTensor) -> None:
-        if not isinstance(t, KerasTensor) or t._keras_history is None:
-            raise ValueError(f"Output tensors to a Model must be the output of an arignote layer, got {t!r}")
-        layer, node_index, _ = t._keras_history
-        node = layer._inbound_nodes[node_index]
-        if not node.inbound_layers and is_fixed(layer):  # Input(tensor=...): a source of its own
-            if id(node) not in finished:
-                layer_index.setdefault(id(layer), (len(layer_index), layer))
-                finished.add(id(node))
-                order.append(node)
-            return
-        if not node.inbound_layers:  # an Input that is not among the model's inputs
-            raise ValueError(f"Graph disconnected: cannot obtain value for tensor {t} at layer "
-                             f"\"{layer.name}\". The following previous layers were accessed without issue: "
-                             f"{[lay.name for _, lay in sorted(layer_index.values(), key=lambda p: p[0])]}")
-        if id(node) in in_progress:
-            raise ValueError(f"The tensor {t} at layer \"{layer.name}\" is part of a cycle.")
-        if id(node) in finished:
-            return
-        layer_index.setdefault(id(layer), (len(layer_index), layer))
-        in_progress.add(id(node))
-        for x in node.input_tensors:
-            if x not in inputs:  # an input of the model stops the walk (it may be an inner node)
-                visit(x)
-            else:
-                layer_index.setdefault(id(x._keras_history[0]), (len(layer_index), x._keras_history[0]))
-        in_progress.discard(id(node))
-        finished.add(id(node))
-        order.append(node)
-
-    for t in outputs:
-        if t in inputs:
-            layer_index.setdefault(id(t._keras_history[0]), (len(layer_index), t._keras_history[0]))
-        else:
-            visit(t)
-    # depths as Keras 2: an output node has depth 0, a node feeding one at depth d is at d + 1
-    depth: dict = {}
-    layer_depth: dict = {}
-    for node in reversed(order):
-        d = max(depth.get(id(node), 0), layer_depth.get(id(node.outbound_layer), 0))
-        layer_depth[id(node.outbound_layer)] = d
-        depth[id(node)] = d
-        for t in node.input_tensors:
-            if t in inputs:
-                continue
-            inbound = t._keras_history[0]._inbound_nodes[t._keras_history[1]]
-            depth[id(inbound)] = max(d + 1, depth.get(id(inbound), 0))
-    top = max(layer_depth.values(), default=0)
-    for x in inputs:
-        layer_depth[id(x._keras_history[0])] = max(layer_depth.get(id(x._keras_history[0]), 0), top + 1)
-    # check every tensor a node needs is computable from the inputs
-    available = {id(x) for x in inputs}
-    done_layers: list[str] = []
-    for node in order:
-        for t in node.input_tensors:
-            if id(t) not in available:
-                raise ValueError(f"Graph disconnected: cannot obtain value for tensor {t} at layer "
-                                 f"\"{node.outbound_layer.name}\". The following previous layers were "
-                                 f"accessed without issue: {done_layers}")
-        available.update(id(t) for t in node.output_tensors)
-        done_layers.append(node.outbound_layer.name)
-    for t in outputs:
-        if id(t) not in available:
-            raise ValueError(f"Graph disconnected: cannot obtain value for output {t}")
-    layers = [layer for _, layer in sorted(layer_index.values(), key=lambda p: (-layer_depth.get(id(p[1]), 0),
-                                                                               p[0]))]
-    if depths is not None:
-        depths.update({id(layer): layer_depth.get(id(layer), 0) for layer in layers})
-    names = [layer.name for layer in layers]
-    for name in names:
-        if names.count(name) > 1:
-            raise ValueError(f'The name "{name}" is used {names.count(name)} times in the model. All layer '
-                             "names should be unique.")
-    return order, layers
-
-
-def is_fixed(layer: Any) -> bool:
-    """Whether ``layer`` is the ``InputLayer`` of an ``Input(tensor=...)``: an input with a tensor of its
-    own, which the model feeds itself (Keras 2: not among ``_feed_inputs``)."""
-    return getattr(layer, "fixed", False) is True
-
-
-def feed_inputs(inputs: list[KerasTensor]) -> list[KerasTensor]:
-    """The inputs data is given for (Keras 2 ``model._feed_inputs``): all but ``Input(tensor=...)`` ones."""
-    return [x for x in inputs if not is_fixed(x._keras_history[0])]
-
-
-class Packing:
-    """Several per-sample arrays side by side in one ``(batch, features)`` tensor (see module doc).
-
-    A shape may hold ``None`` (a variable-length ``Input(shape=(None, 8))``): the layout is then
-    only known from data, and :meth:`concrete` gives the packing of arrays with those dims filled in.
-    """
-
-    def __init__(self, shapes: list[tuple], names: list[str]) -> None:
-        self.shapes = [tuple(s) for s in shapes]
-        self.names = list(names)
-        self.variable = any(d is None for s in self.shapes for d in s)
-        self.bounds: list[tuple[int, int]] = []
-        self.width: int | None = None
-        if self.variable:
-            return
-        at = 0
-        for n in (math.prod(s) for s in self.shapes):
-            self.bounds.append((at, at + n))
-            at += n
-        self.width = at
-
-    def concrete(self, shapes: list[tuple]) -> Packing:
-        """This packing for arrays of per-sample ``shapes`` (filling its ``None`` dims); an array that
-        does not fit its declared shape is an error naming it."""
-        if not self.variable:
-            return self
-        for name, want, got in zip(self.names, self.shapes, shapes):
-            if len(want) != len(got) or any(w is not None and w != g for w, g in zip(want, got)):
-                raise ValueError(f"{name}: expected samples of shape {want}, got {tuple(got)}")
-        return Packing([tuple(int(d) for d in s) for s in shapes], self.names)
-
-    def unpack(self, packed: torch.Tensor) -> list[torch.Tensor]:
-        if self.variable:
-            raise ValueError(f"the layout of {self.names} depends on the data ({self.shapes} hold None): "
-                             "pack arrays first")
-        n = packed.shape[0]
-        return [packed[:, a:b].reshape(n, *s) for (a, b), s in zip(self.bounds, self.shapes)]
-
-    @staticmethod
-    def pack(parts: list[Any]) -> Any:
-        n = parts[0].shape[0]
-        if isinstance(parts[0], torch.Tensor):
-            dtype = functools.reduce(torch.promote_types, [p.dtype for p in parts])  # takes two at a time
-            # the width spelled out, not -1: a batch of 0 samples packs too (predict on 0 samples)
-            return torch.cat([p.reshape(n, math.prod(p.shape[1:])).to(dtype) for p in parts], dim=1)
-        import numpy as np
-
-        return np.concatenate([np.asarray(p, dtype=np.float32).reshape(n, math.prod(np.shape(p)[1:]))
-                               for p in parts], axis=1)
-
-
-def _tracked(x: Any) -> Any:
-    if isinstance(x, torch.Tensor):
-        return x.detach().requires_grad_() if x.is_floating_point() else x
-    if isinstance(x, (list, tuple)):
-        return type(x)(_tracked(v) for v in x)
-    if isinstance(x, dict):
-        return {k: _tracked(v) for k, v in x.items()}
-    return x
-
-
-def _detached(out: Any) -> Any:
-    if isinstance(out, torch.Tensor):
-        return out.detach()
-    if isinstance(out, (list, tuple)):
-        return type(out)(_detached(o) for o in out)
-    if isinstance(out, dict):
-        return {k: _detached(v) for k, v in out.items()}
-    return out
 
 
 class GraphModule(nn.Module):
@@ -488,16 +322,6 @@ def fused_chain(modules: list) -> list:
     return out
 
 
-def _seed_masks(mask: Any, n_inputs: int) -> list | None:
-    """The input masks handed to a graph (one, or a list per input) as a list, None without any."""
-    if mask is None:
-        return None
-    seeds = list(mask) if isinstance(mask, (list, tuple)) else [mask]
-    if len(seeds) != n_inputs:
-        raise ValueError(f"a graph of {n_inputs} inputs got {len(seeds)} input masks")
-    return seeds if any(m is not None for m in seeds) else None
-
-
 def float_dtype(name: Any) -> torch.dtype | None:
     dtype = getattr(torch, str(name), None) if name is not None else None
     return dtype if isinstance(dtype, torch.dtype) and dtype.is_floating_point else None
@@ -513,47 +337,3 @@ def cast_input(x: Any, dtype: torch.dtype | None) -> Any:
     if dtype is None or not isinstance(x, torch.Tensor) or x.is_floating_point() or x.is_complex():
         return x
     return x.to(dtype)
-
-
-class _Tracking(list):
-    """The slot list of a forward whose ``tracked`` slots autograd must follow: a value stored there
-    that autograd does not track yet (data, a parameter-free layer's output) becomes a leaf that
-    requires a gradient."""
-
-    def __init__(self, n: int, tracked: frozenset[int]) -> None:
-        super().__init__([None] * n)
-        self.tracked = tracked
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        if (isinstance(index, int) and index in self.tracked and isinstance(value, torch.Tensor)
-                and value.is_floating_point() and not value.requires_grad and torch.is_grad_enabled()):
-            value = value.detach().requires_grad_()
-        super().__setitem__(index, value)
-
-
-class _LiveSlots:
-    """``{id(symbolic tensor): value}`` over a forward's slot list as it fills (what
-    :func:`state.live_value` reads): no copy per layer, a slot not computed yet reads as None."""
-
-    def __init__(self, values: list, slot_ids: dict[int, int]) -> None:
-        self.values = values
-        self.slots = {tid: slot for slot, tid in slot_ids.items()}
-
-    def get(self, key: int, default: Any = None) -> Any:
-        slot = self.slots.get(key)
-        return default if slot is None else self.values[slot]
-
-
-def _pairs(inputs: list, order: list, slots: dict) -> list:
-    out = [(x, slots[id(x)]) for x in inputs]
-    for node in order:
-        out += [(t, slots[id(t)]) for t in node.output_tensors]
-    return out
-
-
-def _leaves(y: Any) -> list:
-    if isinstance(y, (list, tuple)):
-        return [leaf for v in y for leaf in _leaves(v)]
-    if isinstance(y, dict):
-        return [leaf for k in sorted(y) for leaf in _leaves(y[k])]
-    return [y]

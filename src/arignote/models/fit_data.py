@@ -1,6 +1,6 @@
 """How :class:`~arignote.models.Model` takes the user's data before its trainer sees it (mixed into
 ``Model``): the inputs (outputs) of a functional model with several as one packed array
-(:mod:`arignote.graph.network`), targets shaped as Keras 2 feeds a loss, and the sample and class
+(:mod:`arignote.graph.packing`), targets shaped as Keras 2 feeds a loss, and the sample and class
 weights of array data, checked as Keras 2.3.1 checks them.
 
 Example::
@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote.graph.network import Packing
+from arignote.graph.packing import Packing
 
 __all__ = ["FitData", "pack_data"]
 
@@ -96,7 +96,7 @@ class FitData:
         return tuple(p.shapes if p is not None else None for p in (self.module.input_layout, self._y_packing))
 
     def _pack(self, x: Any, y: Any, targets: bool = False) -> tuple[Any, Any]:
-        """Several inputs (outputs) of a functional model as one packed array (see graph.network).
+        """Several inputs (outputs) of a functional model as one packed array (see graph.packing).
         A model trained only on ``add_loss`` terms (``compile(loss=None)``) gets placeholder targets;
         1-D targets of a custom loss become ``(n, 1)``, as Keras 2 feeds them (its placeholder has the
         output's rank, so ``y_true * y_pred`` does not broadcast to ``(n, n)``). Sparse (scipy) inputs

@@ -28,9 +28,11 @@ import torch
 from torch import nn
 
 from arignote.graph import state
-from arignote.graph.network import GraphModule, Packing, feed_inputs, topology
+from arignote.graph.network import GraphModule
 from arignote.graph.node import Node, symbolic_call
+from arignote.graph.packing import Packing
 from arignote.graph.tensor import KerasTensor, flatten, is_symbolic
+from arignote.graph.topology import feed_inputs, topology
 from arignote.layers import _trainable
 from arignote.layers.base import Layer, auto_name
 from arignote.layers.bookkeeping import is_model

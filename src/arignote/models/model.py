@@ -192,7 +192,7 @@ class Model(FitEvaluatePredict, Compiling, WeightsAndSaving, BatchMethods, FitDa
 
     def expected_input_shape(self) -> tuple | None:
         """Per-sample input shape the model takes (None when unknown, e.g. a wrapped module); several
-        inputs arrive packed side by side (:mod:`arignote.graph.network`)."""
+        inputs arrive packed side by side (:mod:`arignote.graph.packing`)."""
         if self._is_graph:
             if len(self._feed_inputs) == 1:
                 return tuple(self._feed_inputs[0].shape[1:])

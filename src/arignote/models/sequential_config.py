@@ -46,7 +46,7 @@ class SequentialConfig:
             False
         """
         # the file formats' rules load when a config is written (issue 32, import time)
-        from arignote.saving.keras_config import with_batch_input_shape
+        from arignote.saving.config_to_keras import with_batch_input_shape
 
         specs = [serialize(layer) for layer in self.layers]
         if self._input_layer is not None and specs:

@@ -26,9 +26,10 @@ import torch
 
 from arignote import config
 from arignote.graph import state
-from arignote.graph.network import GraphModule, topology
+from arignote.graph.network import GraphModule
 from arignote.graph.node import symbolic_call
 from arignote.graph.tensor import KerasTensor
+from arignote.graph.topology import topology
 from arignote.layers.op_layer import OpLayer
 
 __all__ = ["LearningPhase", "learning_phase", "set_learning_phase", "function", "gradients"]

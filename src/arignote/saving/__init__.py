@@ -3,7 +3,8 @@
 :mod:`~arignote.saving.hdf5` reads and writes; :mod:`~arignote.saving.h5file` is the file layout;
 :mod:`~arignote.saving.layouts` is the per-layer-type table (weight names, Theano kernel flips,
 CuDNN RNN weights, Dense-after-Flatten reordering); :mod:`~arignote.saving.keras_config` turns
-Keras 2 ``model_config`` JSON into arignote layers and back; :mod:`~arignote.saving.optimizer_state`
+Keras 2 ``model_config`` JSON into arignote layers (:mod:`~arignote.saving.layer_arguments`) and
+:mod:`~arignote.saving.config_to_keras` back; :mod:`~arignote.saving.optimizer_state`
 maps ``optimizer_weights``; :mod:`~arignote.saving.theano_padding` keeps Keras 2's Theano
 ``padding='same'`` from a file through the model and back. ``model.save(path)`` / ``load_model`` /
 ``save_weights`` / ``load_weights`` choose this format by extension (``.h5``, ``.hdf5``, ``.hdf``,

@@ -12,6 +12,7 @@ columns), ``TimeDistributed(Dense)`` behind ``TimeDistributed(Flatten())``, a ch
 reshapes its ``(rows, cols, filters)`` bias to ``(filters, rows, cols)``)... :func:`channels_first_blockers`
 names them, and the rebuild of a model with any is refused; as saved (the default; arignote's layers
 take ``channels_first`` too) it computes exactly what Keras computed, on the same channels-first arrays.
+The rebuild's input shapes and array transposes are here too (:func:`channels_last_transpose`).
 
 Example::
 
@@ -26,10 +27,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["channels_first_blockers", "joins_columns"]
+__all__ = ["channels_first_blockers", "joins_columns", "has_channels_first", "channels_first_spec",
+           "channels_last_transpose", "channels_last_shape"]
 
 _MODELS = ("Sequential", "Model", "Functional")
 _WRAPPERS = ("Bidirectional", "TimeDistributed")
+# layers whose inputs are sequences of images (batch, time, C, *spatial) when channels_first
+_SEQUENCE_OF_IMAGES = ("ConvLSTM2D", "ConvRNN2D")
 # layers that treat every element alike: the rebuilt maps pass through them unchanged in meaning
 _ELEMENTWISE = {
     "Activation", "Dropout", "GaussianNoise", "GaussianDropout", "AlphaDropout", "ActivityRegularization",
@@ -144,3 +148,48 @@ def channels_first_blockers(spec: Any) -> list[str]:
         for value in spec:
             found += channels_first_blockers(value)
     return list(dict.fromkeys(found))
+
+
+def has_channels_first(spec: Any) -> bool:
+    """Whether any layer of a Keras 2 spec (nested models and wrappers included) is channels_first.
+
+    Example::
+
+        >>> has_channels_first({"class_name": "Conv2D", "config": {"data_format": "channels_first"}})
+        True
+    """
+    if isinstance(spec, dict):
+        return spec.get("data_format") == "channels_first" or any(map(has_channels_first, spec.values()))
+    return isinstance(spec, list) and any(map(has_channels_first, spec))
+
+
+def channels_first_spec(class_name: str, config: dict) -> tuple[bool, bool]:
+    """``(channels_first, takes sequences of images)`` for a Keras 2 layer spec: a wrapper answers for
+    its inner layer (``TimeDistributed(Conv2D)`` and ``Bidirectional(ConvLSTM2D)`` take sequences)."""
+    if class_name in _WRAPPERS and isinstance(config.get("layer"), dict):
+        inner = config["layer"]
+        cf, _ = channels_first_spec(inner.get("class_name"), inner.get("config") or {})
+        return cf, True
+    return config.get("data_format") == "channels_first", class_name in _SEQUENCE_OF_IMAGES
+
+
+def channels_last_transpose(rank: int, sequence: bool = False) -> tuple[int, ...]:
+    """The ``x.transpose(...)`` that turns channels-first arrays of ``rank`` dimensions (batch
+    included) into channels-last ones: images ``(N, C, H, W)`` -> ``(0, 2, 3, 1)``; a sequence keeps
+    its time axis, ``(N, T, C, H, W)`` -> ``(0, 1, 3, 4, 2)``.
+
+    Example::
+
+        >>> channels_last_transpose(4), channels_last_transpose(5, sequence=True)
+        ((0, 2, 3, 1), (0, 1, 3, 4, 2))
+    """
+    first = 2 if sequence else 1
+    return (*range(first), *range(first + 1, rank), first)
+
+
+def channels_last_shape(shape: list, sequence: bool = False) -> list:
+    """``(batch, C, *spatial)`` -> ``(batch, *spatial, C)``; a sequence keeps its time axis after the
+    batch; a shape of fewer dimensions as it is."""
+    if sequence:
+        return [shape[0], *channels_last_shape(shape[1:])] if len(shape) >= 4 else shape
+    return [shape[0], *shape[2:], shape[1]] if len(shape) >= 3 else shape

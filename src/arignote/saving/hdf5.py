@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from arignote import losses, metrics, optimizers
-from arignote.saving import h5file, keras_config, layouts, optimizer_state, theano_padding
+from arignote.saving import config_to_keras, h5file, keras_config, layouts, optimizer_state, theano_padding
 from arignote.utils.generic_utils import CustomObjectScope, get_custom_objects
 
 __all__ = [
@@ -136,11 +136,11 @@ def model_config(model: Any, for_file: bool = False) -> dict:
     Keras 2.3.1, tf.keras and Keras 3's legacy loader all read (see ``sequential_to_keras``)."""
     if type(model).__name__ == "Sequential":
         return {"class_name": "Sequential",
-                "config": keras_config.sequential_to_keras(model.get_config(), input_layer=for_file)}
+                "config": config_to_keras.sequential_to_keras(model.get_config(), input_layer=for_file)}
     get_config = getattr(model, "get_config", None)
     if callable(get_config):  # a functional Model writes Keras 2's layout itself (but for what it nests)
         return {"class_name": "Model",
-                "config": keras_config.functional_to_keras(get_config(), input_layer=for_file)}
+                "config": config_to_keras.functional_to_keras(get_config(), input_layer=for_file)}
     raise ValueError(f"{type(model).__name__} has no get_config(): its architecture cannot be saved")
 
 

@@ -5,7 +5,8 @@ initializers as ``{"class_name": "VarianceScaling", "config": {...}}``, the firs
 ``batch_input_shape`` with the batch dimension). :func:`layer_from_keras` keeps what the arignote
 layer takes, drops what cannot change results (a ``null`` regularizer, ``unroll``,
 ``implementation``), turns default initializers into their names, and raises an error naming the
-layer and the argument for anything else.
+layer and the argument for anything else (those rules: :mod:`arignote.saving.layer_arguments`; the
+way back, arignote's configs as Keras 2 writes them: :mod:`arignote.saving.config_to_keras`).
 
 ``channels_first`` models (the Theano default) load as saved, whatever the configured
 ``image_data_format``, as in Keras 2.3.1 (each layer's ``data_format`` is in its config and wins):
@@ -28,16 +29,20 @@ Example::
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
-from arignote.backend.common import floatx
-from arignote.layers import base as layer_base
-from arignote.saving.channels_first import channels_first_blockers, joins_columns
-from arignote.utils.generic_utils import get_custom_objects
+from arignote.saving.channels_first import (
+    channels_first_blockers,
+    channels_first_spec,
+    channels_last_shape,
+    channels_last_transpose,
+    has_channels_first,
+    joins_columns,
+)
+from arignote.saving.config_to_keras import functional_to_keras, layer_to_keras, sequential_to_keras
+from arignote.saving.config_to_keras import with_batch_input_shape as with_batch_input_shape  # its old home
+from arignote.saving.layer_arguments import accepted_config, initializer_name, numeric_array
 
 __all__ = [
     "AS_SAVED",
@@ -50,52 +55,6 @@ __all__ = [
     "initializer_name",
     "channels_first_blockers",
 ]
-
-# arguments that never change what a layer computes from given weights
-_NO_EFFECT = {"unroll", "implementation"}
-# arguments a layer may lack because their only value is its behaviour
-_ONLY_VALUE = {
-    "data_format": "channels_last",
-    "return_state": False,
-    "go_backwards": False,
-    "stateful": False,
-    "dropout": 0.0,
-    "recurrent_dropout": 0.0,
-    "mask_zero": False,
-}
-
-_VARIANCE_SCALING = {
-    (1.0, "fan_avg", "uniform"): "glorot_uniform",
-    (1.0, "fan_avg", "normal"): "glorot_normal",
-    (1.0, "fan_avg", "truncated_normal"): "glorot_normal",
-    (2.0, "fan_in", "uniform"): "he_uniform",
-    (2.0, "fan_in", "normal"): "he_normal",
-    (2.0, "fan_in", "truncated_normal"): "he_normal",
-    (1.0, "fan_in", "uniform"): "lecun_uniform",
-    (1.0, "fan_in", "normal"): "lecun_normal",
-    (1.0, "fan_in", "truncated_normal"): "lecun_normal",
-}
-
-
-def initializer_name(spec: Any) -> Any:
-    """A Keras 2 initializer dict with default arguments -> its name; anything else unchanged."""
-    if not isinstance(spec, dict) or "class_name" not in spec:
-        return spec
-    cls, cfg = spec["class_name"], spec.get("config") or {}
-    if cfg.get("seed") is not None:
-        return spec
-    if cls in ("Zeros", "Ones"):
-        return cls.lower()
-    if cls == "VarianceScaling":
-        key = (float(cfg.get("scale", 1.0)), cfg.get("mode", "fan_in"), cfg.get("distribution", "normal"))
-        return _VARIANCE_SCALING.get(key, spec)
-    if cls == "Orthogonal" and float(cfg.get("gain", 1.0)) == 1.0:
-        return "orthogonal"
-    if cls == "RandomUniform" and (cfg.get("minval"), cfg.get("maxval")) == (-0.05, 0.05):
-        return "random_uniform"
-    if cls == "RandomNormal" and (cfg.get("mean"), cfg.get("stddev")) == (0.0, 0.05):
-        return "random_normal"
-    return spec
 
 
 @dataclass
@@ -111,53 +70,6 @@ class Conversion:
     kept_channels_first: list[str] = field(default_factory=list)
     # the model has channels_first layers and keeps them as saved (the loader's default)
     as_saved: bool = False
-
-
-def _accepted(cls: type) -> set[str] | None:
-    """Constructor keywords ``cls`` takes (following ``**kwargs`` up its bases, plus the keys its
-    ``get_config`` writes, which it also takes: ``_config_keys``, e.g. a cell's arguments a recurrent
-    layer forwards), or None when it takes anything (a user's class with ``**kwargs``)."""
-    ours = cls.__module__.startswith("arignote.")
-    names: set[str] = set(getattr(cls, "_config_keys", ())) if ours else set()
-    for klass in cls.__mro__:
-        if "__init__" not in vars(klass):
-            continue
-        if klass is layer_base.Layer:
-            return names | set(layer_base._BASE_KWARGS)
-        if not klass.__module__.startswith("arignote."):
-            return None
-        params = inspect.signature(klass.__init__).parameters
-        names |= {
-            n for n, p in params.items() if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL) and n != "self"
-        }
-        if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
-            return names
-    return names
-
-
-def _lookup(class_name: str, custom_objects: dict | None) -> type | None:
-    layer_base.builtin_class(class_name)  # a built-in layer's module is imported when first met by name
-    classes = {**layer_base._REGISTRY, **get_custom_objects(), **(custom_objects or {})}
-    return classes.get(class_name)
-
-
-def numeric_array(value: Any) -> Any:
-    """A Lambda argument as stored (JSON has no arrays: Keras 2.3.1 wrote a numpy argument as nested
-    lists) back as a numpy array when it is a non-empty nested list of numbers, so ``x - mu`` works on
-    torch tensors as it did on TensorFlow's (floats as floatx); anything else as it is.
-
-    >>> numeric_array([[1.0, 2.0]]).dtype, numeric_array(["a"]), numeric_array(3)
-    (dtype('float32'), ['a'], 3)
-    """
-    if not isinstance(value, list) or not value:
-        return value
-    try:
-        array = np.asarray(value)
-    except ValueError:  # ragged
-        return value
-    if array.dtype.kind == "f":
-        return array.astype(floatx())
-    return array if array.dtype.kind in "iub" else value
 
 
 def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | None = None) -> dict:
@@ -190,62 +102,7 @@ def layer_from_keras(spec: dict, conversion: Conversion, custom_objects: dict | 
             _merge(conversion, sub)
         elif isinstance(inner, dict):
             config[key] = layer_from_keras(inner, conversion, custom_objects)
-    cls = _lookup(name, custom_objects)
-    if cls is None:
-        return {"class_name": name, "config": config}  # deserialize names the unknown class
-    accepted = _accepted(cls)
-    if accepted is None:
-        return {"class_name": name, "config": config}
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        if key.endswith("_initializer"):
-            value = initializer_name(value)
-        if key in accepted:
-            out[key] = value
-        elif value is None or key in _NO_EFFECT or (key in _ONLY_VALUE and value == _ONLY_VALUE[key]):
-            continue
-        else:
-            raise ValueError(
-                f"{where}: argument {key}={value!r} is not supported by arignote's {name}; "
-                "the model cannot be rebuilt as saved"
-            )
-    return {"class_name": name, "config": out}
-
-
-# layers whose inputs are sequences of images (batch, time, C, *spatial) when channels_first
-_SEQUENCE_OF_IMAGES = ("ConvLSTM2D", "ConvRNN2D")
-_WRAPPERS = ("Bidirectional", "TimeDistributed")
-
-
-def _channels_first_spec(class_name: str, config: dict) -> tuple[bool, bool]:
-    """``(channels_first, takes sequences of images)`` for a Keras 2 layer spec: a wrapper answers for
-    its inner layer (``TimeDistributed(Conv2D)`` and ``Bidirectional(ConvLSTM2D)`` take sequences)."""
-    if class_name in _WRAPPERS and isinstance(config.get("layer"), dict):
-        inner = config["layer"]
-        cf, _ = _channels_first_spec(inner.get("class_name"), inner.get("config") or {})
-        return cf, True
-    return config.get("data_format") == "channels_first", class_name in _SEQUENCE_OF_IMAGES
-
-
-def channels_last_transpose(rank: int, sequence: bool = False) -> tuple[int, ...]:
-    """The ``x.transpose(...)`` that turns channels-first arrays of ``rank`` dimensions (batch
-    included) into channels-last ones: images ``(N, C, H, W)`` -> ``(0, 2, 3, 1)``; a sequence keeps
-    its time axis, ``(N, T, C, H, W)`` -> ``(0, 1, 3, 4, 2)``.
-
-    Example::
-
-        >>> channels_last_transpose(4), channels_last_transpose(5, sequence=True)
-        ((0, 2, 3, 1), (0, 1, 3, 4, 2))
-    """
-    first = 2 if sequence else 1
-    return (*range(first), *range(first + 1, rank), first)
-
-
-def _channels_last_shape(shape: list, sequence: bool = False) -> list:
-    # (batch, C, *spatial) -> (batch, *spatial, C); a sequence keeps its time axis after the batch
-    if sequence:
-        return [shape[0], *_channels_last_shape(shape[1:])] if len(shape) >= 4 else shape
-    return [shape[0], *shape[2:], shape[1]] if len(shape) >= 3 else shape
+    return {"class_name": name, "config": accepted_config(name, config, custom_objects, where)}
 
 
 def _auto_input_layer(specs: list) -> bool:
@@ -260,19 +117,6 @@ def _auto_input_layer(specs: list) -> bool:
 # what kept_channels_first holds when a channels_first model loads as saved (the default)
 AS_SAVED = "(as saved)"
 DATA_FORMATS = (None, "channels_first", "channels_last")
-
-
-def has_channels_first(spec: Any) -> bool:
-    """Whether any layer of a Keras 2 spec (nested models and wrappers included) is channels_first.
-
-    Example::
-
-        >>> has_channels_first({"class_name": "Conv2D", "config": {"data_format": "channels_first"}})
-        True
-    """
-    if isinstance(spec, dict):
-        return spec.get("data_format") == "channels_first" or any(map(has_channels_first, spec.values()))
-    return isinstance(spec, list) and any(map(has_channels_first, spec))
 
 
 def _start(class_name: str, config: Any, source: str, kept: list[str] | None,
@@ -338,7 +182,7 @@ def sequential_from_keras(
         elif cls not in ("Dropout", "Activation"):
             flatten_feeds_cf = None
         layers.append(converted)
-    sequence = bool(specs) and isinstance(specs[0], dict) and _channels_first_spec(
+    sequence = bool(specs) and isinstance(specs[0], dict) and channels_first_spec(
         specs[0].get("class_name"), specs[0].get("config") or {})[1]
     if conversion.channels_first and layers:
         first = layers[0]["config"]
@@ -346,7 +190,7 @@ def sequential_from_keras(
             if first.get(key) is not None:
                 shape = list(first[key])
                 full = shape if key == "batch_input_shape" else [None, *shape]
-                first[key] = _channels_last_shape(full, sequence)
+                first[key] = channels_last_shape(full, sequence)
                 if len(full) >= 3:
                     conversion.transposes[first.get("name") or "x"] = channels_last_transpose(
                         len(full), sequence and len(full) >= 4)
@@ -357,7 +201,7 @@ def sequential_from_keras(
     if build is not None:
         build = list(build)
         if conversion.channels_first:
-            build = _channels_last_shape(build, sequence)
+            build = channels_last_shape(build, sequence)
         out["build_input_shape"] = build  # with the batch dimension, as Keras 2 and arignote write it
     return out, conversion
 
@@ -407,7 +251,7 @@ def functional_from_keras(
         name, cls = spec.get("name"), spec.get("class_name")
         raw = spec.get("config") or {}
         sources = [ref[0] for node in spec.get("inbound_nodes") or [] for ref in node]
-        spec_cf, takes_sequences = _channels_first_spec(cls, raw)
+        spec_cf, takes_sequences = channels_first_spec(cls, raw)
         in_cf = any(cf_out.get(s, False) for s in sources)
         if cls in ("Sequential", "Model", "Functional"):
             converted, sub = model_from_keras({"class_name": cls, "config": raw}, custom_objects, source,
@@ -439,100 +283,9 @@ def functional_from_keras(
                     sequence = spec["name"] in feeds_sequences
                     spec["config"] = {
                         **spec["config"],
-                        "batch_input_shape": _channels_last_shape(list(shape), sequence),
+                        "batch_input_shape": channels_last_shape(list(shape), sequence),
                     }
                     if len(shape) >= 3:
                         conversion.transposes[spec["name"]] = channels_last_transpose(
                             len(shape), sequence and len(shape) >= 4)
     return {**config, "layers": layers}, conversion
-
-
-def with_batch_input_shape(config: dict, shape: Any) -> dict:
-    """A layer config with ``batch_input_shape`` where Keras 2.3.1's ``Layer.get_config`` puts it
-    (after ``trainable``), in place of any ``input_shape`` / ``batch_input_shape`` it had.
-
-    Example::
-
-        >>> with_batch_input_shape({"name": "d", "trainable": True, "units": 2}, (None, 3))
-        {'name': 'd', 'trainable': True, 'batch_input_shape': [None, 3], 'units': 2}
-    """
-    out: dict[str, Any] = {}
-    for key, value in config.items():
-        if key in ("batch_input_shape", "input_shape"):
-            continue
-        out[key] = value
-        if key == "trainable":
-            out["batch_input_shape"] = list(shape)
-    out.setdefault("batch_input_shape", list(shape))
-    return out
-
-
-def sequential_to_keras(config: dict, input_layer: bool = False) -> dict:
-    """arignote's Sequential config -> Keras 2.3.1's, ready for ``json.dumps``: the layers the user
-    added, the first with the declared input shape as ``batch_input_shape`` (with the batch
-    dimension), and ``build_input_shape`` for a model built from data.
-
-    ``input_layer`` (what HDF5 files get): the declared input shape as an explicit first
-    ``InputLayer`` instead, as tf.keras 2 writes Sequential models. Keras 2.3.1 reads both forms;
-    Keras 3's legacy HDF5 loader reads only this one right (``batch_input_shape`` on any other layer
-    is taken as ``input_shape``, one dimension too many, for Keras 2.3.1's own files too).
-
-    >>> spec = {"name": "s", "layers": [{"class_name": "Dense", "config": {"name": "d",
-    ...         "batch_input_shape": [None, 3]}}]}
-    >>> [layer["class_name"] for layer in sequential_to_keras(spec)["layers"]]
-    ['Dense']
-    >>> [layer["class_name"] for layer in sequential_to_keras(spec, input_layer=True)["layers"]]
-    ['InputLayer', 'Dense']
-    """
-    layers = []
-    for i, spec in enumerate(config["layers"]):
-        cfg = dict(spec["config"])
-        shape = cfg.get("input_shape")
-        batch_shape = [None, *shape] if shape is not None else cfg.get("batch_input_shape")
-        if batch_shape is not None and i == 0 and not input_layer:
-            cfg = with_batch_input_shape(cfg, batch_shape)
-        else:
-            cfg.pop("input_shape", None)
-            cfg.pop("batch_input_shape", None)
-            if batch_shape is not None and i == 0 and spec["class_name"] != "InputLayer":
-                layers.append({"class_name": "InputLayer", "config": {
-                    "batch_input_shape": list(batch_shape), "dtype": cfg.get("dtype", "float32"),
-                    "sparse": False, "name": f"{cfg.get('name', 'layer')}_input"}})
-            elif batch_shape is not None and i == 0:
-                cfg["batch_input_shape"] = list(batch_shape)
-        cfg.setdefault("dtype", "float32")
-        layers.append(layer_to_keras({"class_name": spec["class_name"], "config": cfg}, input_layer))
-    out: dict[str, Any] = {"name": config.get("name"), "layers": layers}
-    if config.get("build_input_shape") is not None:
-        out["build_input_shape"] = list(config["build_input_shape"])  # already with the batch dimension
-    return out
-
-
-def functional_to_keras(config: dict, input_layer: bool = False) -> dict:
-    """arignote's functional ``Model`` config -> Keras 2's (its nested models and wrappers converted;
-    ``input_layer``: nested Sequentials as :func:`sequential_to_keras` writes them for files)."""
-    return {**config, "layers": [layer_to_keras(spec, input_layer) for spec in config.get("layers") or []]}
-
-
-# Keras 3's deserializer finds a built-in class inside a wrapper only by its module (tf.keras >= 2.13
-# writes it too); Keras 2 ignores the key, and a user's registered class is still looked up first
-_INNER_MODULE = "keras.layers"
-
-
-def layer_to_keras(spec: dict, input_layer: bool = False) -> dict:
-    """One layer spec (a functional entry with ``name``/``inbound_nodes``, or a Sequential entry) as
-    Keras 2 writes it: a nested Sequential or Model converted likewise (``input_layer``: see
-    :func:`sequential_to_keras`), a wrapper's inner layer with its ``module``.
-    """
-    cls = spec.get("class_name")
-    config = spec.get("config") or {}
-    if cls == "Sequential":
-        return {**spec, "config": sequential_to_keras(config, input_layer)}
-    if cls in ("Model", "Functional"):
-        return {**spec, "config": functional_to_keras(config, input_layer)}
-    inner = {k: config[k] for k in ("layer", "forward_layer", "backward_layer")
-             if isinstance(config.get(k), dict) and "class_name" in config[k]}
-    if inner:
-        config = {**config, **{k: {**layer_to_keras(v, input_layer), "module": _INNER_MODULE}
-                               for k, v in inner.items()}}
-    return {**spec, "config": config}

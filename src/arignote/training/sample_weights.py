@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from arignote.graph.network import Packing
+from arignote.graph.packing import Packing
 
 __all__ = ["modes_per_output", "per_output", "check_class_weight", "standardize_weights", "for_arrays",
            "for_batches", "targets_per_output"]
