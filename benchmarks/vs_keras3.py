@@ -69,6 +69,7 @@ def compare(
                 "cpu_ratio": _spread(ratios_cpu),
                 "wall_ratio": _spread(ratios_wall),
                 "min_cpu_ratio": min(ratios_cpu),
+                "cpu_ratios": [round(r, 3) for r in ratios_cpu],  # per round, in order (stderr's JSON)
             }
             for b in PREDICT_BATCHES:
                 row[f"predict{b}"] = (
