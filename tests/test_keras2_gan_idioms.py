@@ -146,3 +146,28 @@ def test_keras1_merge_called_names_its_replacements():
     with pytest.raises(TypeError, match=r"Keras 1's merge function.*Lambda\(function"):
         merge([a, a], mode=lambda p: p[0] + p[1], output_shape=lambda p: p[0])
     assert merge.add is not None and isinstance(merge.Add(), merge._Merge)  # still the module
+
+
+def test_a_class_index_dict_on_a_two_output_model_weighs_nothing_with_a_warning():
+    """Keras 2.3.1 looked each output's name up in {class: weight}, found none and trained unweighted."""
+    from arignote.layers import Dense, Input
+    from arignote.models import Model
+
+    def two_outputs():
+        np.random.seed(3)
+        inp = Input((3,))
+        model = Model(inp, [Dense(1, activation="sigmoid", name="a")(inp),
+                            Dense(1, activation="sigmoid", name="b")(inp)])
+        model.compile("sgd", "binary_crossentropy")
+        return model
+
+    x = np.random.RandomState(1).rand(8, 3).astype("float32")
+    y = np.array([[1], [0], [1], [1], [0], [1], [1], [1]], "float32")
+    plain = two_outputs().train_on_batch(x, [y, y])
+    with pytest.warns(UserWarning, match=r"class indices as keys, but the model has 2 outputs.*\['a', 'b'\]"):
+        ignored = two_outputs().train_on_batch(x, [y, y], class_weight={0: 1.0, 1: 3.0})
+    assert ignored == pytest.approx(plain)
+    weighed = two_outputs().train_on_batch(x, [y, y], class_weight={"a": {0: 1.0, 1: 3.0}})
+    assert weighed != pytest.approx(plain)
+    with pytest.raises(ValueError, match="not outputs of the model"):  # a misspelt output name still fails
+        two_outputs().train_on_batch(x, [y, y], class_weight={"c": {0: 1.0, 1: 3.0}})

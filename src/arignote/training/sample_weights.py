@@ -98,13 +98,23 @@ def check_class_weight(class_weight: Any, names: list[str]) -> list[dict | None]
     A one-output model given a list of one dict uses that dict; given a list or array of numbers
     (``sklearn``'s ``compute_class_weight`` result passed as is), or a list of several dicts (a
     multi-output model's list passed to a one-output model), it trains unweighted, as Keras 2.3.1
-    did (it weighs by dicts only), with a warning naming the fix.
+    did (it weighs by dicts only), with a warning naming the fix; so does a model of several outputs
+    given one ``{class index: weight}`` dict (Keras 2.3.1 looked the output names up in it).
 
     >>> check_class_weight({0: 1.0, 1: 3.0}, ["out"])
     [{0: 1.0, 1: 3.0}]
     >>> check_class_weight([{0: 1.0, 1: 3.0}], ["out"])
     [{0: 1.0, 1: 3.0}]
     """
+    if len(names) > 1 and isinstance(class_weight, dict) and class_weight and not set(class_weight) & set(
+            names) and all(_numbers(k) for k in class_weight):
+        # {class index: weight} for a model of several outputs: Keras 2.3.1 looked each output's name up
+        # in it, found none and trained unweighted
+        warnings.warn(f"class_weight={class_weight!r} has class indices as keys, but the model has "
+                      f"{len(names)} outputs, so it weighs nothing (Keras 2.3.1 ignored it too); pass "
+                      f"{{output name: {{class index: weight}}}} with the output names {names} to weigh "
+                      "their classes", stacklevel=4)
+        return [None] * len(names)
     per = per_output(class_weight, names, "class_weight")
     if len(names) == 1 and per[0] is not None and not isinstance(per[0], dict) and _numbers(per[0]):
         warnings.warn(f"class_weight={per[0]!r} is not a dict, so it weighs nothing (Keras 2.3.1 ignored it "
