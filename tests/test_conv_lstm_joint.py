@@ -203,3 +203,27 @@ def test_one_convolution_a_step_and_one_for_the_kernels(fresh):
     assert [op for op, _ in backward.ops] == ["convolution_backward"] * (t + 1)
     assert backward.ops[-1][1] == (n * t, 4 * f, 4, 4)  # the kernels' and bias's gradient, all steps at once
     assert x.grad.abs().max() > 0 and w.grad.abs().max() > 0 and b.grad.abs().max() > 0
+
+
+@pytest.mark.usefixtures("one_thread")
+def test_under_bfloat16_autocast_the_joined_steps_give_the_separate_paths_dtype_and_values():
+    torch.manual_seed(2)
+    layer = ConvLSTM2D(3, 3, padding="same", return_sequences=True)
+    x = torch.randn(2, 4, 6, 6, 2)
+    layer.build(tuple(x.shape))
+    results = []
+    for joint in (True, False):
+        saved = ConvLSTM2DCell._joins_convolutions
+        if not joint:
+            ConvLSTM2DCell._joins_convolutions = lambda self: False
+        try:
+            xg = x.clone().requires_grad_()
+            with torch.autocast("cpu", dtype=torch.bfloat16):
+                out = layer(xg)
+        finally:
+            ConvLSTM2DCell._joins_convolutions = saved
+        out.float().sum().backward()
+        results.append((out.dtype, out.detach().float(), xg.grad))
+    assert results[0][0] == results[1][0] == torch.bfloat16
+    torch.testing.assert_close(results[0][1], results[1][1], rtol=0.05, atol=0.05)
+    torch.testing.assert_close(results[0][2], results[1][2], rtol=0.1, atol=0.05)

@@ -77,14 +77,15 @@ class _Joined(torch.autograd.Function):
             joined[0, :, inputs:].zero_()
         else:
             joined[0, :, inputs:].copy_(h)
-        out = _buffer(x, (n, steps), f, first)
-        saved = []
+        out, saved = None, []
         for s in range(steps):
             conv = not (fresh and s == 0)
             if conv:
                 z = F.conv2d(joined[s], w, b, 1, pads)
             else:
                 z = F.conv2d(joined[0, :, :inputs], w[:, :inputs], b, 1, pads)
+            if out is None:  # in the pre-activations' dtype (under autocast, autocast's), as the graph's
+                out = _buffer(z, (n, steps), f, first)
             st = _new_step(z, c, ract, act, f)
             nxt = joined[s + 1, :, inputs:] if s + 1 < steps else None
             per_sample = z[0].numel() * z.element_size()
