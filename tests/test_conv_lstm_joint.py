@@ -3,6 +3,8 @@ the backward against finite differences (float64 gradcheck), the joined steps ag
 input convolution (conv_lstm_sequence) and against the per-operator graph, which layers take it, and
 its mechanism: one convolution a step forward, one convolution backward a step and one for the kernels."""
 
+import contextlib
+
 import numpy as np
 import pytest
 import torch
@@ -82,6 +84,18 @@ def test_joined_steps_equal_the_separate_input_convolution(first, fresh, bias):
     assert results[0][0].abs().max() > 0.1 and results[0][2].abs().max() > 0.01
 
 
+@contextlib.contextmanager
+def _joining(joint):
+    """ConvLSTM2D layers take the joined steps (``joint``) or the separate input convolution."""
+    saved = ConvLSTM2DCell._joins_convolutions
+    if not joint:
+        ConvLSTM2DCell._joins_convolutions = lambda self: False
+    try:
+        yield
+    finally:
+        ConvLSTM2DCell._joins_convolutions = saved
+
+
 def _layer_paths(layer, x, loss, call=None):
     """Outputs and gradients of ``layer`` (built) on the joined steps, the separate input convolution
     and the per-operator graph."""
@@ -140,13 +154,8 @@ def test_initial_state_takes_the_joined_steps_and_gets_gradients():
               for _ in range(2)]
     grads = []
     for joint in (True, False):
-        saved = ConvLSTM2DCell._joins_convolutions
-        if not joint:
-            ConvLSTM2DCell._joins_convolutions = lambda self: False
-        try:
+        with _joining(joint):
             out = layer(x, initial_state=states)
-        finally:
-            ConvLSTM2DCell._joins_convolutions = saved
         grads.append([out.detach().numpy(), *(g.numpy() for g in torch.autograd.grad(out.sum(), states))])
     for a, b in zip(*grads):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-6)
@@ -213,15 +222,9 @@ def test_under_bfloat16_autocast_the_joined_steps_give_the_separate_paths_dtype_
     layer.build(tuple(x.shape))
     results = []
     for joint in (True, False):
-        saved = ConvLSTM2DCell._joins_convolutions
-        if not joint:
-            ConvLSTM2DCell._joins_convolutions = lambda self: False
-        try:
-            xg = x.clone().requires_grad_()
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                out = layer(xg)
-        finally:
-            ConvLSTM2DCell._joins_convolutions = saved
+        xg = x.clone().requires_grad_()
+        with _joining(joint), torch.autocast("cpu", dtype=torch.bfloat16):
+            out = layer(xg)
         out.float().sum().backward()
         results.append((out.dtype, out.detach().float(), xg.grad))
     assert results[0][0] == results[1][0] == torch.bfloat16
