@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from arignote import config
+from arignote.backend import clear_session
 
 PACKAGE = Path(importlib.util.find_spec("arignote").origin).parent
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -85,6 +86,7 @@ def test_a_missing_optional_package_skips_with_its_name(tmp_path, monkeypatch):
 @pytest.mark.parametrize("module_name", modules_with_examples())
 def test_docstring_examples_hold(module_name, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # examples that write files write them here
+    clear_session()  # layer auto-names start at _1, as in a fresh session: no example depends on the order
     with config.override(device="cpu", print_active_device=False):
         attempted, failed, report = run_examples(module_name)
     if failed:
