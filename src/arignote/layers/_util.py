@@ -381,10 +381,7 @@ class KerasLayer(KerasWeights):
 
     def get_config(self) -> dict:
         """Keras 2 ``get_config``: base fields plus ``_config_keys``, objects in their serialized form."""
-        cfg: dict[str, Any] = {"name": self.name, "trainable": self.trainable}
-        if self.batch_input_shape is not None:
-            cfg["batch_input_shape"] = list(self.batch_input_shape)
-        cfg["dtype"] = self.dtype
+        cfg = self._base_config()  # LayerConfig's (these mixins sit beside Layer)
         for key in self._config_keys:
             value = getattr(self, key, None)
             if key.endswith("_initializer"):

@@ -137,12 +137,18 @@ class LayerConfig:
     """A layer's config (a mixin of :class:`~arignote.layers.base.Layer`: ``self`` is the layer;
     built-in layers list their constructor arguments in ``_config_keys``)."""
 
-    def get_config(self) -> dict:
-        """JSON-able constructor kwargs (Keras 2 ``get_config``)."""
+    def _base_config(self) -> dict:
+        """The fields every Keras 2 layer config starts with: name, trainable, batch_input_shape (when
+        the layer has one), dtype."""
         cfg: dict[str, Any] = {"name": self.name, "trainable": self.trainable}
         if self.batch_input_shape is not None:
             cfg["batch_input_shape"] = list(self.batch_input_shape)
         cfg["dtype"] = self.dtype
+        return cfg
+
+    def get_config(self) -> dict:
+        """JSON-able constructor kwargs (Keras 2 ``get_config``)."""
+        cfg = self._base_config()
         for key in self._config_keys:
             value = getattr(self, key)
             if callable(value):  # an activation function given as a callable
