@@ -83,3 +83,14 @@ def test_chunks_cover_the_samples_once(monkeypatch):
     seen.clear()
     recurrence._by_samples(lambda x: seen.append(x.tolist()), 3, 100, (rows[:3],))
     assert seen == [[0.0], [1.0], [2.0]]
+
+
+def test_chunks_on_the_cpu_only():
+    """Off the CPU (a GPU: each chunk a kernel launch per pass) the whole batch is one chunk; the meta
+    device stands in for it here."""
+    per_sample = recurrence.WORKING_SET // 2
+    for device, sizes in (("cpu", [2, 2, 2, 1]), ("meta", [7])):
+        calls = []
+        rows = (None, torch.zeros(7, 3, device=device))
+        recurrence._by_samples(lambda _, t, out=calls: out.append(len(t)), 7, per_sample, rows)
+        assert calls == sizes, device

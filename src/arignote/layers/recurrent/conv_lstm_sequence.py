@@ -44,17 +44,35 @@ _conv_backward = torch.ops.aten.convolution_backward
 #: their tensors, so each pass over the whole batch reads from and writes to memory; in chunks of
 #: samples whose pre-activations fit about one core's L2 cache (2 MiB here), the passes of a chunk
 #: revisit cache instead (benchmarks/conv_lstm_ab.py: the zoo's conv_lstm, 1 MB a sample, runs in
-#: chunks of 2). Per element the arithmetic is the same, in the same order.
+#: chunks of 2). Per element the arithmetic is the same, in the same order. CPU only: off the CPU the
+#: whole batch is one chunk (on a GPU every chunk would cost each pass another kernel launch, and its
+#: caches are not one core's L2; reasoned on paper, not measured).
 WORKING_SET = 2 << 20
 
 
 def _by_samples(body: Callable, n: int, per_sample: int, rows: tuple, *args: Any) -> None:
     """``body(*chunk, *args)`` for each chunk of samples: ``chunk`` is ``rows`` (tensors whose first
-    dimension is the ``n`` samples, :class:`_Step`, None) cut to the chunk's samples; a chunk holds
-    about :data:`WORKING_SET` bytes at ``per_sample`` bytes a sample (at least one sample)."""
-    k = max(1, WORKING_SET // per_sample)
+    dimension is the ``n`` samples, :class:`_Step`, None) cut to the chunk's samples; on the CPU a
+    chunk holds about :data:`WORKING_SET` bytes at ``per_sample`` bytes a sample (at least one
+    sample), elsewhere all ``n``.
+
+        >>> calls = []
+        >>> _by_samples(lambda t: calls.append(len(t)), 5, WORKING_SET // 2, (torch.zeros(5, 3),))
+        >>> calls
+        [2, 2, 1]
+    """
+    k = max(1, WORKING_SET // per_sample) if _on_cpu(rows) else n
     for a in range(0, n, k):
         body(*(_cut(t, slice(a, a + k)) for t in rows), *args)
+
+
+def _on_cpu(rows: tuple) -> bool:
+    """True when the first tensor of ``rows`` (or of a :class:`_Step` in it) is on the CPU."""
+    for t in rows:
+        t = t.c_prev if isinstance(t, _Step) else t
+        if isinstance(t, torch.Tensor):
+            return t.device.type == "cpu"
+    return True
 
 
 def _cut(t: Any, samples: slice) -> Any:
