@@ -230,3 +230,22 @@ def test_under_bfloat16_autocast_the_joined_steps_give_the_separate_paths_dtype_
     assert results[0][0] == results[1][0] == torch.bfloat16
     torch.testing.assert_close(results[0][1], results[1][1], rtol=0.05, atol=0.05)
     torch.testing.assert_close(results[0][2], results[1][2], rtol=0.1, atol=0.05)
+
+
+@pytest.mark.gpu
+def test_joined_steps_on_a_gpu_equal_the_cpu():
+    """cuDNN's convolutions under the joined steps (channels_last buffers, one chunk of samples)."""
+    torch.manual_seed(4)
+    layer = ConvLSTM2D(3, 3, padding="same", return_sequences=True)
+    x = torch.randn(3, 4, 6, 6, 2)
+    layer.build(tuple(x.shape))
+    results = []
+    for device in ("cpu", "cuda"):
+        layer.to(device)
+        layer.zero_grad()
+        xg = x.to(device).requires_grad_()
+        out = layer(xg)
+        (out * torch.linspace(-1, 1, out.numel(), device=device).view_as(out)).sum().backward()
+        results.append([out.detach().cpu(), xg.grad.cpu(), *(p.grad.cpu() for p in layer.parameters())])
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
