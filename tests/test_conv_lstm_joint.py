@@ -214,12 +214,18 @@ def test_one_convolution_a_step_and_one_for_the_kernels(fresh):
     assert x.grad.abs().max() > 0 and w.grad.abs().max() > 0 and b.grad.abs().max() > 0
 
 
+def _seeded_layer(seed, samples):
+    """A built ConvLSTM2D(3, 3x3, 'same') and a batch of ``samples`` sequences of 4 frames of 6x6x2."""
+    torch.manual_seed(seed)
+    layer = ConvLSTM2D(3, 3, padding="same", return_sequences=True)
+    x = torch.randn(samples, 4, 6, 6, 2)
+    layer.build(tuple(x.shape))
+    return layer, x
+
+
 @pytest.mark.usefixtures("one_thread")
 def test_under_bfloat16_autocast_the_joined_steps_give_the_separate_paths_dtype_and_values():
-    torch.manual_seed(2)
-    layer = ConvLSTM2D(3, 3, padding="same", return_sequences=True)
-    x = torch.randn(2, 4, 6, 6, 2)
-    layer.build(tuple(x.shape))
+    layer, x = _seeded_layer(2, 2)
     results = []
     for joint in (True, False):
         xg = x.clone().requires_grad_()
@@ -235,10 +241,7 @@ def test_under_bfloat16_autocast_the_joined_steps_give_the_separate_paths_dtype_
 @pytest.mark.gpu
 def test_joined_steps_on_a_gpu_equal_the_cpu():
     """cuDNN's convolutions under the joined steps (channels_last buffers, one chunk of samples)."""
-    torch.manual_seed(4)
-    layer = ConvLSTM2D(3, 3, padding="same", return_sequences=True)
-    x = torch.randn(3, 4, 6, 6, 2)
-    layer.build(tuple(x.shape))
+    layer, x = _seeded_layer(4, 3)
     results = []
     for device in ("cpu", "cuda"):
         layer.to(device)
